@@ -1,0 +1,197 @@
+package hub
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Priority orders a recipient's inbox: critical first, low last.
+type Priority string
+
+// The four priorities, highest first.
+const (
+	Critical Priority = "critical"
+	High     Priority = "high"
+	Normal   Priority = "normal"
+	Low      Priority = "low"
+)
+
+// Rank is the priority's sort key: 0 for critical up to 3 for low.
+func (p Priority) Rank() int {
+	switch p {
+	case Critical:
+		return 0
+	case High:
+		return 1
+	case Low:
+		return 3
+	}
+	return 2
+}
+
+// PriorityOfRank is the inverse of Rank.
+func PriorityOfRank(r int) Priority {
+	return [...]Priority{Critical, High, Normal, Low}[min(max(r, 0), 3)]
+}
+
+// ParsePriority validates s; the empty string means Normal.
+func ParsePriority(s string) (Priority, error) {
+	switch p := Priority(s); p {
+	case "":
+		return Normal, nil
+	case Critical, High, Normal, Low:
+		return p, nil
+	}
+	return "", Errorf("", Invalid, "invalid priority %q: want critical, high, normal or low", s)
+}
+
+// A PriorityFilter admits messages of a priority rank up to MaxRank.
+type PriorityFilter struct{ MaxRank int }
+
+// ParsePriorityFilter reads seed 000's filter names: all (or empty), critical,
+// high_and_above, normal_and_above.
+func ParsePriorityFilter(s string) (PriorityFilter, error) {
+	switch s {
+	case "", "all":
+		return PriorityFilter{MaxRank: 3}, nil
+	case "critical":
+		return PriorityFilter{MaxRank: 0}, nil
+	case "high_and_above", "high":
+		return PriorityFilter{MaxRank: 1}, nil
+	case "normal_and_above", "normal":
+		return PriorityFilter{MaxRank: 2}, nil
+	}
+	return PriorityFilter{}, Errorf("", Invalid, "invalid priority_filter %q: want all, critical, high_and_above or normal_and_above", s)
+}
+
+// Status is what an agent says of itself (seed 002): ready for work, at work, or offline.
+type Status string
+
+// The self-reported statuses.
+const (
+	StatusReady   Status = "ready"
+	StatusWork    Status = "work"
+	StatusOffline Status = "offline"
+)
+
+// ParseStatus validates s.
+func ParseStatus(s string) (Status, error) {
+	switch st := Status(s); st {
+	case StatusReady, StatusWork, StatusOffline:
+		return st, nil
+	}
+	return "", Errorf("", Invalid, "invalid status %q: want ready, work or offline", s)
+}
+
+// Agent is a participant in a workspace, known by its name.
+type Agent struct {
+	Workspace string
+	Name      string
+	Role      string
+	Module    string
+	Status    Status // self-reported
+	CreatedAt time.Time
+	LastSeen  time.Time
+}
+
+// ID is the agent's composite id, agent:{role}:{hash} (seed 000).
+func (a *Agent) ID() string { return CompositeID(a.Workspace, a.Role, a.Name) }
+
+// CompositeID derives the composite id of the agent name in workspace ws with role.
+// The hash covers workspace and name only, so an id stays findable by its hash
+// even when the role in front of it is stale.
+func CompositeID(ws, role, name string) string {
+	return "agent:" + role + ":" + NameHash(ws, name)
+}
+
+// NameHash is the hash part of a composite id.
+func NameHash(ws, name string) string {
+	sum := sha256.Sum256([]byte(ws + "\x00" + name))
+	return hex.EncodeToString(sum[:6])
+}
+
+// Message is one message as sent; its read state lives per recipient.
+type Message struct {
+	ID        string // ULID
+	Workspace string
+	From      string // sender's agent name
+	To        string // the address as the sender wrote it
+	Content   string // markdown
+	Payload   json.RawMessage
+	Priority  Priority
+	ReplyTo   string
+	ThreadID  string // the id of the first message of the thread
+	Metadata  map[string]string
+	CreatedAt time.Time
+}
+
+// MemberType says whether a group member is an agent or a whole role.
+type MemberType string
+
+// Member types.
+const (
+	MemberAgent MemberType = "agent"
+	MemberRole  MemberType = "role"
+)
+
+// Member is one entry of a group.
+type Member struct {
+	Type MemberType
+	ID   string // agent name or role name
+}
+
+// Group is a named set of agents and roles that can be addressed as @name.
+type Group struct {
+	Workspace   string
+	Name        string
+	Description string
+	CreatedBy   string
+	CreatedAt   time.Time
+	Members     []Member
+}
+
+// Everyone is the built-in group of every agent in a workspace.
+const Everyone = "everyone"
+
+// Limits for names.
+const (
+	MaxNameLen      = 64
+	MaxWorkspaceLen = 512
+)
+
+// ValidName checks an agent, role or group name: 1-64 bytes of letters, digits,
+// '.', '_' or '-', starting with a letter or digit.
+func ValidName(what, s string) error {
+	if s == "" {
+		return Errorf("", Invalid, "%s must not be empty", what)
+	}
+	if len(s) > MaxNameLen {
+		return Errorf("", Invalid, "%s %q is too long: at most %d bytes", what, s[:MaxNameLen]+"...", MaxNameLen)
+	}
+	for i, r := range s {
+		ok := unicode.IsLetter(r) || unicode.IsDigit(r) || (i > 0 && (r == '.' || r == '_' || r == '-'))
+		if !ok {
+			return Errorf("", Invalid, "invalid %s %q: use letters, digits, '.', '_' or '-', starting with a letter or digit", what, s)
+		}
+	}
+	return nil
+}
+
+// ValidWorkspace checks a workspace name: printable, no control characters, bounded.
+func ValidWorkspace(s string) error {
+	if s == "" {
+		return Errorf("", Invalid, "workspace must not be empty")
+	}
+	if len(s) > MaxWorkspaceLen || !utf8.ValidString(s) {
+		return Errorf("", Invalid, "invalid workspace: at most %d bytes of UTF-8", MaxWorkspaceLen)
+	}
+	if strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		return Errorf("", Invalid, "invalid workspace %q: control characters are not allowed", s)
+	}
+	return nil
+}
