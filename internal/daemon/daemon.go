@@ -1,0 +1,158 @@
+// Package daemon is the Parley daemon's lifecycle: the state directory, the PID
+// lock, the store, the Unix socket, the HTTP endpoints (/mcp, /api/v1/) and an
+// orderly shutdown. It wires hub, store and mcpserver together; only the CLI
+// imports it.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/hub"
+	"github.com/parley-dev/parley/internal/mcpserver"
+	"github.com/parley-dev/parley/internal/store/sqlite"
+)
+
+// Config configures a daemon; zero values mean defaults.
+type Config struct {
+	Home    string // state directory; "" means $PARLEY_HOME or ~/.parley
+	Version string
+	Logger  *slog.Logger // nil: discard
+	// MaxContent is the message size limit in bytes (default 256 KiB).
+	MaxContent int
+	// ShutdownTimeout bounds a graceful shutdown (default 5s).
+	ShutdownTimeout time.Duration
+}
+
+// Daemon is a running Parley daemon.
+type Daemon struct {
+	cfg     Config
+	paths   api.Paths
+	log     *slog.Logger
+	lock    *pidLock
+	db      *sqlite.DB
+	hub     *hub.Hub
+	mcp     *mcpserver.Server
+	ln      net.Listener
+	srv     *http.Server
+	started time.Time
+	// origins are the browser origins the daemon itself issued (its dashboard).
+	origins map[string]bool
+}
+
+// Open prepares a daemon: it makes the state directory, takes the PID lock,
+// opens the store and listens on the socket. Run serves; Close undoes Open.
+func Open(ctx context.Context, cfg Config) (d *Daemon, err error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.ShutdownTimeout == 0 {
+		cfg.ShutdownTimeout = 5 * time.Second
+	}
+	paths, err := api.HomePaths(cfg.Home)
+	if err != nil {
+		return nil, err
+	}
+	d = &Daemon{cfg: cfg, paths: paths, log: cfg.Logger, started: time.Now(), origins: map[string]bool{}}
+	defer func() {
+		if err != nil {
+			d.Close()
+		}
+	}()
+	if err := os.MkdirAll(paths.Home, 0o700); err != nil {
+		return nil, fmt.Errorf("make state directory: %w", err)
+	}
+	if err := os.Chmod(paths.Home, 0o700); err != nil {
+		return nil, fmt.Errorf("secure state directory: %w", err)
+	}
+	host, _ := os.Hostname()
+	d.lock, err = acquireLock(paths.PID, LockInfo{
+		PID: os.Getpid(), StartedAt: d.started.UTC(), Hostname: host, UID: os.Getuid(),
+		SockPath: paths.Socket, Argv: os.Args,
+	})
+	if err != nil {
+		return nil, err
+	}
+	d.db, err = sqlite.Open(ctx, paths.DB, &sqlite.Options{Logger: d.log.With("subsystem", "store")})
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	d.hub = hub.New(d.db, &hub.Options{Logger: d.log.With("subsystem", "hub"), MaxContent: cfg.MaxContent})
+	d.mcp = mcpserver.New(d.hub, &mcpserver.Options{Logger: d.log.With("subsystem", "mcp"), Version: cfg.Version})
+
+	// We hold the lock, so a socket file left behind is stale.
+	if err := os.Remove(paths.Socket); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("remove stale socket: %w", err)
+	}
+	old := syscall.Umask(0o077)
+	d.ln, err = net.Listen("unix", paths.Socket)
+	syscall.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", paths.Socket, err)
+	}
+	if err := os.Chmod(paths.Socket, 0o600); err != nil {
+		return nil, fmt.Errorf("secure socket: %w", err)
+	}
+	d.srv = &http.Server{
+		Handler:           d.handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(d.log.Handler(), slog.LevelWarn),
+	}
+	return d, nil
+}
+
+// Hub returns the daemon's hub.
+func (d *Daemon) Hub() *hub.Hub { return d.hub }
+
+// MCP returns the daemon's /mcp endpoint, to register more profiles before Run.
+func (d *Daemon) MCP() *mcpserver.Server { return d.mcp }
+
+// Paths returns the daemon's files.
+func (d *Daemon) Paths() api.Paths { return d.paths }
+
+// Run serves until ctx is cancelled, then shuts down gracefully.
+func (d *Daemon) Run(ctx context.Context) error {
+	d.log.Info("daemon started", "pid", os.Getpid(), "socket", d.paths.Socket, "version", d.cfg.Version)
+	errc := make(chan error, 1)
+	go func() { errc <- d.srv.Serve(d.ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	d.log.Info("daemon stopping")
+	sctx, cancel := context.WithTimeout(context.Background(), d.cfg.ShutdownTimeout)
+	defer cancel()
+	// Open SSE streams and blocked waits would hold Shutdown up: cut them off
+	// once the grace period ends.
+	if err := d.srv.Shutdown(sctx); err != nil {
+		d.srv.Close()
+	}
+	return nil
+}
+
+// Close releases everything Open took, in reverse order.
+func (d *Daemon) Close() error {
+	var errs []error
+	if d.srv != nil {
+		d.srv.Close()
+	}
+	if d.ln != nil {
+		d.ln.Close()
+		os.Remove(d.paths.Socket)
+	}
+	if d.db != nil {
+		errs = append(errs, d.db.Close())
+	}
+	d.lock.release()
+	return errors.Join(errs...)
+}

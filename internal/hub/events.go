@@ -1,0 +1,59 @@
+package hub
+
+import "time"
+
+// EventKind names a change the hub announces.
+type EventKind string
+
+// The events the hub publishes.
+const (
+	EventAgentJoined  EventKind = "agent.joined"
+	EventAgentStatus  EventKind = "agent.status"
+	EventAgentLeft    EventKind = "agent.left"
+	EventMessageSent  EventKind = "message.sent"
+	EventGroupChanged EventKind = "group.changed"
+)
+
+// Event is one change in a workspace. Subscribers must not modify it.
+type Event struct {
+	Kind       EventKind
+	Workspace  string
+	Time       time.Time
+	Agent      string // the agent concerned (the sender, for messages)
+	Role       string
+	Status     string
+	Message    *Message
+	Recipients []string
+	Group      string
+	Change     string // for groups: created, deleted, member_added, member_removed
+}
+
+// Subscribe calls fn for every event until the returned function is called. fn
+// runs on the publisher's goroutine: it must not block (hand off to a buffer).
+func (h *Hub) Subscribe(fn func(Event)) (cancel func()) {
+	h.subsMu.Lock()
+	defer h.subsMu.Unlock()
+	if h.subs == nil {
+		h.subs = make(map[int]func(Event))
+	}
+	h.nextSub++
+	id := h.nextSub
+	h.subs[id] = fn
+	return func() {
+		h.subsMu.Lock()
+		defer h.subsMu.Unlock()
+		delete(h.subs, id)
+	}
+}
+
+func (h *Hub) publish(e Event) {
+	h.subsMu.RLock()
+	defer h.subsMu.RUnlock()
+	if len(h.subs) == 0 {
+		return
+	}
+	e.Time = h.now().UTC()
+	for _, fn := range h.subs {
+		fn(e)
+	}
+}

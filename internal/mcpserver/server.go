@@ -1,0 +1,367 @@
+// Package mcpserver serves Parley's MCP tools over Streamable HTTP, grouped in
+// profiles (native, sidechat, agentmail, and the ones the daemon registers). It
+// binds each session to an identity when the session starts and keeps the tools
+// thin: the rules live in hub. The daemon imports it; it imports hub and api.
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/hub"
+)
+
+// DefaultWorkspace is the workspace of a session that names none.
+const DefaultWorkspace = "default"
+
+// Identity is who a session speaks for, fixed when the session starts.
+type Identity struct {
+	Workspace string
+	Agent     string // may be empty: such a session can read lists but not send
+	Role      string
+	Module    string
+	Profiles  []string
+}
+
+// Profile adds its tools to srv. A server is shared by every session that asked
+// for the same set of profiles, so tools find their caller with IdentityFrom.
+type Profile func(srv *mcp.Server)
+
+// Options configure a Server; nil means defaults.
+type Options struct {
+	Logger  *slog.Logger
+	Version string
+	// SessionTimeout closes sessions idle this long (no request, none in flight).
+	SessionTimeout time.Duration
+	// MaxRequestBytes bounds an HTTP request body (default 4 MiB).
+	MaxRequestBytes int64
+	// ProgressEvery is the keep-alive interval of blocking tools (default 5s).
+	ProgressEvery time.Duration
+}
+
+// Server is the /mcp endpoint.
+type Server struct {
+	hub      *hub.Hub
+	log      *slog.Logger
+	opts     Options
+	handler  *mcp.StreamableHTTPHandler
+	profiles map[string]Profile
+
+	mu       sync.Mutex
+	servers  map[string]*mcp.Server // by sorted profile list
+	sessions map[string]*Identity   // by MCP session id
+}
+
+// New returns the /mcp endpoint over h with the native, sidechat and agentmail
+// profiles; more can be added with Register before serving.
+func New(h *hub.Hub, opts *Options) *Server {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	if o.SessionTimeout == 0 {
+		o.SessionTimeout = 30 * time.Minute
+	}
+	if o.ProgressEvery == 0 {
+		o.ProgressEvery = 5 * time.Second
+	}
+	s := &Server{
+		hub: h, log: o.Logger, opts: o,
+		profiles: map[string]Profile{},
+		servers:  map[string]*mcp.Server{},
+		sessions: map[string]*Identity{},
+	}
+	s.Register("native", s.native)
+	s.handler = mcp.NewStreamableHTTPHandler(s.serverFor, &mcp.StreamableHTTPOptions{
+		SessionTimeout:      o.SessionTimeout,
+		MaxRequestBodyBytes: o.MaxRequestBytes,
+		// Origin and Host are checked by the daemon for every endpoint.
+		DisableLocalhostProtection: true,
+	})
+	return s
+}
+
+// Register adds a profile. Call it before the server serves.
+func (s *Server) Register(name string, p Profile) { s.profiles[name] = p }
+
+// Profiles lists the registered profile names.
+func (s *Server) Profiles() []string {
+	names := make([]string, 0, len(s.profiles))
+	for n := range s.profiles {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Sessions counts the open MCP sessions.
+func (s *Server) Sessions() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.sessions)
+}
+
+type ctxKey int
+
+const (
+	identityKey ctxKey = iota
+	pendingKey
+)
+
+// IdentityFrom returns the identity of the session a tool call belongs to.
+func IdentityFrom(ctx context.Context) *Identity {
+	id, _ := ctx.Value(identityKey).(*Identity)
+	if id == nil {
+		return &Identity{Workspace: DefaultWorkspace}
+	}
+	return id
+}
+
+// pending carries a new session's identity from ServeHTTP to serverFor and to
+// the session id the SDK picks.
+type pending struct {
+	id  *Identity
+	srv *mcp.Server
+}
+
+// ServeHTTP serves POST, GET and DELETE /mcp.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Mcp-Session-Id") != "" {
+		s.handler.ServeHTTP(w, r)
+		return
+	}
+	// A request without a session starts one: bind its identity now.
+	id, err := s.identityOf(r)
+	if err != nil {
+		http.Error(w, err.Error(), api.HTTPStatus(hub.KindOf(err)))
+		return
+	}
+	p := &pending{id: id}
+	r = r.WithContext(context.WithValue(r.Context(), pendingKey, p))
+	s.handler.ServeHTTP(&sessionCapture{ResponseWriter: w, s: s, p: p}, r)
+}
+
+// identityOf reads the identity headers (or query parameters) of a new session
+// and registers the agent when it is new.
+func (s *Server) identityOf(r *http.Request) (*Identity, error) {
+	get := func(header, query string) string {
+		if v := r.Header.Get(header); v != "" {
+			return v
+		}
+		return r.URL.Query().Get(query)
+	}
+	id := &Identity{
+		Workspace: get(api.HeaderWorkspace, "workspace"),
+		Agent:     get(api.HeaderAgent, "agent"),
+		Role:      get(api.HeaderRole, "role"),
+		Module:    get(api.HeaderModule, "module"),
+	}
+	if id.Workspace == "" {
+		id.Workspace = DefaultWorkspace
+	}
+	if err := hub.ValidWorkspace(id.Workspace); err != nil {
+		return nil, err
+	}
+	profiles := get(api.HeaderProfile, "profile")
+	if profiles == "" {
+		profiles = "native"
+	}
+	for _, p := range strings.Split(profiles, ",") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		if _, ok := s.profiles[p]; !ok {
+			return nil, hub.Errorf("mcp", hub.Invalid, "unknown profile %q: want one of %s", p, strings.Join(s.Profiles(), ", "))
+		}
+		if !slices.Contains(id.Profiles, p) {
+			id.Profiles = append(id.Profiles, p)
+		}
+	}
+	sort.Strings(id.Profiles)
+	if id.Agent == "" {
+		return id, nil
+	}
+	// Register on the fly: a new name joins (with its role, or the default
+	// one); a known one keeps its role unless a role was given.
+	ctx := r.Context()
+	a, err := s.hub.Store().Agent(ctx, id.Workspace, id.Agent)
+	switch {
+	case err == nil && (id.Role == "" || id.Role == a.Role) && (id.Module == "" || id.Module == a.Module):
+		id.Role, id.Module = a.Role, a.Module
+	case err == nil || hub.IsNotFound(err):
+		a, err = s.hub.Join(ctx, hub.JoinRequest{Workspace: id.Workspace, Name: id.Agent, Role: id.Role, Module: id.Module})
+		if err != nil {
+			return nil, err
+		}
+		id.Role, id.Module = a.Role, a.Module
+	default:
+		return nil, err
+	}
+	return id, nil
+}
+
+// serverFor is the SDK's getServer: the shared server for the session's profiles.
+// Requests of an existing session get the native server, which the SDK only
+// asks for its protocol versions.
+func (s *Server) serverFor(r *http.Request) *mcp.Server {
+	p, _ := r.Context().Value(pendingKey).(*pending)
+	if p == nil {
+		return s.server([]string{"native"})
+	}
+	if p.srv == nil {
+		p.srv = s.server(p.id.Profiles)
+	}
+	return p.srv
+}
+
+func (s *Server) server(profiles []string) *mcp.Server {
+	key := strings.Join(profiles, ",")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if srv := s.servers[key]; srv != nil {
+		return srv
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "parley", Title: "Parley", Version: s.opts.Version}, &mcp.ServerOptions{
+		Instructions:       instructions,
+		Logger:             s.log,
+		InitializedHandler: s.initialized,
+		Capabilities:       &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}, Tools: &mcp.ToolCapabilities{ListChanged: true}},
+	})
+	srv.AddReceivingMiddleware(s.bindIdentity)
+	for _, p := range profiles {
+		s.profiles[p](srv)
+	}
+	s.servers[key] = srv
+	return srv
+}
+
+const instructions = "Parley is a message bus for coding agents. Send with send_message (to a name, @role, @group or @everyone); read with check_messages; block for the next message with wait_for_message. Messages are consumed when read."
+
+// sessionCapture records the session id the SDK assigns to a new session
+// before the response (and so the id) reaches the client.
+type sessionCapture struct {
+	http.ResponseWriter
+	s    *Server
+	p    *pending
+	done bool
+}
+
+func (c *sessionCapture) WriteHeader(code int) {
+	c.capture()
+	c.ResponseWriter.WriteHeader(code)
+}
+
+func (c *sessionCapture) Write(b []byte) (int, error) {
+	c.capture()
+	return c.ResponseWriter.Write(b)
+}
+
+func (c *sessionCapture) Flush() {
+	c.capture()
+	if f, ok := c.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (c *sessionCapture) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
+func (c *sessionCapture) capture() {
+	if c.done {
+		return
+	}
+	c.done = true
+	if sid := c.Header().Get("Mcp-Session-Id"); sid != "" {
+		c.s.mu.Lock()
+		c.s.sessions[sid] = c.p.id
+		c.s.mu.Unlock()
+	}
+}
+
+// initialized counts the session toward its agent's presence until it ends.
+func (s *Server) initialized(ctx context.Context, req *mcp.InitializedRequest) {
+	ss := req.Session
+	s.mu.Lock()
+	id := s.sessions[ss.ID()]
+	s.mu.Unlock()
+	if id == nil {
+		return
+	}
+	s.hub.SessionOpened(id.Workspace, id.Agent)
+	go func() {
+		ss.Wait()
+		s.mu.Lock()
+		delete(s.sessions, ss.ID())
+		s.mu.Unlock()
+		s.hub.SessionClosed(id.Workspace, id.Agent)
+	}()
+}
+
+// bindIdentity puts the session's identity in the context of every request.
+func (s *Server) bindIdentity(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil {
+			s.mu.Lock()
+			id := s.sessions[ss.ID()]
+			s.mu.Unlock()
+			if id != nil {
+				ctx = context.WithValue(ctx, identityKey, id)
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// ---- schemas ----
+
+var schemaOpts = &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
+	reflect.TypeFor[json.RawMessage](): {},
+	reflect.TypeFor[time.Time]():       {Type: "string"},
+}}
+
+// schemaFor infers T's JSON schema, with json.RawMessage as "any JSON".
+func schemaFor[T any]() *jsonschema.Schema {
+	sch, err := jsonschema.For[T](schemaOpts)
+	if err != nil {
+		panic(fmt.Sprintf("schema for %T: %v", *new(T), err))
+	}
+	return sch
+}
+
+// addTool registers a typed tool with schemas inferred once.
+func addTool[In, Out any](srv *mcp.Server, name, desc string, h mcp.ToolHandlerFor[In, Out]) {
+	t := &mcp.Tool{Name: name, Description: desc, InputSchema: cachedSchema[In](), OutputSchema: cachedSchema[Out]()}
+	mcp.AddTool(srv, t, h)
+}
+
+var schemaCache sync.Map // reflect.Type -> *jsonschema.Schema
+
+func cachedSchema[T any]() *jsonschema.Schema {
+	t := reflect.TypeFor[T]()
+	if v, ok := schemaCache.Load(t); ok {
+		return v.(*jsonschema.Schema).CloneSchemas()
+	}
+	sch := schemaFor[T]()
+	schemaCache.Store(t, sch)
+	return sch.CloneSchemas()
+}
