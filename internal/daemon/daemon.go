@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/config"
 	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/mcpserver"
 	"github.com/parley-dev/parley/internal/store/sqlite"
@@ -45,6 +46,7 @@ type Daemon struct {
 	ln      net.Listener
 	srv     *http.Server
 	started time.Time
+	conf    *config.Config
 	// origins are the browser origins the daemon itself issued (its dashboard).
 	origins map[string]bool
 }
@@ -81,6 +83,13 @@ func Open(ctx context.Context, cfg Config) (d *Daemon, err error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	d.conf, err = config.Load(paths.Config)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.MaxContent == 0 {
+		cfg.MaxContent = d.conf.MaxMessageBytes
 	}
 	d.db, err = sqlite.Open(ctx, paths.DB, &sqlite.Options{Logger: d.log.With("subsystem", "store")})
 	if err != nil {

@@ -1,0 +1,171 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/workspace"
+)
+
+func joinCmd(g *globals) *cobra.Command {
+	var name, role, module string
+	cmd := &cobra.Command{
+		Use:   "join --name NAME [--role ROLE] [--module M]",
+		Short: "Register an agent in this workspace and write its identity file",
+		Long: `Register an agent and write .parley/identities/NAME.json at the top of this
+directory's git worktree, so that later commands and ` + "`parley mcp serve`" + ` find it.
+Joining again updates the role and module and keeps the inbox.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if name == "" {
+				name = g.agent
+			}
+			if name == "" {
+				return fmt.Errorf("join needs --name NAME")
+			}
+			g.agent = name
+			c, id, err := g.client(cmd.Context(), false)
+			if err != nil {
+				return err
+			}
+			a, err := c.Join(cmd.Context(), api.JoinRequest{Name: name, Role: role, Module: module})
+			if err != nil {
+				return err
+			}
+			path, err := workspace.SaveIdentity(id.Root, workspace.Identity{
+				Name: a.Name, Role: a.Role, Module: a.Module, Workspace: id.Workspace, AgentID: a.AgentID, JoinedAt: time.Now().UTC(),
+			})
+			if err != nil {
+				return err
+			}
+			return g.out(a, func(w io.Writer) {
+				fmt.Fprintf(w, "joined %s as %s (role %s) in workspace %s\nidentity: %s\n", a.Name, a.AgentID, a.Role, id.Workspace, path)
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&name, "name", "", "agent name (letters, digits, . _ -)")
+	f.StringVar(&role, "role", "", "role, addressable as @role (default agent)")
+	f.StringVar(&module, "module", "", "module or area the agent works on")
+	addJSON(cmd, g)
+	return cmd
+}
+
+func whoamiCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "whoami",
+		Short: "Show the identity commands here act as",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, id, err := g.client(cmd.Context(), true)
+			if err != nil {
+				return err
+			}
+			a, err := c.GetAgent(cmd.Context(), id.Agent)
+			if err != nil {
+				return err
+			}
+			return g.out(struct {
+				*api.AgentInfo
+				Source string `json:"source"`
+			}{a, id.Source}, func(w io.Writer) {
+				fmt.Fprintf(w, "%s (%s, role %s) in workspace %s\npresence: %s, status: %s (from %s)\n", a.Name, a.AgentID, a.Role, a.Workspace, a.Status, a.WorkStatus, id.Source)
+			})
+		},
+	}
+	addJSON(cmd, g)
+	return cmd
+}
+
+func agentsCmd(g *globals) *cobra.Command {
+	var active bool
+	cmd := &cobra.Command{
+		Use:   "agents",
+		Short: "List the agents of this workspace",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, _, err := g.client(cmd.Context(), false)
+			if err != nil {
+				return err
+			}
+			res, err := c.Agents(cmd.Context(), !active)
+			if err != nil {
+				return err
+			}
+			return g.out(res, func(w io.Writer) {
+				if res.Count == 0 {
+					fmt.Fprintln(w, "no agents in this workspace: register one with `parley join --name NAME --role ROLE`")
+					return
+				}
+				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "NAME\tROLE\tPRESENCE\tSTATUS\tLAST SEEN\tID")
+				for _, a := range res.Agents {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.Name, a.Role, a.Status, a.WorkStatus, ago(a.LastSeenAt), a.AgentID)
+				}
+				tw.Flush()
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&active, "active", false, "only agents active in the last 2 minutes")
+	addJSON(cmd, g)
+	return cmd
+}
+
+func statusCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "status [ready|work|offline]",
+		Short: "Show this agent's status and unread count, or set its status",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, id, err := g.client(cmd.Context(), true)
+			if err != nil {
+				return err
+			}
+			if len(args) == 1 {
+				if err := c.SetStatus(cmd.Context(), args[0]); err != nil {
+					return err
+				}
+			}
+			a, err := c.GetAgent(cmd.Context(), id.Agent)
+			if err != nil {
+				return err
+			}
+			unread, err := c.Peek(cmd.Context(), 1)
+			if err != nil {
+				return err
+			}
+			n := unread.Remaining + len(unread.Messages)
+			return g.out(struct {
+				*api.AgentInfo
+				Unread int `json:"unread"`
+			}{a, n}, func(w io.Writer) {
+				fmt.Fprintf(w, "%s: status %s, %s, %d unread\n", a.Name, a.WorkStatus, a.Status, n)
+			})
+		},
+	}
+	addJSON(cmd, g)
+	return cmd
+}
+
+// ago renders an RFC 3339 time as a short age.
+func ago(ts string) string {
+	t, err := time.Parse(api.TimeFormat, ts)
+	if err != nil {
+		return "never"
+	}
+	d := time.Since(t)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds ago", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh ago", int(d.Hours()))
+	}
+	return t.Local().Format("2006-01-02")
+}

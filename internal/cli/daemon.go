@@ -1,0 +1,168 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/client"
+	"github.com/parley-dev/parley/internal/daemon"
+)
+
+func daemonCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "daemon",
+		Short: "Start, stop and inspect the Parley daemon",
+		Long: `The daemon keeps every workspace's agents, messages and groups in
+$PARLEY_HOME/parley.db (default ~/.parley) and serves MCP and the JSON API on
+$PARLEY_HOME/parley.sock. Most commands start it when it is not running.`,
+	}
+	cmd.AddCommand(daemonStartCmd(g), daemonStopCmd(g), daemonStatusCmd(g), daemonRunCmd(g))
+	return cmd
+}
+
+func daemonStartCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "start",
+		Short: "Start the daemon in the background; returns once it serves",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			paths, err := api.HomePaths("")
+			if err != nil {
+				return err
+			}
+			c := client.New(paths)
+			if h, err := c.Health(cmd.Context()); err == nil {
+				return fmt.Errorf("the parley daemon is already running (pid %d, socket %s): stop it with `parley daemon stop`", h.PID, paths.Socket)
+			}
+			h, err := c.StartDaemon(cmd.Context())
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(g.stdout, "parley daemon started (pid %d, socket %s)\n", h.PID, paths.Socket)
+			return nil
+		},
+	}
+}
+
+func daemonStopCmd(g *globals) *cobra.Command {
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "stop",
+		Short: "Stop the daemon (SIGTERM, then SIGKILL after --timeout)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			paths, err := api.HomePaths("")
+			if err != nil {
+				return err
+			}
+			li, alive := daemon.ReadLock(paths.PID)
+			if !alive {
+				fmt.Fprintln(g.stdout, "parley daemon is not running")
+				return nil
+			}
+			if err := syscall.Kill(li.PID, syscall.SIGTERM); err != nil {
+				return fmt.Errorf("stop daemon (pid %d): %w", li.PID, err)
+			}
+			deadline := time.Now().Add(timeout)
+			for time.Now().Before(deadline) {
+				if _, alive := daemon.ReadLock(paths.PID); !alive {
+					fmt.Fprintf(g.stdout, "parley daemon stopped (pid %d)\n", li.PID)
+					return nil
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			syscall.Kill(li.PID, syscall.SIGKILL)
+			fmt.Fprintf(g.stdout, "parley daemon killed after %s (pid %d)\n", timeout, li.PID)
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Second, "how long to wait for a graceful stop")
+	return cmd
+}
+
+func daemonStatusCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show whether the daemon runs, and its pid, socket, database and workspaces",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			paths, err := api.HomePaths("")
+			if err != nil {
+				return err
+			}
+			st, err := client.New(paths).Status(cmd.Context())
+			if err != nil {
+				if client.IsNotRunning(err) {
+					if g.json {
+						return g.printJSON(map[string]any{"running": false, "socket": paths.Socket})
+					}
+					fmt.Fprintf(g.stdout, "parley daemon is not running (socket %s)\n", paths.Socket)
+					return nil
+				}
+				return err
+			}
+			return g.out(struct {
+				Running bool `json:"running"`
+				*api.Status
+			}{true, st}, func(w io.Writer) {
+				fmt.Fprintf(w, "parley daemon running\n  pid:        %d\n  version:    %s\n  uptime:     %s\n  socket:     %s\n  database:   %s\n  sessions:   %d\n  workspaces: %s\n",
+					st.PID, st.Version, st.Uptime, st.Socket, st.Database, st.Sessions, strings.Join(st.Workspaces, ", "))
+			})
+		},
+	}
+	addJSON(cmd, g)
+	return cmd
+}
+
+func daemonRunCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "run",
+		Short: "Run the daemon in the foreground (logs to daemon.log and stderr)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			paths, err := api.HomePaths("")
+			if err != nil {
+				return err
+			}
+			if err := os.MkdirAll(paths.Home, 0o700); err != nil {
+				return err
+			}
+			// Started by `daemon start`, stderr is daemon.log already (so that
+			// a panic lands there too); in the foreground, log to both.
+			var w io.Writer = g.stderr
+			if os.Getenv("PARLEY_DAEMON_CHILD") == "" {
+				f, err := os.OpenFile(paths.Log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+				if err != nil {
+					return fmt.Errorf("open log: %w", err)
+				}
+				defer f.Close()
+				w = io.MultiWriter(f, g.stderr)
+			}
+			level := slog.LevelInfo
+			if os.Getenv("PARLEY_LOG") == "debug" {
+				level = slog.LevelDebug
+			}
+			log := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			d, err := daemon.Open(ctx, daemon.Config{Home: paths.Home, Version: Version, Logger: log})
+			if err != nil {
+				log.Error("daemon failed to start", "err", err)
+				return err
+			}
+			defer d.Close()
+			err = d.Run(ctx)
+			log.Info("daemon stopped")
+			return err
+		},
+	}
+}

@@ -1,0 +1,129 @@
+package cli
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/bridge"
+	"github.com/parley-dev/parley/internal/client"
+)
+
+func mcpCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "mcp", Short: "Serve Parley's MCP tools to an MCP client"}
+	cmd.AddCommand(mcpServeCmd(g))
+	return cmd
+}
+
+func mcpServeCmd(g *globals) *cobra.Command {
+	var role, module, profile string
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve MCP over stdio for one agent (what an MCP client runs)",
+		Long: `Serve MCP over stdio, for an MCP client such as Claude Code, Codex or Cursor.
+
+It starts the daemon when it is not running, registers the agent (given --agent
+and --role, or found in .parley/identities), and forwards MCP traffic to the
+daemon's /mcp endpoint with the agent's identity. stdout carries only the
+protocol; logs go to stderr.
+
+Identity: --agent, else $PARLEY_AGENT, else the single identity file in
+.parley/identities/. Role: --role, else $PARLEY_ROLE, else the identity file.
+Workspace: --workspace, else $PARLEY_WORKSPACE, else this git repository.
+
+Profiles (comma-separated): native (default), sidechat, agentmail, and those the
+daemon adds.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := g.identity(false)
+			if err != nil {
+				return err
+			}
+			if role != "" {
+				id.Role = role
+			}
+			if module != "" {
+				id.Module = module
+			}
+			if profile == "" {
+				profile = os.Getenv("PARLEY_PROFILE")
+			}
+			paths, err := api.HomePaths("")
+			if err != nil {
+				return err
+			}
+			log := slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			c := client.New(paths)
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if err := c.EnsureDaemon(ctx); err != nil {
+				return err
+			}
+			h := http.Header{}
+			set := func(k, v string) {
+				if v != "" {
+					h.Set(k, v)
+				}
+			}
+			set(api.HeaderWorkspace, id.Workspace)
+			set(api.HeaderAgent, id.Agent)
+			set(api.HeaderRole, id.Role)
+			set(api.HeaderModule, id.Module)
+			set(api.HeaderProfile, strings.ReplaceAll(profile, " ", ""))
+			return bridge.Run(ctx, cmd.InOrStdin(), g.stdout, &bridge.Options{
+				SocketPath: paths.Socket,
+				Header:     h,
+				Logger:     log,
+				Reconnect:  c.EnsureDaemon,
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&role, "role", "", "the agent's role, e.g. planner, implementer, reviewer")
+	f.StringVar(&module, "module", "", "the agent's module (area of the code it works on)")
+	f.StringVar(&profile, "profile", "", "tool profiles, comma-separated (default native)")
+	return cmd
+}
+
+func bridgeCmd(g *globals) *cobra.Command {
+	var socket, url string
+	var headers []string
+	cmd := &cobra.Command{
+		Use:   "bridge (--socket PATH | --url URL) [--header 'K: V']...",
+		Short: "Bridge stdio to any MCP Streamable HTTP server",
+		Long: `Bridge an MCP client that speaks stdio to an MCP server that speaks
+Streamable HTTP, on a Unix socket (--socket, path /mcp) or at a URL (--url).
+It keeps the session, follows SSE responses and the server's GET stream, and
+re-initializes when the server forgets the session.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if (socket == "") == (url == "") {
+				return fmt.Errorf("give exactly one of --socket PATH and --url URL")
+			}
+			h := http.Header{}
+			for _, kv := range headers {
+				k, v, ok := strings.Cut(kv, ":")
+				if !ok || strings.TrimSpace(k) == "" {
+					return fmt.Errorf("invalid --header %q: want 'Name: value'", kv)
+				}
+				h.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+			}
+			log := slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return bridge.Run(ctx, cmd.InOrStdin(), g.stdout, &bridge.Options{SocketPath: socket, URL: url, Header: h, Logger: log})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&socket, "socket", "", "Unix socket of the server")
+	f.StringVar(&url, "url", "", "URL of the server's MCP endpoint")
+	f.StringArrayVar(&headers, "header", nil, "HTTP header for every request, 'Name: value' (repeatable)")
+	return cmd
+}

@@ -1,0 +1,138 @@
+// Package cli is the parley command line: one file per command. Commands talk
+// to the daemon only through internal/client, except `daemon run`, which hosts
+// it, and `mcp serve` / `bridge`, which forward MCP traffic with internal/bridge.
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/client"
+	"github.com/parley-dev/parley/internal/hub"
+	"github.com/parley-dev/parley/internal/workspace"
+)
+
+// Version is the build's version, set by the linker.
+var Version = "0.1.0-dev"
+
+// globals are the flags every command shares.
+type globals struct {
+	agent     string
+	workspace string
+	json      bool
+	stdout    io.Writer
+	stderr    io.Writer
+}
+
+// Main runs the command line and returns the process exit code.
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	g := &globals{stdout: stdout, stderr: stderr}
+	root := &cobra.Command{
+		Use:   "parley",
+		Short: "A message bus and control room for AI coding agents",
+		Long: `Parley gives coding agents (Claude Code, Codex, Cursor, Gemini CLI, any MCP
+client) a durable message bus over MCP: they send, receive and block waiting for
+messages, addressed by name, @role, @group or @everyone.
+
+Quick start:
+  parley join --name alice --role planner     # register an agent here
+  parley send bob "please review PR 12"        # send as alice
+  parley inbox --agent bob                     # read bob's messages
+  parley mcp serve --agent alice               # MCP over stdio, for an MCP client`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       Version,
+	}
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.agent, "agent", "", "agent name to act as (default $PARLEY_AGENT, or the single identity in .parley/identities)")
+	pf.StringVar(&g.workspace, "workspace", "", "workspace (default $PARLEY_WORKSPACE, or this git repository)")
+
+	root.AddCommand(
+		daemonCmd(g), mcpCmd(g), bridgeCmd(g),
+		joinCmd(g), whoamiCmd(g), sendCmd(g), inboxCmd(g), waitCmd(g),
+		agentsCmd(g), statusCmd(g), groupCmd(g), broadcastCmd(g), historyCmd(g),
+	)
+	if err := root.ExecuteContext(ctx); err != nil {
+		var ee *exitError
+		if errors.As(err, &ee) {
+			return ee.code
+		}
+		fmt.Fprintln(stderr, "parley:", err)
+		if hub.KindOf(err) == hub.Invalid || strings.HasPrefix(err.Error(), "unknown ") || strings.Contains(err.Error(), "flag") || strings.Contains(err.Error(), "arg(s)") {
+			return 2
+		}
+		return 1
+	}
+	return 0
+}
+
+// addJSON adds --json to a read command.
+func addJSON(cmd *cobra.Command, g *globals) {
+	cmd.Flags().BoolVar(&g.json, "json", false, "print JSON instead of text")
+}
+
+// identity resolves who the command acts as. needAgent makes a missing agent an error.
+func (g *globals) identity(needAgent bool) (workspace.Resolved, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return workspace.Resolved{}, err
+	}
+	return workspace.Resolve(workspace.Lookup{
+		Dir: dir, FlagAgent: g.agent, FlagWS: g.workspace,
+		EnvAgent: os.Getenv("PARLEY_AGENT"), EnvRole: os.Getenv("PARLEY_ROLE"), EnvWS: os.Getenv("PARLEY_WORKSPACE"),
+		RequireName: needAgent,
+	})
+}
+
+// client returns a client for the resolved identity, starting the daemon if
+// it is not running.
+func (g *globals) client(ctx context.Context, needAgent bool) (*client.Client, workspace.Resolved, error) {
+	id, err := g.identity(needAgent)
+	if err != nil {
+		return nil, id, err
+	}
+	paths, err := api.HomePaths("")
+	if err != nil {
+		return nil, id, err
+	}
+	c := client.New(paths).As(id.Workspace, id.Agent)
+	if err := c.EnsureDaemon(ctx); err != nil {
+		return nil, id, err
+	}
+	return c, id, nil
+}
+
+// printJSON writes v indented.
+func (g *globals) printJSON(v any) error {
+	enc := json.NewEncoder(g.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// out prints text or JSON, as --json asks.
+func (g *globals) out(v any, text func(w io.Writer)) error {
+	if g.json {
+		return g.printJSON(v)
+	}
+	text(g.stdout)
+	return nil
+}
+
+// errTimeout makes `parley wait` exit with status 3 when nothing came.
+var errTimeout = &exitError{code: 3}
+
+type exitError struct{ code int }
+
+func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }

@@ -1,0 +1,314 @@
+// Package client is the Go client of the daemon's JSON API on its Unix socket,
+// and the one place that starts a daemon on demand. The CLI imports it; it
+// imports api and hub (for error kinds) only.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/hub"
+)
+
+// Client talks to one daemon as one identity.
+type Client struct {
+	Paths     api.Paths
+	Workspace string
+	Agent     string
+	hc        *http.Client
+}
+
+// New returns a client of the daemon whose state directory is paths.Home.
+func New(paths api.Paths) *Client {
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", paths.Socket)
+		},
+		MaxIdleConnsPerHost: 16,
+		IdleConnTimeout:     30 * time.Second,
+	}
+	return &Client{Paths: paths, hc: &http.Client{Transport: tr}}
+}
+
+// As returns a copy of c that speaks for agent in workspace.
+func (c *Client) As(workspace, agent string) *Client {
+	cc := *c
+	cc.Workspace, cc.Agent = workspace, agent
+	return &cc
+}
+
+// ErrNotRunning is the kind of error returned when no daemon answers.
+var ErrNotRunning = errors.New("the parley daemon is not running: start it with `parley daemon start`")
+
+// IsNotRunning reports whether err means no daemon answered on the socket.
+func IsNotRunning(err error) bool { return errors.Is(err, ErrNotRunning) }
+
+func (c *Client) do(ctx context.Context, method, path string, query url.Values, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	u := "http://parley" + api.Prefix + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.Workspace != "" {
+		req.Header.Set(api.HeaderWorkspace, c.Workspace)
+	}
+	if c.Agent != "" {
+		req.Header.Set(api.HeaderAgent, c.Agent)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if unreachable(err) {
+			return &hub.Error{Kind: hub.Unavailable, Err: fmt.Errorf("%w (socket %s)", ErrNotRunning, c.Paths.Socket)}
+		}
+		return &hub.Error{Kind: hub.Unavailable, Err: fmt.Errorf("talk to the daemon: %w", err)}
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return &hub.Error{Kind: hub.Unavailable, Err: fmt.Errorf("read daemon response: %w", err)}
+	}
+	if resp.StatusCode/100 != 2 {
+		var eb api.ErrorBody
+		if json.Unmarshal(b, &eb) == nil && eb.Error.Message != "" {
+			return eb.Err()
+		}
+		return &hub.Error{Kind: hub.Internal, Err: fmt.Errorf("daemon answered %s: %s", resp.Status, strings.TrimSpace(string(b)))}
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			return fmt.Errorf("decode daemon response: %w", err)
+		}
+	}
+	return nil
+}
+
+// unreachable reports whether err means nothing listens on the socket.
+func unreachable(err error) bool {
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) || errors.Is(err, os.ErrNotExist)
+}
+
+// Health asks the daemon whether it serves.
+func (c *Client) Health(ctx context.Context) (*api.Health, error) {
+	var h api.Health
+	return &h, c.do(ctx, http.MethodGet, "/health", nil, nil, &h)
+}
+
+// Status returns the daemon's status.
+func (c *Client) Status(ctx context.Context) (*api.Status, error) {
+	var s api.Status
+	return &s, c.do(ctx, http.MethodGet, "/status", nil, nil, &s)
+}
+
+// Join registers an agent in the client's workspace.
+func (c *Client) Join(ctx context.Context, r api.JoinRequest) (*api.AgentInfo, error) {
+	var a api.AgentInfo
+	return &a, c.do(ctx, http.MethodPost, "/agents", nil, r, &a)
+}
+
+// Agents lists the workspace's agents.
+func (c *Client) Agents(ctx context.Context, includeOffline bool) (*api.ListAgentsResult, error) {
+	var out api.ListAgentsResult
+	q := url.Values{}
+	if !includeOffline {
+		q.Set("include_offline", "false")
+	}
+	return &out, c.do(ctx, http.MethodGet, "/agents", q, nil, &out)
+}
+
+// GetAgent returns one agent.
+func (c *Client) GetAgent(ctx context.Context, name string) (*api.AgentInfo, error) {
+	var a api.AgentInfo
+	return &a, c.do(ctx, http.MethodGet, "/agents/"+url.PathEscape(name), nil, nil, &a)
+}
+
+// SetStatus sets the client agent's self-reported status.
+func (c *Client) SetStatus(ctx context.Context, status string) error {
+	return c.do(ctx, http.MethodPut, "/agents/"+url.PathEscape(c.Agent)+"/status", nil, api.StatusRequest{Status: status}, nil)
+}
+
+// Send sends a message as the client's agent.
+func (c *Client) Send(ctx context.Context, r api.SendRequest) (*api.SendResult, error) {
+	var out api.SendResult
+	return &out, c.do(ctx, http.MethodPost, "/messages", nil, r, &out)
+}
+
+// History lists messages, newest first.
+func (c *Client) History(ctx context.Context, thread, with string, limit int) (*api.HistoryResult, error) {
+	var out api.HistoryResult
+	q := url.Values{}
+	if thread != "" {
+		q.Set("thread", thread)
+	}
+	if with != "" {
+		q.Set("with", with)
+	}
+	if limit > 0 {
+		q.Set("limit", fmt.Sprint(limit))
+	}
+	return &out, c.do(ctx, http.MethodGet, "/messages", q, nil, &out)
+}
+
+// Check consumes unread messages.
+func (c *Client) Check(ctx context.Context, limit int) (*api.CheckResult, error) {
+	var out api.CheckResult
+	return &out, c.do(ctx, http.MethodPost, "/inbox/check", nil, api.CheckRequest{Limit: limit}, &out)
+}
+
+// Peek lists unread messages without consuming them.
+func (c *Client) Peek(ctx context.Context, limit int) (*api.CheckResult, error) {
+	var out api.CheckResult
+	q := url.Values{}
+	if limit > 0 {
+		q.Set("limit", fmt.Sprint(limit))
+	}
+	return &out, c.do(ctx, http.MethodGet, "/inbox", q, nil, &out)
+}
+
+// Wait blocks for the next message.
+func (c *Client) Wait(ctx context.Context, r api.WaitRequest) (*api.WaitResult, error) {
+	var out api.WaitResult
+	return &out, c.do(ctx, http.MethodPost, "/inbox/wait", nil, r, &out)
+}
+
+// Broadcast sends to every other agent.
+func (c *Client) Broadcast(ctx context.Context, r api.BroadcastRequest) (*api.BroadcastResult, error) {
+	var out api.BroadcastResult
+	return &out, c.do(ctx, http.MethodPost, "/broadcast", nil, r, &out)
+}
+
+// Groups lists groups.
+func (c *Client) Groups(ctx context.Context) (*api.ListGroupsResult, error) {
+	var out api.ListGroupsResult
+	return &out, c.do(ctx, http.MethodGet, "/groups", nil, nil, &out)
+}
+
+// Group shows a group.
+func (c *Client) Group(ctx context.Context, name string, expand bool) (*api.GroupDetail, error) {
+	var out api.GroupDetail
+	q := url.Values{}
+	if expand {
+		q.Set("expand", "true")
+	}
+	return &out, c.do(ctx, http.MethodGet, "/groups/"+url.PathEscape(name), q, nil, &out)
+}
+
+// CreateGroup makes a group.
+func (c *Client) CreateGroup(ctx context.Context, name, description string) error {
+	return c.do(ctx, http.MethodPost, "/groups", nil, api.GroupRequest{Name: name, Description: description}, nil)
+}
+
+// DeleteGroup removes a group.
+func (c *Client) DeleteGroup(ctx context.Context, name string) error {
+	return c.do(ctx, http.MethodDelete, "/groups/"+url.PathEscape(name), nil, nil, nil)
+}
+
+// AddMember adds an agent or role to a group.
+func (c *Client) AddMember(ctx context.Context, group, typ, id string) error {
+	return c.do(ctx, http.MethodPost, "/groups/"+url.PathEscape(group)+"/members", nil, api.MemberRequest{MemberType: typ, MemberID: id}, nil)
+}
+
+// RemoveMember removes an agent or role from a group.
+func (c *Client) RemoveMember(ctx context.Context, group, typ, id string) error {
+	return c.do(ctx, http.MethodDelete, "/groups/"+url.PathEscape(group)+"/members", nil, api.MemberRequest{MemberType: typ, MemberID: id}, nil)
+}
+
+// ---- starting the daemon ----
+
+// EnsureDaemon returns once a daemon answers on the socket, starting one in
+// the background when none does.
+func (c *Client) EnsureDaemon(ctx context.Context) error {
+	if _, err := c.Health(ctx); err == nil || !IsNotRunning(err) {
+		return err
+	}
+	_, err := c.StartDaemon(ctx)
+	return err
+}
+
+// StartDaemon starts `parley daemon run` in the background, detached from this
+// process, and waits until it answers. A daemon that another process started
+// at the same moment is as good as ours.
+func (c *Client) StartDaemon(ctx context.Context) (*api.Health, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("start daemon: %w", err)
+	}
+	if err := os.MkdirAll(c.Paths.Home, 0o700); err != nil {
+		return nil, fmt.Errorf("start daemon: %w", err)
+	}
+	logf, err := os.OpenFile(c.Paths.Log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("start daemon: open log: %w", err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(exe, "daemon", "run")
+	cmd.Env = append(os.Environ(), "PARLEY_HOME="+c.Paths.Home, "PARLEY_DAEMON_CHILD=1")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start daemon: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+
+	deadline := time.Now().Add(15 * time.Second)
+	delay := 2 * time.Millisecond
+	var childErr error
+	for {
+		h, err := c.Health(ctx)
+		if err == nil {
+			return h, nil
+		}
+		if !IsNotRunning(err) {
+			return nil, err
+		}
+		select {
+		case childErr = <-exited:
+			exited = nil
+			if childErr == nil {
+				childErr = errors.New("exited")
+			}
+		default:
+		}
+		if time.Now().After(deadline) || (childErr != nil && time.Now().After(deadline.Add(-13*time.Second))) {
+			return nil, fmt.Errorf("the daemon did not start (%v); see %s", childErr, c.Paths.Log)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, 50*time.Millisecond)
+	}
+}

@@ -1,0 +1,83 @@
+// Package config reads $PARLEY_HOME/config.toml, the daemon's settings. Each
+// subsystem owns its section; a missing file means defaults. The daemon and the
+// CLI import it.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/pelletier/go-toml/v2"
+)
+
+// Config is the whole of config.toml.
+type Config struct {
+	// Listen is an optional loopback TCP address (host:port) served besides the socket.
+	Listen string `toml:"listen,omitempty"`
+	// AllowRemote permits a non-loopback Listen address (a token is still required).
+	AllowRemote bool `toml:"allow_remote,omitempty"`
+	// MaxMessageBytes is the message size limit (default 256 KiB).
+	MaxMessageBytes int `toml:"max_message_bytes,omitempty"`
+	// Nudge, if "tmux", types a notice into an idle agent's tmux pane on new mail.
+	Nudge string `toml:"nudge,omitempty"`
+}
+
+// maxFile bounds config.toml: it is a settings file, not data.
+const maxFile = 1 << 20
+
+// Load reads the file at path; a missing file gives the zero Config.
+func Load(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return &Config{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	return Parse(b, path)
+}
+
+// Parse decodes config.toml content; name is used in errors. Unknown keys are
+// errors, so a typo does not silently fall back to a default.
+func Parse(b []byte, name string) (*Config, error) {
+	if len(b) > maxFile {
+		return nil, fmt.Errorf("%s: over %d bytes", name, maxFile)
+	}
+	var c Config
+	dec := toml.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		var de *toml.DecodeError
+		if errors.As(err, &de) {
+			row, col := de.Position()
+			return nil, fmt.Errorf("%s:%d:%d: %s", name, row, col, de.Error())
+		}
+		var se *toml.StrictMissingError
+		if errors.As(err, &se) {
+			return nil, fmt.Errorf("%s: %s", name, se.String())
+		}
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if c.MaxMessageBytes < 0 {
+		return nil, fmt.Errorf("%s: max_message_bytes must not be negative", name)
+	}
+	return &c, nil
+}
+
+// Save writes c to path (0600), atomically.
+func Save(path string, c *Config) error {
+	b, err := toml.Marshal(c)
+	if err != nil {
+		return fmt.Errorf("encode config: %w", err)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return fmt.Errorf("write config: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write config: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,270 @@
+// Package workspace finds, for a directory, the workspace it belongs to and the
+// agent identities registered there (.parley/identities/NAME.json). It reads
+// git's files itself, without running git, so that `parley mcp serve` starts
+// fast. The CLI imports it.
+package workspace
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Location is where a directory sits.
+type Location struct {
+	// Workspace is the default workspace name: the main worktree's directory
+	// of the git repository (shared by all its worktrees), or the directory
+	// itself outside git.
+	Workspace string
+	// Root is the directory that holds .parley/: the top of the current
+	// worktree, or the directory itself outside git.
+	Root string
+}
+
+// Locate finds the location of dir.
+func Locate(dir string) (Location, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return Location{}, err
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		gitPath := filepath.Join(d, ".git")
+		st, err := os.Stat(gitPath)
+		if err == nil {
+			common, err := commonDir(gitPath, st.IsDir())
+			if err != nil {
+				return Location{}, err
+			}
+			ws := common
+			if filepath.Base(common) == ".git" {
+				ws = filepath.Dir(common)
+			}
+			return Location{Workspace: ws, Root: d}, nil
+		}
+		if filepath.Dir(d) == d {
+			return Location{Workspace: dir, Root: dir}, nil
+		}
+	}
+}
+
+// commonDir resolves a .git entry to the repository's common git directory.
+// A worktree's .git is a file "gitdir: PATH"; that git dir names the common
+// dir in its "commondir" file.
+func commonDir(gitPath string, isDir bool) (string, error) {
+	gitDir := gitPath
+	if !isDir {
+		b, err := os.ReadFile(gitPath)
+		if err != nil {
+			return "", fmt.Errorf("read %s: %w", gitPath, err)
+		}
+		line := strings.TrimSpace(string(b))
+		rest, ok := strings.CutPrefix(line, "gitdir:")
+		if !ok {
+			return "", fmt.Errorf("%s: not a gitdir file", gitPath)
+		}
+		gitDir = strings.TrimSpace(rest)
+		if !filepath.IsAbs(gitDir) {
+			gitDir = filepath.Join(filepath.Dir(gitPath), gitDir)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
+		c := strings.TrimSpace(string(b))
+		if !filepath.IsAbs(c) {
+			c = filepath.Join(gitDir, c)
+		}
+		gitDir = c
+	}
+	return filepath.Clean(gitDir), nil
+}
+
+// Identity is the content of an identity file.
+type Identity struct {
+	Name      string    `json:"name"`
+	Role      string    `json:"role"`
+	Module    string    `json:"module,omitempty"`
+	Workspace string    `json:"workspace"`
+	AgentID   string    `json:"agent_id,omitempty"`
+	JoinedAt  time.Time `json:"joined_at,omitempty"`
+}
+
+// maxIdentityFile bounds what is read of an identity file.
+const maxIdentityFile = 64 << 10
+
+// IdentityDir is where root keeps identity files.
+func IdentityDir(root string) string { return filepath.Join(root, ".parley", "identities") }
+
+// ParseIdentity decodes an identity file's content.
+func ParseIdentity(b []byte) (Identity, error) {
+	var id Identity
+	if len(b) > maxIdentityFile {
+		return id, fmt.Errorf("identity file is over %d bytes", maxIdentityFile)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&id); err != nil {
+		return id, fmt.Errorf("invalid identity file: %w", err)
+	}
+	if id.Name == "" {
+		return id, errors.New("invalid identity file: no name")
+	}
+	return id, nil
+}
+
+// LoadIdentity reads root's identity file of name.
+func LoadIdentity(root, name string) (Identity, error) {
+	if strings.ContainsAny(name, `/\`) || name == "." || name == ".." {
+		return Identity{}, fmt.Errorf("invalid agent name %q", name)
+	}
+	path := filepath.Join(IdentityDir(root), name+".json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Identity{}, err
+	}
+	id, err := ParseIdentity(b)
+	if err != nil {
+		return id, fmt.Errorf("%s: %w", path, err)
+	}
+	return id, nil
+}
+
+// Identities lists the names with identity files under root.
+func Identities(root string) ([]string, error) {
+	ents, err := os.ReadDir(IdentityDir(root))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range ents {
+		if n, ok := strings.CutSuffix(e.Name(), ".json"); ok && !e.IsDir() {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// SaveIdentity writes root's identity file for id.Name (0600, atomically).
+func SaveIdentity(root string, id Identity) (string, error) {
+	dir := IdentityDir(root)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("save identity: %w", err)
+	}
+	b, err := json.MarshalIndent(id, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, id.Name+".json")
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+		return "", fmt.Errorf("save identity: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return "", fmt.Errorf("save identity: %w", err)
+	}
+	ensureIgnored(root)
+	return path, nil
+}
+
+// ensureIgnored keeps identity files out of commits: .parley/ holds one
+// person's agents, not the project's.
+func ensureIgnored(root string) {
+	path := filepath.Join(root, ".parley", ".gitignore")
+	if _, err := os.Stat(path); err == nil {
+		return
+	}
+	os.WriteFile(path, []byte("*\n"), 0o644)
+}
+
+// Resolved is the identity a command speaks for.
+type Resolved struct {
+	Workspace string
+	Agent     string
+	Role      string
+	Module    string
+	Root      string
+	Source    string // where the agent name came from: flag, env, identity file, tmux, or ""
+}
+
+// Lookup is the input of Resolve: values from flags and from the environment.
+type Lookup struct {
+	Dir                    string
+	FlagAgent, FlagRole    string
+	FlagModule, FlagWS     string
+	EnvAgent, EnvRole      string
+	EnvWS                  string
+	TmuxWindow             string // the tmux window name, when inside tmux
+	AllowTmux, RequireName bool
+}
+
+// Resolve finds the identity as seed 000 does: flag, then environment, then the
+// single identity file of the directory's root (then, if allowed, the tmux
+// window name). The workspace comes from the flag, the environment, the
+// identity file, then the directory's git repository.
+func Resolve(l Lookup) (Resolved, error) {
+	loc, err := Locate(l.Dir)
+	if err != nil {
+		return Resolved{}, err
+	}
+	r := Resolved{Root: loc.Root, Agent: first(l.FlagAgent, l.EnvAgent), Role: first(l.FlagRole, l.EnvRole), Module: l.FlagModule}
+	switch {
+	case l.FlagAgent != "":
+		r.Source = "flag"
+	case l.EnvAgent != "":
+		r.Source = "env"
+	}
+	var file *Identity
+	if r.Agent != "" {
+		if id, err := LoadIdentity(loc.Root, r.Agent); err == nil {
+			file = &id
+		}
+	} else {
+		names, err := Identities(loc.Root)
+		if err != nil {
+			return r, fmt.Errorf("read identities: %w", err)
+		}
+		switch {
+		case len(names) == 1:
+			id, err := LoadIdentity(loc.Root, names[0])
+			if err != nil {
+				return r, err
+			}
+			file, r.Agent, r.Source = &id, id.Name, "identity file"
+		case len(names) > 1:
+			if l.RequireName {
+				return r, fmt.Errorf("several identities in %s (%s): choose one with --agent NAME or PARLEY_AGENT", IdentityDir(loc.Root), strings.Join(names, ", "))
+			}
+		case l.AllowTmux && l.TmuxWindow != "":
+			r.Agent, r.Source = l.TmuxWindow, "tmux"
+		}
+	}
+	if file != nil {
+		r.Role = first(r.Role, file.Role)
+		r.Module = first(r.Module, file.Module)
+	}
+	fileWS := ""
+	if file != nil {
+		fileWS = file.Workspace
+	}
+	r.Workspace = first(l.FlagWS, l.EnvWS, fileWS, loc.Workspace)
+	if r.Agent == "" && l.RequireName {
+		return r, errors.New("no agent identity: pass --agent NAME, set PARLEY_AGENT, or run `parley join --name NAME --role ROLE` here")
+	}
+	return r, nil
+}
+
+func first(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
