@@ -1,0 +1,174 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"github.com/parley-dev/parley/internal/hub"
+)
+
+const agentCols = `workspace, name, role, module, status, created_at, last_seen`
+
+func scanAgent(sc rowScanner) (*hub.Agent, error) {
+	var (
+		a                 hub.Agent
+		status            string
+		created, lastSeen int64
+	)
+	if err := sc.Scan(&a.Workspace, &a.Name, &a.Role, &a.Module, &status, &created, &lastSeen); err != nil {
+		return nil, err
+	}
+	a.Status = hub.Status(status)
+	a.CreatedAt = fromNanos(created)
+	a.LastSeen = fromNanos(lastSeen)
+	return &a, nil
+}
+
+// PutAgent inserts a or updates its role, module, status and last-seen time. The
+// stored creation time wins over a.CreatedAt, and is written back into a; a new
+// agent with a zero CreatedAt is created now.
+func (db *DB) PutAgent(ctx context.Context, a *hub.Agent) error {
+	const op = "put agent"
+	if a.Workspace == "" || a.Name == "" {
+		return hub.Errorf(op, hub.Invalid, "agent needs a workspace and a name")
+	}
+	created := a.CreatedAt
+	if created.IsZero() {
+		created = time.Now()
+	}
+	tx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return db.mapErr(ctx, op, err)
+	}
+	defer tx.Rollback()
+	known := db.isKnown(a.Workspace)
+	if !known {
+		if _, err := tx.StmtContext(ctx, db.stmts.wInsWorkspace).ExecContext(ctx, a.Workspace); err != nil {
+			return db.mapErr(ctx, op, err)
+		}
+	}
+	var stored int64
+	err = tx.QueryRowContext(ctx, `INSERT INTO agents (`+agentCols+`) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (workspace, name) DO UPDATE SET role = excluded.role, module = excluded.module,
+			status = excluded.status, last_seen = excluded.last_seen
+		RETURNING created_at`,
+		a.Workspace, a.Name, a.Role, a.Module, string(a.Status), nanos(created), nanos(a.LastSeen),
+	).Scan(&stored)
+	if err != nil {
+		return db.mapErr(ctx, op, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return db.mapErr(ctx, op, err)
+	}
+	if !known {
+		db.markKnown(a.Workspace)
+	}
+	a.CreatedAt = fromNanos(stored)
+	return nil
+}
+
+// Agent returns the agent named name in ws.
+func (db *DB) Agent(ctx context.Context, ws, name string) (*hub.Agent, error) {
+	const op = "get agent"
+	a, err := scanAgent(db.r.QueryRowContext(ctx,
+		`SELECT `+agentCols+` FROM agents WHERE workspace = ? AND name = ?`, ws, name))
+	if err == sql.ErrNoRows {
+		return nil, hub.Errorf(op, hub.NotFound, "no agent %q in workspace %q", name, ws)
+	}
+	if err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	return a, nil
+}
+
+// Agents returns every agent of ws ordered by name.
+func (db *DB) Agents(ctx context.Context, ws string) ([]*hub.Agent, error) {
+	const op = "list agents"
+	rows, err := db.r.QueryContext(ctx,
+		`SELECT `+agentCols+` FROM agents WHERE workspace = ? ORDER BY name`, ws)
+	if err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	defer rows.Close()
+	var as []*hub.Agent
+	for rows.Next() {
+		a, err := scanAgent(rows)
+		if err != nil {
+			return nil, db.mapErr(ctx, op, err)
+		}
+		as = append(as, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	return as, nil
+}
+
+// SetAgentStatus sets the agent's self-reported status.
+func (db *DB) SetAgentStatus(ctx context.Context, ws, name string, st hub.Status) error {
+	const op = "set agent status"
+	res, err := db.w.ExecContext(ctx, `UPDATE agents SET status = ? WHERE workspace = ? AND name = ?`,
+		string(st), ws, name)
+	if err != nil {
+		return db.mapErr(ctx, op, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return db.mapErr(ctx, op, err)
+	}
+	if n == 0 {
+		return hub.Errorf(op, hub.NotFound, "no agent %q in workspace %q", name, ws)
+	}
+	return nil
+}
+
+// TouchAgents records when the agents were last seen, in one transaction.
+func (db *DB) TouchAgents(ctx context.Context, ws string, seen map[string]time.Time) error {
+	const op = "touch agents"
+	if len(seen) == 0 {
+		return nil
+	}
+	tx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return db.mapErr(ctx, op, err)
+	}
+	defer tx.Rollback()
+	st, err := tx.PrepareContext(ctx, `UPDATE agents SET last_seen = ? WHERE workspace = ? AND name = ?`)
+	if err != nil {
+		return db.mapErr(ctx, op, err)
+	}
+	defer st.Close()
+	for name, t := range seen {
+		if _, err := st.ExecContext(ctx, nanos(t), ws, name); err != nil {
+			return db.mapErr(ctx, op, err)
+		}
+	}
+	return db.mapErr(ctx, op, tx.Commit())
+}
+
+// Workspaces lists every workspace that has agents, messages or groups, sorted.
+func (db *DB) Workspaces(ctx context.Context) ([]string, error) {
+	const op = "list workspaces"
+	rows, err := db.r.QueryContext(ctx, `SELECT name FROM workspaces w
+		WHERE EXISTS (SELECT 1 FROM agents WHERE workspace = w.name)
+		OR EXISTS (SELECT 1 FROM messages WHERE workspace = w.name)
+		OR EXISTS (SELECT 1 FROM groups WHERE workspace = w.name)
+		ORDER BY name`)
+	if err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	defer rows.Close()
+	var wss []string
+	for rows.Next() {
+		var ws string
+		if err := rows.Scan(&ws); err != nil {
+			return nil, db.mapErr(ctx, op, err)
+		}
+		wss = append(wss, ws)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	return wss, nil
+}

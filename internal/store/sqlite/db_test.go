@@ -1,0 +1,447 @@
+package sqlite
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parley-dev/parley/internal/hub"
+	"github.com/parley-dev/parley/internal/store/storetest"
+)
+
+// openTest opens a new database in a fresh directory; when the test ends it is
+// closed and checked with PRAGMA integrity_check.
+func openTest(t testing.TB) *DB {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "parley.db")
+	db, err := Open(context.Background(), path, nil)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() {
+		db.Close() // may be closed already; a second Close is harmless
+		checkIntegrity(t, path)
+	})
+	return db
+}
+
+func checkIntegrity(t testing.TB, path string) {
+	t.Helper()
+	raw, err := sql.Open("sqlite", dsn(path, "mode=ro"))
+	if err != nil {
+		t.Fatalf("open for integrity check: %v", err)
+	}
+	defer raw.Close()
+	var res string
+	if err := raw.QueryRow("PRAGMA integrity_check").Scan(&res); err != nil {
+		t.Fatalf("integrity_check: %v", err)
+	}
+	if res != "ok" {
+		t.Errorf("integrity_check of %s: got %q, want ok", path, res)
+	}
+	var fk int
+	if err := raw.QueryRow("SELECT count(*) FROM pragma_foreign_key_check").Scan(&fk); err != nil {
+		t.Fatalf("foreign_key_check: %v", err)
+	}
+	if fk != 0 {
+		t.Errorf("foreign_key_check of %s: got %d violations, want 0", path, fk)
+	}
+}
+
+func TestContract(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) hub.Store { return openTest(t) })
+}
+
+func TestReopenKeepsData(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "parley.db")
+	db, err := Open(ctx, path, nil)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	created := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+	a := &hub.Agent{Workspace: "ws", Name: "alice", Role: "dev", Status: hub.StatusReady, CreatedAt: created, LastSeen: created}
+	if err := db.PutAgent(ctx, a); err != nil {
+		t.Fatalf("PutAgent: %v", err)
+	}
+	m := &hub.Message{ID: "01J000000000000000000000M1", Workspace: "ws", From: "alice", To: "bob",
+		Content: "hello", Payload: json.RawMessage(`{"x": 1}`), Priority: hub.High, ThreadID: "01J000000000000000000000M1",
+		Metadata: map[string]string{"k": "v"}, CreatedAt: created}
+	if err := db.CreateMessage(ctx, m, []string{"bob", "carol"}); err != nil {
+		t.Fatalf("CreateMessage: %v", err)
+	}
+	if _, err := db.Consume(ctx, "ws", "carol", 3, 1); err != nil {
+		t.Fatalf("Consume: %v", err)
+	}
+	if err := db.CreateGroup(ctx, &hub.Group{Workspace: "ws", Name: "team", CreatedAt: created,
+		Members: []hub.Member{{Type: hub.MemberRole, ID: "dev"}}}); err != nil {
+		t.Fatalf("CreateGroup: %v", err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+
+	db, err = Open(ctx, path, nil)
+	if err != nil {
+		t.Fatalf("Open again: %v", err)
+	}
+	defer db.Close()
+	got, err := db.Agent(ctx, "ws", "alice")
+	if err != nil {
+		t.Fatalf("Agent after reopen: %v", err)
+	}
+	if !got.CreatedAt.Equal(created) || got.CreatedAt.Location() != time.UTC || got.Role != "dev" {
+		t.Errorf("Agent after reopen: got %+v, want role dev created %v (UTC, to the nanosecond)", got, created)
+	}
+	gm, err := db.Message(ctx, "ws", m.ID)
+	if err != nil {
+		t.Fatalf("Message after reopen: %v", err)
+	}
+	if string(gm.Payload) != `{"x": 1}` || gm.Metadata["k"] != "v" || !gm.CreatedAt.Equal(created) || gm.CreatedAt.Location() != time.UTC {
+		t.Errorf("Message after reopen: got %+v", gm)
+	}
+	if n, err := db.Unread(ctx, "ws", "bob", 3); err != nil || n != 1 {
+		t.Errorf("Unread(bob) after reopen: got %d, %v; want 1", n, err)
+	}
+	if n, err := db.Unread(ctx, "ws", "carol", 3); err != nil || n != 0 {
+		t.Errorf("Unread(carol) after reopen: got %d, %v; want 0", n, err)
+	}
+	if g, err := db.Group(ctx, "ws", "team"); err != nil || len(g.Members) != 1 {
+		t.Errorf("Group after reopen: got %+v, %v", g, err)
+	}
+	if ws, err := db.Workspaces(ctx); err != nil || len(ws) != 1 || ws[0] != "ws" {
+		t.Errorf("Workspaces after reopen: got %v, %v; want [ws]", ws, err)
+	}
+}
+
+func TestPayloadEdgeCases(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	for i, tc := range []struct {
+		name string
+		in   json.RawMessage
+	}{
+		{"nil", nil},
+		{"null", json.RawMessage(`null`)},
+		{"binary-ish", json.RawMessage("\"\x01\xff\"")},
+	} {
+		id := "01J00000000000000000000P0" + string(rune('0'+i))
+		m := &hub.Message{ID: id, Workspace: "ws", From: "a", To: "b", Content: "c", Priority: hub.Normal, Payload: tc.in, CreatedAt: time.Now()}
+		if err := db.CreateMessage(ctx, m, []string{"b"}); err != nil {
+			t.Fatalf("%s: CreateMessage: %v", tc.name, err)
+		}
+		got, err := db.Message(ctx, "ws", id)
+		if err != nil {
+			t.Fatalf("%s: Message: %v", tc.name, err)
+		}
+		if (got.Payload == nil) != (tc.in == nil) || !bytes.Equal(got.Payload, tc.in) {
+			t.Errorf("%s: payload: got %q (nil %v), want %q (nil %v)", tc.name, got.Payload, got.Payload == nil, tc.in, tc.in == nil)
+		}
+	}
+}
+
+func TestBroadcastDuplicateRecipients(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	recips := make([]string, 0, 1001)
+	for i := range 1000 {
+		recips = append(recips, "agent-"+strings.Repeat("x", i%3)+string(rune('a'+i%26))+strconv.Itoa(i))
+	}
+	recips = append(recips, recips[0]) // a duplicate is delivered once
+	m := &hub.Message{ID: "01J0000000000000000000BCST", Workspace: "ws", From: "a", To: "@everyone", Content: "all", Priority: hub.Normal, CreatedAt: time.Now()}
+	if err := db.CreateMessage(ctx, m, recips); err != nil {
+		t.Fatalf("CreateMessage to 1001: %v", err)
+	}
+	var n int
+	if err := db.r.QueryRow(`SELECT count(*) FROM deliveries`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1000 {
+		t.Errorf("deliveries: got %d, want 1000", n)
+	}
+	if u, err := db.Unread(ctx, "ws", recips[0], 3); err != nil || u != 1 {
+		t.Errorf("Unread(%s): got %d, %v; want 1", recips[0], u, err)
+	}
+}
+
+func TestFileMode(t *testing.T) {
+	db := openTest(t)
+	fi, err := os.Stat(db.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fi.Mode().Perm(); got != 0o600 {
+		t.Errorf("mode of %s: got %#o, want 0600", db.Path(), got)
+	}
+	// A write makes the WAL exist; SQLite gives it the database's mode.
+	if err := db.PutAgent(context.Background(), &hub.Agent{Workspace: "ws", Name: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, suffix := range []string{"-wal", "-shm"} {
+		fi, err := os.Stat(db.Path() + suffix)
+		if err != nil {
+			t.Errorf("stat %s: %v", suffix, err)
+			continue
+		}
+		if got := fi.Mode().Perm(); got != 0o600 {
+			t.Errorf("mode of %s%s: got %#o, want 0600", db.Path(), suffix, got)
+		}
+	}
+}
+
+func TestPragmas(t *testing.T) {
+	db := openTest(t)
+	for _, tc := range []struct {
+		conn *sql.DB
+		name string
+		want int64
+	}{
+		{db.w, "application_id", ApplicationID},
+		{db.w, "user_version", 1},
+		{db.w, "synchronous", 2}, // FULL
+		{db.w, "foreign_keys", 1},
+		{db.w, "busy_timeout", busyTimeoutMS},
+		{db.r, "query_only", 1},
+	} {
+		var got int64
+		if err := tc.conn.QueryRow("SELECT * FROM pragma_" + tc.name).Scan(&got); err != nil {
+			t.Fatalf("pragma %s: %v", tc.name, err)
+		}
+		if got != tc.want {
+			t.Errorf("pragma %s: got %d, want %d", tc.name, got, tc.want)
+		}
+	}
+	var mode string
+	if err := db.r.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
+		t.Errorf("journal_mode: got %q, %v; want wal", mode, err)
+	}
+}
+
+// TestInboxUsesPartialIndex guards the property that keeps Consume and Unread
+// fast with millions of read deliveries.
+func TestInboxUsesPartialIndex(t *testing.T) {
+	db := openTest(t)
+	for _, q := range []string{
+		`SELECT count(*) FROM deliveries WHERE workspace = 'w' AND recipient = 'r' AND read_at IS NULL AND rank <= 3`,
+		`SELECT d.id, d.rank, ` + msgCols + ` ` + strings.NewReplacer("?1", "'w'", "?2", "'r'", "?3", "3", "?4", "10").Replace(inboxFrom),
+		`UPDATE deliveries SET read_at = 1 WHERE workspace = 'w' AND recipient = 'r' AND read_at IS NULL AND rank <= 3 AND (rank, id) <= (1, 5)`,
+	} {
+		rows, err := db.w.Query("EXPLAIN QUERY PLAN " + q)
+		if err != nil {
+			t.Fatalf("explain: %v", err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		p := strings.Join(plan, "; ")
+		if !strings.Contains(p, "deliveries_unread") || strings.Contains(p, "TEMP B-TREE") {
+			t.Errorf("plan for %q: got %q, want a search of deliveries_unread with no sort", q, p)
+		}
+	}
+}
+
+// TestOpenRefuses checks files Open must refuse, leaving them byte-identical.
+func TestOpenRefuses(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name    string
+		prepare func(t *testing.T, path string)
+		want    []string // substrings of the error
+	}{
+		{"not SQLite", func(t *testing.T, path string) {
+			writeFile(t, path, []byte("# my notes\nnot a database at all, but long enough to have a header...........\n"))
+		}, []string{"is not a Parley database", "not an SQLite file"}},
+		{"short file", func(t *testing.T, path string) {
+			writeFile(t, path, []byte("hi"))
+		}, []string{"is not a Parley database"}},
+		{"foreign SQLite", func(t *testing.T, path string) {
+			raw, err := sql.Open("sqlite", path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer raw.Close()
+			if _, err := raw.Exec(`CREATE TABLE recipes (name TEXT); INSERT INTO recipes VALUES ('soup')`); err != nil {
+				t.Fatal(err)
+			}
+		}, []string{"is not a Parley database", "another application"}},
+		{"foreign application_id", func(t *testing.T, path string) {
+			raw, err := sql.Open("sqlite", path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer raw.Close()
+			if _, err := raw.Exec(`PRAGMA application_id = 1234; CREATE TABLE t (x)`); err != nil {
+				t.Fatal(err)
+			}
+		}, []string{"is not a Parley database", "0x4d2"}},
+		{"corrupt", func(t *testing.T, path string) {
+			makeParleyDB(t, path)
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(b) < 8192 {
+				t.Fatalf("database too small to corrupt: %d bytes", len(b))
+			}
+			// Keep the header page; scribble over the pages after it.
+			for i := 4096; i < len(b); i++ {
+				b[i] = byte(i*7 + 3)
+			}
+			writeFile(t, path, b)
+		}, []string{"is corrupt"}},
+		{"truncated", func(t *testing.T, path string) {
+			makeParleyDB(t, path)
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, path, b[:len(b)/2])
+		}, []string{"is corrupt"}},
+		{"newer schema", func(t *testing.T, path string) {
+			makeParleyDB(t, path)
+			raw, err := sql.Open("sqlite", path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer raw.Close()
+			if _, err := raw.Exec(`PRAGMA user_version = 99`); err != nil {
+				t.Fatal(err)
+			}
+		}, []string{"schema version 99", "upgrade parley"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "parley.db")
+			tt.prepare(t, path)
+			before, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			db, err := Open(ctx, path, nil)
+			if err == nil {
+				db.Close()
+				t.Fatalf("Open: got no error, want one")
+			}
+			t.Logf("Open: %v", err)
+			msg := err.Error()
+			if !strings.Contains(msg, path) {
+				t.Errorf("Open error %q does not name the path %s", msg, path)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("Open error: got %q, want it to contain %q", msg, w)
+				}
+			}
+			after, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(before, after) {
+				t.Errorf("Open modified the refused file (%d bytes before, %d after)", len(before), len(after))
+			}
+			for _, suffix := range []string{"-wal", "-shm", "-journal"} {
+				if _, err := os.Stat(path + suffix); err == nil {
+					t.Errorf("Open left a %s file next to the refused database", suffix)
+				}
+			}
+		})
+	}
+}
+
+func TestOpenAdoptsEmptyFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "parley.db")
+	writeFile(t, path, nil)
+	db, err := Open(context.Background(), path, nil)
+	if err != nil {
+		t.Fatalf("Open(empty file): %v", err)
+	}
+	db.Close()
+}
+
+func TestOpenMissingDir(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "no", "such", "dir", "parley.db")
+	_, err := Open(context.Background(), path, nil)
+	if err == nil || !strings.Contains(err.Error(), "open store") {
+		t.Errorf("Open in a missing directory: got %v, want an open store error", err)
+	}
+}
+
+func TestErrorKinds(t *testing.T) {
+	db := openTest(t)
+	ctx := context.Background()
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err := db.Consume(cctx, "ws", "bob", 3, 1)
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Consume(cancelled): got %v, want context.Canceled in the chain", err)
+	}
+	_, err = db.Agent(ctx, "ws", "nobody")
+	if !hub.IsNotFound(err) {
+		t.Errorf("Agent(nobody): got %v, want NotFound", err)
+	}
+}
+
+func TestDiskFullKind(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	conn, err := db.w.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pages int
+	if err := conn.QueryRowContext(ctx, "PRAGMA page_count").Scan(&pages); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, "PRAGMA max_page_count = "+strconv.Itoa(pages)); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	big := strings.Repeat("x", 64<<10)
+	m := &hub.Message{ID: "01J00000000000000000000BIG", Workspace: "ws", From: "a", To: "b", Content: big, Priority: hub.Normal, CreatedAt: time.Now()}
+	err = db.CreateMessage(ctx, m, []string{"b"})
+	if hub.KindOf(err) != hub.Unavailable || !strings.Contains(err.Error(), "database or disk is full") {
+		t.Errorf("CreateMessage on a full database: got %v (kind %s), want unavailable: database or disk is full", err, hub.KindOf(err))
+	}
+}
+
+func writeFile(t *testing.T, path string, b []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// makeParleyDB creates a closed Parley database at path with some rows in it.
+func makeParleyDB(t *testing.T, path string) {
+	t.Helper()
+	ctx := context.Background()
+	db, err := Open(ctx, path, nil)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	for i := range 200 {
+		id := "01J0000000000000000000" + strconv.Itoa(1000+i)
+		m := &hub.Message{ID: id, Workspace: "ws", From: "a", To: "b", Content: strings.Repeat("content ", 20), Priority: hub.Normal, CreatedAt: time.Now()}
+		if err := db.CreateMessage(ctx, m, []string{"b", "c"}); err != nil {
+			t.Fatalf("CreateMessage: %v", err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+}

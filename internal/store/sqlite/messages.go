@@ -1,0 +1,372 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/parley-dev/parley/internal/hub"
+)
+
+// msgCols are a message's columns as scanMessage reads them, for a messages table
+// aliased m.
+const msgCols = `m.id, m.workspace, m.sender, m.to_addr, m.content, m.payload, m.priority,
+	m.reply_to, m.thread_id, m.metadata, m.created_at`
+
+// inboxFrom selects recipient's unread deliveries in inbox order. It repeats the
+// partial index's "read_at IS NULL" so SQLite can use that index.
+const inboxFrom = `FROM deliveries d JOIN messages m ON m.seq = d.message_seq
+	WHERE d.workspace = ?1 AND d.recipient = ?2 AND d.read_at IS NULL AND d.rank <= ?3
+	ORDER BY d.rank, d.id LIMIT ?4`
+
+// statements are the hot paths' prepared statements: w* on the writer, r* on the
+// read pool.
+type statements struct {
+	wInsMessage    *sql.Stmt
+	wInsDelivery   *sql.Stmt
+	wInsDeliveries *sql.Stmt
+	wInsWorkspace  *sql.Stmt
+	wConsumeSel    *sql.Stmt
+	wConsumeUpd    *sql.Stmt
+	rUnread        *sql.Stmt
+	rPeek          *sql.Stmt
+	rMessage       *sql.Stmt
+}
+
+func (s *statements) prepare(ctx context.Context, w, r *sql.DB) error {
+	for _, p := range []struct {
+		dst *(*sql.Stmt)
+		db  *sql.DB
+		sql string
+	}{
+		{&s.wInsMessage, w, `INSERT INTO messages (id, workspace, sender, to_addr, content, payload,
+			priority, reply_to, thread_id, metadata, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+		{&s.wInsDelivery, w, `INSERT OR IGNORE INTO deliveries (workspace, recipient, message_seq, rank)
+			VALUES (?, ?, ?, ?)`},
+		// One statement for any number of recipients: a broadcast to a thousand
+		// agents is one statement in one transaction, not a thousand round trips.
+		{&s.wInsDeliveries, w, `INSERT OR IGNORE INTO deliveries (workspace, recipient, message_seq, rank)
+			SELECT ?1, value, ?2, ?3 FROM json_each(?4) ORDER BY key`},
+		{&s.wInsWorkspace, w, `INSERT OR IGNORE INTO workspaces (name) VALUES (?)`},
+		{&s.wConsumeSel, w, `SELECT d.id, d.rank, ` + msgCols + ` ` + inboxFrom},
+		// Marks exactly the rows wConsumeSel returned: inside the write
+		// transaction nothing can slip in, so "every unread row up to the last
+		// one returned, in inbox order" is that set.
+		{&s.wConsumeUpd, w, `UPDATE deliveries SET read_at = ?1
+			WHERE workspace = ?2 AND recipient = ?3 AND read_at IS NULL AND rank <= ?4
+			AND (rank, id) <= (?5, ?6)`},
+		{&s.rUnread, r, `SELECT count(*) FROM deliveries
+			WHERE workspace = ? AND recipient = ? AND read_at IS NULL AND rank <= ?`},
+		{&s.rPeek, r, `SELECT d.id, d.rank, ` + msgCols + ` ` + inboxFrom},
+		{&s.rMessage, r, `SELECT ` + msgCols + ` FROM messages m WHERE m.id = ? AND m.workspace = ?`},
+	} {
+		st, err := p.db.PrepareContext(ctx, p.sql)
+		if err != nil {
+			return fmt.Errorf("prepare %q: %w", strings.Fields(p.sql)[0:3], err)
+		}
+		*p.dst = st
+	}
+	return nil
+}
+
+func (s *statements) close() {
+	for _, st := range []*sql.Stmt{s.wInsMessage, s.wInsDelivery, s.wInsDeliveries, s.wInsWorkspace,
+		s.wConsumeSel, s.wConsumeUpd, s.rUnread, s.rPeek, s.rMessage} {
+		if st != nil {
+			st.Close()
+		}
+	}
+}
+
+// nanos stores a time as UTC unix nanoseconds; the zero time is 0.
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// fromNanos is the inverse of nanos, in UTC.
+func fromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+// encodeMetadata stores metadata as a JSON object; nil and empty maps are NULL,
+// so both read back as nil.
+func encodeMetadata(md map[string]string) (any, error) {
+	if len(md) == 0 {
+		return nil, nil
+	}
+	b, err := json.Marshal(md)
+	if err != nil {
+		return nil, err
+	}
+	return string(b), nil
+}
+
+// payloadArg binds a payload so that nil is NULL and anything else, even empty,
+// a BLOB of exactly those bytes.
+func payloadArg(p json.RawMessage) any {
+	if p == nil {
+		return nil
+	}
+	return []byte(p)
+}
+
+// scanMessage reads msgCols (after any leading dest) into a new message.
+func scanMessage(sc rowScanner, lead ...any) (*hub.Message, error) {
+	var (
+		m        hub.Message
+		payload  []byte
+		metadata sql.NullString
+		created  int64
+		prio     string
+	)
+	dest := append(lead, &m.ID, &m.Workspace, &m.From, &m.To, &m.Content, &payload, &prio,
+		&m.ReplyTo, &m.ThreadID, &metadata, &created)
+	if err := sc.Scan(dest...); err != nil {
+		return nil, err
+	}
+	if payload != nil {
+		m.Payload = json.RawMessage(payload)
+	}
+	m.Priority = hub.Priority(prio)
+	if metadata.Valid && metadata.String != "" {
+		if err := json.Unmarshal([]byte(metadata.String), &m.Metadata); err != nil {
+			return nil, fmt.Errorf("message %s: bad metadata: %w", m.ID, err)
+		}
+	}
+	m.CreatedAt = fromNanos(created)
+	return &m, nil
+}
+
+// CreateMessage stores m and one unread delivery per distinct recipient in one
+// transaction. A zero m.CreatedAt is set to now. Payload bytes are kept exactly
+// (nil stays nil); an empty Metadata map reads back as nil.
+func (db *DB) CreateMessage(ctx context.Context, m *hub.Message, recipients []string) error {
+	const op = "create message"
+	if m.ID == "" || m.Workspace == "" {
+		return hub.Errorf(op, hub.Invalid, "message needs an id and a workspace")
+	}
+	if m.CreatedAt.IsZero() {
+		m.CreatedAt = time.Now().UTC()
+	}
+	md, err := encodeMetadata(m.Metadata)
+	if err != nil {
+		return hub.Errorf(op, hub.Invalid, "encode metadata: %w", err)
+	}
+	var many string
+	if len(recipients) > 1 {
+		b, err := json.Marshal(recipients)
+		if err != nil {
+			return hub.Errorf(op, hub.Invalid, "encode recipients: %w", err)
+		}
+		many = string(b)
+	}
+	rank := m.Priority.Rank()
+
+	tx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return db.mapErr(ctx, op, err)
+	}
+	defer tx.Rollback()
+	known := db.isKnown(m.Workspace)
+	if !known {
+		if _, err := tx.StmtContext(ctx, db.stmts.wInsWorkspace).ExecContext(ctx, m.Workspace); err != nil {
+			return db.mapErr(ctx, op, err)
+		}
+	}
+	res, err := tx.StmtContext(ctx, db.stmts.wInsMessage).ExecContext(ctx,
+		m.ID, m.Workspace, m.From, m.To, m.Content, payloadArg(m.Payload), string(m.Priority),
+		m.ReplyTo, m.ThreadID, md, nanos(m.CreatedAt))
+	if err != nil {
+		err = db.mapErr(ctx, op, err)
+		if hub.KindOf(err) == hub.Conflict {
+			return hub.Errorf(op, hub.Conflict, "message %s exists already", m.ID)
+		}
+		return err
+	}
+	seq, err := res.LastInsertId()
+	if err != nil {
+		return db.mapErr(ctx, op, err)
+	}
+	switch len(recipients) {
+	case 0:
+	case 1:
+		_, err = tx.StmtContext(ctx, db.stmts.wInsDelivery).ExecContext(ctx, m.Workspace, recipients[0], seq, rank)
+	default:
+		_, err = tx.StmtContext(ctx, db.stmts.wInsDeliveries).ExecContext(ctx, m.Workspace, seq, rank, many)
+	}
+	if err != nil {
+		return db.mapErr(ctx, op, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return db.mapErr(ctx, op, err)
+	}
+	if !known {
+		db.markKnown(m.Workspace)
+	}
+	return nil
+}
+
+// Message returns the message with the id in ws.
+func (db *DB) Message(ctx context.Context, ws, id string) (*hub.Message, error) {
+	const op = "get message"
+	m, err := scanMessage(db.stmts.rMessage.QueryRowContext(ctx, id, ws))
+	if err == sql.ErrNoRows {
+		return nil, hub.Errorf(op, hub.NotFound, "no message %s in workspace %q", id, ws)
+	}
+	if err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	return m, nil
+}
+
+// Consume marks up to limit of recipient's unread deliveries read, in inbox order,
+// and returns their messages. The select and the update share one transaction on
+// the one writer connection, so concurrent calls never return the same delivery.
+func (db *DB) Consume(ctx context.Context, ws, recipient string, maxRank, limit int) ([]*hub.Message, error) {
+	const op = "consume"
+	if limit <= 0 {
+		return nil, nil
+	}
+	tx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	defer tx.Rollback()
+	rows, err := tx.StmtContext(ctx, db.stmts.wConsumeSel).QueryContext(ctx, ws, recipient, maxRank, limit)
+	if err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	var (
+		msgs             []*hub.Message
+		lastID, lastRank int64
+	)
+	for rows.Next() {
+		m, err := scanMessage(rows, &lastID, &lastRank)
+		if err != nil {
+			rows.Close()
+			return nil, db.mapErr(ctx, op, err)
+		}
+		msgs = append(msgs, m)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	if len(msgs) == 0 {
+		return nil, nil // nothing to write: the deferred rollback ends the transaction
+	}
+	res, err := tx.StmtContext(ctx, db.stmts.wConsumeUpd).ExecContext(ctx,
+		time.Now().UnixNano(), ws, recipient, maxRank, lastRank, lastID)
+	if err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != int64(len(msgs)) {
+		return nil, hub.Errorf(op, hub.Internal, "marked %d deliveries read, want %d (%v)", n, len(msgs), err)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	return msgs, nil
+}
+
+// Unread counts recipient's unread deliveries with rank <= maxRank.
+func (db *DB) Unread(ctx context.Context, ws, recipient string, maxRank int) (int, error) {
+	var n int
+	if err := db.stmts.rUnread.QueryRowContext(ctx, ws, recipient, maxRank).Scan(&n); err != nil {
+		return 0, db.mapErr(ctx, "count unread", err)
+	}
+	return n, nil
+}
+
+// Peek returns up to limit unread messages of recipient in inbox order, leaving
+// them unread.
+func (db *DB) Peek(ctx context.Context, ws, recipient string, limit int) ([]*hub.Message, error) {
+	const op = "peek"
+	if limit <= 0 {
+		return nil, nil
+	}
+	rows, err := db.stmts.rPeek.QueryContext(ctx, ws, recipient, 3, limit)
+	if err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	defer rows.Close()
+	var (
+		msgs     []*hub.Message
+		id, rank int64
+	)
+	for rows.Next() {
+		m, err := scanMessage(rows, &id, &rank)
+		if err != nil {
+			return nil, db.mapErr(ctx, op, err)
+		}
+		msgs = append(msgs, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	return msgs, nil
+}
+
+// History returns messages of ws, newest first, that match q.
+func (db *DB) History(ctx context.Context, ws string, q hub.HistoryQuery) ([]*hub.Message, error) {
+	const op = "history"
+	limit := q.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	var b strings.Builder
+	b.WriteString(`SELECT ` + msgCols + ` FROM messages m WHERE m.workspace = ?1`)
+	if q.Thread != "" {
+		b.WriteString(` AND m.thread_id = ?2`)
+	}
+	if q.Agent != "" {
+		b.WriteString(` AND (m.sender = ?3 OR EXISTS (SELECT 1 FROM deliveries d
+			WHERE d.workspace = ?1 AND d.recipient = ?3 AND d.message_seq = m.seq))`)
+	}
+	b.WriteString(` ORDER BY m.seq DESC LIMIT ?4`)
+	rows, err := db.r.QueryContext(ctx, b.String(), ws, q.Thread, q.Agent, limit)
+	if err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	defer rows.Close()
+	var msgs []*hub.Message
+	for rows.Next() {
+		m, err := scanMessage(rows)
+		if err != nil {
+			return nil, db.mapErr(ctx, op, err)
+		}
+		msgs = append(msgs, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	return msgs, nil
+}
+
+// ClearInbox marks every unread delivery of recipient read.
+func (db *DB) ClearInbox(ctx context.Context, ws, recipient string) (int, error) {
+	const op = "clear inbox"
+	res, err := db.w.ExecContext(ctx, `UPDATE deliveries SET read_at = ?
+		WHERE workspace = ? AND recipient = ? AND read_at IS NULL`,
+		time.Now().UnixNano(), ws, recipient)
+	if err != nil {
+		return 0, db.mapErr(ctx, op, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, db.mapErr(ctx, op, err)
+	}
+	return int(n), nil
+}
