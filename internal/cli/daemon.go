@@ -154,7 +154,14 @@ func daemonRunCmd(g *globals) *cobra.Command {
 			log := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			d, err := daemon.Open(ctx, daemon.Config{Home: paths.Home, Version: Version, Logger: log})
+			cfg := daemon.Config{Home: paths.Home, Version: Version, Logger: log}
+			// A knob for tests and for clients with very short request timeouts.
+			if v := os.Getenv("PARLEY_PROGRESS_EVERY"); v != "" {
+				if cfg.ProgressEvery, err = time.ParseDuration(v); err != nil || cfg.ProgressEvery <= 0 {
+					return fmt.Errorf("invalid PARLEY_PROGRESS_EVERY %q: want a duration such as 5s", v)
+				}
+			}
+			d, err := daemon.Open(ctx, cfg)
 			if err != nil {
 				log.Error("daemon failed to start", "err", err)
 				return err

@@ -32,6 +32,8 @@ type Config struct {
 	MaxContent int
 	// ShutdownTimeout bounds a graceful shutdown (default 5s).
 	ShutdownTimeout time.Duration
+	// ProgressEvery is the keep-alive interval of blocking tools (default 5s).
+	ProgressEvery time.Duration
 }
 
 // Daemon is a running Parley daemon.
@@ -96,7 +98,7 @@ func Open(ctx context.Context, cfg Config) (d *Daemon, err error) {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	d.hub = hub.New(d.db, &hub.Options{Logger: d.log.With("subsystem", "hub"), MaxContent: cfg.MaxContent})
-	d.mcp = mcpserver.New(d.hub, &mcpserver.Options{Logger: d.log.With("subsystem", "mcp"), Version: cfg.Version})
+	d.mcp = mcpserver.New(d.hub, &mcpserver.Options{Logger: d.log.With("subsystem", "mcp"), Version: cfg.Version, ProgressEvery: cfg.ProgressEvery})
 
 	// We hold the lock, so a socket file left behind is stale.
 	if err := os.Remove(paths.Socket); err != nil && !errors.Is(err, os.ErrNotExist) {
