@@ -55,7 +55,7 @@ type Daemon struct {
 
 // Open prepares a daemon: it makes the state directory, takes the PID lock,
 // opens the store and listens on the socket. Run serves; Close undoes Open.
-func Open(ctx context.Context, cfg Config) (d *Daemon, err error) {
+func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -66,7 +66,7 @@ func Open(ctx context.Context, cfg Config) (d *Daemon, err error) {
 	if err != nil {
 		return nil, err
 	}
-	d = &Daemon{cfg: cfg, paths: paths, log: cfg.Logger, started: time.Now(), origins: map[string]bool{}}
+	d := &Daemon{cfg: cfg, paths: paths, log: cfg.Logger, started: time.Now(), origins: map[string]bool{}}
 	defer func() {
 		if err != nil {
 			d.Close()
