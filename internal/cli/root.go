@@ -62,7 +62,7 @@ Quick start:
 	root.AddCommand(
 		daemonCmd(g), mcpCmd(g), bridgeCmd(g),
 		joinCmd(g), whoamiCmd(g), sendCmd(g), inboxCmd(g), waitCmd(g),
-		agentsCmd(g), statusCmd(g), groupCmd(g), broadcastCmd(g), historyCmd(g),
+		agentsCmd(g), statusCmd(g), groupCmd(g), broadcastCmd(g), historyCmd(g), demoCmd(g),
 	)
 	if err := root.ExecuteContext(ctx); err != nil {
 		var ee *exitError
