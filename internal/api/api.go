@@ -23,6 +23,14 @@ const (
 	HeaderProfile   = "Parley-Profile"
 )
 
+// Headers of a session started inside tmux (`parley mcp serve` sends them at
+// initialize): where the agent's pane is, and whether it asked to be nudged.
+const (
+	HeaderTmuxSocket = "Parley-Tmux-Socket"
+	HeaderTmuxPane   = "Parley-Tmux-Pane"
+	HeaderNudge      = "Parley-Nudge"
+)
+
 // Prefix is the path prefix of the JSON API.
 const Prefix = "/api/v1"
 

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -14,6 +16,7 @@ import (
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/bridge"
 	"github.com/parley-dev/parley/internal/client"
+	"github.com/parley-dev/parley/internal/tmux"
 )
 
 func mcpCmd(g *globals) *cobra.Command {
@@ -23,7 +26,7 @@ func mcpCmd(g *globals) *cobra.Command {
 }
 
 func mcpServeCmd(g *globals) *cobra.Command {
-	var role, module, profile string
+	var role, module, profile, nudge string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve MCP over stdio for one agent (what an MCP client runs)",
@@ -39,10 +42,14 @@ Identity: --agent, else $PARLEY_AGENT, else the single identity file in
 Workspace: --workspace, else $PARLEY_WORKSPACE, else this git repository.
 
 Profiles (comma-separated): native (default), sidechat, agentmail, and those the
-daemon adds.`,
+daemon adds.
+
+Inside tmux, an agent with no other name takes the tmux window's name (as in
+AgentMail), and the server exits when its tmux session goes away.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := g.identity(false)
+			tenv, inTmux := tmux.FromEnv()
+			id, err := mcpIdentity(cmd.Context(), g, tenv, inTmux)
 			if err != nil {
 				return err
 			}
@@ -63,8 +70,16 @@ daemon adds.`,
 			c := client.New(paths)
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			ctx, cancel := context.WithCancelCause(ctx)
+			defer cancel(nil)
 			if err := c.EnsureDaemon(ctx); err != nil {
 				return err
+			}
+			if inTmux {
+				go watchTmux(ctx, cancel, tenv, log)
+			}
+			if nudge == "" {
+				nudge = os.Getenv("PARLEY_NUDGE")
 			}
 			h := http.Header{}
 			set := func(k, v string) {
@@ -77,18 +92,28 @@ daemon adds.`,
 			set(api.HeaderRole, id.Role)
 			set(api.HeaderModule, id.Module)
 			set(api.HeaderProfile, strings.ReplaceAll(profile, " ", ""))
-			return bridge.Run(ctx, cmd.InOrStdin(), g.stdout, &bridge.Options{
+			if inTmux {
+				set(api.HeaderTmuxSocket, tenv.Socket)
+				set(api.HeaderTmuxPane, tenv.Pane)
+			}
+			set(api.HeaderNudge, nudge)
+			err = bridge.Run(ctx, cmd.InOrStdin(), g.stdout, &bridge.Options{
 				SocketPath: paths.Socket,
 				Header:     h,
 				Logger:     log,
 				Reconnect:  c.EnsureDaemon,
 			})
+			if cause := context.Cause(ctx); errors.Is(cause, errTmuxGone) {
+				return cause
+			}
+			return err
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&role, "role", "", "the agent's role, e.g. planner, implementer, reviewer")
 	f.StringVar(&module, "module", "", "the agent's module (area of the code it works on)")
 	f.StringVar(&profile, "profile", "", "tool profiles, comma-separated (default native)")
+	f.StringVar(&nudge, "nudge", "", `"tmux": the daemon types a notice into this agent's tmux pane when mail arrives while it is idle (default $PARLEY_NUDGE, or nudge in config.toml)`)
 	return cmd
 }
 

@@ -63,6 +63,9 @@ func Parse(b []byte, name string) (*Config, error) {
 	if c.MaxMessageBytes < 0 {
 		return nil, fmt.Errorf("%s: max_message_bytes must not be negative", name)
 	}
+	if c.Nudge != "" && c.Nudge != "tmux" {
+		return nil, fmt.Errorf("%s: invalid nudge %q: want \"tmux\" or nothing", name, c.Nudge)
+	}
 	return &c, nil
 }
 

@@ -135,6 +135,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.log.Info("daemon started", "pid", os.Getpid(), "socket", d.paths.Socket, "version", d.cfg.Version)
 	errc := make(chan error, 1)
 	go func() { errc <- d.srv.Serve(d.ln) }()
+	d.startNudger(ctx)
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)

@@ -35,7 +35,14 @@ type Identity struct {
 	Role      string
 	Module    string
 	Profiles  []string
+	// Tmux is where the agent's tmux pane is, when its session started inside
+	// tmux; Nudge is the nudge it asked for ("tmux" or "").
+	Tmux  TmuxPane
+	Nudge string
 }
+
+// TmuxPane locates a tmux pane: the server's socket and the pane id.
+type TmuxPane struct{ Socket, Pane string }
 
 // Profile adds its tools to srv. A server is shared by every session that asked
 // for the same set of profiles, so tools find their caller with IdentityFrom.
@@ -92,6 +99,8 @@ func New(h *hub.Hub, opts *Options) *Server {
 		sessions: map[string]*Identity{},
 	}
 	s.Register("native", s.native)
+	s.Register("sidechat", s.sidechat)
+	s.Register("agentmail", s.agentmail)
 	s.handler = mcp.NewStreamableHTTPHandler(s.serverFor, &mcp.StreamableHTTPOptions{
 		SessionTimeout:      o.SessionTimeout,
 		MaxRequestBodyBytes: o.MaxRequestBytes,
@@ -175,6 +184,8 @@ func (s *Server) identityOf(r *http.Request) (*Identity, error) {
 		Agent:     get(api.HeaderAgent, "agent"),
 		Role:      get(api.HeaderRole, "role"),
 		Module:    get(api.HeaderModule, "module"),
+		Tmux:      TmuxPane{Socket: r.Header.Get(api.HeaderTmuxSocket), Pane: r.Header.Get(api.HeaderTmuxPane)},
+		Nudge:     r.Header.Get(api.HeaderNudge),
 	}
 	if id.Workspace == "" {
 		id.Workspace = DefaultWorkspace
@@ -364,4 +375,25 @@ func cachedSchema[T any]() *jsonschema.Schema {
 	sch := schemaFor[T]()
 	schemaCache.Store(t, sch)
 	return sch.CloneSchemas()
+}
+
+// AgentSession is what the open sessions of an agent say about where it runs.
+type AgentSession struct {
+	Tmux  TmuxPane
+	Nudge string
+}
+
+// AgentSession reports the tmux pane and nudge choice of one of the agent's
+// open sessions that has a tmux pane (an agent normally has one); ok is false
+// when none has.
+// The daemon's nudger asks it; nothing of it is stored.
+func (s *Server) AgentSession(ws, agent string) (AgentSession, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range s.sessions {
+		if id.Workspace == ws && id.Agent == agent && id.Tmux.Pane != "" {
+			return AgentSession{Tmux: id.Tmux, Nudge: id.Nudge}, true
+		}
+	}
+	return AgentSession{}, false
 }

@@ -1,0 +1,224 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/hub"
+)
+
+// The agentmail profile keeps seed 002's four tools and its error codes: bad or
+// missing parameters are JSON-RPC -32602 protocol errors and an unknown tool is
+// -32601 (malformed JSON, -32700, and invalid requests, -32600, are answered by
+// the SDK and the bridge). The SDK would validate arguments against the input
+// schema before a typed handler runs and report failures as tool results, so
+// these tools have raw handlers that validate their arguments themselves.
+//
+// The caller is the session's agent: inside tmux, by default, the tmux window
+// name, as in AgentMail.
+
+type amReceiveOut struct {
+	ID        string `json:"id"`
+	From      string `json:"from"`
+	To        string `json:"to"`
+	Message   string `json:"message"`
+	Priority  string `json:"priority"`
+	Timestamp string `json:"timestamp"`
+}
+
+// agentmail registers seed 002's tools.
+func (s *Server) agentmail(srv *mcp.Server) {
+	str := func(desc string) *jsonschema.Schema { return &jsonschema.Schema{Type: "string", Description: desc} }
+	obj := func(props map[string]*jsonschema.Schema, required ...string) *jsonschema.Schema {
+		if props == nil {
+			props = map[string]*jsonschema.Schema{}
+		}
+		return &jsonschema.Schema{Type: "object", Properties: props, Required: required}
+	}
+	status := str("ready (idle, can take work), work (busy) or offline")
+	status.Enum = []any{"ready", "work", "offline"}
+	srv.AddTool(&mcp.Tool{Name: "send", Description: "Send a message to another agent (by name: a tmux window name, or any agent of this workspace). Returns the message id.",
+		InputSchema: obj(map[string]*jsonschema.Schema{
+			"recipient": str("the receiving agent's name"),
+			"message":   str("message text"),
+		}, "recipient", "message")}, s.amSend)
+	srv.AddTool(&mcp.Tool{Name: "receive", Description: `Read your oldest unread message (higher priorities first) and mark it read; "No unread messages" when there is none.`,
+		InputSchema: obj(nil)}, s.amReceive)
+	srv.AddTool(&mcp.Tool{Name: "status", Description: "Set your status: ready, work or offline.",
+		InputSchema: obj(map[string]*jsonschema.Schema{"status": status}, "status")}, s.amStatus)
+	srv.AddTool(&mcp.Tool{Name: "list-recipients", Description: "List the agents you can send to (every agent of this workspace but you).",
+		InputSchema: obj(nil)}, s.amRecipients)
+	srv.AddReceivingMiddleware(unknownToolNotFound)
+}
+
+// unknownToolNotFound turns the SDK's answer to an unknown tool (-32602) into
+// seed 002's -32601, method not found.
+func unknownToolNotFound(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		var je *jsonrpc.Error
+		if method == "tools/call" && errors.As(err, &je) && je.Code == jsonrpc.CodeInvalidParams && strings.HasPrefix(je.Message, "unknown tool") {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: je.Message}
+		}
+		return res, err
+	}
+}
+
+func invalidParams(format string, args ...any) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid params: " + fmt.Sprintf(format, args...)}
+}
+
+// amArgs decodes the arguments as an object of strings, allowing only the
+// named keys and requiring every one of them.
+func amArgs(req *mcp.CallToolRequest, keys ...string) (map[string]string, error) {
+	raw := bytes.TrimSpace(req.Params.Arguments)
+	if len(raw) == 0 || string(raw) == "null" {
+		raw = []byte("{}")
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, invalidParams("arguments must be a JSON object")
+	}
+	out := map[string]string{}
+	for k, v := range m {
+		if !containsStr(keys, k) {
+			if len(keys) == 0 {
+				return nil, invalidParams("%s takes no arguments, got %q", req.Params.Name, k)
+			}
+			return nil, invalidParams("unknown argument %q: want %s", k, strings.Join(keys, ", "))
+		}
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil {
+			return nil, invalidParams("%s must be a string", k)
+		}
+		out[k] = s
+	}
+	for _, k := range keys {
+		if strings.TrimSpace(out[k]) == "" {
+			return nil, invalidParams("missing required argument %q", k)
+		}
+	}
+	return out, nil
+}
+
+func containsStr(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// amSelf is the calling agent; a session without one gets a tool error that
+// says how to name it.
+func amSelf(ctx context.Context, op string) (*Identity, *mcp.CallToolResult) {
+	id := IdentityFrom(ctx)
+	if id.Agent == "" {
+		return nil, toolError(hub.Errorf(op, hub.Invalid, "no agent identity: run inside tmux (the window name is the agent), or pass --agent NAME"))
+	}
+	return id, nil
+}
+
+// textResult is a tool result with a text rendering and, if v is not nil, a
+// structured one.
+func textResult(text string, v any) *mcp.CallToolResult {
+	r := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+	if v != nil {
+		r.StructuredContent = v
+	}
+	return r
+}
+
+func (s *Server) amSend(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	args, err := amArgs(req, "recipient", "message")
+	if err != nil {
+		return nil, err
+	}
+	rcpt := strings.TrimSpace(args["recipient"])
+	if err := hub.ValidName("recipient", rcpt); err != nil {
+		return nil, invalidParams("%v", err)
+	}
+	id, errRes := amSelf(ctx, "send")
+	if errRes != nil {
+		return errRes, nil
+	}
+	res, err := s.hub.Send(ctx, hub.SendRequest{Workspace: id.Workspace, From: id.Agent, To: rcpt, Content: args["message"]})
+	if err != nil {
+		return toolError(err), nil
+	}
+	return textResult(fmt.Sprintf("Message #%s sent", res.Message.ID), map[string]string{"message_id": res.Message.ID}), nil
+}
+
+func (s *Server) amReceive(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	if _, err := amArgs(req); err != nil {
+		return nil, err
+	}
+	id, errRes := amSelf(ctx, "receive")
+	if errRes != nil {
+		return errRes, nil
+	}
+	ms, _, err := s.hub.Check(ctx, id.Workspace, id.Agent, 1)
+	if err != nil {
+		return toolError(err), nil
+	}
+	if len(ms) == 0 {
+		return textResult("No unread messages", nil), nil
+	}
+	m := ms[0]
+	out := amReceiveOut{ID: m.ID, From: m.From, To: id.Agent, Message: m.Content, Priority: string(m.Priority), Timestamp: api.FormatTime(m.CreatedAt)}
+	if out.Message == "" && len(m.Payload) > 0 {
+		out.Message = string(m.Payload)
+	}
+	return textResult(fmt.Sprintf("From: %s\nID: %s\n\n%s", m.From, m.ID, out.Message), out), nil
+}
+
+func (s *Server) amStatus(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	args, err := amArgs(req, "status")
+	if err != nil {
+		return nil, err
+	}
+	st, err := hub.ParseStatus(args["status"])
+	if err != nil {
+		return nil, invalidParams("%v", err)
+	}
+	id, errRes := amSelf(ctx, "status")
+	if errRes != nil {
+		return errRes, nil
+	}
+	if err := s.hub.SetStatus(ctx, id.Workspace, id.Agent, st); err != nil {
+		return toolError(err), nil
+	}
+	return textResult(fmt.Sprintf("Status set to %s", st), map[string]string{"status": string(st), "agent": id.Agent}), nil
+}
+
+func (s *Server) amRecipients(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	if _, err := amArgs(req); err != nil {
+		return nil, err
+	}
+	id := IdentityFrom(ctx)
+	as, err := s.hub.Agents(ctx, id.Workspace)
+	if err != nil {
+		return toolError(err), nil
+	}
+	names := []string{}
+	for _, a := range as {
+		if a.Name != id.Agent {
+			names = append(names, a.Name)
+		}
+	}
+	text := "No other agents"
+	if len(names) > 0 {
+		text = strings.Join(names, "\n")
+	}
+	return textResult(text, map[string]any{"recipients": names}), nil
+}
