@@ -586,7 +586,7 @@ func (h *Hub) Wait(ctx context.Context, r WaitRequest) (*Message, error) {
 		tick = t.C
 	}
 	for {
-		msgs, err := h.store.Consume(ctx, r.Workspace, r.Agent, r.Filter.MaxRank, 1)
+		msgs, err := h.store.Consume(ctx, r.Workspace, r.Agent, r.Filter.MaxRank(), 1)
 		if err != nil {
 			return nil, withOp(op, err)
 		}

@@ -50,21 +50,30 @@ func ParsePriority(s string) (Priority, error) {
 	return "", Errorf("", Invalid, "invalid priority %q: want critical, high, normal or low", s)
 }
 
-// A PriorityFilter admits messages of a priority rank up to MaxRank.
-type PriorityFilter struct{ MaxRank int }
+// A PriorityFilter admits messages of priority Min or higher; the zero value
+// admits all.
+type PriorityFilter struct{ Min Priority }
+
+// MaxRank is the highest rank the filter admits.
+func (f PriorityFilter) MaxRank() int {
+	if f.Min == "" {
+		return Low.Rank()
+	}
+	return f.Min.Rank()
+}
 
 // ParsePriorityFilter reads seed 000's filter names: all (or empty), critical,
 // high_and_above, normal_and_above.
 func ParsePriorityFilter(s string) (PriorityFilter, error) {
 	switch s {
 	case "", "all":
-		return PriorityFilter{MaxRank: 3}, nil
+		return PriorityFilter{}, nil
 	case "critical":
-		return PriorityFilter{MaxRank: 0}, nil
+		return PriorityFilter{Min: Critical}, nil
 	case "high_and_above", "high":
-		return PriorityFilter{MaxRank: 1}, nil
+		return PriorityFilter{Min: High}, nil
 	case "normal_and_above", "normal":
-		return PriorityFilter{MaxRank: 2}, nil
+		return PriorityFilter{Min: Normal}, nil
 	}
 	return PriorityFilter{}, Errorf("", Invalid, "invalid priority_filter %q: want all, critical, high_and_above or normal_and_above", s)
 }

@@ -167,7 +167,7 @@ func (s *Server) scWait(ctx context.Context, req *mcp.CallToolRequest, ws, agent
 			}
 			chunk = min(chunk, left)
 		}
-		wr := hub.WaitRequest{Workspace: ws, Agent: agent, Timeout: chunk, Filter: hub.PriorityFilter{MaxRank: 3}}
+		wr := hub.WaitRequest{Workspace: ws, Agent: agent, Timeout: chunk}
 		if token != nil {
 			wr.ProgressEvery = s.opts.ProgressEvery
 			wr.Progress = func(time.Duration) {

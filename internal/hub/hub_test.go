@@ -1,0 +1,375 @@
+package hub_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parley-dev/parley/internal/hub"
+	"github.com/parley-dev/parley/internal/store/sqlite"
+)
+
+func newHub(t *testing.T, opts *hub.Options) *hub.Hub {
+	t.Helper()
+	db, err := sqlite.Open(context.Background(), t.TempDir()+"/parley.db", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return hub.New(db, opts)
+}
+
+func join(t *testing.T, h *hub.Hub, ws, name, role string) {
+	t.Helper()
+	if _, err := h.Join(context.Background(), hub.JoinRequest{Workspace: ws, Name: name, Role: role}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestResolve(t *testing.T) {
+	ctx := context.Background()
+	h := newHub(t, nil)
+	for _, a := range [][2]string{{"alice", "planner"}, {"bob", "reviewer"}, {"carol", "reviewer"}, {"dave", "implementer"}} {
+		join(t, h, "w", a[0], a[1])
+	}
+	join(t, h, "other", "eve", "reviewer")
+	if _, err := h.CreateGroup(ctx, "w", "backend", "", ""); err != nil {
+		t.Fatal(err)
+	}
+	h.AddGroupMember(ctx, "w", "backend", hub.Member{Type: hub.MemberRole, ID: "reviewer"})
+	h.AddGroupMember(ctx, "w", "backend", hub.Member{Type: hub.MemberAgent, ID: "dave"})
+	h.AddGroupMember(ctx, "w", "backend", hub.Member{Type: hub.MemberAgent, ID: "bob"})
+	// A group named like a role wins over the role.
+	h.CreateGroup(ctx, "w", "planner", "", "")
+	h.AddGroupMember(ctx, "w", "planner", hub.Member{Type: hub.MemberAgent, ID: "dave"})
+	h.CreateGroup(ctx, "w", "empty", "", "")
+
+	tests := []struct {
+		name, addr, from string
+		want             []string
+		kind             hub.Kind
+		errHas           string
+	}{
+		{"plain name", "bob", "alice", []string{"bob"}, 0, ""},
+		{"unregistered name", "frank", "alice", []string{"frank"}, 0, ""},
+		{"self by name", "alice", "alice", []string{"alice"}, 0, ""},
+		{"role", "@reviewer", "alice", []string{"bob", "carol"}, 0, ""},
+		{"role without sender", "@reviewer", "bob", []string{"carol"}, 0, ""},
+		{"group, deduplicated", "@backend", "alice", []string{"bob", "carol", "dave"}, 0, ""},
+		{"group over role", "@planner", "bob", []string{"dave"}, 0, ""},
+		{"everyone", "@everyone", "alice", []string{"bob", "carol", "dave"}, 0, ""},
+		{"composite id", hub.CompositeID("w", "reviewer", "carol"), "alice", []string{"carol"}, 0, ""},
+		{"composite id with a stale role", hub.CompositeID("w", "old", "carol"), "alice", []string{"carol"}, 0, ""},
+		{"composite id from another workspace", hub.CompositeID("other", "reviewer", "eve"), "alice", nil, hub.NotFound, "no agent with id"},
+		{"unknown role", "@ghosts", "alice", nil, hub.NotFound, "matches no group"},
+		{"empty group", "@empty", "alice", nil, hub.NotFound, "reaches no agent"},
+		{"only the sender", "@planner", "dave", nil, hub.NotFound, "reaches no agent other than the sender"},
+		{"empty", " ", "alice", nil, hub.Invalid, "no recipient"},
+		{"bad name", "a b", "alice", nil, hub.Invalid, "invalid recipient"},
+		{"bad composite", "agent:x", "alice", nil, hub.Invalid, "invalid composite id"},
+		{"bad role", "@a/b", "alice", nil, hub.Invalid, "invalid address"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := h.Resolve(ctx, "w", tt.addr, tt.from)
+			if tt.errHas != "" {
+				if err == nil || hub.KindOf(err) != tt.kind || !strings.Contains(err.Error(), tt.errHas) {
+					t.Fatalf("got %v, %v; want a %v error containing %q", got, err, tt.kind, tt.errHas)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSendValidation(t *testing.T) {
+	ctx := context.Background()
+	h := newHub(t, &hub.Options{MaxContent: 100})
+	tests := []struct {
+		name string
+		req  hub.SendRequest
+		kind hub.Kind
+		has  string
+	}{
+		{"no sender", hub.SendRequest{Workspace: "w", To: "b", Content: "x"}, hub.Invalid, "no sender"},
+		{"empty content", hub.SendRequest{Workspace: "w", From: "a", To: "b", Content: "\n "}, hub.Invalid, "must not be empty"},
+		{"too large", hub.SendRequest{Workspace: "w", From: "a", To: "b", Content: strings.Repeat("x", 101)}, hub.TooLarge, "limit is 100"},
+		{"payload counts", hub.SendRequest{Workspace: "w", From: "a", To: "b", Content: "x", Payload: []byte(`"` + strings.Repeat("y", 100) + `"`)}, hub.TooLarge, "limit"},
+		{"bad payload", hub.SendRequest{Workspace: "w", From: "a", To: "b", Payload: []byte(`{`)}, hub.Invalid, "not valid JSON"},
+		{"bad priority", hub.SendRequest{Workspace: "w", From: "a", To: "b", Content: "x", Priority: "p0"}, hub.Invalid, "invalid priority"},
+		{"bad workspace", hub.SendRequest{Workspace: "w\x00", From: "a", To: "b", Content: "x"}, hub.Invalid, "control characters"},
+		{"unknown reply_to", hub.SendRequest{Workspace: "w", From: "a", To: "b", Content: "x", ReplyTo: "nope"}, hub.NotFound, "reply_to"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := h.Send(ctx, tt.req)
+			if err == nil || hub.KindOf(err) != tt.kind || !strings.Contains(err.Error(), tt.has) {
+				t.Fatalf("got %v; want a %v error containing %q", err, tt.kind, tt.has)
+			}
+		})
+	}
+	if n, _ := h.Unread(ctx, "w", "b"); n != 0 {
+		t.Errorf("unread after failed sends: got %d, want 0", n)
+	}
+	// A payload-only message is fine.
+	if _, err := h.Send(ctx, hub.SendRequest{Workspace: "w", From: "a", To: "b", Payload: []byte(`{"k":1}`)}); err != nil {
+		t.Errorf("payload-only send: %v", err)
+	}
+}
+
+func TestWaitNoLostWakeups(t *testing.T) {
+	ctx := context.Background()
+	h := newHub(t, nil)
+	const agents, perAgent, waitersPerAgent = 4, 25, 3
+	var mu sync.Mutex
+	got := map[string]int{}
+	var wg sync.WaitGroup
+	for a := 0; a < agents; a++ {
+		name := fmt.Sprintf("a%d", a)
+		remaining := make(chan struct{}, perAgent)
+		for i := 0; i < perAgent; i++ {
+			remaining <- struct{}{}
+		}
+		for w := 0; w < waitersPerAgent; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					select {
+					case <-remaining:
+					default:
+						return
+					}
+					m, err := h.Wait(ctx, hub.WaitRequest{Workspace: "w", Agent: name, Timeout: 20 * time.Second})
+					if err != nil || m == nil {
+						t.Errorf("wait %s: %v %v", name, m, err)
+						return
+					}
+					mu.Lock()
+					got[m.ID]++
+					mu.Unlock()
+				}
+			}()
+		}
+	}
+	var ids []string
+	var idMu sync.Mutex
+	var sends sync.WaitGroup
+	for s := 0; s < 4; s++ {
+		sends.Add(1)
+		go func() {
+			defer sends.Done()
+			for i := 0; i < perAgent*agents/4; i++ {
+				to := fmt.Sprintf("a%d", (s+i)%agents)
+				res, err := h.Send(ctx, hub.SendRequest{Workspace: "w", From: "s", To: to, Content: "x"})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				idMu.Lock()
+				ids = append(ids, res.Message.ID)
+				idMu.Unlock()
+			}
+		}()
+	}
+	sends.Wait()
+	wg.Wait()
+	if len(got) != len(ids) {
+		t.Fatalf("received %d distinct messages, sent %d", len(got), len(ids))
+	}
+	for _, id := range ids {
+		if got[id] != 1 {
+			t.Errorf("message %s received %d times, want 1", id, got[id])
+		}
+	}
+}
+
+func TestWaitTimeoutFilterAndCancel(t *testing.T) {
+	ctx := context.Background()
+	h := newHub(t, nil)
+	start := time.Now()
+	m, err := h.Wait(ctx, hub.WaitRequest{Workspace: "w", Agent: "b", Timeout: 50 * time.Millisecond})
+	if m != nil || err != nil || time.Since(start) < 50*time.Millisecond {
+		t.Fatalf("empty wait: got %v %v after %s, want a timeout after 50ms", m, err, time.Since(start))
+	}
+	// A low message does not wake a critical-only waiter; a critical one does.
+	h.Send(ctx, hub.SendRequest{Workspace: "w", From: "a", To: "b", Content: "low", Priority: "low"})
+	crit, _ := hub.ParsePriorityFilter("critical")
+	done := make(chan *hub.Message)
+	go func() {
+		m, _ := h.Wait(ctx, hub.WaitRequest{Workspace: "w", Agent: "b", Timeout: 10 * time.Second, Filter: crit})
+		done <- m
+	}()
+	time.Sleep(20 * time.Millisecond)
+	h.Send(ctx, hub.SendRequest{Workspace: "w", From: "a", To: "b", Content: "fire", Priority: "critical"})
+	if m := <-done; m == nil || m.Content != "fire" {
+		t.Fatalf("critical wait: got %v", m)
+	}
+	if n, _ := h.Unread(ctx, "w", "b"); n != 1 {
+		t.Errorf("unread after the critical wait: got %d, want the low one left", n)
+	}
+	// Cancelling the context ends a wait with an error, and unregisters it.
+	cctx, cancel := context.WithCancel(ctx)
+	errc := make(chan error)
+	go func() {
+		_, err := h.Wait(cctx, hub.WaitRequest{Workspace: "w", Agent: "c", Timeout: 10 * time.Second})
+		errc <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	if n := h.Waiters("w", "c"); n != 1 {
+		t.Errorf("waiters while blocked: got %d, want 1", n)
+	}
+	cancel()
+	if err := <-errc; err == nil {
+		t.Error("cancelled wait: got nil error")
+	}
+	if n := h.Waiters("w", "c"); n != 0 {
+		t.Errorf("waiters after cancel: got %d, want 0", n)
+	}
+	// Progress is reported while waiting.
+	var ticks int
+	h.Wait(ctx, hub.WaitRequest{Workspace: "w", Agent: "d", Timeout: 120 * time.Millisecond, ProgressEvery: 20 * time.Millisecond,
+		Progress: func(time.Duration) { ticks++ }})
+	if ticks < 3 {
+		t.Errorf("progress ticks in 120ms at 20ms: got %d, want at least 3", ticks)
+	}
+	if _, err := h.Wait(ctx, hub.WaitRequest{Workspace: "w", Agent: "d", Timeout: 11 * time.Minute}); hub.KindOf(err) != hub.Invalid {
+		t.Errorf("11 minute wait: got %v, want invalid", err)
+	}
+}
+
+func TestPresence(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	h := newHub(t, &hub.Options{Now: clock})
+	join(t, h, "w", "a", "dev")
+	active := func() bool {
+		as, err := h.Agents(ctx, "w")
+		if err != nil || len(as) != 1 {
+			t.Fatalf("agents: %v %v", as, err)
+		}
+		return as[0].Active
+	}
+	if !active() {
+		t.Error("just joined: want active")
+	}
+	advance(3 * time.Minute)
+	if active() {
+		t.Error("3 minutes silent: want offline")
+	}
+	h.SessionOpened("w", "a")
+	advance(10 * time.Minute)
+	if !active() {
+		t.Error("open session: want active")
+	}
+	h.SessionClosed("w", "a")
+	advance(time.Minute)
+	if !active() {
+		t.Error("session closed a minute ago: want active (seen recently)")
+	}
+	advance(2 * time.Minute)
+	if active() {
+		t.Error("session closed 3 minutes ago: want offline")
+	}
+	if err := h.SetStatus(ctx, "w", "a", "work"); err != nil {
+		t.Fatal(err)
+	}
+	if a, _ := h.Agent(ctx, "w", "a"); a.Status != hub.StatusWork {
+		t.Errorf("status: got %s", a.Status)
+	}
+	if err := h.SetStatus(ctx, "w", "nobody", "work"); hub.KindOf(err) != hub.NotFound {
+		t.Errorf("status of unknown agent: got %v", err)
+	}
+	// A rejoin keeps status and creation time.
+	a1, _ := h.Agent(ctx, "w", "a")
+	join(t, h, "w", "a", "lead")
+	a2, _ := h.Agent(ctx, "w", "a")
+	if a2.Role != "lead" || a2.Status != hub.StatusWork || !a2.CreatedAt.Equal(a1.CreatedAt) {
+		t.Errorf("rejoin: got %+v, want role lead, status work, created %s", a2, a1.CreatedAt)
+	}
+}
+
+func TestEventsAndGroups(t *testing.T) {
+	ctx := context.Background()
+	h := newHub(t, nil)
+	var mu sync.Mutex
+	var kinds []hub.EventKind
+	cancel := h.Subscribe(func(e hub.Event) { mu.Lock(); kinds = append(kinds, e.Kind); mu.Unlock() })
+	join(t, h, "w", "a", "dev")
+	join(t, h, "w", "b", "dev")
+	h.Send(ctx, hub.SendRequest{Workspace: "w", From: "a", To: "b", Content: "x"})
+	h.CreateGroup(ctx, "w", "g", "", "")
+	cancel()
+	h.Send(ctx, hub.SendRequest{Workspace: "w", From: "a", To: "b", Content: "y"})
+	want := []hub.EventKind{hub.EventAgentJoined, hub.EventAgentJoined, hub.EventMessageSent, hub.EventGroupChanged}
+	if !slices.Equal(kinds, want) {
+		t.Errorf("events: got %v, want %v", kinds, want)
+	}
+	gs, _ := h.Groups(ctx, "w")
+	if len(gs) != 2 || gs[0].Name != "everyone" || len(gs[0].Members) != 2 {
+		t.Errorf("groups: got %+v, want everyone (2 members) and g", gs)
+	}
+	for _, name := range []string{"everyone", "@everyone"} {
+		if err := h.DeleteGroup(ctx, "w", name); hub.KindOf(err) != hub.Forbidden {
+			t.Errorf("delete %s: got %v, want forbidden", name, err)
+		}
+		if err := h.AddGroupMember(ctx, "w", name, hub.Member{Type: hub.MemberAgent, ID: "a"}); hub.KindOf(err) != hub.Forbidden {
+			t.Errorf("add to %s: got %v, want forbidden", name, err)
+		}
+	}
+}
+
+func TestParsers(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want hub.Priority
+		ok   bool
+	}{{"", hub.Normal, true}, {"critical", hub.Critical, true}, {"low", hub.Low, true}, {"HIGH", "", false}, {"urgent", "", false}} {
+		got, err := hub.ParsePriority(tt.in)
+		if (err == nil) != tt.ok || got != tt.want {
+			t.Errorf("ParsePriority(%q): got %q, %v", tt.in, got, err)
+		}
+	}
+	for _, tt := range []struct {
+		in   string
+		want int
+		ok   bool
+	}{{"", 3, true}, {"all", 3, true}, {"critical", 0, true}, {"high_and_above", 1, true}, {"normal_and_above", 2, true}, {"low", 0, false}} {
+		got, err := hub.ParsePriorityFilter(tt.in)
+		if (err == nil) != tt.ok || (tt.ok && got.MaxRank() != tt.want) {
+			t.Errorf("ParsePriorityFilter(%q): got %v, %v", tt.in, got, err)
+		}
+	}
+	for _, tt := range []struct {
+		in string
+		ok bool
+	}{{"alice", true}, {"a.b_c-d", true}, {"Ünïcode", true}, {"9lives", true}, {"", false}, {"-x", false}, {"a b", false}, {"a@b", false}, {"a:b", false}, {"a/b", false}, {strings.Repeat("x", 65), false}} {
+		if err := hub.ValidName("name", tt.in); (err == nil) != tt.ok {
+			t.Errorf("ValidName(%q): got %v, want ok=%v", tt.in, err, tt.ok)
+		}
+	}
+	for _, tt := range []struct {
+		in   int
+		want time.Duration
+		ok   bool
+	}{{0, 300 * time.Second, true}, {1, time.Second, true}, {600, 600 * time.Second, true}, {601, 0, false}, {-1, 0, false}} {
+		got, err := hub.ValidTimeout(tt.in)
+		if (err == nil) != tt.ok || got != tt.want {
+			t.Errorf("ValidTimeout(%d): got %v, %v", tt.in, got, err)
+		}
+	}
+}
