@@ -22,6 +22,8 @@ type Config struct {
 	MaxMessageBytes int `toml:"max_message_bytes,omitempty"`
 	// Nudge, if "tmux", types a notice into an idle agent's tmux pane on new mail.
 	Nudge string `toml:"nudge,omitempty"`
+	// Upstreams are the MCP servers the gateway fronts ([[upstream]] tables).
+	Upstreams []Upstream `toml:"upstream,omitempty"`
 }
 
 // maxFile bounds config.toml: it is a settings file, not data.
@@ -65,6 +67,9 @@ func Parse(b []byte, name string) (*Config, error) {
 	}
 	if c.Nudge != "" && c.Nudge != "tmux" {
 		return nil, fmt.Errorf("%s: invalid nudge %q: want \"tmux\" or nothing", name, c.Nudge)
+	}
+	if err := validateUpstreams(c.Upstreams); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return &c, nil
 }
