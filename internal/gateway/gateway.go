@@ -62,11 +62,11 @@ type Manager struct {
 
 	mu      sync.Mutex
 	closed  bool
-	conf    []config.Upstream               // as last applied, in config order
-	ups     map[string]*upstream            // running upstreams, by name
-	servers map[*mcp.Server]bool            // servers that took the profile
-	exposed map[string]map[string]*exposed  // by upstream, by prefixed tool name
-	calls   map[string]*caller              // in-flight calls by upstream progress token
+	conf    []config.Upstream              // as last applied, in config order
+	ups     map[string]*upstream           // running upstreams, by name
+	servers map[*mcp.Server]bool           // servers that took the profile
+	exposed map[string]map[string]*exposed // by upstream, by prefixed tool name
+	calls   map[string]*caller             // in-flight calls by upstream progress token
 	seq     atomic.Int64
 }
 

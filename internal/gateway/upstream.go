@@ -40,8 +40,8 @@ type upstream struct {
 	next     time.Time // next attempt, when failed
 	restarts int
 	sess     *mcp.ClientSession
-	sessDone chan struct{}  // closed when sess ends
-	changed  chan struct{}  // closed and replaced on every state change
+	sessDone chan struct{} // closed when sess ends
+	changed  chan struct{} // closed and replaced on every state change
 	info     *mcp.InitializeResult
 	tools    int
 	inflight map[*inflight]struct{} // calls in progress, for log forwarding

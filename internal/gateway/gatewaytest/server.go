@@ -35,9 +35,13 @@ type Options struct {
 }
 
 type (
-	EchoIn      struct{ Text string `json:"text"` }
-	WeatherIn   struct{ City string `json:"city"` }
-	WeatherOut  struct {
+	EchoIn struct {
+		Text string `json:"text"`
+	}
+	WeatherIn struct {
+		City string `json:"city"`
+	}
+	WeatherOut struct {
 		City        string  `json:"city"`
 		Temperature float64 `json:"temperature"`
 		Conditions  string  `json:"conditions"`
@@ -47,8 +51,10 @@ type (
 		MS    int    `json:"ms"`
 		ID    string `json:"id,omitempty"`
 	}
-	NameIn struct{ Name string `json:"name"` }
-	LogIn  struct {
+	NameIn struct {
+		Name string `json:"name"`
+	}
+	LogIn struct {
 		Level string `json:"level"`
 		Text  string `json:"text"`
 	}
