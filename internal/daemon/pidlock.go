@@ -41,7 +41,7 @@ func acquireLock(path string, info LockInfo) (*pidLock, error) {
 	if err != nil {
 		return nil, err
 	}
-	for attempt := 0; attempt < 20; attempt++ {
+	for attempt := 0; attempt < 400; attempt++ {
 		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 		if err == nil {
 			if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
@@ -59,12 +59,18 @@ func acquireLock(path string, info LockInfo) (*pidLock, error) {
 		if !errors.Is(err, os.ErrExist) {
 			return nil, fmt.Errorf("create pid lock %s: %w", path, err)
 		}
-		if err := breakStale(path); err != nil {
+		switch err := breakStale(path); {
+		case errors.Is(err, errRetry):
+			time.Sleep(10 * time.Millisecond)
+		case err != nil:
 			return nil, err
 		}
 	}
 	return nil, fmt.Errorf("acquire pid lock %s: gave up after repeated contention", path)
 }
+
+// errRetry says the lock is changing hands right now: look again shortly.
+var errRetry = errors.New("pid lock is changing hands")
 
 // breakStale removes the lock file at path if no live process holds it.
 func breakStale(path string) error {
@@ -76,23 +82,42 @@ func breakStale(path string) error {
 		return fmt.Errorf("open pid lock %s: %w", path, err)
 	}
 	defer f.Close()
+	if !samePath(f, path) {
+		return errRetry // replaced since we opened it
+	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		if !samePath(f, path) {
+			return errRetry // a starter is breaking this stale lock
+		}
 		li, rerr := readLock(path)
 		if rerr != nil {
-			// Held but not yet written: a daemon is starting this instant.
-			time.Sleep(10 * time.Millisecond)
-			if li, rerr = readLock(path); rerr != nil {
-				return &AlreadyRunningError{Info: LockInfo{SockPath: "(starting)"}}
-			}
+			return errRetry // held but not yet written: a daemon is starting
 		}
 		return &AlreadyRunningError{Info: li}
 	}
-	// We hold the old file's lock: its owner is gone. Unlink it while holding
-	// the lock so no other starter can judge it at the same moment.
+	// Nobody holds it. A valid body means its owner died. An empty one may
+	// be a starter between its create and its flock: give it time.
+	if _, err := readLock(path); err != nil && !stale(path) {
+		return errRetry
+	}
+	// Unlink it while holding its lock, so no other starter judges it now.
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove stale pid lock %s: %w", path, err)
 	}
 	return nil
+}
+
+// samePath reports whether the open file f is still the file at path.
+func samePath(f *os.File, path string) bool {
+	a, err1 := f.Stat()
+	b, err2 := os.Stat(path)
+	return err1 == nil && err2 == nil && os.SameFile(a, b)
+}
+
+// stale reports whether the file at path is too old to be a starting daemon's.
+func stale(path string) bool {
+	st, err := os.Stat(path)
+	return err != nil || time.Since(st.ModTime()) > 2*time.Second
 }
 
 func readLock(path string) (LockInfo, error) {

@@ -1,0 +1,138 @@
+package workspace
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func git(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	c := exec.Command("git", args...)
+	c.Dir = dir
+	c.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+	if out, err := c.CombinedOutput(); err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+}
+
+func TestLocateSharesWorkspaceAcrossWorktrees(t *testing.T) {
+	root := t.TempDir()
+	repo := filepath.Join(root, "repo")
+	os.MkdirAll(filepath.Join(repo, "sub", "dir"), 0o755)
+	git(t, repo, "init", "-q")
+	git(t, repo, "commit", "-q", "--allow-empty", "-m", "init")
+	wt := filepath.Join(root, "wt")
+	git(t, repo, "worktree", "add", "-q", wt)
+	plain := filepath.Join(root, "plain")
+	os.MkdirAll(plain, 0o755)
+
+	tests := []struct {
+		name, dir, ws, root string
+	}{
+		{"repo top", repo, repo, repo},
+		{"repo subdir", filepath.Join(repo, "sub", "dir"), repo, repo},
+		{"worktree", wt, repo, wt},
+		{"outside git", plain, plain, plain},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			loc, err := Locate(tt.dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if loc.Workspace != tt.ws || loc.Root != tt.root {
+				t.Errorf("got %+v, want workspace %s root %s", loc, tt.ws, tt.root)
+			}
+		})
+	}
+	// git agrees on the common dir.
+	out, err := exec.Command("git", "-C", wt, "rev-parse", "--path-format=absolute", "--git-common-dir").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := filepath.Dir(strings.TrimSpace(string(out))); got != repo {
+		t.Errorf("git common dir parent: got %s, want %s", got, repo)
+	}
+}
+
+func TestResolve(t *testing.T) {
+	dir := t.TempDir()
+	// No identity at all.
+	if _, err := Resolve(Lookup{Dir: dir, RequireName: true}); err == nil || !strings.Contains(err.Error(), "no agent identity") {
+		t.Errorf("no identity: got %v", err)
+	}
+	r, err := Resolve(Lookup{Dir: dir})
+	if err != nil || r.Agent != "" || r.Workspace != dir {
+		t.Errorf("optional identity: got %+v %v", r, err)
+	}
+	// One identity file: it is used, with its role and workspace.
+	if _, err := SaveIdentity(dir, Identity{Name: "alice", Role: "planner", Workspace: "team"}); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := os.Stat(filepath.Join(IdentityDir(dir), "alice.json"))
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("identity file mode: got %o", st.Mode().Perm())
+	}
+	r, _ = Resolve(Lookup{Dir: dir, RequireName: true})
+	if r.Agent != "alice" || r.Role != "planner" || r.Workspace != "team" || r.Source != "identity file" {
+		t.Errorf("single identity: got %+v", r)
+	}
+	// Env and flags win, in that order.
+	r, _ = Resolve(Lookup{Dir: dir, EnvAgent: "bob", EnvWS: "envws"})
+	if r.Agent != "bob" || r.Workspace != "envws" || r.Source != "env" {
+		t.Errorf("env: got %+v", r)
+	}
+	r, _ = Resolve(Lookup{Dir: dir, FlagAgent: "carol", EnvAgent: "bob", FlagWS: "flagws", EnvWS: "envws"})
+	if r.Agent != "carol" || r.Workspace != "flagws" || r.Source != "flag" {
+		t.Errorf("flag: got %+v", r)
+	}
+	// A named agent with a file takes its role.
+	r, _ = Resolve(Lookup{Dir: dir, FlagAgent: "alice"})
+	if r.Role != "planner" {
+		t.Errorf("named identity: got %+v", r)
+	}
+	// Two identities: ambiguous unless named.
+	SaveIdentity(dir, Identity{Name: "bob", Role: "dev", Workspace: "team"})
+	if _, err := Resolve(Lookup{Dir: dir, RequireName: true}); err == nil || !strings.Contains(err.Error(), "alice, bob") {
+		t.Errorf("two identities: got %v", err)
+	}
+	// tmux window name, only when allowed and nothing else names the agent.
+	other := t.TempDir()
+	r, _ = Resolve(Lookup{Dir: other, AllowTmux: true, TmuxWindow: "win1"})
+	if r.Agent != "win1" || r.Source != "tmux" {
+		t.Errorf("tmux: got %+v", r)
+	}
+	// The identity directory is kept out of git.
+	if b, _ := os.ReadFile(filepath.Join(dir, ".parley", ".gitignore")); string(b) != "*\n" {
+		t.Errorf(".parley/.gitignore: got %q", b)
+	}
+}
+
+func TestParseIdentityRejectsBadFiles(t *testing.T) {
+	for _, tt := range []struct{ name, in string }{
+		{"empty", ""}, {"not json", "name: x"}, {"no name", `{"role":"r"}`}, {"wrong type", `{"name":7}`},
+		{"huge", `{"name":"` + strings.Repeat("x", 70<<10) + `"}`},
+	} {
+		if _, err := ParseIdentity([]byte(tt.in)); err == nil {
+			t.Errorf("%s: got no error", tt.name)
+		}
+	}
+	if _, err := LoadIdentity(t.TempDir(), "../etc/passwd"); err == nil {
+		t.Error("path traversal in a name: got no error")
+	}
+}
+
+func FuzzParseIdentity(f *testing.F) {
+	f.Add([]byte(`{"name":"alice","role":"planner","workspace":"/repo"}`))
+	f.Add([]byte(`{"name":""}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		id, err := ParseIdentity(b)
+		if err == nil && id.Name == "" {
+			t.Fatalf("accepted an identity without a name: %q", b)
+		}
+	})
+}
