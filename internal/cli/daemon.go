@@ -25,7 +25,7 @@ func daemonCmd(g *globals) *cobra.Command {
 $PARLEY_HOME/parley.db (default ~/.parley) and serves MCP and the JSON API on
 $PARLEY_HOME/parley.sock. Most commands start it when it is not running.`,
 	}
-	cmd.AddCommand(daemonStartCmd(g), daemonStopCmd(g), daemonStatusCmd(g), daemonRunCmd(g))
+	cmd.AddCommand(daemonStartCmd(g), daemonStopCmd(g), daemonStatusCmd(g), daemonRunCmd(g), daemonReloadCmd(g))
 	return cmd
 }
 

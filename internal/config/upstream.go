@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/pelletier/go-toml/v2"
 )
 
 // Upstream is one [[upstream]] table: an MCP server the daemon's gateway keeps
@@ -224,4 +226,16 @@ func (d *Duration) UnmarshalText(b []byte) error {
 	}
 	*d = Duration(v)
 	return nil
+}
+
+// Check reports whether c would read back from a file as valid: it runs the
+// checks of Parse on c's encoding, so that an edit is refused before it is
+// saved rather than when the daemon reads it.
+func Check(c *Config) error {
+	b, err := toml.Marshal(c)
+	if err != nil {
+		return fmt.Errorf("encode config: %w", err)
+	}
+	_, err = Parse(b, "config.toml")
+	return err
 }

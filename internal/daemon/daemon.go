@@ -45,6 +45,7 @@ type Daemon struct {
 	db      *sqlite.DB
 	hub     *hub.Hub
 	mcp     *mcpserver.Server
+	gw      *gatewayState
 	ln      net.Listener
 	srv     *http.Server
 	started time.Time
@@ -99,6 +100,7 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	}
 	d.hub = hub.New(d.db, &hub.Options{Logger: d.log.With("subsystem", "hub"), MaxContent: cfg.MaxContent})
 	d.mcp = mcpserver.New(d.hub, &mcpserver.Options{Logger: d.log.With("subsystem", "mcp"), Version: cfg.Version, ProgressEvery: cfg.ProgressEvery})
+	d.openGateway(d.conf)
 
 	// We hold the lock, so a socket file left behind is stale.
 	if err := os.Remove(paths.Socket); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -135,6 +137,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.log.Info("daemon started", "pid", os.Getpid(), "socket", d.paths.Socket, "version", d.cfg.Version)
 	errc := make(chan error, 1)
 	go func() { errc <- d.srv.Serve(d.ln) }()
+	go d.watchConfig(ctx)
 	d.startNudger(ctx)
 	select {
 	case err := <-errc:
@@ -161,6 +164,9 @@ func (d *Daemon) Close() error {
 	if d.ln != nil {
 		d.ln.Close()
 		os.Remove(d.paths.Socket)
+	}
+	if d.gw != nil {
+		d.gw.mgr.Close()
 	}
 	if d.db != nil {
 		errs = append(errs, d.db.Close())

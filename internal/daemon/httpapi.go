@@ -41,6 +41,7 @@ func (d *Daemon) handler() http.Handler {
 	mux.HandleFunc("DELETE "+p+"/groups/{name}", d.deleteGroup)
 	mux.HandleFunc("POST "+p+"/groups/{name}/members", d.addMember)
 	mux.HandleFunc("DELETE "+p+"/groups/{name}/members", d.removeMember)
+	d.gatewayRoutes(mux)
 	return d.checkOrigin(mux)
 }
 
