@@ -52,6 +52,8 @@ type Status struct {
 	Database   string    `json:"database"`
 	Workspaces []string  `json:"workspaces"`
 	Sessions   int       `json:"mcp_sessions"`
+	// Listen is the TCP address served besides the socket, if any.
+	Listen string `json:"listen,omitempty"`
 }
 
 // JoinRequest is POST /api/v1/agents.

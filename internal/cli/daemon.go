@@ -30,10 +30,19 @@ $PARLEY_HOME/parley.sock. Most commands start it when it is not running.`,
 }
 
 func daemonStartCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "start",
+	var listen string
+	var allowRemote bool
+	cmd := &cobra.Command{
+		Use:   "start [--listen 127.0.0.1:PORT [--allow-remote]]",
 		Short: "Start the daemon in the background; returns once it serves",
-		Args:  cobra.NoArgs,
+		Long: `Start the daemon in the background; it returns once the daemon serves.
+
+With --listen, the daemon also serves MCP (/mcp) and the JSON API on that TCP
+address, for MCP clients that speak only HTTP (Claude Code "type": "http",
+Cursor). Every TCP request needs 'Authorization: Bearer TOKEN', the token in
+$PARLEY_HOME/token (made on first start). To keep TCP across restarts, set
+listen = "127.0.0.1:PORT" in $PARLEY_HOME/config.toml instead.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			paths, err := api.HomePaths("")
 			if err != nil {
@@ -43,14 +52,36 @@ func daemonStartCmd(g *globals) *cobra.Command {
 			if h, err := c.Health(cmd.Context()); err == nil {
 				return fmt.Errorf("the parley daemon is already running (pid %d, socket %s): stop it with `parley daemon stop`", h.PID, paths.Socket)
 			}
-			h, err := c.StartDaemon(cmd.Context())
+			h, err := c.StartDaemon(cmd.Context(), listenArgs(listen, allowRemote)...)
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(g.stdout, "parley daemon started (pid %d, socket %s)\n", h.PID, paths.Socket)
+			if st, err := c.Status(cmd.Context()); err == nil && st.Listen != "" {
+				fmt.Fprintf(g.stdout, "listening on http://%s (bearer token in %s)\n", st.Listen, paths.Token)
+			}
 			return nil
 		},
 	}
+	addListenFlags(cmd, &listen, &allowRemote)
+	return cmd
+}
+
+func addListenFlags(cmd *cobra.Command, listen *string, allowRemote *bool) {
+	f := cmd.Flags()
+	f.StringVar(listen, "listen", "", "also serve on this TCP address (host:port, e.g. 127.0.0.1:7474), token required")
+	f.BoolVar(allowRemote, "allow-remote", false, "allow a --listen address that is not loopback (the token is still required)")
+}
+
+func listenArgs(listen string, allowRemote bool) []string {
+	var args []string
+	if listen != "" {
+		args = append(args, "--listen", listen)
+	}
+	if allowRemote {
+		args = append(args, "--allow-remote")
+	}
+	return args
 }
 
 func daemonStopCmd(g *globals) *cobra.Command {
@@ -114,8 +145,12 @@ func daemonStatusCmd(g *globals) *cobra.Command {
 				Running bool `json:"running"`
 				*api.Status
 			}{true, st}, func(w io.Writer) {
-				fmt.Fprintf(w, "parley daemon running\n  pid:        %d\n  version:    %s\n  uptime:     %s\n  socket:     %s\n  database:   %s\n  sessions:   %d\n  workspaces: %s\n",
-					st.PID, st.Version, st.Uptime, st.Socket, st.Database, st.Sessions, strings.Join(st.Workspaces, ", "))
+				fmt.Fprintf(w, "parley daemon running\n  pid:        %d\n  version:    %s\n  uptime:     %s\n  socket:     %s\n",
+					st.PID, st.Version, st.Uptime, st.Socket)
+				if st.Listen != "" {
+					fmt.Fprintf(w, "  tcp:        http://%s (bearer token in %s)\n", st.Listen, paths.Token)
+				}
+				fmt.Fprintf(w, "  database:   %s\n  sessions:   %d\n  workspaces: %s\n", st.Database, st.Sessions, strings.Join(st.Workspaces, ", "))
 			})
 		},
 	}
@@ -124,7 +159,9 @@ func daemonStatusCmd(g *globals) *cobra.Command {
 }
 
 func daemonRunCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var listen string
+	var allowRemote bool
+	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run the daemon in the foreground (logs to daemon.log and stderr)",
 		Args:  cobra.NoArgs,
@@ -154,7 +191,7 @@ func daemonRunCmd(g *globals) *cobra.Command {
 			log := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			cfg := daemon.Config{Home: paths.Home, Version: Version, Logger: log}
+			cfg := daemon.Config{Home: paths.Home, Version: Version, Logger: log, Listen: listen, AllowRemote: allowRemote}
 			// A knob for tests and for clients with very short request timeouts.
 			if v := os.Getenv("PARLEY_PROGRESS_EVERY"); v != "" {
 				if cfg.ProgressEvery, err = time.ParseDuration(v); err != nil || cfg.ProgressEvery <= 0 {
@@ -172,4 +209,6 @@ func daemonRunCmd(g *globals) *cobra.Command {
 			return err
 		},
 	}
+	addListenFlags(cmd, &listen, &allowRemote)
+	return cmd
 }

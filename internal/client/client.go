@@ -255,10 +255,10 @@ func (c *Client) EnsureDaemon(ctx context.Context) error {
 	return err
 }
 
-// StartDaemon starts `parley daemon run` in the background, detached from this
-// process, and waits until it answers. A daemon that another process started
-// at the same moment is as good as ours.
-func (c *Client) StartDaemon(ctx context.Context) (*api.Health, error) {
+// StartDaemon starts `parley daemon run [args...]` in the background, detached
+// from this process, and waits until it answers. A daemon that another process
+// started at the same moment is as good as ours.
+func (c *Client) StartDaemon(ctx context.Context, args ...string) (*api.Health, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("start daemon: %w", err)
@@ -271,7 +271,7 @@ func (c *Client) StartDaemon(ctx context.Context) (*api.Health, error) {
 		return nil, fmt.Errorf("start daemon: open log: %w", err)
 	}
 	defer logf.Close()
-	cmd := exec.Command(exe, "daemon", "run")
+	cmd := exec.Command(exe, append([]string{"daemon", "run"}, args...)...)
 	cmd.Env = append(os.Environ(), "PARLEY_HOME="+c.Paths.Home, "PARLEY_DAEMON_CHILD=1")
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Dir = "/"

@@ -18,6 +18,7 @@ import (
 
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/config"
+	"github.com/parley-dev/parley/internal/conformance"
 	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/mcpserver"
 	"github.com/parley-dev/parley/internal/store/sqlite"
@@ -34,6 +35,14 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// ProgressEvery is the keep-alive interval of blocking tools (default 5s).
 	ProgressEvery time.Duration
+	// Listen is a TCP address (host:port) served besides the socket, with a
+	// bearer token; "" means config.toml's listen, if any.
+	Listen string
+	// AllowRemote permits a non-loopback Listen address (or config.toml's allow_remote).
+	AllowRemote bool
+	// EventBuffer is each /api/v1/events subscriber's queue (default 1024
+	// events); a subscriber that falls further behind is dropped.
+	EventBuffer int
 }
 
 // Daemon is a running Parley daemon.
@@ -52,6 +61,11 @@ type Daemon struct {
 	conf    *config.Config
 	// origins are the browser origins the daemon itself issued (its dashboard).
 	origins map[string]bool
+	// The optional TCP listener (tcp.go) and the live event stream (events.go).
+	tcp    *tcpEndpoint
+	tcpLn  net.Listener
+	tcpSrv *http.Server
+	events *broker
 }
 
 // Open prepares a daemon: it makes the state directory, takes the PID lock,
@@ -100,6 +114,11 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	}
 	d.hub = hub.New(d.db, &hub.Options{Logger: d.log.With("subsystem", "hub"), MaxContent: cfg.MaxContent})
 	d.mcp = mcpserver.New(d.hub, &mcpserver.Options{Logger: d.log.With("subsystem", "mcp"), Version: cfg.Version, ProgressEvery: cfg.ProgressEvery})
+	if os.Getenv(conformance.EnvVar) == "1" {
+		d.mcp.Register(conformance.Name, conformance.Profile)
+		d.mcp.RegisterOptions(conformance.Name, conformance.Options)
+	}
+	d.events = newBroker(d.hub, cfg.EventBuffer, d.log.With("subsystem", "events"))
 	d.openGateway(d.conf)
 
 	// We hold the lock, so a socket file left behind is stale.
@@ -115,10 +134,14 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	if err := os.Chmod(paths.Socket, 0o600); err != nil {
 		return nil, fmt.Errorf("secure socket: %w", err)
 	}
+	h := d.handler()
 	d.srv = &http.Server{
-		Handler:           d.handler(),
+		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(d.log.Handler(), slog.LevelWarn),
+	}
+	if err := d.openTCP(h); err != nil {
+		return nil, err
 	}
 	return d, nil
 }
@@ -135,8 +158,12 @@ func (d *Daemon) Paths() api.Paths { return d.paths }
 // Run serves until ctx is cancelled, then shuts down gracefully.
 func (d *Daemon) Run(ctx context.Context) error {
 	d.log.Info("daemon started", "pid", os.Getpid(), "socket", d.paths.Socket, "version", d.cfg.Version)
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
 	go func() { errc <- d.srv.Serve(d.ln) }()
+	if d.tcpSrv != nil {
+		d.log.Info("listening on tcp", "addr", d.tcp.addr)
+		go func() { errc <- d.tcpSrv.Serve(d.tcpLn) }()
+	}
 	go d.watchConfig(ctx)
 	d.startNudger(ctx)
 	select {
@@ -149,6 +176,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 	defer cancel()
 	// Open SSE streams and blocked waits would hold Shutdown up: cut them off
 	// once the grace period ends.
+	if d.tcpSrv != nil {
+		go func() {
+			if err := d.tcpSrv.Shutdown(sctx); err != nil {
+				d.tcpSrv.Close()
+			}
+		}()
+	}
 	if err := d.srv.Shutdown(sctx); err != nil {
 		d.srv.Close()
 	}
@@ -160,6 +194,15 @@ func (d *Daemon) Close() error {
 	var errs []error
 	if d.srv != nil {
 		d.srv.Close()
+	}
+	if d.tcpSrv != nil {
+		d.tcpSrv.Close()
+	}
+	if d.tcpLn != nil {
+		d.tcpLn.Close()
+	}
+	if d.events != nil {
+		d.events.close()
 	}
 	if d.ln != nil {
 		d.ln.Close()

@@ -24,6 +24,7 @@ func (d *Daemon) handler() http.Handler {
 	p := api.Prefix
 	mux.HandleFunc("GET "+p+"/health", d.health)
 	mux.HandleFunc("GET "+p+"/status", d.status)
+	mux.HandleFunc("GET "+p+"/events", d.eventsStream)
 	mux.HandleFunc("POST "+p+"/agents", d.join)
 	mux.HandleFunc("GET "+p+"/agents", d.agents)
 	mux.HandleFunc("GET "+p+"/agents/{name}", d.agent)
@@ -124,7 +125,7 @@ func (d *Daemon) status(w http.ResponseWriter, r *http.Request) {
 		PID: os.Getpid(), Version: d.cfg.Version, StartedAt: d.started.UTC(),
 		Uptime: time.Since(d.started).Round(time.Second).String(),
 		Home:   d.paths.Home, Socket: d.paths.Socket, Database: d.paths.DB,
-		Workspaces: wss, Sessions: d.mcp.Sessions(),
+		Workspaces: wss, Sessions: d.mcp.Sessions(), Listen: d.TCPAddr(),
 	})
 }
 

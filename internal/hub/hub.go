@@ -257,11 +257,16 @@ func (h *Hub) SessionClosed(ws, name string) {
 	}
 	k := inboxKey{ws, name}
 	h.mu.Lock()
+	last := false
 	if h.sessions[k]--; h.sessions[k] <= 0 {
 		delete(h.sessions, k)
+		last = true
 	}
 	h.mu.Unlock()
 	h.Touch(context.Background(), ws, name)
+	if last {
+		h.publish(Event{Kind: EventAgentLeft, Workspace: ws, Agent: name})
+	}
 }
 
 // ---- messages ----

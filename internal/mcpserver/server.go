@@ -67,6 +67,9 @@ type Server struct {
 	opts     Options
 	handler  *mcp.StreamableHTTPHandler
 	profiles map[string]Profile
+	// options let a profile set server-wide options (completion, resource
+	// subscriptions) on the servers that carry it.
+	options map[string]func(*mcp.ServerOptions)
 
 	mu       sync.Mutex
 	servers  map[string]*mcp.Server // by sorted profile list
@@ -112,6 +115,15 @@ func New(h *hub.Hub, opts *Options) *Server {
 
 // Register adds a profile. Call it before the server serves.
 func (s *Server) Register(name string, p Profile) { s.profiles[name] = p }
+
+// RegisterOptions lets profile name adjust the options of every server that
+// carries it (handlers that are options, not tools). Call it before serving.
+func (s *Server) RegisterOptions(name string, fn func(*mcp.ServerOptions)) {
+	if s.options == nil {
+		s.options = map[string]func(*mcp.ServerOptions){}
+	}
+	s.options[name] = fn
+}
 
 // Profiles lists the registered profile names.
 func (s *Server) Profiles() []string {
@@ -253,12 +265,18 @@ func (s *Server) server(profiles []string) *mcp.Server {
 	if srv := s.servers[key]; srv != nil {
 		return srv
 	}
-	srv := mcp.NewServer(&mcp.Implementation{Name: "parley", Title: "Parley", Version: s.opts.Version}, &mcp.ServerOptions{
+	so := &mcp.ServerOptions{
 		Instructions:       instructions,
 		Logger:             s.log,
 		InitializedHandler: s.initialized,
 		Capabilities:       &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}, Tools: &mcp.ToolCapabilities{ListChanged: true}},
-	})
+	}
+	for _, p := range profiles {
+		if fn := s.options[p]; fn != nil {
+			fn(so)
+		}
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "parley", Title: "Parley", Version: s.opts.Version}, so)
 	srv.AddReceivingMiddleware(s.bindIdentity)
 	for _, p := range profiles {
 		s.profiles[p](srv)

@@ -1,0 +1,124 @@
+package api
+
+import (
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/parley-dev/parley/internal/hub"
+)
+
+// Event is one message of the GET /api/v1/events WebSocket stream: a change in
+// a workspace, as JSON.
+type Event struct {
+	Kind      string    `json:"kind"`
+	Workspace string    `json:"workspace"`
+	Time      time.Time `json:"time"`
+	// Agent is the agent concerned; for message.sent, the sender.
+	Agent  string `json:"agent,omitempty"`
+	Role   string `json:"role,omitempty"`
+	Status string `json:"status,omitempty"`
+	// For message.sent.
+	ID         string   `json:"id,omitempty"`
+	From       string   `json:"from,omitempty"`
+	To         string   `json:"to,omitempty"`
+	Recipients []string `json:"recipients,omitempty"`
+	Priority   string   `json:"priority,omitempty"`
+	Preview    string   `json:"preview,omitempty"`
+	ThreadID   string   `json:"thread_id,omitempty"`
+	ReplyTo    string   `json:"reply_to,omitempty"`
+	// For group.changed: the group and what happened to it (created, deleted,
+	// member_added, member_removed).
+	Group  string `json:"group,omitempty"`
+	Change string `json:"change,omitempty"`
+}
+
+// PreviewRunes bounds Event.Preview.
+const PreviewRunes = 120
+
+// EventKinds are the kinds of events the stream carries.
+var EventKinds = []string{
+	string(hub.EventAgentJoined), string(hub.EventAgentStatus), string(hub.EventAgentLeft),
+	string(hub.EventMessageSent), string(hub.EventGroupChanged),
+}
+
+// ParseEventKinds reads a comma-separated list of kinds; "" means all (nil).
+func ParseEventKinds(s string) (map[string]bool, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	out := map[string]bool{}
+	for _, k := range strings.Split(s, ",") {
+		k = strings.TrimSpace(k)
+		if k == "" {
+			continue
+		}
+		known := false
+		for _, kk := range EventKinds {
+			known = known || kk == k
+		}
+		if !known {
+			return nil, hub.Errorf("events", hub.Invalid, "unknown event kind %q: want some of %s", k, strings.Join(EventKinds, ", "))
+		}
+		out[k] = true
+	}
+	return out, nil
+}
+
+// EventOf converts a hub event for the wire.
+func EventOf(e hub.Event) Event {
+	out := Event{Kind: string(e.Kind), Workspace: e.Workspace, Time: e.Time, Agent: e.Agent, Role: e.Role,
+		Status: e.Status, Recipients: e.Recipients, Group: e.Group, Change: e.Change}
+	if m := e.Message; m != nil {
+		out.ID, out.From, out.To, out.Priority = m.ID, m.From, m.To, string(m.Priority)
+		out.ThreadID, out.ReplyTo = m.ThreadID, m.ReplyTo
+		out.Preview = Preview(m.Content)
+	}
+	return out
+}
+
+// Preview is the first PreviewRunes characters of content, with "…" when cut.
+func Preview(content string) string {
+	if utf8.RuneCountInString(content) <= PreviewRunes {
+		return content
+	}
+	n := 0
+	for i := range content {
+		if n == PreviewRunes {
+			return content[:i] + "…"
+		}
+		n++
+	}
+	return content
+}
+
+// Line renders e as one readable line for a terminal.
+func (e Event) Line() string {
+	t := e.Time.Local().Format("15:04:05")
+	switch hub.EventKind(e.Kind) {
+	case hub.EventMessageSent:
+		prio := ""
+		if e.Priority != "" && e.Priority != string(hub.Normal) {
+			prio = " [" + e.Priority + "]"
+		}
+		to := e.To
+		if len(e.Recipients) > 0 && (len(e.Recipients) > 1 || e.Recipients[0] != e.To) {
+			to += " (" + strings.Join(e.Recipients, ", ") + ")"
+		}
+		return fmt.Sprintf("%s %s  %s -> %s%s: %s", t, e.Workspace, e.From, to, prio, oneLine(e.Preview))
+	case hub.EventAgentJoined:
+		return fmt.Sprintf("%s %s  %s joined as %s", t, e.Workspace, e.Agent, e.Role)
+	case hub.EventAgentStatus:
+		return fmt.Sprintf("%s %s  %s is %s", t, e.Workspace, e.Agent, e.Status)
+	case hub.EventAgentLeft:
+		return fmt.Sprintf("%s %s  %s left", t, e.Workspace, e.Agent)
+	case hub.EventGroupChanged:
+		return fmt.Sprintf("%s %s  group %s %s", t, e.Workspace, e.Group, strings.ReplaceAll(e.Change, "_", " "))
+	}
+	return fmt.Sprintf("%s %s  %s %s", t, e.Workspace, e.Kind, e.Agent)
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}

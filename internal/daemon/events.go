@@ -1,0 +1,223 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/hub"
+)
+
+const (
+	defaultEventBuffer = 1024
+	// eventWriteTimeout bounds one write to a subscriber: a peer that takes
+	// longer to drain its socket is as slow as one whose queue overflowed.
+	eventWriteTimeout = 10 * time.Second
+	eventPingEvery    = 30 * time.Second
+
+	// CloseSlowConsumer is the WebSocket close code of a subscriber dropped for
+	// falling behind; the reason says by how many events.
+	CloseSlowConsumer websocket.StatusCode = 4000
+)
+
+// broker fans hub events out to the WebSocket subscribers. The hub calls
+// publish on the sender's goroutine, so publish never blocks: it encodes an
+// event once and offers it to each subscriber's bounded queue, dropping a
+// subscriber whose queue is full.
+type broker struct {
+	log    *slog.Logger
+	buf    int
+	cancel func()
+
+	mu     sync.RWMutex
+	subs   map[*subscriber]struct{}
+	closed bool
+}
+
+type subscriber struct {
+	ws    string          // "" with all
+	kinds map[string]bool // nil: every kind
+	ch    chan []byte
+
+	dropped  atomic.Bool
+	behind   atomic.Int64
+	gone     chan struct{} // closed when dropped or when the broker closes
+	goneOnce sync.Once
+}
+
+func newBroker(h *hub.Hub, buf int, log *slog.Logger) *broker {
+	if buf <= 0 {
+		buf = defaultEventBuffer
+	}
+	b := &broker{log: log, buf: buf, subs: map[*subscriber]struct{}{}}
+	b.cancel = h.Subscribe(b.publish)
+	return b
+}
+
+func (b *broker) publish(e hub.Event) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	var data []byte
+	for s := range b.subs {
+		if s.dropped.Load() || (s.ws != "" && s.ws != e.Workspace) || (s.kinds != nil && !s.kinds[string(e.Kind)]) {
+			continue
+		}
+		if data == nil {
+			var err error
+			if data, err = json.Marshal(api.EventOf(e)); err != nil {
+				b.log.Error("encode event", "kind", e.Kind, "err", err)
+				return
+			}
+		}
+		select {
+		case s.ch <- data:
+		default:
+			s.behind.Store(int64(len(s.ch)) + 1)
+			s.dropped.Store(true)
+			s.goneOnce.Do(func() { close(s.gone) })
+		}
+	}
+}
+
+func (b *broker) subscribe(ws string, kinds map[string]bool) (*subscriber, error) {
+	s := &subscriber{ws: ws, kinds: kinds, ch: make(chan []byte, b.buf), gone: make(chan struct{})}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil, hub.Errorf("events", hub.Unavailable, "the daemon is shutting down")
+	}
+	b.subs[s] = struct{}{}
+	return s, nil
+}
+
+func (b *broker) unsubscribe(s *subscriber) {
+	b.mu.Lock()
+	delete(b.subs, s)
+	b.mu.Unlock()
+}
+
+// close ends every stream: WebSocket connections are hijacked, so the HTTP
+// server's shutdown does not reach them.
+func (b *broker) close() {
+	b.cancel()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closed = true
+	for s := range b.subs {
+		s.goneOnce.Do(func() { close(s.gone) })
+	}
+}
+
+// events serves GET /api/v1/events: a WebSocket of api.Event JSON messages for
+// one workspace (Parley-Workspace header or ?workspace=), or every workspace
+// with ?all=true, optionally only ?kinds=k1,k2.
+func (d *Daemon) eventsStream(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	ws := r.Header.Get(api.HeaderWorkspace)
+	if ws == "" {
+		ws = q.Get("workspace")
+	}
+	all := q.Get("all") == "true"
+	var err error
+	switch {
+	case all && ws != "":
+		err = hub.Errorf("events", hub.Invalid, "give a workspace or all=true, not both")
+	case !all && ws == "":
+		err = hub.Errorf("events", hub.Invalid, "no workspace: pass ?workspace=NAME (or the Parley-Workspace header), or all=true for every workspace")
+	case ws != "":
+		err = hub.ValidWorkspace(ws)
+	}
+	var kinds map[string]bool
+	if err == nil {
+		kinds, err = api.ParseEventKinds(q.Get("kinds"))
+	}
+	var sub *subscriber
+	if err == nil {
+		// Subscribe before the handshake completes, so that an event sent
+		// right after the client's Dial returns is not missed.
+		sub, err = d.events.subscribe(ws, kinds)
+	}
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	defer d.events.unsubscribe(sub)
+
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: d.originHosts()})
+	if err != nil {
+		d.log.Debug("events: handshake failed", "err", err)
+		return
+	}
+	defer c.CloseNow()
+	// We read nothing from the client; CloseRead answers its pings and close.
+	ctx := c.CloseRead(context.Background())
+	go func() {
+		t := time.NewTicker(eventPingEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				pctx, cancel := context.WithTimeout(ctx, eventWriteTimeout)
+				err := c.Ping(pctx)
+				cancel()
+				if err != nil {
+					c.CloseNow()
+					return
+				}
+			}
+		}
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-sub.gone:
+			if sub.dropped.Load() {
+				d.slowConsumer(c, sub.behind.Load())
+				return
+			}
+			c.Close(websocket.StatusGoingAway, "the daemon is shutting down")
+			return
+		case data := <-sub.ch:
+			wctx, cancel := context.WithTimeout(ctx, eventWriteTimeout)
+			err := c.Write(wctx, websocket.MessageText, data)
+			cancel()
+			if errors.Is(err, context.DeadlineExceeded) {
+				d.slowConsumer(c, int64(len(sub.ch))+1)
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}
+}
+
+func (d *Daemon) slowConsumer(c *websocket.Conn, behind int64) {
+	d.log.Warn("events: dropped a slow consumer", "behind", behind)
+	c.Close(CloseSlowConsumer, fmt.Sprintf("slow consumer: %d events behind", behind))
+}
+
+// originHosts are the hosts of the daemon's own origins, for the WebSocket
+// handshake's origin check (checkOrigin has refused every other origin).
+func (d *Daemon) originHosts() []string {
+	var hosts []string
+	for o := range d.origins {
+		if u, err := url.Parse(o); err == nil && u.Host != "" {
+			hosts = append(hosts, u.Host)
+		}
+	}
+	return hosts
+}

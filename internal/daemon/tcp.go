@@ -1,0 +1,199 @@
+package daemon
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/parley-dev/parley/internal/api"
+)
+
+// tokenBytes is the entropy of a generated bearer token.
+const tokenBytes = 32
+
+// loadToken returns the bearer token in path, generating it (0600) when the
+// file is missing or empty. A token file that others can read is tightened to
+// 0600 rather than trusted as is.
+func loadToken(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	switch {
+	case err == nil && len(strings.TrimSpace(string(b))) > 0:
+		fi, err := os.Stat(path)
+		if err != nil {
+			return "", fmt.Errorf("token: %w", err)
+		}
+		if fi.Mode().Perm()&0o077 != 0 {
+			if err := os.Chmod(path, 0o600); err != nil {
+				return "", fmt.Errorf("token file %s is readable by others and cannot be secured: %w", path, err)
+			}
+		}
+		tok := strings.TrimSpace(string(b))
+		if len(tok) < 16 || strings.ContainsAny(tok, " \t\r\n") {
+			return "", fmt.Errorf("token file %s holds no valid token (want one line of at least 16 characters): delete it and a new one is generated on start", path)
+		}
+		return tok, nil
+	case err == nil, errors.Is(err, os.ErrNotExist):
+	default:
+		return "", fmt.Errorf("read token: %w", err)
+	}
+	raw := make([]byte, tokenBytes)
+	if _, err := rand.Read(raw); err != nil {
+		return "", fmt.Errorf("generate token: %w", err)
+	}
+	tok := hex.EncodeToString(raw)
+	// Write then rename, so a reader never sees half a token.
+	tmp := path + ".tmp"
+	os.Remove(tmp)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("write token: %w", err)
+	}
+	_, werr := f.WriteString(tok + "\n")
+	if err := errors.Join(werr, f.Close()); err != nil {
+		os.Remove(tmp)
+		return "", fmt.Errorf("write token: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return "", fmt.Errorf("write token: %w", err)
+	}
+	return tok, nil
+}
+
+// tcpEndpoint is the optional TCP listener's address and the requests it admits.
+type tcpEndpoint struct {
+	addr  string          // the bound address, host:port
+	hosts map[string]bool // Host headers admitted (lower case)
+	// anyHost admits every Host: a remote listener on a wildcard address is
+	// reached under names the daemon cannot know; the token still guards it.
+	anyHost bool
+	token   []byte
+}
+
+// listenTCP opens the TCP listener for addr. A non-loopback address needs
+// allowRemote.
+func listenTCP(addr string, allowRemote bool, token string) (net.Listener, *tcpEndpoint, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("invalid listen address %q: want host:port, e.g. 127.0.0.1:7474", addr)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return nil, nil, fmt.Errorf("invalid listen address %q: bad port %q", addr, port)
+	}
+	loopback := isLoopbackHost(host)
+	if !loopback && !allowRemote {
+		return nil, nil, fmt.Errorf("listen address %q is not loopback: anyone who reaches it could try the token; pass --allow-remote (or allow_remote = true in config.toml) to mean it, or listen on 127.0.0.1", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	bound := ln.Addr().(*net.TCPAddr)
+	p := strconv.Itoa(bound.Port)
+	e := &tcpEndpoint{addr: net.JoinHostPort(host, p), token: []byte(token), hosts: map[string]bool{}}
+	for _, h := range []string{host, bound.IP.String(), "localhost", "127.0.0.1", "::1"} {
+		if h != "" {
+			e.hosts[strings.ToLower(net.JoinHostPort(h, p))] = true
+		}
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		e.anyHost = allowRemote
+	}
+	return ln, e, nil
+}
+
+func isLoopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// origins are the browser origins of pages served by this listener.
+func (e *tcpEndpoint) origins() []string {
+	_, port, _ := net.SplitHostPort(e.addr)
+	return []string{"http://127.0.0.1:" + port, "http://localhost:" + port, "http://[::1]:" + port}
+}
+
+// guard admits a TCP request only with the right Host header (DNS-rebinding
+// protection) and the bearer token. Refused requests reach nothing else.
+func (e *tcpEndpoint) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !e.anyHost && !e.hosts[strings.ToLower(r.Host)] {
+			refuse(w, http.StatusForbidden, "forbidden", fmt.Sprintf("host %q refused: this daemon answers only as %s (DNS-rebinding protection)", r.Host, e.addr))
+			return
+		}
+		if !e.authorized(r) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="parley"`)
+			refuse(w, http.StatusUnauthorized, "unauthorized", "missing or wrong bearer token: send 'Authorization: Bearer TOKEN' with the token in $PARLEY_HOME/token")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (e *tcpEndpoint) authorized(r *http.Request) bool {
+	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), e.token) == 1
+}
+
+// refuse writes an error body in the API's shape.
+func refuse(w http.ResponseWriter, code int, kind, msg string) {
+	var b api.ErrorBody
+	b.Error.Kind, b.Error.Message = kind, msg
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(b)
+}
+
+// openTCP makes sure the bearer token exists and, when a listen address is
+// configured (Config.Listen, else config.toml's listen), listens on it with h
+// behind the Host and token checks.
+func (d *Daemon) openTCP(h http.Handler) error {
+	tok, err := loadToken(d.paths.Token)
+	if err != nil {
+		return err
+	}
+	addr, remote := d.cfg.Listen, d.cfg.AllowRemote
+	if addr == "" {
+		addr = d.conf.Listen
+	}
+	remote = remote || d.conf.AllowRemote
+	if addr == "" {
+		return nil
+	}
+	d.tcpLn, d.tcp, err = listenTCP(addr, remote, tok)
+	if err != nil {
+		return err
+	}
+	for _, o := range d.tcp.origins() {
+		d.origins[o] = true
+	}
+	d.tcpSrv = &http.Server{
+		Handler:           d.tcp.guard(h),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          d.srv.ErrorLog,
+	}
+	return nil
+}
+
+// TCPAddr is the TCP listener's address (host:port), or "" without one.
+func (d *Daemon) TCPAddr() string {
+	if d.tcp == nil {
+		return ""
+	}
+	return d.tcp.addr
+}
