@@ -63,6 +63,7 @@ Quick start:
 		daemonCmd(g), mcpCmd(g), bridgeCmd(g),
 		joinCmd(g), whoamiCmd(g), sendCmd(g), inboxCmd(g), waitCmd(g),
 		agentsCmd(g), statusCmd(g), groupCmd(g), broadcastCmd(g), historyCmd(g), demoCmd(g),
+		hookCmd(g), initCmd(g),
 		upstreamCmd(g), toolsCmd(g),
 	)
 	if err := root.ExecuteContext(ctx); err != nil {

@@ -1,0 +1,145 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// hook runs `parley hook claude EVENT` with Claude Code's hook input.
+func (e *env) hook(t *testing.T, event string, input map[string]any, args ...string) (stdout, stderr string) {
+	t.Helper()
+	in := map[string]any{"session_id": "abc123", "transcript_path": "/tmp/t.jsonl", "cwd": e.home, "hook_event_name": event}
+	for k, v := range input {
+		in[k] = v
+	}
+	b, _ := json.Marshal(in)
+	c := e.cmd(append([]string{"hook", "claude", event}, args...)...)
+	c.Stdin = bytes.NewReader(b)
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	if err := c.Run(); err != nil {
+		t.Fatalf("hook %s: %v (a hook must always exit 0); stderr %s", event, err, errb.String())
+	}
+	if s := out.String(); s != "" && !json.Valid([]byte(s)) {
+		t.Fatalf("hook %s printed non-JSON on stdout: %q", event, s)
+	}
+	return out.String(), errb.String()
+}
+
+func (e *env) workStatus(t *testing.T, ws, agent string) string {
+	t.Helper()
+	var list struct {
+		Agents []struct {
+			Name       string `json:"name"`
+			WorkStatus string `json:"work_status"`
+		} `json:"agents"`
+	}
+	e.mustJSON(&list, "agents", "--workspace", ws)
+	for _, a := range list.Agents {
+		if a.Name == agent {
+			return a.WorkStatus
+		}
+	}
+	return ""
+}
+
+func TestClaudeHooks(t *testing.T) {
+	e := newEnv(t)
+	const ws = "hooks"
+	e.must("join", "--name", "alice", "--role", "dev", "--workspace", ws)
+	e.must("join", "--name", "bob", "--role", "lead", "--workspace", ws)
+	id := []string{"--agent", "alice", "--workspace", ws}
+	send := func(text string, extra ...string) {
+		t.Helper()
+		e.must(append([]string{"send", "alice", text, "--agent", "bob", "--workspace", ws}, extra...)...)
+	}
+
+	steps := []struct {
+		name   string
+		event  string
+		input  map[string]any
+		before func()
+		status string // the agent's status afterwards
+		golden string // "" means no output
+	}{
+		{name: "session start, empty inbox", event: "SessionStart", input: map[string]any{"source": "startup"}, status: "ready"},
+		{name: "prompt with two new messages", event: "UserPromptSubmit", input: map[string]any{"prompt": "go on"},
+			before: func() {
+				send("please review PR 12\nIt touches the store.")
+				send("prod is down", "--priority", "critical")
+			}, status: "work", golden: "hook_user_prompt_submit.json"},
+		{name: "already reported: silent", event: "PostToolUse", input: map[string]any{"tool_name": "Bash"}, status: "work"},
+		{name: "one more after a tool", event: "PostToolUse", input: map[string]any{"tool_name": "Bash"},
+			before: func() { send("also: lunch?", "--priority", "low") }, status: "work", golden: "hook_post_tool_use.json"},
+		{name: "stop with a new message blocks", event: "Stop", input: map[string]any{"stop_hook_active": false},
+			before: func() { send("one last thing") }, status: "work", golden: "hook_stop.json"},
+		{name: "stop again: reported, so it stops", event: "Stop", input: map[string]any{"stop_hook_active": true}, status: "ready"},
+		{name: "stop_hook_active never blocks", event: "Stop", input: map[string]any{"stop_hook_active": true},
+			before: func() { send("and another") }, status: "ready"},
+		{name: "session start reports what waits", event: "SessionStart", input: map[string]any{"source": "resume"},
+			status: "ready", golden: "hook_session_start.json"},
+		{name: "session end", event: "SessionEnd", input: map[string]any{"reason": "exit"}, status: "offline"},
+	}
+	for _, st := range steps {
+		t.Run(st.name, func(t *testing.T) {
+			if st.before != nil {
+				st.before()
+			}
+			out, errs := e.hook(t, st.event, st.input, id...)
+			if st.golden == "" {
+				if out != "" {
+					t.Errorf("got output %s, want none (stderr %s)", out, errs)
+				}
+			} else {
+				var v any
+				json.Unmarshal([]byte(out), &v)
+				pretty, _ := json.MarshalIndent(v, "", "  ")
+				golden(t, st.golden, append(pretty, '\n'))
+			}
+			if got := e.workStatus(t, ws, "alice"); got != st.status {
+				t.Errorf("status after %s: got %q, want %q", st.event, got, st.status)
+			}
+		})
+	}
+	// The hook only peeks: every message is still unread.
+	var inbox struct {
+		Messages []any `json:"messages"`
+	}
+	e.mustJSON(&inbox, "inbox", "--agent", "alice", "--workspace", ws, "--peek")
+	if len(inbox.Messages) != 5 {
+		t.Errorf("inbox after the hooks: got %d messages, want all 5 still unread", len(inbox.Messages))
+	}
+}
+
+func TestClaudeHookNeverFails(t *testing.T) {
+	e := newEnv(t)
+	for _, tc := range []struct {
+		name  string
+		stdin string
+		args  []string
+		want  string // in stderr
+	}{
+		{"bad JSON", "{not json", []string{"UserPromptSubmit", "--agent", "a"}, "not Claude Code's hook JSON"},
+		{"no daemon", `{"cwd":"/"}`, []string{"Stop", "--agent", "a"}, "not running"},
+		{"no identity", `{"cwd":"/"}`, []string{"Stop"}, "no agent identity"},
+		{"unknown event", `{}`, []string{"Notification", "--agent", "a"}, "not handled"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := e.cmd(append([]string{"hook", "claude"}, tc.args...)...)
+			c.Stdin = strings.NewReader(tc.stdin)
+			var out, errb bytes.Buffer
+			c.Stdout, c.Stderr = &out, &errb
+			if err := c.Run(); err != nil {
+				t.Fatalf("got %v, want exit 0", err)
+			}
+			if out.Len() != 0 {
+				t.Errorf("stdout: got %q, want nothing", out.String())
+			}
+			if !strings.Contains(errb.String(), tc.want) {
+				t.Errorf("stderr: got %q, want a note containing %q", errb.String(), tc.want)
+			}
+		})
+	}
+}

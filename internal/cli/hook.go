@@ -1,0 +1,311 @@
+package cli
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/client"
+	"github.com/parley-dev/parley/internal/hub"
+	"github.com/parley-dev/parley/internal/tmux"
+	"github.com/parley-dev/parley/internal/workspace"
+)
+
+func hookCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{Use: "hook", Short: "Hooks that keep an agent's status and wake it for new messages"}
+	cmd.AddCommand(hookClaudeCmd(g))
+	return cmd
+}
+
+// hookTimeout bounds a hook: it runs on every prompt and tool call of the
+// agent's session, so it must never hold the session up for long.
+const hookTimeout = 3 * time.Second
+
+func hookClaudeCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "claude EVENT",
+		Short: "Claude Code hook: set the agent's status and report new messages",
+		Long: `A Claude Code hook (SessionStart, UserPromptSubmit, PostToolUse, Stop,
+SessionEnd). It reads the hook's JSON input on stdin, sets the agent's status
+(ready at session start and on Stop, work on UserPromptSubmit, offline on
+SessionEnd), and when new messages wait for the agent it prints Claude Code's
+hook output: context that names them (SessionStart, UserPromptSubmit,
+PostToolUse), or a decision to block Stop so that the agent reads them first.
+Each message is reported once; the state is kept in $PARLEY_HOME/hooks/.
+
+It never fails the session: on any error it prints nothing on stdout, a note on
+stderr, and exits 0. It does not start the daemon.
+
+Set it up with ` + "`parley init claude`" + `, which writes .claude/settings.json.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := context.WithTimeout(cmd.Context(), hookTimeout)
+			defer cancel()
+			out, err := runClaudeHook(ctx, g, args[0], cmd.InOrStdin())
+			if err != nil {
+				fmt.Fprintf(g.stderr, "parley hook: %v\n", err)
+				return nil
+			}
+			if out != nil {
+				b, err := json.Marshal(out)
+				if err != nil {
+					fmt.Fprintf(g.stderr, "parley hook: %v\n", err)
+					return nil
+				}
+				fmt.Fprintln(g.stdout, string(b))
+			}
+			return nil
+		},
+	}
+}
+
+// claudeHookInput is the part of Claude Code's hook input that the hook reads.
+type claudeHookInput struct {
+	SessionID      string `json:"session_id"`
+	Cwd            string `json:"cwd"`
+	HookEventName  string `json:"hook_event_name"`
+	StopHookActive bool   `json:"stop_hook_active"`
+}
+
+type hookSpecificOutput struct {
+	HookEventName     string `json:"hookEventName"`
+	AdditionalContext string `json:"additionalContext"`
+}
+
+// claudeHookOutput is Claude Code's hook JSON output.
+type claudeHookOutput struct {
+	Decision           string              `json:"decision,omitempty"`
+	Reason             string              `json:"reason,omitempty"`
+	HookSpecificOutput *hookSpecificOutput `json:"hookSpecificOutput,omitempty"`
+}
+
+// The hook events, as Claude Code names them.
+const (
+	evSessionStart     = "SessionStart"
+	evUserPromptSubmit = "UserPromptSubmit"
+	evPostToolUse      = "PostToolUse"
+	evStop             = "Stop"
+	evSessionEnd       = "SessionEnd"
+)
+
+// maxHookInput bounds what is read of the hook input (tool results can be big;
+// the hook needs none of them).
+const maxHookInput = 8 << 20
+
+func runClaudeHook(ctx context.Context, g *globals, event string, stdin io.Reader) (*claudeHookOutput, error) {
+	var in claudeHookInput
+	b, err := io.ReadAll(io.LimitReader(stdin, maxHookInput))
+	if err != nil {
+		return nil, fmt.Errorf("read hook input: %w", err)
+	}
+	if len(strings.TrimSpace(string(b))) > 0 {
+		if err := json.Unmarshal(b, &in); err != nil {
+			return nil, fmt.Errorf("hook input is not Claude Code's hook JSON: %v", err)
+		}
+	}
+	switch event {
+	case evSessionStart, evUserPromptSubmit, evPostToolUse, evStop, evSessionEnd:
+	default:
+		return nil, fmt.Errorf("event %q is not handled: want SessionStart, UserPromptSubmit, PostToolUse, Stop or SessionEnd", event)
+	}
+	dir := in.Cwd
+	if dir == "" {
+		if dir, err = os.Getwd(); err != nil {
+			return nil, err
+		}
+	}
+	id, err := hookIdentity(ctx, g, dir)
+	if err != nil {
+		return nil, err
+	}
+	if id.Agent == "" {
+		return nil, errors.New("no agent identity here: pass --agent NAME in the hook command, set PARLEY_AGENT, or run `parley join`")
+	}
+	paths, err := api.HomePaths("")
+	if err != nil {
+		return nil, err
+	}
+	c := client.New(paths).As(id.Workspace, id.Agent)
+
+	peek, err := c.Peek(ctx, 100)
+	if err != nil {
+		return nil, err
+	}
+	unread := len(peek.Messages) + peek.Remaining
+	st, err := loadHookState(paths.Home, id.Workspace, id.Agent)
+	if err != nil {
+		return nil, err
+	}
+	var fresh []api.MessageInfo
+	for _, m := range peek.Messages {
+		if m.MessageID > st.ReportedUpTo {
+			fresh = append(fresh, m)
+		}
+	}
+
+	var out *claudeHookOutput
+	status := ""
+	switch event {
+	case evSessionStart:
+		status = string(hub.StatusReady)
+	case evUserPromptSubmit:
+		status = string(hub.StatusWork)
+	case evSessionEnd:
+		status = string(hub.StatusOffline)
+	case evStop:
+		status = string(hub.StatusReady)
+		// stop_hook_active: Claude Code goes on because a Stop hook blocked
+		// already; blocking again could loop.
+		if len(fresh) > 0 && !in.StopHookActive {
+			out = &claudeHookOutput{Decision: "block", Reason: stopReason(id.Agent, unread, fresh)}
+			status = "" // it goes on working
+		}
+	}
+	if len(fresh) > 0 && event != evStop && event != evSessionEnd {
+		out = &claudeHookOutput{HookSpecificOutput: &hookSpecificOutput{HookEventName: event, AdditionalContext: contextSummary(id.Agent, unread, fresh)}}
+	}
+	if status != "" {
+		if err := c.SetStatus(ctx, status); err != nil && !hub.IsNotFound(err) {
+			return nil, err
+		}
+	}
+	if out != nil {
+		for _, m := range fresh {
+			st.ReportedUpTo = max(st.ReportedUpTo, m.MessageID)
+		}
+		if err := saveHookState(paths.Home, id.Workspace, id.Agent, st); err != nil {
+			// Better to report a message twice than to lose the report.
+			fmt.Fprintf(g.stderr, "parley hook: %v\n", err)
+		}
+	}
+	return out, nil
+}
+
+// hookIdentity resolves the agent as `mcp serve` does, from the session's
+// directory: a hook must name the same agent as the MCP server beside it.
+func hookIdentity(ctx context.Context, g *globals, dir string) (workspace.Resolved, error) {
+	l := workspace.Lookup{
+		Dir: dir, FlagAgent: g.agent, FlagWS: g.workspace,
+		EnvAgent: os.Getenv("PARLEY_AGENT"), EnvRole: os.Getenv("PARLEY_ROLE"), EnvWS: os.Getenv("PARLEY_WORKSPACE"),
+	}
+	if te, ok := tmux.FromEnv(); ok && l.FlagAgent == "" && l.EnvAgent == "" {
+		if w, err := (tmux.Client{Socket: te.Socket}).WindowName(ctx, te.Pane); err == nil {
+			l.AllowTmux, l.TmuxWindow = true, tmux.AgentName(w)
+		}
+	}
+	return workspace.Resolve(l)
+}
+
+// firstLine is the first non-empty line of s, cut to n runes.
+func firstLine(s string, n int) string {
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			if r := []rune(l); len(r) > n {
+				return string(r[:n]) + "…"
+			}
+			return l
+		}
+	}
+	return ""
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, word)
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// maxSummaryLines bounds the messages a summary lists one by one.
+const maxSummaryLines = 10
+
+// contextSummary names the new messages for the agent's context: sender,
+// priority and first line, and what to do.
+func contextSummary(agent string, unread int, fresh []api.MessageInfo) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Parley: %s for %s (%d unread in all):\n", plural(len(fresh), "new message"), agent, unread)
+	for i, m := range fresh {
+		if i == maxSummaryLines {
+			fmt.Fprintf(&b, "- and %d more\n", len(fresh)-i)
+			break
+		}
+		fmt.Fprintf(&b, "- from %s [%s]: %s\n", m.From, m.Priority, firstLine(m.Content, 100))
+	}
+	b.WriteString("Call the parley check_messages tool to read them; handle critical ones now.")
+	return b.String()
+}
+
+func stopReason(agent string, unread int, fresh []api.MessageInfo) string {
+	var senders []string
+	for _, m := range fresh {
+		if !containsString(senders, m.From) {
+			senders = append(senders, m.From)
+		}
+	}
+	return fmt.Sprintf("you have %s (new from %s). Call the parley check_messages tool to read them before you stop.",
+		plural(unread, "unread message"), strings.Join(senders, ", "))
+}
+
+func containsString(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// hookState is what the hooks have told an agent about.
+type hookState struct {
+	// ReportedUpTo is the largest message id reported; ids are ULIDs, so
+	// every later message sorts after it.
+	ReportedUpTo string `json:"reported_up_to"`
+}
+
+func hookStatePath(home, ws, agent string) string {
+	sum := sha256.Sum256([]byte(ws))
+	return filepath.Join(home, "hooks", hex.EncodeToString(sum[:8]), agent+".json")
+}
+
+func loadHookState(home, ws, agent string) (hookState, error) {
+	var st hookState
+	b, err := os.ReadFile(hookStatePath(home, ws, agent))
+	if errors.Is(err, os.ErrNotExist) {
+		return st, nil
+	}
+	if err != nil {
+		return st, fmt.Errorf("read hook state: %w", err)
+	}
+	if json.Unmarshal(b, &st) != nil {
+		return hookState{}, nil // a damaged file costs one repeated report
+	}
+	return st, nil
+}
+
+func saveHookState(home, ws, agent string, st hookState) error {
+	path := hookStatePath(home, ws, agent)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("save hook state: %w", err)
+	}
+	b, _ := json.Marshal(st)
+	tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return fmt.Errorf("save hook state: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("save hook state: %w", err)
+	}
+	return nil
+}

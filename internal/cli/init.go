@@ -1,0 +1,660 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+
+	"github.com/pelletier/go-toml/v2"
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/parley-dev/parley/internal/workspace"
+)
+
+func initCmd(g *globals) *cobra.Command {
+	var role string
+	var yes bool
+	cmd := &cobra.Command{
+		Use:   "init claude|codex|cursor|gemini",
+		Short: "Add Parley to an MCP client's configuration for this repository",
+		Long: `Add Parley's MCP server to a client's configuration, merging with what is
+there: other servers and settings are kept.
+
+  claude   .mcp.json, plus hooks in .claude/settings.json (status and wake-ups,
+           see ` + "`parley hook claude`" + `) and the message-listener sub-agent in
+           .claude/agents/message-listener.md
+  codex    [mcp_servers.parley] in $CODEX_HOME/config.toml (default ~/.codex)
+  cursor   .cursor/mcp.json
+  gemini   .gemini/settings.json
+
+Paths are relative to the top of this repository (or this directory). It shows
+the changes as a diff and asks before writing, unless --yes; without a
+terminal it needs --yes. Running it again changes nothing. --agent and --role
+are passed on to ` + "`parley mcp serve`" + ` (and the hooks).`,
+		Example: `  parley init claude
+  parley init codex --agent reviewer --role reviewer --yes`,
+		Args:      cobra.ExactArgs(1),
+		ValidArgs: []string{"claude", "codex", "cursor", "gemini"},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, err := os.Getwd()
+			if err != nil {
+				return err
+			}
+			loc, err := workspace.Locate(dir)
+			if err != nil {
+				return err
+			}
+			p := initPlan{root: loc.Root, command: parleyCommand(), agent: g.agent, role: role}
+			var changes []fileChange
+			switch args[0] {
+			case "claude":
+				changes, err = p.claude()
+			case "codex":
+				changes, err = p.codex()
+			case "cursor":
+				changes, err = p.jsonServer(filepath.Join(loc.Root, ".cursor", "mcp.json"), false)
+			case "gemini":
+				changes, err = p.jsonServer(filepath.Join(loc.Root, ".gemini", "settings.json"), false)
+			default:
+				return fmt.Errorf("unknown client %q: want claude, codex, cursor or gemini", args[0])
+			}
+			if err != nil {
+				return err
+			}
+			return applyChanges(g, cmd.InOrStdin(), args[0], changes, yes)
+		},
+	}
+	cmd.Flags().StringVar(&role, "role", "", "the agent's role, passed to `parley mcp serve --role`")
+	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "write without asking")
+	return cmd
+}
+
+// parleyCommand is how the client should start parley: "parley" when that is
+// this binary on $PATH, else this binary's absolute path.
+func parleyCommand() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return "parley"
+	}
+	exe, _ = filepath.EvalSymlinks(exe)
+	if p, err := exec.LookPath("parley"); err == nil {
+		if p, err = filepath.EvalSymlinks(p); err == nil && p == exe {
+			return "parley"
+		}
+	}
+	return exe
+}
+
+type initPlan struct {
+	root    string
+	command string
+	agent   string
+	role    string
+}
+
+// fileChange is one file's content before and after.
+type fileChange struct {
+	path     string
+	old, new []byte
+	exists   bool
+	note     string // said instead of a diff when the file is left alone
+}
+
+func (p initPlan) serveArgs() []string {
+	args := []string{"mcp", "serve"}
+	if p.agent != "" {
+		args = append(args, "--agent", p.agent)
+	}
+	if p.role != "" {
+		args = append(args, "--role", p.role)
+	}
+	return args
+}
+
+func readExisting(path string) ([]byte, bool, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return b, true, nil
+}
+
+// loadJSONObject reads a JSON object file; a missing or empty file is {}.
+// Numbers stay as written.
+func loadJSONObject(path string) (map[string]any, []byte, bool, error) {
+	b, exists, err := readExisting(path)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	m := map[string]any{}
+	if len(bytes.TrimSpace(b)) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.UseNumber()
+		if err := dec.Decode(&m); err != nil {
+			return nil, nil, false, fmt.Errorf("%s is not a JSON object (%v): fix it or move it aside, then run again", path, err)
+		}
+	}
+	return m, b, exists, nil
+}
+
+func marshalJSON(m map[string]any) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	enc.Encode(m)
+	return buf.Bytes()
+}
+
+// object returns m[key] as an object, making it when absent.
+func object(m map[string]any, key, path string) (map[string]any, error) {
+	switch v := m[key].(type) {
+	case nil:
+		o := map[string]any{}
+		m[key] = o
+		return o, nil
+	case map[string]any:
+		return v, nil
+	}
+	return nil, fmt.Errorf("%s: %q is not an object: fix it by hand", path, key)
+}
+
+// jsonServer adds mcpServers.parley to a JSON config file.
+func (p initPlan) jsonServer(path string, withType bool) ([]fileChange, error) {
+	m, old, exists, err := loadJSONObject(path)
+	if err != nil {
+		return nil, err
+	}
+	servers, err := object(m, "mcpServers", path)
+	if err != nil {
+		return nil, err
+	}
+	entry := map[string]any{"command": p.command, "args": toAny(p.serveArgs())}
+	if withType {
+		entry["type"] = "stdio"
+	}
+	// Keep what the user added to our entry (env, timeouts...).
+	if cur, ok := servers["parley"].(map[string]any); ok {
+		for k, v := range cur {
+			if _, ours := entry[k]; !ours {
+				entry[k] = v
+			}
+		}
+	}
+	servers["parley"] = entry
+	return []fileChange{changeJSON(path, old, exists, m)}, nil
+}
+
+func toAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+// changeJSON is the change to path, none when the content is the same JSON.
+func changeJSON(path string, old []byte, exists bool, m map[string]any) fileChange {
+	c := fileChange{path: path, old: old, exists: exists, new: marshalJSON(m)}
+	if exists && sameJSON(old, c.new) {
+		c.new = old
+	}
+	return c
+}
+
+func sameJSON(a, b []byte) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
+}
+
+var claudeHookEvents = []string{"SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "SessionEnd"}
+
+func (p initPlan) hookCommand(event string) string {
+	parts := []string{shellQuote(p.command), "hook", "claude", event}
+	if p.agent != "" {
+		parts = append(parts, "--agent", shellQuote(p.agent))
+	}
+	return strings.Join(parts, " ")
+}
+
+var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`)
+
+func shellQuote(s string) string {
+	if shellSafe.MatchString(s) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// isParleyHook reports whether a hook command is one `parley init` wrote for event.
+func isParleyHook(cmd, event string) bool {
+	f := strings.Fields(cmd)
+	for i := 1; i+2 < len(f); i++ {
+		if f[i] == "hook" && f[i+1] == "claude" && f[i+2] == event && strings.Contains(f[i-1], "parley") {
+			return true
+		}
+	}
+	return false
+}
+
+// claude plans .mcp.json, the hooks in .claude/settings.json and the
+// message-listener sub-agent.
+func (p initPlan) claude() ([]fileChange, error) {
+	changes, err := p.jsonServer(filepath.Join(p.root, ".mcp.json"), true)
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(p.root, ".claude", "settings.json")
+	m, old, exists, err := loadJSONObject(path)
+	if err != nil {
+		return nil, err
+	}
+	hooks, err := object(m, "hooks", path)
+	if err != nil {
+		return nil, err
+	}
+	for _, ev := range claudeHookEvents {
+		want := p.hookCommand(ev)
+		var groups []any
+		switch v := hooks[ev].(type) {
+		case nil:
+		case []any:
+			groups = v
+		default:
+			return nil, fmt.Errorf("%s: hooks.%s is not a list: fix it by hand", path, ev)
+		}
+		found := false
+		for _, gr := range groups {
+			grm, _ := gr.(map[string]any)
+			list, _ := grm["hooks"].([]any)
+			for _, h := range list {
+				hm, _ := h.(map[string]any)
+				if c, _ := hm["command"].(string); hm != nil && isParleyHook(c, ev) {
+					hm["command"] = want // update ours in place (new path or agent)
+					found = true
+				}
+			}
+		}
+		if !found {
+			gr := map[string]any{"hooks": []any{map[string]any{"type": "command", "command": want, "timeout": json.Number("10")}}}
+			if ev == "PostToolUse" {
+				gr["matcher"] = "*"
+			}
+			groups = append(groups, gr)
+		}
+		hooks[ev] = groups
+	}
+	changes = append(changes, changeJSON(path, old, exists, m))
+
+	agentPath := filepath.Join(p.root, ".claude", "agents", "message-listener.md")
+	cur, exists, err := readExisting(agentPath)
+	if err != nil {
+		return nil, err
+	}
+	c := fileChange{path: agentPath, old: cur, exists: exists, new: []byte(messageListener)}
+	if exists && !bytes.Equal(cur, c.new) {
+		c.new, c.note = cur, "exists and differs from Parley's; left as is (delete it and run again to get Parley's)"
+	}
+	return append(changes, c), nil
+}
+
+// messageListener is the sub-agent of seed 000: a cheap model that blocks on
+// wait_for_message so that the main agent need not poll.
+const messageListener = `---
+name: message-listener
+description: Waits for Parley messages from other agents and returns them. Start it in the background when you expect messages; it returns as soon as one arrives, or after about five minutes with NO_MESSAGES_TIMEOUT. Re-arm it after handling the result.
+tools: mcp__parley__check_messages, mcp__parley__wait_for_message
+model: haiku
+---
+You are a message listener for Parley, the message bus between coding agents.
+Do nothing but this:
+
+1. Call mcp__parley__check_messages to drain any backlog.
+2. If it returned messages, return them at once in the format below.
+3. Otherwise call mcp__parley__wait_for_message with timeout 300. It blocks until
+   a message arrives or the timeout passes.
+4. If a message arrived, return it in the format below; if the wait timed out,
+   return exactly NO_MESSAGES_TIMEOUT.
+
+Format, one block per message:
+
+MESSAGES_RECEIVED
+FROM: [sender]
+PRIORITY: [priority]
+CONTENT: [message content]
+TIMESTAMP: [timestamp]
+
+Do not act on the messages, answer them, or call any other tool: the agent that
+started you decides. It handles priorities so: critical, stop and handle now;
+high, at the next breakpoint; normal, when the current sub-task is done; low,
+when convenient.
+`
+
+// codexServerHeader matches the header of the parley server's table in Codex's config.
+var codexServerHeader = regexp.MustCompile(`^\s*\[\s*mcp_servers\s*\.\s*("parley"|parley)\s*\]\s*(#.*)?$`)
+
+var tomlHeader = regexp.MustCompile(`^\s*\[`)
+
+var tomlKeyRE = regexp.MustCompile(`^\s*("?)([A-Za-z0-9_-]+)("?)\s*=`)
+
+// tomlKey is the bare key a TOML line assigns, or "".
+func tomlKey(line string) string {
+	m := tomlKeyRE.FindStringSubmatch(line)
+	if m == nil || m[1] != m[3] {
+		return ""
+	}
+	return m[2]
+}
+
+// codex plans [mcp_servers.parley] in Codex's config.toml. It edits the text,
+// so that comments and the order of the rest stay as they were, then checks
+// that the result parses and differs only in that table.
+func (p initPlan) codex() ([]fileChange, error) {
+	home := os.Getenv("CODEX_HOME")
+	if home == "" {
+		h, err := os.UserHomeDir()
+		if err != nil {
+			return nil, fmt.Errorf("find home directory: %w (set CODEX_HOME)", err)
+		}
+		home = filepath.Join(h, ".codex")
+	}
+	path := filepath.Join(home, "config.toml")
+	old, exists, err := readExisting(path)
+	if err != nil {
+		return nil, err
+	}
+	var before map[string]any
+	if err := toml.Unmarshal(old, &before); err != nil {
+		return nil, fmt.Errorf("%s is not valid TOML (%v): fix it, then run again", path, err)
+	}
+	var block strings.Builder
+	block.WriteString("[mcp_servers.parley]\n")
+	fmt.Fprintf(&block, "command = %s\n", tomlString(p.command))
+	quoted := make([]string, 0, 4)
+	for _, a := range p.serveArgs() {
+		quoted = append(quoted, tomlString(a))
+	}
+	fmt.Fprintf(&block, "args = [%s]\n", strings.Join(quoted, ", "))
+
+	// Our old table's command and args give way to the block; the user's
+	// other keys in it (env, timeouts...) and its sub-tables stay.
+	lines := strings.SplitAfter(string(old), "\n")
+	var out strings.Builder
+	replaced, inOurs, inArgs := false, false, false
+	for _, l := range lines {
+		switch {
+		case codexServerHeader.MatchString(l):
+			if !replaced {
+				out.WriteString(block.String())
+				replaced = true
+			}
+			inOurs, inArgs = true, false
+			continue
+		case tomlHeader.MatchString(l) && !inArgs:
+			inOurs = false
+		case inArgs:
+			if strings.Contains(strings.SplitN(l, "#", 2)[0], "]") {
+				inArgs = false
+			}
+			continue
+		case inOurs && tomlKey(l) == "command":
+			continue
+		case inOurs && tomlKey(l) == "args":
+			code := strings.SplitN(l, "#", 2)[0]
+			inArgs = strings.Count(code, "[") > strings.Count(code, "]")
+			continue
+		}
+		out.WriteString(l)
+	}
+	if !replaced {
+		s := out.String()
+		if s != "" && !strings.HasSuffix(s, "\n") {
+			out.WriteString("\n")
+		}
+		if strings.TrimSpace(s) != "" {
+			out.WriteString("\n")
+		}
+		out.WriteString(block.String())
+	}
+	newText := []byte(out.String())
+	var after map[string]any
+	if err := toml.Unmarshal(newText, &after); err != nil {
+		return nil, fmt.Errorf("%s: cannot merge the parley server into it (%v): add [mcp_servers.parley] by hand", path, err)
+	}
+	// Nothing but our table may differ.
+	strip := func(m map[string]any) map[string]any {
+		c := map[string]any{}
+		for k, v := range m {
+			c[k] = v
+		}
+		if s, ok := c["mcp_servers"].(map[string]any); ok {
+			s2 := map[string]any{}
+			for k, v := range s {
+				if k != "parley" {
+					s2[k] = v
+				}
+			}
+			c["mcp_servers"] = s2
+			if len(s2) == 0 {
+				delete(c, "mcp_servers")
+			}
+		}
+		return c
+	}
+	if !reflect.DeepEqual(strip(before), strip(after)) {
+		return nil, fmt.Errorf("%s: merging would change more than [mcp_servers.parley] (is parley defined inline?): add it by hand", path)
+	}
+	c := fileChange{path: path, old: old, exists: exists, new: newText}
+	if exists {
+		if bp, ok := before["mcp_servers"].(map[string]any); ok {
+			ap := after["mcp_servers"].(map[string]any)
+			if reflect.DeepEqual(bp["parley"], ap["parley"]) {
+				c.new = old
+			}
+		}
+	}
+	return []fileChange{c}, nil
+}
+
+func tomlString(s string) string {
+	b, _ := json.Marshal(s) // a JSON string is a valid TOML basic string
+	return string(b)
+}
+
+// applyChanges shows the diffs, asks, and writes.
+func applyChanges(g *globals, stdin io.Reader, client string, changes []fileChange, yes bool) error {
+	var pending []fileChange
+	wd, _ := os.Getwd()
+	for _, c := range changes {
+		rel := c.path
+		if r, err := filepath.Rel(wd, c.path); err == nil && !strings.HasPrefix(r, "..") {
+			rel = r
+		}
+		switch {
+		case c.note != "":
+			fmt.Fprintf(g.stdout, "%s: %s\n", rel, c.note)
+		case c.exists && bytes.Equal(c.old, c.new):
+			fmt.Fprintf(g.stdout, "%s: up to date\n", rel)
+		default:
+			pending = append(pending, c)
+			from := "a/" + strings.TrimPrefix(rel, "/")
+			if !c.exists {
+				from = "/dev/null"
+			}
+			io.WriteString(g.stdout, unifiedDiff(from, "b/"+strings.TrimPrefix(rel, "/"), string(c.old), string(c.new)))
+		}
+	}
+	if len(pending) == 0 {
+		fmt.Fprintf(g.stdout, "parley init %s: nothing to change\n", client)
+		return nil
+	}
+	if !yes {
+		if !isTerminal(stdin) {
+			return fmt.Errorf("not writing %d file(s) without confirmation: stdin is not a terminal; run again with --yes", len(pending))
+		}
+		fmt.Fprintf(g.stdout, "Write %d file(s)? [y/N] ", len(pending))
+		line, _ := bufio.NewReader(stdin).ReadString('\n')
+		if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+			fmt.Fprintln(g.stdout, "Nothing written.")
+			return nil
+		}
+	}
+	for _, c := range pending {
+		if err := writeFileAtomic(c.path, c.new); err != nil {
+			return err
+		}
+		fmt.Fprintf(g.stdout, "wrote %s\n", c.path)
+	}
+	return nil
+}
+
+// isTerminal reports whether r is a terminal (not /dev/null, a pipe or a file).
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+func writeFileAtomic(path string, b []byte) error {
+	mode := os.FileMode(0o644)
+	if st, err := os.Stat(path); err == nil {
+		mode = st.Mode().Perm()
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := path + ".parley-tmp"
+	if err := os.WriteFile(tmp, b, mode); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// unifiedDiff renders a line diff of a and b with three lines of context.
+func unifiedDiff(nameA, nameB, a, b string) string {
+	al, bl := splitLines(a), splitLines(b)
+	// Longest common subsequence table; config files are small.
+	n, m := len(al), len(bl)
+	if n*m > 4_000_000 {
+		al, bl = nil, nil
+		n, m = 0, 0
+	}
+	lcs := make([][]int, n+1)
+	for i := range lcs {
+		lcs[i] = make([]int, m+1)
+	}
+	for i := n - 1; i >= 0; i-- {
+		for j := m - 1; j >= 0; j-- {
+			if al[i] == bl[j] {
+				lcs[i][j] = lcs[i+1][j+1] + 1
+			} else {
+				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
+			}
+		}
+	}
+	type op struct {
+		kind byte // ' ', '-', '+'
+		text string
+		ai   int
+		bi   int
+	}
+	var ops []op
+	i, j := 0, 0
+	for i < n || j < m {
+		switch {
+		case i < n && j < m && al[i] == bl[j]:
+			ops = append(ops, op{' ', al[i], i, j})
+			i++
+			j++
+		case i < n && (j == m || lcs[i+1][j] >= lcs[i][j+1]):
+			ops = append(ops, op{'-', al[i], i, j})
+			i++
+		default:
+			ops = append(ops, op{'+', bl[j], i, j})
+			j++
+		}
+	}
+	var out strings.Builder
+	fmt.Fprintf(&out, "--- %s\n+++ %s\n", nameA, nameB)
+	const ctx = 3
+	for k := 0; k < len(ops); {
+		if ops[k].kind == ' ' {
+			k++
+			continue
+		}
+		start := max(k-ctx, 0)
+		end := k
+		for end < len(ops) {
+			if ops[end].kind != ' ' {
+				end++
+				continue
+			}
+			run := end
+			for run < len(ops) && ops[run].kind == ' ' {
+				run++
+			}
+			if run-end > 2*ctx || run == len(ops) {
+				end = min(end+ctx, len(ops))
+				break
+			}
+			end = run
+		}
+		aStart, bStart, aLen, bLen := ops[start].ai, ops[start].bi, 0, 0
+		for _, o := range ops[start:end] {
+			if o.kind != '+' {
+				aLen++
+			}
+			if o.kind != '-' {
+				bLen++
+			}
+		}
+		fmt.Fprintf(&out, "@@ -%s +%s @@\n", hunkRange(aStart, aLen), hunkRange(bStart, bLen))
+		for _, o := range ops[start:end] {
+			out.WriteByte(o.kind)
+			out.WriteString(o.text)
+			out.WriteByte('\n')
+		}
+		k = end
+	}
+	return out.String()
+}
+
+func hunkRange(start, n int) string {
+	if n == 0 {
+		return fmt.Sprintf("%d,0", start)
+	}
+	if n == 1 {
+		return fmt.Sprint(start + 1)
+	}
+	return fmt.Sprintf("%d,%d", start+1, n)
+}
+
+func splitLines(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+}
