@@ -145,3 +145,32 @@ func TestTmuxExplicitNameWins(t *testing.T) {
 		t.Errorf("whoami with --agent inside tmux: got %q, want chosen", who.Agent)
 	}
 }
+
+// TestTmuxNudgeThroughDaemon: `mcp serve --nudge tmux` inside tmux tells the
+// daemon its pane; a message for the idle agent types a notice into it.
+func TestTmuxNudgeThroughDaemon(t *testing.T) {
+	tm := newTmux(t)
+	tm.run("new-session", "-d", "-s", "agent", "-n", "carol", "-x", "200", "-y", "20",
+		`sh -c 'while IFS= read -r l; do echo "GOT:$l"; done'`)
+	pane := tm.run("list-panes", "-t", "agent", "-F", "#{pane_id}")
+	pid := tm.run("display-message", "-p", "-t", pane, "#{pid}")
+	e := newEnv(t, "TMUX="+tm.sock+","+pid+",0", "TMUX_PANE="+pane)
+	s := e.session(nil, "--workspace", "w", "--nudge", "tmux")
+	var who struct {
+		Agent string `json:"agent"`
+	}
+	mustCall(t, s, "whoami", nil, &who)
+	if who.Agent != "carol" {
+		t.Fatalf("whoami: got %q, want carol (the window name)", who.Agent)
+	}
+	e.must("send", "carol", "wake up", "--agent", "dave", "--workspace", "w")
+	e.must("send", "carol", "really", "--agent", "dave", "--workspace", "w")
+	var screen string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		screen = tm.run("capture-pane", "-p", "-t", pane)
+		if strings.Contains(screen, "GOT:[parley] carol: 2 unread messages (latest from dave)") {
+			return
+		}
+	}
+	t.Fatalf("no nudge in carol's pane after a burst of two messages:\n%s", screen)
+}
