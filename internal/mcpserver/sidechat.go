@@ -65,8 +65,14 @@ func (s *Server) sidechat(srv *mcp.Server) {
 	mcp.AddTool(srv, send, s.scSend)
 	// receive_message returns null on timeout, which a typed result cannot say
 	// (the SDK renders a nil result as the zero object): it has no output schema.
+	recvIn := cachedSchema[scReceiveIn]()
+	// A plain number, not the ["null","number"] union a pointer infers: some
+	// clients reject unions, and an absent timeout already means "forever".
+	if t := recvIn.Properties["timeout"]; t != nil {
+		t.Type, t.Types = "number", nil
+	}
 	srv.AddTool(&mcp.Tool{Name: "receive_message", Description: "Receive the next message from an agent's inbox, oldest first, and remove it from the inbox. Blocks until a message arrives or the timeout (milliseconds) passes; returns null on timeout. Without a timeout it blocks until a message arrives.",
-		InputSchema: cachedSchema[scReceiveIn]()}, s.scReceive)
+		InputSchema: recvIn}, s.scReceive)
 	addTool(srv, "has_messages", "Report whether an agent's inbox in a session holds messages, without receiving them.", s.scHas)
 	addTool(srv, "clear_messages", "Delete every pending message of an agent's inbox in a session.", s.scClear)
 }
