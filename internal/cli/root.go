@@ -60,7 +60,7 @@ Quick start:
 	pf.StringVar(&g.workspace, "workspace", "", "workspace (default $PARLEY_WORKSPACE, or this git repository)")
 
 	root.AddCommand(
-		daemonCmd(g), mcpCmd(g), bridgeCmd(g),
+		daemonCmd(g), mcpCmd(g), bridgeCmd(g), watchCmd(g),
 		joinCmd(g), whoamiCmd(g), sendCmd(g), inboxCmd(g), waitCmd(g),
 		agentsCmd(g), statusCmd(g), groupCmd(g), broadcastCmd(g), historyCmd(g), demoCmd(g),
 		hookCmd(g), initCmd(g),
