@@ -58,7 +58,7 @@ type upstreamStatus struct {
 	NextRetry *string `json:"next_retry"`
 }
 
-func (e *env) upstreams(t *testing.T) map[string]upstreamStatus {
+func (e *env) upstreams(t testing.TB) map[string]upstreamStatus {
 	t.Helper()
 	var res struct {
 		Upstreams []upstreamStatus `json:"upstreams"`
@@ -72,7 +72,7 @@ func (e *env) upstreams(t *testing.T) map[string]upstreamStatus {
 }
 
 // waitUpstream polls `parley upstream list` until cond holds for name.
-func (e *env) waitUpstream(t *testing.T, name, what string, cond func(upstreamStatus) bool) upstreamStatus {
+func (e *env) waitUpstream(t testing.TB, name, what string, cond func(upstreamStatus) bool) upstreamStatus {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {

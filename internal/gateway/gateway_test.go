@@ -59,12 +59,12 @@ func stdio(name, mark string, args ...string) config.Upstream {
 // fixture is a Manager, an MCP server with the gateway profile, and a go-sdk
 // client session connected to that server.
 type fixture struct {
-	t   *testing.T
+	t   testing.TB
 	m   *gateway.Manager
 	srv *mcp.Server
 }
 
-func newFixture(t *testing.T, opts *gateway.Options, ups ...config.Upstream) *fixture {
+func newFixture(t testing.TB, opts *gateway.Options, ups ...config.Upstream) *fixture {
 	t.Helper()
 	m := gateway.New(opts)
 	t.Cleanup(m.Close)
