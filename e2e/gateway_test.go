@@ -287,7 +287,9 @@ func TestGatewayReloadKeepsSessions(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(hand), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	waitTools("three's tools", func(n []string) bool { return slices.Contains(n, "three__echo") && !slices.Contains(n, "three__add_tool") })
+	waitTools("three's tools", func(n []string) bool {
+		return slices.Contains(n, "three__echo") && !slices.Contains(n, "three__add_tool")
+	})
 
 	// A broken hand edit changes nothing, and reload says why.
 	if err := os.WriteFile(cfg, []byte(hand+"\n[[upstream]]\nname = \"bad\"\n"), 0o600); err != nil {

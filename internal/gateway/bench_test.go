@@ -57,4 +57,3 @@ func BenchmarkProxyOverhead(b *testing.B) {
 	b.ReportMetric(p, "proxied-p50-ms")
 	b.ReportMetric(p-d, "overhead-p50-ms")
 }
-
