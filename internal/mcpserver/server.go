@@ -379,8 +379,26 @@ func schemaFor[T any]() *jsonschema.Schema {
 
 // addTool registers a typed tool with schemas inferred once.
 func addTool[In, Out any](srv *mcp.Server, name, desc string, h mcp.ToolHandlerFor[In, Out]) {
-	t := &mcp.Tool{Name: name, Description: desc, InputSchema: cachedSchema[In](), OutputSchema: cachedSchema[Out]()}
+	in := cachedSchema[In]()
+	dropNullUnions(in)
+	t := &mcp.Tool{Name: name, Description: desc, InputSchema: in, OutputSchema: cachedSchema[Out]()}
 	mcp.AddTool(srv, t, h)
+}
+
+// dropNullUnions turns the ["null", T] types that optional pointer inputs
+// infer into plain T: some clients (Gemini's among them) reject type unions in
+// tool inputs, and an absent optional input means the same as null.
+func dropNullUnions(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	if len(s.Types) == 2 && s.Types[0] == "null" {
+		s.Type, s.Types = s.Types[1], nil
+	}
+	for _, p := range s.Properties {
+		dropNullUnions(p)
+	}
+	dropNullUnions(s.Items)
 }
 
 var schemaCache sync.Map // reflect.Type -> *jsonschema.Schema
