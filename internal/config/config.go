@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/pelletier/go-toml/v2"
 )
@@ -51,14 +52,17 @@ func Parse(b []byte, name string) (*Config, error) {
 	dec := toml.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {
+		// Unknown keys first: their DecodeError does not name the key.
+		var se *toml.StrictMissingError
+		if errors.As(err, &se) && len(se.Errors) > 0 {
+			e := se.Errors[0]
+			row, col := e.Position()
+			return nil, fmt.Errorf("%s:%d:%d: unknown key %q", name, row, col, strings.Join(e.Key(), "."))
+		}
 		var de *toml.DecodeError
 		if errors.As(err, &de) {
 			row, col := de.Position()
 			return nil, fmt.Errorf("%s:%d:%d: %s", name, row, col, de.Error())
-		}
-		var se *toml.StrictMissingError
-		if errors.As(err, &se) {
-			return nil, fmt.Errorf("%s: %s", name, se.String())
 		}
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
