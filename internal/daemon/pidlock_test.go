@@ -5,8 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"time"
 	"testing"
+	"time"
 )
 
 func TestPIDLockOneWinner(t *testing.T) {
