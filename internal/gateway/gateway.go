@@ -370,15 +370,27 @@ func (m *Manager) Call(ctx context.Context, name string, args json.RawMessage) (
 }
 
 func (m *Manager) call(ctx context.Context, upName, tool string, args json.RawMessage, meta mcp.Meta, c *caller, ss *mcp.ServerSession) (*mcp.CallToolResult, error) {
-	m.mu.Lock()
-	u := m.ups[upName]
-	var e *exposed
-	if tools := m.exposed[upName]; tools != nil {
-		e = tools[upName+Sep+tool]
+	lookup := func() (*upstream, *exposed) {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return m.ups[upName], m.exposed[upName][upName+Sep+tool]
 	}
-	m.mu.Unlock()
+	u, e := lookup()
 	if u == nil {
 		return nil, hub.Errorf("call tool", hub.NotFound, "no enabled upstream named %q: see `parley upstream list`", upName)
+	}
+	if e == nil && u.status().State != api.UpstreamReady {
+		// Its tools are not known yet (the daemon just started, or the
+		// upstream is coming back): wait for it as a call would.
+		cfg := u.config()
+		wctx, cancel := context.WithTimeout(ctx, cfg.CallTimeout())
+		if _, err := u.ready(wctx, nil); err == nil {
+			u, e = lookup()
+		}
+		cancel()
+		if u == nil {
+			return nil, hub.Errorf("call tool", hub.NotFound, "no enabled upstream named %q: see `parley upstream list`", upName)
+		}
 	}
 	if e == nil {
 		if st := u.status(); st.State != api.UpstreamReady {

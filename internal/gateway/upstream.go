@@ -39,6 +39,7 @@ type upstream struct {
 	since    time.Time
 	next     time.Time // next attempt, when failed
 	restarts int
+	wasReady bool // a session came up once: a failure now is worth waiting out
 	sess     *mcp.ClientSession
 	sessDone chan struct{} // closed when sess ends
 	changed  chan struct{} // closed and replaced on every state change
@@ -223,7 +224,7 @@ func (u *upstream) session() error {
 	}
 	cancel()
 	u.mu.Lock()
-	u.sess, u.sessDone, u.info = cs, sessDone, cs.InitializeResult()
+	u.sess, u.sessDone, u.info, u.wasReady = cs, sessDone, cs.InitializeResult(), true
 	u.next = time.Time{}
 	u.setStateLocked(api.UpstreamReady, "")
 	u.mu.Unlock()
@@ -305,12 +306,12 @@ func keepAlive(c config.Upstream) time.Duration {
 }
 
 // ready waits for a ready session other than avoid (one that just failed).
-// It gives up at once when the upstream is failing and its next attempt is
-// further away than the call can wait.
+// It gives up at once when the upstream never came up, or when its next
+// attempt is further away than the call can wait.
 func (u *upstream) ready(ctx context.Context, avoid *mcp.ClientSession) (*mcp.ClientSession, error) {
 	for {
 		u.mu.Lock()
-		cs, done, state, next, lastErr, changed := u.sess, u.sessDone, u.state, u.next, u.lastErr, u.changed
+		cs, done, state, next, lastErr, changed, wasReady := u.sess, u.sessDone, u.state, u.next, u.lastErr, u.changed, u.wasReady
 		u.mu.Unlock()
 		switch state {
 		case api.UpstreamReady:
@@ -321,7 +322,7 @@ func (u *upstream) ready(ctx context.Context, avoid *mcp.ClientSession) (*mcp.Cl
 			return nil, hub.Errorf("", hub.Unavailable, "upstream %q was stopped (removed, disabled or the daemon is shutting down)", u.name)
 		case api.UpstreamFailed:
 			wait := time.Until(next)
-			if dl, ok := ctx.Deadline(); (ok && next.After(dl)) || wait > 2*time.Second {
+			if dl, ok := ctx.Deadline(); !wasReady || (ok && next.After(dl)) || wait > 2*time.Second {
 				return nil, hub.Errorf("", hub.Unavailable, "upstream %q is unavailable (next attempt in %s): %s", u.name, wait.Round(time.Millisecond), lastErr)
 			}
 		}
