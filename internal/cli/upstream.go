@@ -128,7 +128,7 @@ pattern (or there are none) and no deny pattern.`,
 	f.IntVar(&retries, "retries", config.DefaultUpstreamRetries, "retries of a call that never reached the server (a call that may have run is never retried)")
 	f.StringArrayVar(&allow, "allow", nil, "expose only tools matching this glob (repeatable)")
 	f.StringArrayVar(&deny, "deny", nil, "hide tools matching this glob (repeatable)")
-	f.BoolVar(&off, "disabled", false, "add it disabled (enable it later with `parley upstream enable`)")
+	f.BoolVar(&off, "disabled", false, "add it disabled (enable it later with: parley upstream enable NAME)")
 	f.BoolVar(&replace, "replace", false, "replace an upstream of the same name")
 	f.DurationVar(&wait, "wait", 10*time.Second, "how long to wait for the server to come up (0: do not wait)")
 	return cmd
