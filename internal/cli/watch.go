@@ -48,13 +48,13 @@ Kinds: ` + strings.Join(api.EventKinds, ", "),
 				return err
 			}
 			defer s.Close()
-			if !g.json {
-				what := "workspace " + c.Workspace
-				if all {
-					what = "every workspace"
-				}
-				fmt.Fprintf(g.stderr, "watching %s (Ctrl-C to stop)\n", what)
+			// On stderr, so that --json output stays pure; it also tells
+			// scripts that the subscription is live.
+			what := "workspace " + c.Workspace
+			if all {
+				what = "every workspace"
 			}
+			fmt.Fprintf(g.stderr, "watching %s (Ctrl-C to stop)\n", what)
 			for {
 				e, raw, err := s.Next(ctx)
 				if err != nil {
