@@ -248,8 +248,8 @@ func TestWatchJSON(t *testing.T) {
 
 	type event struct {
 		Kind, Workspace, Agent, Role, From, To, Preview, Group, Change string
-		Recipients                                                    []string
-		Time                                                          time.Time
+		Recipients                                                     []string
+		Time                                                           time.Time
 	}
 	read := func(sc *bufio.Scanner) event {
 		t.Helper()
