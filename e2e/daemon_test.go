@@ -230,9 +230,21 @@ func TestMalformedStdinKeepsServing(t *testing.T) {
 	if m := recv(); m["id"] != float64(3) || m["result"] == nil {
 		t.Fatalf("call after a malformed line: got %v", m)
 	}
-	send(`{"jsonrpc":"2.0","id":4,"method":"no/such/method"}`)
-	if m := recv(); m["error"] == nil {
-		t.Fatalf("unknown method: got %v, want an error", m)
+	for _, tt := range []struct {
+		line string
+		id   float64
+		code float64
+	}{
+		{`{"jsonrpc":"2.0","id":4,"method":"no/such/method"}`, 4, -32601},
+		{`{"jsonrpc":"2.0","id":5}`, 5, -32600},
+		{`{"jsonrpc":"1.0","id":6,"method":"ping"}`, 6, -32600},
+	} {
+		send(tt.line)
+		m := recv()
+		errObj, _ := m["error"].(map[string]any)
+		if m["id"] != tt.id || errObj == nil || errObj["code"] != tt.code {
+			t.Errorf("%s: got %v, want error %v with id %v", tt.line, m, tt.code, tt.id)
+		}
 	}
 	stdin.Close()
 	done := make(chan error, 1)

@@ -69,6 +69,7 @@ const (
 
 	codeParseError     = -32700
 	codeInvalidRequest = -32600
+	codeMethodNotFound = -32601
 	codeInternalError  = -32603
 
 	msgLost = "connection to the server was lost while the request was in flight; retry it"
@@ -273,8 +274,13 @@ func (b *bridge) handleLine(l line) {
 	}
 	m, code, err := parseMessage(l.data)
 	if err != nil {
-		b.log.Warn("bad message from client", "err", err, "line", truncate(l.data, errTextLimit))
-		b.writeError(nil, code, err.Error())
+		// The line may hold a message's content: log its size, not its text.
+		b.log.Warn("bad message from client", "err", err, "bytes", len(l.data))
+		var id json.RawMessage
+		if m != nil && len(m.ids) == 1 {
+			id = m.ids[0]
+		}
+		b.writeError(id, code, err.Error())
 		return
 	}
 	switch {
@@ -855,6 +861,13 @@ func (b *bridge) httpError(m *message, resp *http.Response) {
 		}
 	}
 	text := strings.TrimSpace(body)
+	// The go-sdk refuses a method it does not know with a plain HTTP 400.
+	if resp.StatusCode == http.StatusBadRequest && strings.HasPrefix(text, "JSON RPC not handled") {
+		for _, id := range m.ids {
+			b.writeError(id, codeMethodNotFound, fmt.Sprintf("method not found: %s", m.method))
+		}
+		return
+	}
 	if len(text) > errTextLimit {
 		text = text[:errTextLimit] + "..."
 	}

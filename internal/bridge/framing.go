@@ -93,8 +93,11 @@ func (lr *lineReader) next() (line, error) {
 // requests, notifications and responses apart and to match responses to
 // requests. The rest of the message is passed on untouched.
 type envelope struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Result  json.RawMessage `json:"result"`
+	Error   json.RawMessage `json:"error"`
 }
 
 // message is one parsed line from the client.
@@ -131,6 +134,14 @@ func parseMessage(raw []byte) (*message, int, error) {
 	if err := json.Unmarshal(raw, &env); err != nil {
 		return nil, decodeCode(err), decodeErr(err)
 	}
+	// Answer an invalid envelope here, with its id where it has one: the
+	// server would only refuse it with an HTTP error, or not answer at all.
+	switch {
+	case env.JSONRPC != "2.0":
+		return &message{raw: raw, ids: idOf(env.ID)}, codeInvalidRequest, fmt.Errorf("invalid request: jsonrpc must be \"2.0\", got %q", env.JSONRPC)
+	case env.Method == "" && len(env.Result) == 0 && len(env.Error) == 0:
+		return &message{raw: raw, ids: idOf(env.ID)}, codeInvalidRequest, errors.New("invalid request: no method, result or error")
+	}
 	m.method = env.Method
 	if env.Method != "" && isID(env.ID) {
 		m.ids = []json.RawMessage{env.ID}
@@ -152,6 +163,14 @@ func decodeErr(err error) error {
 		return fmt.Errorf("parse error: %w", err)
 	}
 	return fmt.Errorf("invalid request: %w", err)
+}
+
+// idOf returns the id as a list of one, or none for a notification.
+func idOf(id json.RawMessage) []json.RawMessage {
+	if !isID(id) {
+		return nil
+	}
+	return []json.RawMessage{id}
 }
 
 // isID reports whether a request carries an id, so expects a response.
