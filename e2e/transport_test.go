@@ -98,13 +98,20 @@ func TestTCPClientWithoutBridge(t *testing.T) {
 	}
 }
 
-// TestMCPServeSurvivesDaemonRestart kills the daemon with SIGKILL while two
-// MCP clients are connected through `parley mcp serve`, one of them blocked in
-// wait_for_message. The blocked call ends (with a clear error or a result)
-// well before its timeout; the next calls work on the same client sessions,
-// through a daemon the bridge restarted; messages sent before the kill are
-// still there; identities are the same.
+// TestMCPServeSurvivesDaemonRestart kills the daemon (SIGKILL, or a clean
+// `parley daemon stop` as for an upgrade) while two MCP clients are connected
+// through `parley mcp serve`, one of them blocked in wait_for_message. The
+// blocked call ends (with a clear error or a result) well before its timeout;
+// the next calls work on the same client sessions, through a daemon the
+// bridge restarted; messages sent before the kill are still there; identities
+// are the same.
 func TestMCPServeSurvivesDaemonRestart(t *testing.T) {
+	for _, mode := range []string{"kill -9", "daemon stop"} {
+		t.Run(mode, func(t *testing.T) { testSurviveRestart(t, mode) })
+	}
+}
+
+func testSurviveRestart(t *testing.T, mode string) {
 	e := newEnv(t)
 	e.must("daemon", "start")
 	alice := e.session(nil, "--workspace", "rs", "--agent", "alice", "--role", "planner")
@@ -137,7 +144,11 @@ func TestMCPServeSurvivesDaemonRestart(t *testing.T) {
 	}
 	oldPID := e.daemonPID()
 	killed := time.Now()
-	e.kill9()
+	if mode == "kill -9" {
+		e.kill9()
+	} else {
+		e.must("daemon", "stop")
+	}
 
 	// alice had nothing in flight: her next call must simply work.
 	var sent struct {
@@ -176,7 +187,7 @@ func TestMCPServeSurvivesDaemonRestart(t *testing.T) {
 			t.Errorf("resumed wait: got %s", text(w.res))
 		}
 	}
-	t.Logf("blocked wait after kill -9: err=%v resumed=%v", w.err, resumed)
+	t.Logf("blocked wait after %s: err=%v resumed=%v", mode, w.err, resumed)
 
 	// bob's session works again without reconnecting, as bob.
 	var inbox struct {
