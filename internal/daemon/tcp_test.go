@@ -244,3 +244,44 @@ func TestTCPRefusals(t *testing.T) {
 		t.Errorf("socket without token: got %d, want 200", resp.StatusCode)
 	}
 }
+
+func TestListenFromConfig(t *testing.T) {
+	cases := []struct {
+		name, toml string
+		wantErr    string // "" means it listens
+	}{
+		{name: "loopback", toml: `listen = "127.0.0.1:0"`},
+		{name: "remote without allow_remote", toml: `listen = "0.0.0.0:0"`, wantErr: "allow_remote"},
+		{name: "remote with allow_remote", toml: "listen = \"0.0.0.0:0\"\nallow_remote = true"},
+		{name: "bad address", toml: `listen = "7474"`, wantErr: "invalid listen address"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			home, err := os.MkdirTemp("/tmp", "pl")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer os.RemoveAll(home)
+			if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(c.toml+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			d, err := Open(context.Background(), Config{Home: home})
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					if d != nil {
+						d.Close()
+					}
+					t.Fatalf("got %v, want an error with %q", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			if d.TCPAddr() == "" {
+				t.Error("got no TCP listener, want one from config.toml")
+			}
+		})
+	}
+}
