@@ -1,0 +1,173 @@
+// Command parley-bench measures a real Parley daemon against a floor: it starts
+// `parley daemon start` in temporary state directories, drives it the way agents
+// do (through `parley mcp serve` over stdio, and over the socket with Streamable
+// HTTP), measures the same request/wake pattern on Redis over loopback, and
+// prints a markdown table. scripts/bench builds parley, starts redis-server and
+// runs it; see docs/performance.md.
+//
+// Usage:
+//
+//	parley-bench -parley PATH -redis 127.0.0.1:PORT [-n 2000] [-dur 5s] [-run REGEXP]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"regexp"
+	"runtime"
+	"strings"
+	"time"
+)
+
+var (
+	flagParley = flag.String("parley", "", "the parley binary to measure (required)")
+	flagRedis  = flag.String("redis", "", "host:port of a redis-server for the floor (empty: no floor)")
+	flagN      = flag.Int("n", 2000, "samples per latency scenario")
+	flagDur    = flag.Duration("dur", 5*time.Second, "duration of each throughput scenario")
+	flagRun    = flag.String("run", "", "run only scenarios whose name matches this regexp")
+	flagSeed   = flag.Int("seed-messages", 1_000_000, "messages stored before the check_messages scenario")
+	flagAgents = flag.Int("agents", 1000, "agents of the broadcast scenario")
+	flagSess   = flag.Int("sessions", 1000, "MCP sessions of the RSS scenario")
+)
+
+func main() {
+	flag.Parse()
+	if *flagParley == "" {
+		fmt.Fprintln(os.Stderr, "parley-bench: -parley PATH is required (scripts/bench builds it)")
+		os.Exit(2)
+	}
+	re, err := regexp.Compile(*flagRun)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "parley-bench: -run: %v\n", err)
+		os.Exit(2)
+	}
+	b := &bench{bin: *flagParley, redis: *flagRedis}
+	ctx := context.Background()
+	start := time.Now()
+	for _, s := range scenarios {
+		if !re.MatchString(s.name) {
+			continue
+		}
+		logf("== %s", s.name)
+		if err := s.run(ctx, b); err != nil {
+			fmt.Fprintf(os.Stderr, "parley-bench: %s: %v\n", s.name, err)
+			b.cleanup()
+			os.Exit(1)
+		}
+	}
+	b.cleanup()
+	b.print(os.Stdout, time.Since(start))
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, format+"\n", args...)
+}
+
+// A latRow is one latency scenario: Parley's samples and the floor's.
+type latRow struct {
+	name, what  string
+	parley      []time.Duration
+	floor       []time.Duration
+	target      string
+	met         string // "yes", "no" or ""
+	floorAbsent string // why there is no floor, if none
+}
+
+// A valRow is one throughput or memory scenario.
+type valRow struct {
+	name, unit    string
+	parley, floor float64
+	target, met   string
+	note          string
+}
+
+type bench struct {
+	bin, redis string
+	lat        []latRow
+	val        []valRow
+	cleanups   []func()
+}
+
+func (b *bench) cleanup() {
+	for i := len(b.cleanups) - 1; i >= 0; i-- {
+		b.cleanups[i]()
+	}
+	b.cleanups = nil
+}
+
+func (b *bench) print(w *os.File, took time.Duration) {
+	host, _ := os.Hostname()
+	load, _ := os.ReadFile("/proc/loadavg")
+	fmt.Fprintf(w, "Measured %s on %s (%s, %d CPUs, %s), load average at the end: %s\n\n",
+		time.Now().UTC().Format("2006-01-02 15:04 MST"), host, cpuModel(), runtime.NumCPU(), runtime.Version(),
+		strings.Join(strings.Fields(string(load))[:3], " "))
+	fmt.Fprintln(w, "| scenario | parley p50 | p99 | p999 | redis floor p50 | floor p99 | ratio p50 | target | met |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---|---|")
+	for _, r := range b.lat {
+		p := percentiles(r.parley)
+		fl := [3]string{"-", "-", "-"}
+		ratio := "-"
+		if len(r.floor) > 0 {
+			f := percentiles(r.floor)
+			fl = [3]string{ms(f[0]), ms(f[1]), ms(f[2])}
+			ratio = fmt.Sprintf("%.1fx", float64(p[0])/float64(max(f[0], 1)))
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			r.name, ms(p[0]), ms(p[1]), ms(p[2]), fl[0], fl[1], ratio, dash(r.target), dash(r.met))
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| scenario | parley | redis floor | target | met | note |")
+	fmt.Fprintln(w, "|---|---:|---:|---|---|---|")
+	for _, r := range b.val {
+		fl := "-"
+		if r.floor > 0 {
+			fl = num(r.floor) + " " + r.unit
+		}
+		fmt.Fprintf(w, "| %s | %s %s | %s | %s | %s | %s |\n", r.name, num(r.parley), r.unit, fl, dash(r.target), dash(r.met), dash(r.note))
+	}
+	fmt.Fprintf(w, "\nLatencies in milliseconds; %d samples per latency row; throughput over %s per row; whole run %s.\n",
+		*flagN, *flagDur, took.Round(time.Second))
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.3f", float64(d.Nanoseconds())/1e6) }
+
+func num(v float64) string {
+	switch {
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+func yes(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "**no**"
+}
+
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return runtime.GOARCH
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "model name") {
+			if i := strings.Index(l, ":"); i >= 0 {
+				return strings.TrimSpace(l[i+1:])
+			}
+		}
+	}
+	return runtime.GOARCH
+}

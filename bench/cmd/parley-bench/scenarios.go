@@ -1,0 +1,641 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"encoding/json"
+
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/parley-dev/parley/internal/store/sqlite"
+)
+
+type scenario struct {
+	name string
+	run  func(ctx context.Context, b *bench) error
+}
+
+// The order matters only for reading the log: each scenario starts its own daemon.
+var scenarios = []scenario{
+	{"send-wake", sendWakeScenario},
+	{"throughput", throughputScenario},
+	{"broadcast", broadcastScenario},
+	{"check", checkScenario},
+	{"cold-start", coldStartScenario},
+	{"rss", rssScenario},
+}
+
+const wakeTarget = "p50 <= 0.5 ms and <= 5x floor"
+
+// sendWakeScenario: agent B is blocked in wait_for_message; agent A sends; the
+// clock runs from A's call until B's wait returns. Once through `parley mcp
+// serve` (stdio, the way Claude Code and friends connect), once straight on the
+// socket with Streamable HTTP. The floor is Redis: B blocked in BLPOP, A LPUSHes.
+func sendWakeScenario(ctx context.Context, b *bench) error {
+	d, err := b.newHome()
+	if err != nil {
+		return err
+	}
+	if err := d.start(); err != nil {
+		return err
+	}
+	var floor []time.Duration
+	if b.redis != "" {
+		if floor, err = redisWake(b.redis, *flagN); err != nil {
+			return err
+		}
+	}
+	for _, tr := range []struct {
+		name string
+		open func(ctx context.Context, ws, agent string) (*mcp.ClientSession, error)
+	}{
+		{"send->wake, stdio (2x parley mcp serve)", d.stdioSession},
+		{"send->wake, Streamable HTTP on the socket", d.httpSession},
+	} {
+		ws := "wake" + strconv.Itoa(len(b.lat))
+		a, err := tr.open(ctx, ws, "a")
+		if err != nil {
+			return err
+		}
+		w, err := tr.open(ctx, ws, "b")
+		if err != nil {
+			return err
+		}
+		if _, err := sendWake(ctx, a, w, 50); err != nil { // warm up
+			return err
+		}
+		lat, err := sendWake(ctx, a, w, *flagN)
+		a.Close()
+		w.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", tr.name, err)
+		}
+		p, f := percentiles(lat), percentiles(floor)
+		met := p[0] <= 500*time.Microsecond
+		if len(floor) > 0 {
+			met = met && p[0] <= 5*f[0]
+		}
+		b.lat = append(b.lat, latRow{name: tr.name, parley: lat, floor: floor, target: wakeTarget, met: yes(met)})
+		logf("   %s: p50 %s ms", tr.name, ms(p[0]))
+	}
+	return nil
+}
+
+func sendWake(ctx context.Context, a, w *mcp.ClientSession, n int) ([]time.Duration, error) {
+	type woke struct {
+		at  time.Time
+		err error
+	}
+	lat := make([]time.Duration, 0, n)
+	for i := 0; i < n; i++ {
+		got := make(chan woke, 1)
+		go func() {
+			res, err := callOK(ctx, w, "wait_for_message", map[string]any{"timeout": 30})
+			at := time.Now()
+			if err == nil {
+				if st, _ := res.StructuredContent.(map[string]any)["status"].(string); st != "message_received" {
+					err = fmt.Errorf("wait_for_message: status %q, want message_received", st)
+				}
+			}
+			got <- woke{at, err}
+		}()
+		// Let B's wait reach the daemon and block: the scenario is the wake-up
+		// of a blocked waiter (a wait that comes late still gets the message).
+		time.Sleep(time.Millisecond)
+		start := time.Now()
+		if _, err := callOK(ctx, a, "send_message", map[string]any{"to": "b", "content": "ping " + strconv.Itoa(i)}); err != nil {
+			return nil, err
+		}
+		r := <-got
+		if r.err != nil {
+			return nil, r.err
+		}
+		lat = append(lat, r.at.Sub(start))
+	}
+	return lat, nil
+}
+
+func redisWake(addr string, n int) ([]time.Duration, error) {
+	a, err := dialRedis(addr)
+	if err != nil {
+		return nil, err
+	}
+	defer a.Close()
+	w, err := dialRedis(addr)
+	if err != nil {
+		return nil, err
+	}
+	defer w.Close()
+	if _, err := a.do("DEL", "wake"); err != nil {
+		return nil, err
+	}
+	type woke struct {
+		at  time.Time
+		err error
+	}
+	lat := make([]time.Duration, 0, n)
+	for i := 0; i < n+50; i++ {
+		got := make(chan woke, 1)
+		go func() {
+			_, err := w.do("BLPOP", "wake", "30")
+			got <- woke{time.Now(), err}
+		}()
+		time.Sleep(time.Millisecond)
+		start := time.Now()
+		if _, err := a.do("LPUSH", "wake", "ping "+strconv.Itoa(i)); err != nil {
+			return nil, err
+		}
+		r := <-got
+		if r.err != nil {
+			return nil, r.err
+		}
+		if i >= 50 {
+			lat = append(lat, r.at.Sub(start))
+		}
+	}
+	return lat, nil
+}
+
+// throughputScenario: c senders, each its own MCP session on the socket, send
+// to one recipient as fast as their acknowledgements come back; every
+// acknowledgement means the message is committed (synchronous=FULL). The same
+// through the JSON API. The floor is Redis LPUSH from c connections, which is
+// not durable (no fsync): it bounds what the transport alone allows.
+func throughputScenario(ctx context.Context, b *bench) error {
+	d, err := b.newHome()
+	if err != nil {
+		return err
+	}
+	if err := d.start(); err != nil {
+		return err
+	}
+	for _, c := range []int{1, 8, 64} {
+		ws := "tput" + strconv.Itoa(c)
+		var floor float64
+		if b.redis != "" {
+			if floor, err = redisThroughput(b.redis, c, *flagDur); err != nil {
+				return err
+			}
+		}
+		sessions := make([]*mcp.ClientSession, c)
+		for i := range sessions {
+			if sessions[i], err = d.httpSession(ctx, ws, "s"+strconv.Itoa(i)); err != nil {
+				return err
+			}
+		}
+		rate, err := measureRate(c, *flagDur, func(i, j int) error {
+			_, err := callOK(ctx, sessions[i], "send_message", map[string]any{"to": "sink", "content": fmt.Sprintf("m %d %d", i, j)})
+			return err
+		})
+		for _, s := range sessions {
+			s.Close()
+		}
+		if err != nil {
+			return err
+		}
+		r := valRow{name: fmt.Sprintf("send throughput, %d sender(s), MCP send_message on the socket", c), unit: "msg/s", parley: rate, floor: floor, note: "durable: acknowledged after commit; floor not durable"}
+		if c == 64 {
+			r.target, r.met = ">= 20,000 msg/s", yes(rate >= 20000)
+		}
+		b.val = append(b.val, r)
+		logf("   MCP %d senders: %.0f msg/s (redis %.0f)", c, rate, floor)
+
+		rate, err = measureRate(c, *flagDur, func(i, j int) error {
+			return d.api(ctx, "POST", "/messages", ws, "j"+strconv.Itoa(i), map[string]any{"to": "sink", "content": fmt.Sprintf("m %d %d", i, j)}, nil)
+		})
+		if err != nil {
+			return err
+		}
+		r = valRow{name: fmt.Sprintf("send throughput, %d sender(s), JSON API POST /api/v1/messages", c), unit: "msg/s", parley: rate, floor: floor, note: "durable"}
+		if c == 64 {
+			r.target, r.met = ">= 20,000 msg/s", yes(rate >= 20000)
+		}
+		b.val = append(b.val, r)
+		logf("   API %d senders: %.0f msg/s", c, rate)
+	}
+	return nil
+}
+
+// measureRate runs c workers calling op(worker, i) for dur and returns ops/s.
+func measureRate(c int, dur time.Duration, op func(worker, i int) error) (float64, error) {
+	var n atomic.Int64
+	var firstErr error
+	var once sync.Once
+	stop := time.Now().Add(dur)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := 0; i < c; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; time.Now().Before(stop); j++ {
+				if err := op(i, j); err != nil {
+					once.Do(func() { firstErr = err })
+					return
+				}
+				n.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	return float64(n.Load()) / time.Since(start).Seconds(), firstErr
+}
+
+func redisThroughput(addr string, c int, dur time.Duration) (float64, error) {
+	conns := make([]*respConn, c)
+	for i := range conns {
+		var err error
+		if conns[i], err = dialRedis(addr); err != nil {
+			return 0, err
+		}
+		defer conns[i].Close()
+	}
+	return measureRate(c, dur, func(i, j int) error {
+		_, err := conns[i].do("LPUSH", "tput", fmt.Sprintf("m %d %d", i, j))
+		return err
+	})
+}
+
+// broadcastScenario: one broadcast_message to every other agent of a workspace
+// of *flagAgents agents, acknowledged after commit. The floor is one pipeline of
+// as many LPUSHes, one per list.
+func broadcastScenario(ctx context.Context, b *bench) error {
+	d, err := b.newHome()
+	if err != nil {
+		return err
+	}
+	if err := d.start(); err != nil {
+		return err
+	}
+	const ws = "bcast"
+	for i := 0; i < *flagAgents; i++ {
+		if err := d.api(ctx, "POST", "/agents", ws, "", map[string]any{"name": "r" + strconv.Itoa(i), "role": "worker"}, nil); err != nil {
+			return err
+		}
+	}
+	s, err := d.httpSession(ctx, ws, "caster")
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	n := max(*flagN/20, 20)
+	var lat []time.Duration
+	for i := 0; i < n+5; i++ {
+		start := time.Now()
+		res, err := callOK(ctx, s, "broadcast_message", map[string]any{"content": "all hands " + strconv.Itoa(i)})
+		if err != nil {
+			return err
+		}
+		if i < 5 {
+			continue
+		}
+		lat = append(lat, time.Since(start))
+		if got := recipientsOf(res); got != *flagAgents {
+			return fmt.Errorf("broadcast reached %d agents, want %d", got, *flagAgents)
+		}
+	}
+	var floor []time.Duration
+	if b.redis != "" {
+		r, err := dialRedis(b.redis)
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		for i := 0; i < n+5; i++ {
+			start := time.Now()
+			for k := 0; k < *flagAgents; k++ {
+				r.write("LPUSH", "inbox:"+strconv.Itoa(k), "all hands "+strconv.Itoa(i))
+			}
+			if err := r.w.Flush(); err != nil {
+				return err
+			}
+			for k := 0; k < *flagAgents; k++ {
+				if _, err := r.read(); err != nil {
+					return err
+				}
+			}
+			if i >= 5 {
+				floor = append(floor, time.Since(start))
+			}
+		}
+	}
+	b.lat = append(b.lat, latRow{name: fmt.Sprintf("broadcast_message to %d agents", *flagAgents), parley: lat, floor: floor})
+	p := percentiles(lat)
+	b.val = append(b.val, valRow{name: fmt.Sprintf("broadcast deliveries (%d per message)", *flagAgents), unit: "deliveries/s",
+		parley: float64(*flagAgents) / p[0].Seconds(), note: "at the p50 latency"})
+	logf("   broadcast p50 %s ms", ms(p[0]))
+	return nil
+}
+
+func recipientsOf(res *mcp.CallToolResult) int {
+	b, _ := json.Marshal(res.StructuredContent)
+	var v struct {
+		TotalSent int `json:"total_sent"`
+	}
+	json.Unmarshal(b, &v)
+	return v.TotalSent
+}
+
+// checkScenario: check_messages of an agent whose workspace stores
+// *flagSeedMessages messages (written straight into parley.db before the daemon
+// starts). Each sample: a message arrives (not timed), then check_messages.
+// The floor: LPUSH (not timed), then LPOP with a count.
+func checkScenario(ctx context.Context, b *bench) error {
+	d, err := b.newHome()
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	if err := seed(ctx, filepath.Join(d.home, "parley.db"), *flagSeed); err != nil {
+		return fmt.Errorf("seed %d messages: %w", *flagSeed, err)
+	}
+	logf("   seeded %d messages in %s", *flagSeed, time.Since(t0).Round(time.Millisecond))
+	if err := d.start(); err != nil {
+		return err
+	}
+	s, err := d.httpSession(ctx, "bench", "reader")
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	var lat []time.Duration
+	for i := 0; i < *flagN+50; i++ {
+		if err := d.api(ctx, "POST", "/messages", "bench", "feeder", map[string]any{"to": "reader", "content": "news " + strconv.Itoa(i)}, nil); err != nil {
+			return err
+		}
+		start := time.Now()
+		res, err := callOK(ctx, s, "check_messages", nil)
+		if err != nil {
+			return err
+		}
+		el := time.Since(start)
+		var v struct {
+			Messages []json.RawMessage `json:"messages"`
+		}
+		bs, _ := json.Marshal(res.StructuredContent)
+		json.Unmarshal(bs, &v)
+		if len(v.Messages) != 1 {
+			return fmt.Errorf("check_messages returned %d messages, want 1", len(v.Messages))
+		}
+		if i >= 50 {
+			lat = append(lat, el)
+		}
+	}
+	var floor []time.Duration
+	if b.redis != "" {
+		r, err := dialRedis(b.redis)
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		for i := 0; i < *flagN+50; i++ {
+			if _, err := r.do("LPUSH", "check", "news "+strconv.Itoa(i)); err != nil {
+				return err
+			}
+			start := time.Now()
+			if _, err := r.do("LPOP", "check", "50"); err != nil {
+				return err
+			}
+			if i >= 50 {
+				floor = append(floor, time.Since(start))
+			}
+		}
+	}
+	p := percentiles(lat)
+	b.lat = append(b.lat, latRow{name: fmt.Sprintf("check_messages with %s messages stored", human(*flagSeed)), parley: lat, floor: floor,
+		target: "p99 <= 5 ms", met: yes(p[1] <= 5*time.Millisecond)})
+	logf("   check p50 %s p99 %s ms", ms(p[0]), ms(p[1]))
+	return nil
+}
+
+func human(n int) string {
+	if n >= 1_000_000 && n%1_000_000 == 0 {
+		return strconv.Itoa(n/1_000_000) + "M"
+	}
+	return strconv.Itoa(n)
+}
+
+// seed writes n messages into a new Parley database at path: the store makes
+// the schema, then one INSERT ... SELECT per table fills it. One message in ten
+// went to "reader", the rest to 999 other agents; every one is already read, so
+// the reader's inbox is empty and 1M rows of history sit beside it.
+func seed(ctx context.Context, path string, n int) error {
+	st, err := sqlite.Open(ctx, path, nil)
+	if err != nil {
+		return err
+	}
+	st.Close()
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=synchronous(OFF)&_pragma=temp_store(MEMORY)")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	now := time.Now().UnixNano()
+	stmts := []string{
+		`INSERT OR IGNORE INTO workspaces (name) VALUES ('bench')`,
+		fmt.Sprintf(`WITH RECURSIVE c(x) AS (SELECT 0 UNION ALL SELECT x+1 FROM c WHERE x < 998)
+			INSERT INTO agents (workspace, name, role, module, status, created_at, last_seen)
+			SELECT 'bench', 'a' || x, 'worker', '', 'ready', %d, %d FROM c`, now, now),
+		fmt.Sprintf(`INSERT INTO agents (workspace, name, role, module, status, created_at, last_seen)
+			VALUES ('bench', 'reader', 'worker', '', 'ready', %d, %d), ('bench', 'feeder', 'worker', '', 'ready', %d, %d)`, now, now, now, now),
+		fmt.Sprintf(`WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x < %d)
+			INSERT INTO messages (seq, id, workspace, sender, to_addr, content, priority, reply_to, thread_id, created_at)
+			SELECT x, printf('01SEED%%020d', x), 'bench', 'a' || ((x + 1) %% 999),
+				CASE WHEN x %% 10 = 0 THEN 'reader' ELSE 'a' || (x %% 999) END,
+				'seeded message number ' || x || ': the quick brown fox jumps over the lazy dog', 'normal', '',
+				printf('01SEED%%020d', x), %d + x FROM c`, n, now-int64(n)*1000),
+		fmt.Sprintf(`INSERT INTO deliveries (id, workspace, recipient, message_seq, rank, read_at)
+			SELECT seq, 'bench', to_addr, seq, 2, %d FROM messages`, now),
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	for _, q := range stmts {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("%w (has the schema in internal/store/sqlite/migrations changed?)", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	_, err = db.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)")
+	return err
+}
+
+// coldStartScenario: `parley mcp serve` from spawn to the initialize result,
+// with the daemon running. The floor: `redis-cli PING` from spawn to exit.
+func coldStartScenario(ctx context.Context, b *bench) error {
+	d, err := b.newHome()
+	if err != nil {
+		return err
+	}
+	if err := d.start(); err != nil {
+		return err
+	}
+	n := max(*flagN/20, 20)
+	init := []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}` + "\n")
+	var lat []time.Duration
+	for i := 0; i < n+3; i++ {
+		c := d.cmd("mcp", "serve", "--workspace", "bench", "--agent", "cold")
+		stdin, _ := c.StdinPipe()
+		stdout, _ := c.StdoutPipe()
+		start := time.Now()
+		if err := c.Start(); err != nil {
+			return err
+		}
+		stdin.Write(init)
+		line, err := bufio.NewReader(stdout).ReadBytes('\n')
+		el := time.Since(start)
+		stdin.Close()
+		c.Wait()
+		if err != nil || !strings.Contains(string(line), `"result"`) {
+			return fmt.Errorf("initialize through mcp serve: %v %s", err, line)
+		}
+		if i >= 3 {
+			lat = append(lat, el)
+		}
+	}
+	var floor []time.Duration
+	if b.redis != "" {
+		host, port, _ := strings.Cut(b.redis, ":")
+		for i := 0; i < n+3; i++ {
+			start := time.Now()
+			out, err := exec.Command("redis-cli", "-h", host, "-p", port, "PING").Output()
+			if err != nil || !strings.Contains(string(out), "PONG") {
+				return fmt.Errorf("redis-cli PING: %v %s", err, out)
+			}
+			if i >= 3 {
+				floor = append(floor, time.Since(start))
+			}
+		}
+	}
+	b.lat = append(b.lat, latRow{name: "parley mcp serve cold start to initialize result (floor: redis-cli PING)", parley: lat, floor: floor})
+	logf("   cold start p50 %s ms", ms(percentiles(lat)[0]))
+	return nil
+}
+
+// rssScenario: the daemon's VmRSS idle, then with *flagSess MCP sessions open
+// (Streamable HTTP on the socket, each with its standalone SSE stream, as
+// `parley mcp serve` keeps one). The floor: redis-server idle and with as many
+// connections.
+func rssScenario(ctx context.Context, b *bench) error {
+	d, err := b.newHome()
+	if err != nil {
+		return err
+	}
+	if err := d.start(); err != nil {
+		return err
+	}
+	time.Sleep(time.Second)
+	idle, err := rss(d.pid)
+	if err != nil {
+		return err
+	}
+	var rpid int
+	var ridle, rbusy int64
+	if b.redis != "" {
+		r, err := dialRedis(b.redis)
+		if err != nil {
+			return err
+		}
+		info, err := r.do("INFO", "server")
+		r.Close()
+		if err != nil {
+			return err
+		}
+		for _, l := range strings.Split(fmt.Sprint(info), "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(l), "process_id:"); ok {
+				rpid, _ = strconv.Atoi(v)
+			}
+		}
+		if ridle, err = rss(rpid); err != nil {
+			return err
+		}
+	}
+	sessions := make([]*mcp.ClientSession, *flagSess)
+	var mu sync.Mutex
+	var firstErr error
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i := range sessions {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			s, err := d.httpSession(ctx, "rss", "s"+strconv.Itoa(i))
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+			sessions[i] = s
+		}()
+	}
+	wg.Wait()
+	defer func() {
+		for _, s := range sessions {
+			if s != nil {
+				s.Close()
+			}
+		}
+	}()
+	if firstErr != nil {
+		return firstErr
+	}
+	// Every session answers, so all of them are really open.
+	for _, s := range sessions[:10] {
+		if _, err := callOK(ctx, s, "whoami", nil); err != nil {
+			return err
+		}
+	}
+	var st struct {
+		Sessions int `json:"mcp_sessions"`
+	}
+	if err := d.api(ctx, "GET", "/status", "rss", "", nil, &st); err != nil {
+		return err
+	}
+	if st.Sessions < *flagSess {
+		return fmt.Errorf("daemon counts %d sessions, want %d", st.Sessions, *flagSess)
+	}
+	time.Sleep(time.Second)
+	busy, err := rss(d.pid)
+	if err != nil {
+		return err
+	}
+	if rpid != 0 {
+		conns := make([]*respConn, *flagSess)
+		for i := range conns {
+			if conns[i], err = dialRedis(b.redis); err != nil {
+				return err
+			}
+			defer conns[i].Close()
+			if _, err := conns[i].do("PING"); err != nil {
+				return err
+			}
+		}
+		if rbusy, err = rss(rpid); err != nil {
+			return err
+		}
+	}
+	const mb = 1 << 20
+	b.val = append(b.val,
+		valRow{name: "daemon RSS, idle", unit: "MB", parley: float64(idle) / mb, floor: float64(ridle) / mb},
+		valRow{name: fmt.Sprintf("daemon RSS, %d open MCP sessions", *flagSess), unit: "MB", parley: float64(busy) / mb, floor: float64(rbusy) / mb,
+			target: "<= 200 MB", met: yes(busy <= 200*mb), note: "floor: redis-server with as many connections"},
+	)
+	logf("   rss idle %.1f MB, %d sessions %.1f MB", float64(idle)/mb, *flagSess, float64(busy)/mb)
+	return nil
+}
