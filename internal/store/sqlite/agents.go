@@ -37,29 +37,23 @@ func (db *DB) PutAgent(ctx context.Context, a *hub.Agent) error {
 	if created.IsZero() {
 		created = time.Now()
 	}
-	tx, err := db.w.BeginTx(ctx, nil)
-	if err != nil {
-		return db.mapErr(ctx, op, err)
-	}
-	defer tx.Rollback()
 	known := db.isKnown(a.Workspace)
-	if !known {
-		if _, err := tx.StmtContext(ctx, db.stmts.wInsWorkspace).ExecContext(ctx, a.Workspace); err != nil {
-			return db.mapErr(ctx, op, err)
-		}
-	}
 	var stored int64
-	err = tx.QueryRowContext(ctx, `INSERT INTO agents (`+agentCols+`) VALUES (?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (workspace, name) DO UPDATE SET role = excluded.role, module = excluded.module,
-			status = excluded.status, last_seen = excluded.last_seen
-		RETURNING created_at`,
-		a.Workspace, a.Name, a.Role, a.Module, string(a.Status), nanos(created), nanos(a.LastSeen),
-	).Scan(&stored)
+	err := db.write(ctx, op, func(ctx context.Context, c *sql.Conn) error {
+		if !known {
+			if _, err := db.stmts.wInsWorkspace.ExecContext(ctx, a.Workspace); err != nil {
+				return err
+			}
+		}
+		return c.QueryRowContext(ctx, `INSERT INTO agents (`+agentCols+`) VALUES (?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (workspace, name) DO UPDATE SET role = excluded.role, module = excluded.module,
+				status = excluded.status, last_seen = excluded.last_seen
+			RETURNING created_at`,
+			a.Workspace, a.Name, a.Role, a.Module, string(a.Status), nanos(created), nanos(a.LastSeen),
+		).Scan(&stored)
+	})
 	if err != nil {
-		return db.mapErr(ctx, op, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return db.mapErr(ctx, op, err)
+		return err
 	}
 	if !known {
 		db.markKnown(a.Workspace)
@@ -108,19 +102,21 @@ func (db *DB) Agents(ctx context.Context, ws string) ([]*hub.Agent, error) {
 // SetAgentStatus sets the agent's self-reported status.
 func (db *DB) SetAgentStatus(ctx context.Context, ws, name string, st hub.Status) error {
 	const op = "set agent status"
-	res, err := db.w.ExecContext(ctx, `UPDATE agents SET status = ? WHERE workspace = ? AND name = ?`,
-		string(st), ws, name)
-	if err != nil {
-		return db.mapErr(ctx, op, err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return db.mapErr(ctx, op, err)
-	}
-	if n == 0 {
-		return hub.Errorf(op, hub.NotFound, "no agent %q in workspace %q", name, ws)
-	}
-	return nil
+	return db.write(ctx, op, func(ctx context.Context, c *sql.Conn) error {
+		res, err := c.ExecContext(ctx, `UPDATE agents SET status = ? WHERE workspace = ? AND name = ?`,
+			string(st), ws, name)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return hub.Errorf(op, hub.NotFound, "no agent %q in workspace %q", name, ws)
+		}
+		return nil
+	})
 }
 
 // TouchAgents records when the agents were last seen, in one transaction.
@@ -129,22 +125,14 @@ func (db *DB) TouchAgents(ctx context.Context, ws string, seen map[string]time.T
 	if len(seen) == 0 {
 		return nil
 	}
-	tx, err := db.w.BeginTx(ctx, nil)
-	if err != nil {
-		return db.mapErr(ctx, op, err)
-	}
-	defer tx.Rollback()
-	st, err := tx.PrepareContext(ctx, `UPDATE agents SET last_seen = ? WHERE workspace = ? AND name = ?`)
-	if err != nil {
-		return db.mapErr(ctx, op, err)
-	}
-	defer st.Close()
-	for name, t := range seen {
-		if _, err := st.ExecContext(ctx, nanos(t), ws, name); err != nil {
-			return db.mapErr(ctx, op, err)
+	return db.write(ctx, op, func(ctx context.Context, c *sql.Conn) error {
+		for name, t := range seen {
+			if _, err := db.stmts.wTouch.ExecContext(ctx, nanos(t), ws, name); err != nil {
+				return err
+			}
 		}
-	}
-	return db.mapErr(ctx, op, tx.Commit())
+		return nil
+	})
 }
 
 // Workspaces lists every workspace that has agents, messages or groups, sorted.

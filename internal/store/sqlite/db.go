@@ -57,8 +57,12 @@ type Options struct {
 type DB struct {
 	path string
 	log  *slog.Logger
-	w    *sql.DB // the one writer connection
+	w    *sql.DB // holds the one writer connection, which wr owns
+	wr   *writer
 	r    *sql.DB // read-only pool
+
+	closeOnce sync.Once
+	closeErr  error
 
 	stmts statements
 
@@ -101,6 +105,10 @@ func Open(ctx context.Context, path string, opts *Options) (*DB, error) {
 		"_pragma=foreign_keys(1)",
 		"_pragma=journal_mode(WAL)",
 		"_pragma=synchronous("+syncMode+")",
+		// Statement journals (multi-row inserts, the savepoints of group
+		// commit) spill to temporary files past 64 KiB: a broadcast to a
+		// thousand agents went from 22 ms to under 5 with this.
+		"_pragma=temp_store(MEMORY)",
 		"_txlock=immediate",
 	))
 	if err != nil {
@@ -112,7 +120,13 @@ func Open(ctx context.Context, path string, opts *Options) (*DB, error) {
 	w.SetConnMaxIdleTime(0)
 
 	db := &DB{path: path, log: log, w: w}
-	if err := db.migrate(ctx, migs); err != nil {
+	conn, err := w.Conn(ctx)
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open store: %w", db.mapErr(ctx, "connect", err))
+	}
+	if err := db.migrate(ctx, conn, migs); err != nil {
+		conn.Close()
 		w.Close()
 		return nil, fmt.Errorf("open store: %w", err)
 	}
@@ -124,6 +138,7 @@ func Open(ctx context.Context, path string, opts *Options) (*DB, error) {
 	r, err := sql.Open("sqlite", dsn(path,
 		"_pragma=busy_timeout("+fmt.Sprint(busyTimeoutMS)+")",
 		"_pragma=query_only(1)",
+		"_pragma=temp_store(MEMORY)",
 	))
 	if err != nil {
 		w.Close()
@@ -135,25 +150,38 @@ func Open(ctx context.Context, path string, opts *Options) (*DB, error) {
 	r.SetConnMaxIdleTime(0)
 	db.r = r
 
-	if err := db.stmts.prepare(ctx, w, r); err != nil {
-		db.Close()
+	if err := db.stmts.prepare(ctx, conn, r); err != nil {
+		db.stmts.close()
+		conn.Close()
+		r.Close()
+		w.Close()
 		return nil, fmt.Errorf("open store: %w", db.mapErr(ctx, "prepare", err))
 	}
+	db.wr = newWriter(conn)
 	return db, nil
 }
 
-// Close closes the database; the last connection to go checkpoints the WAL.
+// Close waits for writes under way, then closes the database; the last
+// connection to go checkpoints the WAL. Closing twice is harmless.
 func (db *DB) Close() error {
-	db.stmts.close()
-	var errs []error
-	if db.r != nil {
-		errs = append(errs, db.r.Close())
+	db.closeOnce.Do(func() {
+		db.wr.close()
+		db.stmts.close()
+		err := errors.Join(db.wr.conn.Close(), db.r.Close(), db.w.Close())
+		if err != nil {
+			db.closeErr = fmt.Errorf("close store: %w", err)
+		}
+	})
+	return db.closeErr
+}
+
+// write runs fn through the writer (see writer.do) and maps its error for op.
+func (db *DB) write(ctx context.Context, op string, fn func(ctx context.Context, c *sql.Conn) error) error {
+	err := db.wr.do(ctx, fn)
+	if err == errClosed {
+		return hub.Errorf(op, hub.Unavailable, "%s: %w", db.path, err)
 	}
-	errs = append(errs, db.w.Close())
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("close store: %w", err)
-	}
-	return nil
+	return db.mapErr(ctx, op, err)
 }
 
 // Path returns the database file's path.
@@ -315,9 +343,9 @@ func probeErr(path string, err error) error {
 
 // migrate applies the migrations the database lacks, each in its own transaction
 // together with the user_version that records it.
-func (db *DB) migrate(ctx context.Context, migs []migration) error {
+func (db *DB) migrate(ctx context.Context, conn *sql.Conn, migs []migration) error {
 	for _, m := range migs {
-		done, err := db.applyMigration(ctx, m, len(migs))
+		done, err := db.applyMigration(ctx, conn, m, len(migs))
 		if err != nil {
 			return fmt.Errorf("migrate to schema version %d (%s): %w", m.version, m.name, db.mapErr(ctx, "migrate", err))
 		}
@@ -328,8 +356,8 @@ func (db *DB) migrate(ctx context.Context, migs []migration) error {
 	return nil
 }
 
-func (db *DB) applyMigration(ctx context.Context, m migration, known int) (applied bool, err error) {
-	tx, err := db.w.BeginTx(ctx, nil)
+func (db *DB) applyMigration(ctx context.Context, conn *sql.Conn, m migration, known int) (applied bool, err error) {
+	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return false, err
 	}

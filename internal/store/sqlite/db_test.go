@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -54,6 +55,23 @@ func checkIntegrity(t testing.TB, path string) {
 	if fk != 0 {
 		t.Errorf("foreign_key_check of %s: got %d violations, want 0", path, fk)
 	}
+}
+
+// onWriter runs fn on the writer connection, in its transaction.
+func onWriter(t testing.TB, db *DB, fn func(ctx context.Context, c *sql.Conn) error) {
+	t.Helper()
+	if err := db.wr.do(context.Background(), fn); err != nil {
+		t.Fatalf("on writer: %v", err)
+	}
+}
+
+// execWriter runs one statement on the writer connection.
+func execWriter(t testing.TB, db *DB, q string, args ...any) {
+	t.Helper()
+	onWriter(t, db, func(ctx context.Context, c *sql.Conn) error {
+		_, err := c.ExecContext(ctx, q, args...)
+		return err
+	})
 }
 
 func TestContract(t *testing.T) {
@@ -199,20 +217,27 @@ func TestFileMode(t *testing.T) {
 
 func TestPragmas(t *testing.T) {
 	db := openTest(t)
+	migs, err := loadMigrations()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
-		conn *sql.DB
-		name string
-		want int64
+		writer bool
+		name   string
+		want   int64
 	}{
-		{db.w, "application_id", ApplicationID},
-		{db.w, "user_version", 1},
-		{db.w, "synchronous", 2}, // FULL
-		{db.w, "foreign_keys", 1},
-		{db.w, "busy_timeout", busyTimeoutMS},
-		{db.r, "query_only", 1},
+		{true, "application_id", ApplicationID},
+		{true, "user_version", int64(len(migs))},
+		{true, "synchronous", 2}, // FULL
+		{true, "foreign_keys", 1},
+		{true, "busy_timeout", busyTimeoutMS},
+		{false, "query_only", 1},
 	} {
 		var got int64
-		if err := tc.conn.QueryRow("SELECT * FROM pragma_" + tc.name).Scan(&got); err != nil {
+		q := "SELECT * FROM pragma_" + tc.name
+		if tc.writer {
+			onWriter(t, db, func(ctx context.Context, c *sql.Conn) error { return c.QueryRowContext(ctx, q).Scan(&got) })
+		} else if err := db.r.QueryRow(q).Scan(&got); err != nil {
 			t.Fatalf("pragma %s: %v", tc.name, err)
 		}
 		if got != tc.want {
@@ -232,9 +257,9 @@ func TestInboxUsesPartialIndex(t *testing.T) {
 	for _, q := range []string{
 		`SELECT count(*) FROM deliveries WHERE workspace = 'w' AND recipient = 'r' AND read_at IS NULL AND rank <= 3`,
 		`SELECT d.id, d.rank, ` + msgCols + ` ` + strings.NewReplacer("?1", "'w'", "?2", "'r'", "?3", "3", "?4", "10").Replace(inboxFrom),
-		`UPDATE deliveries SET read_at = 1 WHERE workspace = 'w' AND recipient = 'r' AND read_at IS NULL AND rank <= 3 AND (rank, id) <= (1, 5)`,
+		`SELECT id FROM deliveries WHERE workspace = 'w' AND recipient = 'r' AND read_at IS NULL AND rank <= 3 ORDER BY rank, id LIMIT 5`,
 	} {
-		rows, err := db.w.Query("EXPLAIN QUERY PLAN " + q)
+		rows, err := db.r.Query("EXPLAIN QUERY PLAN " + q)
 		if err != nil {
 			t.Fatalf("explain: %v", err)
 		}
@@ -399,21 +424,19 @@ func TestErrorKinds(t *testing.T) {
 func TestDiskFullKind(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
-	conn, err := db.w.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pages int
-	if err := conn.QueryRowContext(ctx, "PRAGMA page_count").Scan(&pages); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.ExecContext(ctx, "PRAGMA max_page_count = "+strconv.Itoa(pages)); err != nil {
-		t.Fatal(err)
-	}
-	conn.Close()
+	// Cap the file at its current size: the next write that needs a page fails
+	// with SQLITE_FULL, as on a full disk.
+	onWriter(t, db, func(ctx context.Context, c *sql.Conn) error {
+		var pages int
+		if err := c.QueryRowContext(ctx, "PRAGMA page_count").Scan(&pages); err != nil {
+			return err
+		}
+		_, err := c.ExecContext(ctx, "PRAGMA max_page_count = "+strconv.Itoa(pages))
+		return err
+	})
 	big := strings.Repeat("x", 64<<10)
 	m := &hub.Message{ID: "01J00000000000000000000BIG", Workspace: "ws", From: "a", To: "b", Content: big, Priority: hub.Normal, CreatedAt: time.Now()}
-	err = db.CreateMessage(ctx, m, []string{"b"})
+	err := db.CreateMessage(ctx, m, []string{"b"})
 	if hub.KindOf(err) != hub.Unavailable || !strings.Contains(err.Error(), "database or disk is full") {
 		t.Errorf("CreateMessage on a full database: got %v (kind %s), want unavailable: database or disk is full", err, hub.KindOf(err))
 	}
@@ -443,5 +466,110 @@ func makeParleyDB(t *testing.T, path string) {
 	}
 	if err := db.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
+	}
+}
+
+// TestGroupCommit queues writes behind a blocked writer so that they share one
+// transaction, some of them failing, and checks that exactly the writes that
+// reported success were kept.
+func TestGroupCommit(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		full bool // cap the file so that large writes fail with SQLITE_FULL
+	}{
+		{"conflicts", false},
+		{"disk full", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			db := openTest(t)
+			if err := db.CreateGroup(ctx, &hub.Group{Workspace: "ws", Name: "taken"}); err != nil {
+				t.Fatal(err)
+			}
+			if tc.full {
+				onWriter(t, db, func(ctx context.Context, c *sql.Conn) error {
+					var pages int
+					if err := c.QueryRowContext(ctx, "PRAGMA page_count").Scan(&pages); err != nil {
+						return err
+					}
+					_, err := c.ExecContext(ctx, "PRAGMA max_page_count = "+strconv.Itoa(pages+2))
+					return err
+				})
+			}
+			release := make(chan struct{})
+			blocked := make(chan struct{})
+			go db.wr.do(ctx, func(context.Context, *sql.Conn) error {
+				close(blocked)
+				<-release
+				return nil
+			})
+			<-blocked
+			before := db.wr.commits.Load()
+
+			const n = 24
+			errs := make([]error, n)
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Go(func() {
+					switch i % 3 {
+					case 0: // conflicts with the existing group
+						errs[i] = db.CreateGroup(ctx, &hub.Group{Workspace: "ws", Name: "taken"})
+					case 1:
+						content := "small"
+						if tc.full && i%2 == 1 {
+							content = strings.Repeat("big ", 8<<10)
+						}
+						errs[i] = db.CreateMessage(ctx, &hub.Message{ID: "01JGC" + strconv.Itoa(1000+i), Workspace: "ws",
+							From: "a", To: "b", Content: content, Priority: hub.Normal, CreatedAt: time.Now()}, []string{"b"})
+					case 2:
+						errs[i] = db.CreateGroup(ctx, &hub.Group{Workspace: "ws", Name: "g" + strconv.Itoa(i)})
+					}
+				})
+			}
+			time.Sleep(100 * time.Millisecond) // let the writes queue up
+			close(release)
+			wg.Wait()
+			t.Logf("%d writes in %d commits", n, db.wr.commits.Load()-before)
+			failed := 0
+			for _, err := range errs {
+				if err != nil && hub.KindOf(err) != hub.Conflict {
+					failed++
+				}
+			}
+			if tc.full && failed == 0 {
+				t.Errorf("no write failed on a full database; the test did not test anything")
+			}
+
+			for i, err := range errs {
+				var kept bool
+				switch i % 3 {
+				case 0:
+					wantKind(t, "CreateGroup(taken)", err, hub.Conflict)
+					continue
+				case 1:
+					_, gerr := db.Message(ctx, "ws", "01JGC"+strconv.Itoa(1000+i))
+					kept = gerr == nil
+				case 2:
+					_, gerr := db.Group(ctx, "ws", "g"+strconv.Itoa(i))
+					kept = gerr == nil
+				}
+				if kept != (err == nil) {
+					t.Errorf("write %d: got error %v and kept=%v; a write must be kept exactly when it succeeds", i, err, kept)
+				}
+				if tc.full && err != nil && hub.KindOf(err) != hub.Unavailable {
+					t.Errorf("write %d: got %v (kind %s), want unavailable", i, err, hub.KindOf(err))
+				}
+				if !tc.full && err != nil {
+					t.Errorf("write %d: %v", i, err)
+				}
+			}
+		})
+	}
+}
+
+func wantKind(t *testing.T, what string, err error, want hub.Kind) {
+	t.Helper()
+	if got := hub.KindOf(err); err == nil || got != want {
+		t.Errorf("%s: got %v (kind %s), want a %s error", what, err, got, want)
 	}
 }

@@ -18,33 +18,30 @@ func (db *DB) CreateGroup(ctx context.Context, g *hub.Group) error {
 	if g.CreatedAt.IsZero() {
 		g.CreatedAt = time.Now().UTC()
 	}
-	tx, err := db.w.BeginTx(ctx, nil)
-	if err != nil {
-		return db.mapErr(ctx, op, err)
-	}
-	defer tx.Rollback()
 	known := db.isKnown(g.Workspace)
-	if !known {
-		if _, err := tx.StmtContext(ctx, db.stmts.wInsWorkspace).ExecContext(ctx, g.Workspace); err != nil {
-			return db.mapErr(ctx, op, err)
+	err := db.write(ctx, op, func(ctx context.Context, c *sql.Conn) error {
+		if !known {
+			if _, err := db.stmts.wInsWorkspace.ExecContext(ctx, g.Workspace); err != nil {
+				return err
+			}
 		}
-	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO groups (workspace, name, description, created_by, created_at)
-		VALUES (?, ?, ?, ?, ?)`, g.Workspace, g.Name, g.Description, g.CreatedBy, nanos(g.CreatedAt))
+		_, err := c.ExecContext(ctx, `INSERT INTO groups (workspace, name, description, created_by, created_at)
+			VALUES (?, ?, ?, ?, ?)`, g.Workspace, g.Name, g.Description, g.CreatedBy, nanos(g.CreatedAt))
+		if err != nil {
+			if hub.KindOf(db.mapErr(ctx, op, err)) == hub.Conflict {
+				return hub.Errorf(op, hub.Conflict, "group %q exists already in workspace %q", g.Name, g.Workspace)
+			}
+			return err
+		}
+		for _, m := range g.Members {
+			if err := addMember(ctx, c, g.Workspace, g.Name, m); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	if err != nil {
-		err = db.mapErr(ctx, op, err)
-		if hub.KindOf(err) == hub.Conflict {
-			return hub.Errorf(op, hub.Conflict, "group %q exists already in workspace %q", g.Name, g.Workspace)
-		}
 		return err
-	}
-	for _, m := range g.Members {
-		if err := addMember(ctx, tx, g.Workspace, g.Name, m); err != nil {
-			return db.mapErr(ctx, op, err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		return db.mapErr(ctx, op, err)
 	}
 	if !known {
 		db.markKnown(g.Workspace)
@@ -52,8 +49,8 @@ func (db *DB) CreateGroup(ctx context.Context, g *hub.Group) error {
 	return nil
 }
 
-func addMember(ctx context.Context, tx *sql.Tx, ws, group string, m hub.Member) error {
-	_, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO group_members (workspace, group_name, type, member_id)
+func addMember(ctx context.Context, c *sql.Conn, ws, group string, m hub.Member) error {
+	_, err := c.ExecContext(ctx, `INSERT OR IGNORE INTO group_members (workspace, group_name, type, member_id)
 		VALUES (?, ?, ?, ?)`, ws, group, string(m.Type), m.ID)
 	return err
 }
@@ -61,18 +58,20 @@ func addMember(ctx context.Context, tx *sql.Tx, ws, group string, m hub.Member) 
 // DeleteGroup removes the group; its members go with it (ON DELETE CASCADE).
 func (db *DB) DeleteGroup(ctx context.Context, ws, name string) error {
 	const op = "delete group"
-	res, err := db.w.ExecContext(ctx, `DELETE FROM groups WHERE workspace = ? AND name = ?`, ws, name)
-	if err != nil {
-		return db.mapErr(ctx, op, err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return db.mapErr(ctx, op, err)
-	}
-	if n == 0 {
-		return hub.Errorf(op, hub.NotFound, "no group %q in workspace %q", name, ws)
-	}
-	return nil
+	return db.write(ctx, op, func(ctx context.Context, c *sql.Conn) error {
+		res, err := c.ExecContext(ctx, `DELETE FROM groups WHERE workspace = ? AND name = ?`, ws, name)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return hub.Errorf(op, hub.NotFound, "no group %q in workspace %q", name, ws)
+		}
+		return nil
+	})
 }
 
 // Group returns the group with its members in the order they were added.
@@ -154,51 +153,41 @@ func (db *DB) groups(ctx context.Context, ws, name string) ([]*hub.Group, error)
 
 // AddGroupMember adds m to the group; adding a member twice is not an error.
 func (db *DB) AddGroupMember(ctx context.Context, ws, group string, m hub.Member) error {
-	const op = "add group member"
-	tx, err := db.w.BeginTx(ctx, nil)
-	if err != nil {
-		return db.mapErr(ctx, op, err)
-	}
-	defer tx.Rollback()
-	if err := groupExists(ctx, tx, ws, group); err != nil {
-		return db.mapErr(ctx, op, err)
-	}
-	if err := addMember(ctx, tx, ws, group, m); err != nil {
-		return db.mapErr(ctx, op, err)
-	}
-	return db.mapErr(ctx, op, tx.Commit())
+	return db.write(ctx, "add group member", func(ctx context.Context, c *sql.Conn) error {
+		if err := groupExists(ctx, c, ws, group); err != nil {
+			return err
+		}
+		return addMember(ctx, c, ws, group, m)
+	})
 }
 
 // RemoveGroupMember removes m from the group.
 func (db *DB) RemoveGroupMember(ctx context.Context, ws, group string, m hub.Member) error {
 	const op = "remove group member"
-	tx, err := db.w.BeginTx(ctx, nil)
-	if err != nil {
-		return db.mapErr(ctx, op, err)
-	}
-	defer tx.Rollback()
-	if err := groupExists(ctx, tx, ws, group); err != nil {
-		return db.mapErr(ctx, op, err)
-	}
-	res, err := tx.ExecContext(ctx, `DELETE FROM group_members
-		WHERE workspace = ? AND group_name = ? AND type = ? AND member_id = ?`,
-		ws, group, string(m.Type), m.ID)
-	if err != nil {
-		return db.mapErr(ctx, op, err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return db.mapErr(ctx, op, err)
-	}
-	if n == 0 {
-		return hub.Errorf(op, hub.NotFound, "group %q has no %s member %q", group, m.Type, m.ID)
-	}
-	return db.mapErr(ctx, op, tx.Commit())
+	return db.write(ctx, op, func(ctx context.Context, c *sql.Conn) error {
+		if err := groupExists(ctx, c, ws, group); err != nil {
+			return err
+		}
+		res, err := c.ExecContext(ctx, `DELETE FROM group_members
+			WHERE workspace = ? AND group_name = ? AND type = ? AND member_id = ?`,
+			ws, group, string(m.Type), m.ID)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return hub.Errorf(op, hub.NotFound, "group %q has no %s member %q", group, m.Type, m.ID)
+		}
+		return nil
+	})
 }
 
-func groupExists(ctx context.Context, tx *sql.Tx, ws, group string) error {
+func groupExists(ctx context.Context, c *sql.Conn, ws, group string) error {
 	var one int
-	err := tx.QueryRowContext(ctx, `SELECT 1 FROM groups WHERE workspace = ? AND name = ?`, ws, group).Scan(&one)
+	err := c.QueryRowContext(ctx, `SELECT 1 FROM groups WHERE workspace = ? AND name = ?`, ws, group).Scan(&one)
 	if err == sql.ErrNoRows {
 		return hub.Errorf("", hub.NotFound, "no group %q in workspace %q", group, ws)
 	}

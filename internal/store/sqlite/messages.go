@@ -31,15 +31,21 @@ type statements struct {
 	wInsWorkspace  *sql.Stmt
 	wConsumeSel    *sql.Stmt
 	wConsumeUpd    *sql.Stmt
+	wTouch         *sql.Stmt
 	rUnread        *sql.Stmt
 	rPeek          *sql.Stmt
 	rMessage       *sql.Stmt
 }
 
-func (s *statements) prepare(ctx context.Context, w, r *sql.DB) error {
+// preparer is what *sql.Conn (the writer) and *sql.DB (the read pool) share.
+type preparer interface {
+	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
+}
+
+func (s *statements) prepare(ctx context.Context, w *sql.Conn, r *sql.DB) error {
 	for _, p := range []struct {
 		dst *(*sql.Stmt)
-		db  *sql.DB
+		db  preparer
 		sql string
 	}{
 		{&s.wInsMessage, w, `INSERT INTO messages (id, workspace, sender, to_addr, content, payload,
@@ -53,12 +59,15 @@ func (s *statements) prepare(ctx context.Context, w, r *sql.DB) error {
 			SELECT ?1, value, ?2, ?3 FROM json_each(?4) ORDER BY key`},
 		{&s.wInsWorkspace, w, `INSERT OR IGNORE INTO workspaces (name) VALUES (?)`},
 		{&s.wConsumeSel, w, `SELECT d.id, d.rank, ` + msgCols + ` ` + inboxFrom},
-		// Marks exactly the rows wConsumeSel returned: inside the write
-		// transaction nothing can slip in, so "every unread row up to the last
-		// one returned, in inbox order" is that set.
-		{&s.wConsumeUpd, w, `UPDATE deliveries SET read_at = ?1
-			WHERE workspace = ?2 AND recipient = ?3 AND read_at IS NULL AND rank <= ?4
-			AND (rank, id) <= (?5, ?6)`},
+		// Marks exactly the rows wConsumeSel returned: it walks the same index
+		// in the same order inside the same write transaction, where nothing
+		// can change in between. (A range condition such as (rank, id) <= (r, i)
+		// would scan every unread row of the rank instead of stopping at limit.)
+		{&s.wConsumeUpd, w, `UPDATE deliveries SET read_at = ?5 WHERE id IN (
+			SELECT id FROM deliveries
+			WHERE workspace = ?1 AND recipient = ?2 AND read_at IS NULL AND rank <= ?3
+			ORDER BY rank, id LIMIT ?4)`},
+		{&s.wTouch, w, `UPDATE agents SET last_seen = ? WHERE workspace = ? AND name = ?`},
 		{&s.rUnread, r, `SELECT count(*) FROM deliveries
 			WHERE workspace = ? AND recipient = ? AND read_at IS NULL AND rank <= ?`},
 		{&s.rPeek, r, `SELECT d.id, d.rank, ` + msgCols + ` ` + inboxFrom},
@@ -75,7 +84,7 @@ func (s *statements) prepare(ctx context.Context, w, r *sql.DB) error {
 
 func (s *statements) close() {
 	for _, st := range []*sql.Stmt{s.wInsMessage, s.wInsDelivery, s.wInsDeliveries, s.wInsWorkspace,
-		s.wConsumeSel, s.wConsumeUpd, s.rUnread, s.rPeek, s.rMessage} {
+		s.wConsumeSel, s.wConsumeUpd, s.wTouch, s.rUnread, s.rPeek, s.rMessage} {
 		if st != nil {
 			st.Close()
 		}
@@ -172,43 +181,37 @@ func (db *DB) CreateMessage(ctx context.Context, m *hub.Message, recipients []st
 	}
 	rank := m.Priority.Rank()
 
-	tx, err := db.w.BeginTx(ctx, nil)
-	if err != nil {
-		return db.mapErr(ctx, op, err)
-	}
-	defer tx.Rollback()
 	known := db.isKnown(m.Workspace)
-	if !known {
-		if _, err := tx.StmtContext(ctx, db.stmts.wInsWorkspace).ExecContext(ctx, m.Workspace); err != nil {
-			return db.mapErr(ctx, op, err)
+	err = db.write(ctx, op, func(ctx context.Context, c *sql.Conn) error {
+		if !known {
+			if _, err := db.stmts.wInsWorkspace.ExecContext(ctx, m.Workspace); err != nil {
+				return err
+			}
 		}
-	}
-	res, err := tx.StmtContext(ctx, db.stmts.wInsMessage).ExecContext(ctx,
-		m.ID, m.Workspace, m.From, m.To, m.Content, payloadArg(m.Payload), string(m.Priority),
-		m.ReplyTo, m.ThreadID, md, nanos(m.CreatedAt))
-	if err != nil {
-		err = db.mapErr(ctx, op, err)
-		if hub.KindOf(err) == hub.Conflict {
-			return hub.Errorf(op, hub.Conflict, "message %s exists already", m.ID)
+		res, err := db.stmts.wInsMessage.ExecContext(ctx,
+			m.ID, m.Workspace, m.From, m.To, m.Content, payloadArg(m.Payload), string(m.Priority),
+			m.ReplyTo, m.ThreadID, md, nanos(m.CreatedAt))
+		if err != nil {
+			if hub.KindOf(db.mapErr(ctx, op, err)) == hub.Conflict {
+				return hub.Errorf(op, hub.Conflict, "message %s exists already", m.ID)
+			}
+			return err
+		}
+		seq, err := res.LastInsertId()
+		if err != nil {
+			return err
+		}
+		switch len(recipients) {
+		case 0:
+		case 1:
+			_, err = db.stmts.wInsDelivery.ExecContext(ctx, m.Workspace, recipients[0], seq, rank)
+		default:
+			_, err = db.stmts.wInsDeliveries.ExecContext(ctx, m.Workspace, seq, rank, many)
 		}
 		return err
-	}
-	seq, err := res.LastInsertId()
+	})
 	if err != nil {
-		return db.mapErr(ctx, op, err)
-	}
-	switch len(recipients) {
-	case 0:
-	case 1:
-		_, err = tx.StmtContext(ctx, db.stmts.wInsDelivery).ExecContext(ctx, m.Workspace, recipients[0], seq, rank)
-	default:
-		_, err = tx.StmtContext(ctx, db.stmts.wInsDeliveries).ExecContext(ctx, m.Workspace, seq, rank, many)
-	}
-	if err != nil {
-		return db.mapErr(ctx, op, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return db.mapErr(ctx, op, err)
+		return err
 	}
 	if !known {
 		db.markKnown(m.Workspace)
@@ -230,53 +233,50 @@ func (db *DB) Message(ctx context.Context, ws, id string) (*hub.Message, error) 
 }
 
 // Consume marks up to limit of recipient's unread deliveries read, in inbox order,
-// and returns their messages. The select and the update share one transaction on
-// the one writer connection, so concurrent calls never return the same delivery.
+// and returns their messages. The select and the update run together on the one
+// writer connection inside one transaction, so concurrent calls never return the
+// same delivery.
 func (db *DB) Consume(ctx context.Context, ws, recipient string, maxRank, limit int) ([]*hub.Message, error) {
 	const op = "consume"
 	if limit <= 0 {
 		return nil, nil
 	}
-	tx, err := db.w.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, db.mapErr(ctx, op, err)
-	}
-	defer tx.Rollback()
-	rows, err := tx.StmtContext(ctx, db.stmts.wConsumeSel).QueryContext(ctx, ws, recipient, maxRank, limit)
-	if err != nil {
-		return nil, db.mapErr(ctx, op, err)
-	}
-	var (
-		msgs             []*hub.Message
-		lastID, lastRank int64
-	)
-	for rows.Next() {
-		m, err := scanMessage(rows, &lastID, &lastRank)
+	var msgs []*hub.Message
+	err := db.write(ctx, op, func(ctx context.Context, c *sql.Conn) error {
+		msgs = nil
+		rows, err := db.stmts.wConsumeSel.QueryContext(ctx, ws, recipient, maxRank, limit)
 		if err != nil {
-			rows.Close()
-			return nil, db.mapErr(ctx, op, err)
+			return err
 		}
-		msgs = append(msgs, m)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, db.mapErr(ctx, op, err)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, db.mapErr(ctx, op, err)
-	}
-	if len(msgs) == 0 {
-		return nil, nil // nothing to write: the deferred rollback ends the transaction
-	}
-	res, err := tx.StmtContext(ctx, db.stmts.wConsumeUpd).ExecContext(ctx,
-		time.Now().UnixNano(), ws, recipient, maxRank, lastRank, lastID)
+		var id, rank int64
+		for rows.Next() {
+			m, err := scanMessage(rows, &id, &rank)
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			msgs = append(msgs, m)
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(msgs) == 0 {
+			return nil
+		}
+		res, err := db.stmts.wConsumeUpd.ExecContext(ctx, ws, recipient, maxRank, len(msgs), time.Now().UnixNano())
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n != int64(len(msgs)) {
+			return hub.Errorf(op, hub.Internal, "marked %d deliveries read, want %d (%v)", n, len(msgs), err)
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, db.mapErr(ctx, op, err)
-	}
-	if n, err := res.RowsAffected(); err != nil || n != int64(len(msgs)) {
-		return nil, hub.Errorf(op, hub.Internal, "marked %d deliveries read, want %d (%v)", n, len(msgs), err)
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, db.mapErr(ctx, op, err)
+		return nil, err
 	}
 	return msgs, nil
 }
@@ -358,15 +358,19 @@ func (db *DB) History(ctx context.Context, ws string, q hub.HistoryQuery) ([]*hu
 // ClearInbox marks every unread delivery of recipient read.
 func (db *DB) ClearInbox(ctx context.Context, ws, recipient string) (int, error) {
 	const op = "clear inbox"
-	res, err := db.w.ExecContext(ctx, `UPDATE deliveries SET read_at = ?
-		WHERE workspace = ? AND recipient = ? AND read_at IS NULL`,
-		time.Now().UnixNano(), ws, recipient)
+	var n int64
+	err := db.write(ctx, op, func(ctx context.Context, c *sql.Conn) error {
+		res, err := c.ExecContext(ctx, `UPDATE deliveries SET read_at = ?
+			WHERE workspace = ? AND recipient = ? AND read_at IS NULL`,
+			time.Now().UnixNano(), ws, recipient)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
 	if err != nil {
-		return 0, db.mapErr(ctx, op, err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return 0, db.mapErr(ctx, op, err)
+		return 0, err
 	}
 	return int(n), nil
 }

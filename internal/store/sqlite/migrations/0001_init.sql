@@ -49,8 +49,10 @@ CREATE TABLE deliveries (
 -- else, so they stay fast however much history piles up.
 CREATE INDEX deliveries_unread ON deliveries (workspace, recipient, rank, id)
 	WHERE read_at IS NULL;
--- History's agent filter, and the rule of one delivery per recipient.
-CREATE UNIQUE INDEX deliveries_by_recipient ON deliveries (workspace, recipient, message_seq);
+-- One delivery per recipient of a message; also how History finds whether a
+-- message went to an agent. Keyed by message first so that a broadcast appends
+-- to the end of the index instead of touching one leaf page per recipient.
+CREATE UNIQUE INDEX deliveries_by_message ON deliveries (message_seq, recipient);
 
 CREATE TABLE groups (
 	workspace   TEXT    NOT NULL,

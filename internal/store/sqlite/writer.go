@@ -1,0 +1,199 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"sync/atomic"
+)
+
+// errClosed is returned by writes after Close.
+var errClosed = errors.New("store is closed")
+
+// maxBatch bounds how many writes share one transaction, so that one commit never
+// holds a long queue of callers hostage to a single large write set.
+const maxBatch = 128
+
+// A writeReq is one write waiting for the writer goroutine.
+type writeReq struct {
+	ctx  context.Context
+	fn   func(ctx context.Context, c *sql.Conn) error
+	done chan error // buffered: the writer never blocks on a caller
+}
+
+// writer owns the one writer connection. Every write runs on its goroutine, and
+// writes that arrive while a commit is under way are committed together: with
+// synchronous=FULL the fsync dominates a write, so eight agents sending at once
+// pay for about one fsync instead of eight. Each write still happens whole or not
+// at all, inside a savepoint of its own.
+type writer struct {
+	conn    *sql.Conn
+	reqs    chan *writeReq // unbuffered: a send succeeds only while run listens
+	closing chan struct{}
+	stopped chan struct{}
+
+	commits atomic.Int64 // transactions committed, for tests and benchmarks
+	writes  atomic.Int64 // writes committed
+}
+
+func newWriter(conn *sql.Conn) *writer {
+	w := &writer{
+		conn:    conn,
+		reqs:    make(chan *writeReq),
+		closing: make(chan struct{}),
+		stopped: make(chan struct{}),
+	}
+	go w.run()
+	return w
+}
+
+// do runs fn in a write transaction and returns once that transaction committed
+// (or fn's error, with nothing of fn kept). fn must use only c and the writer's
+// prepared statements, and must not keep rows open when it returns. fn may run
+// more than once (when a write it shared a transaction with broke that
+// transaction), so it must reset whatever it reports. The ctx given
+// to fn is never cancelled: cancelling a statement half-way through would roll
+// back the whole shared transaction, so cancellation is honoured up to the moment
+// fn starts.
+func (w *writer) do(ctx context.Context, fn func(ctx context.Context, c *sql.Conn) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r := &writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	select {
+	case w.reqs <- r:
+	case <-w.closing:
+		return errClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	// Once handed over, wait for the outcome even if ctx ends: the write may
+	// already be committed, and the caller must not be told otherwise.
+	return <-r.done
+}
+
+func (w *writer) close() {
+	close(w.closing)
+	<-w.stopped
+}
+
+func (w *writer) run() {
+	defer close(w.stopped)
+	batch := make([]*writeReq, 0, maxBatch)
+	for {
+		select {
+		case r := <-w.reqs:
+			batch = append(batch[:0], r)
+		case <-w.closing:
+			return
+		}
+	gather:
+		for len(batch) < maxBatch {
+			select {
+			case r := <-w.reqs:
+				batch = append(batch, r)
+			default:
+				break gather
+			}
+		}
+		w.commit(batch)
+		clear(batch)
+	}
+}
+
+// commit runs the batch in one transaction and tells every caller its outcome,
+// exactly once.
+func (w *writer) commit(batch []*writeReq) {
+	if len(batch) == 1 {
+		w.commitOne(batch[0])
+		return
+	}
+	if err := w.exec("BEGIN IMMEDIATE"); err != nil {
+		for _, r := range batch {
+			r.done <- err
+		}
+		return
+	}
+	ok := make([]*writeReq, 0, len(batch))
+	for i, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			r.done <- err
+			continue
+		}
+		if err := w.exec("SAVEPOINT w"); err != nil {
+			w.rollbackAndRetry(append(ok, batch[i:]...))
+			return
+		}
+		if err := r.fn(context.WithoutCancel(r.ctx), w.conn); err != nil {
+			r.done <- err
+			// Some errors (SQLITE_FULL, I/O errors) make SQLite roll back the
+			// whole transaction; then the savepoint is gone, and so are the
+			// writes before this one, through no fault of theirs.
+			if w.exec("ROLLBACK TO w; RELEASE w") != nil {
+				w.rollbackAndRetry(append(ok, batch[i+1:]...))
+				return
+			}
+			continue
+		}
+		if err := w.exec("RELEASE w"); err != nil {
+			w.rollbackAndRetry(append(ok, batch[i:]...))
+			return
+		}
+		ok = append(ok, r)
+	}
+	if len(ok) == 0 {
+		w.exec("ROLLBACK")
+		return
+	}
+	if err := w.exec("COMMIT"); err != nil {
+		w.exec("ROLLBACK") // may fail: SQLite may have rolled back already
+		for _, r := range ok {
+			r.done <- err
+		}
+		return
+	}
+	w.commits.Add(1)
+	w.writes.Add(int64(len(ok)))
+	for _, r := range ok {
+		r.done <- nil
+	}
+}
+
+// rollbackAndRetry ends a transaction that can no longer commit and runs each of
+// rs again in a transaction of its own.
+func (w *writer) rollbackAndRetry(rs []*writeReq) {
+	w.exec("ROLLBACK") // may fail: SQLite may have rolled back already
+	for _, r := range rs {
+		w.commitOne(r)
+	}
+}
+
+// commitOne runs one write in its own transaction.
+func (w *writer) commitOne(r *writeReq) {
+	if err := r.ctx.Err(); err != nil {
+		r.done <- err
+		return
+	}
+	if err := w.exec("BEGIN IMMEDIATE"); err != nil {
+		r.done <- err
+		return
+	}
+	if err := r.fn(context.WithoutCancel(r.ctx), w.conn); err != nil {
+		w.exec("ROLLBACK")
+		r.done <- err
+		return
+	}
+	if err := w.exec("COMMIT"); err != nil {
+		w.exec("ROLLBACK")
+		r.done <- err
+		return
+	}
+	w.commits.Add(1)
+	w.writes.Add(1)
+	r.done <- nil
+}
+
+func (w *writer) exec(q string) error {
+	_, err := w.conn.ExecContext(context.Background(), q)
+	return err
+}
