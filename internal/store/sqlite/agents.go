@@ -125,7 +125,7 @@ func (db *DB) TouchAgents(ctx context.Context, ws string, seen map[string]time.T
 	if len(seen) == 0 {
 		return nil
 	}
-	return db.write(ctx, op, func(ctx context.Context, c *sql.Conn) error {
+	return db.writeLazy(ctx, op, func(ctx context.Context, c *sql.Conn) error {
 		for name, t := range seen {
 			if _, err := db.stmts.wTouch.ExecContext(ctx, nanos(t), ws, name); err != nil {
 				return err

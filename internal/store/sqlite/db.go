@@ -157,7 +157,7 @@ func Open(ctx context.Context, path string, opts *Options) (*DB, error) {
 		w.Close()
 		return nil, fmt.Errorf("open store: %w", db.mapErr(ctx, "prepare", err))
 	}
-	db.wr = newWriter(conn)
+	db.wr = newWriter(conn, strings.ToUpper(syncMode))
 	return db, nil
 }
 
@@ -177,7 +177,20 @@ func (db *DB) Close() error {
 
 // write runs fn through the writer (see writer.do) and maps its error for op.
 func (db *DB) write(ctx context.Context, op string, fn func(ctx context.Context, c *sql.Conn) error) error {
-	err := db.wr.do(ctx, fn)
+	return db.writeMode(ctx, op, false, fn)
+}
+
+// writeLazy is write for state whose loss in a power cut (not a crash: a
+// killed process loses nothing) is harmless: read marks and last-seen times.
+// Such a commit skips the fsync that synchronous=FULL would cost, which takes
+// one fsync off every wake-up (a send is synced; its consume need not be). At
+// worst a power cut re-delivers a message that was read: never loses one.
+func (db *DB) writeLazy(ctx context.Context, op string, fn func(ctx context.Context, c *sql.Conn) error) error {
+	return db.writeMode(ctx, op, true, fn)
+}
+
+func (db *DB) writeMode(ctx context.Context, op string, lazy bool, fn func(ctx context.Context, c *sql.Conn) error) error {
+	err := db.wr.do(ctx, lazy, fn)
 	if err == errClosed {
 		return hub.Errorf(op, hub.Unavailable, "%s: %w", db.path, err)
 	}

@@ -60,7 +60,7 @@ func checkIntegrity(t testing.TB, path string) {
 // onWriter runs fn on the writer connection, in its transaction.
 func onWriter(t testing.TB, db *DB, fn func(ctx context.Context, c *sql.Conn) error) {
 	t.Helper()
-	if err := db.wr.do(context.Background(), fn); err != nil {
+	if err := db.wr.do(context.Background(), false, fn); err != nil {
 		t.Fatalf("on writer: %v", err)
 	}
 }
@@ -498,7 +498,7 @@ func TestGroupCommit(t *testing.T) {
 			}
 			release := make(chan struct{})
 			blocked := make(chan struct{})
-			go db.wr.do(ctx, func(context.Context, *sql.Conn) error {
+			go db.wr.do(ctx, false, func(context.Context, *sql.Conn) error {
 				close(blocked)
 				<-release
 				return nil
@@ -571,5 +571,40 @@ func wantKind(t *testing.T, what string, err error, want hub.Kind) {
 	t.Helper()
 	if got := hub.KindOf(err); err == nil || got != want {
 		t.Errorf("%s: got %v (kind %s), want a %s error", what, err, got, want)
+	}
+}
+
+// TestLazyWritesRestoreSync: a batch of lazy writes (read marks) commits
+// without a sync, and the connection is back to synchronous=FULL afterwards,
+// so the next send is synced.
+func TestLazyWritesRestoreSync(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, filepath.Join(t.TempDir(), "parley.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.CreateMessage(ctx, &hub.Message{ID: "m1", Workspace: "w", From: "a", To: "b", Content: "x", Priority: hub.Normal, ThreadID: "m1"}, []string{"b"}); err != nil {
+		t.Fatal(err)
+	}
+	if ms, err := db.Consume(ctx, "w", "b", 3, 1); err != nil || len(ms) != 1 {
+		t.Fatalf("consume: %v %v", ms, err)
+	}
+	var mode int
+	err = db.wr.do(ctx, false, func(ctx context.Context, c *sql.Conn) error {
+		return c.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&mode)
+	})
+	if err != nil || mode != 2 {
+		t.Errorf("synchronous after a lazy write: got %d (%v), want 2 (FULL)", mode, err)
+	}
+	// The read mark survives a reopen (a process exit, not a power cut).
+	db.Close()
+	db, err = Open(ctx, db.Path(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if n, _ := db.Unread(ctx, "w", "b", 3); n != 0 {
+		t.Errorf("unread after reopen: got %d, want 0", n)
 	}
 }

@@ -242,7 +242,7 @@ func (db *DB) Consume(ctx context.Context, ws, recipient string, maxRank, limit 
 		return nil, nil
 	}
 	var msgs []*hub.Message
-	err := db.write(ctx, op, func(ctx context.Context, c *sql.Conn) error {
+	err := db.writeLazy(ctx, op, func(ctx context.Context, c *sql.Conn) error {
 		msgs = nil
 		rows, err := db.stmts.wConsumeSel.QueryContext(ctx, ws, recipient, maxRank, limit)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
 	"sync/atomic"
 )
 
@@ -19,6 +20,7 @@ type writeReq struct {
 	ctx  context.Context
 	fn   func(ctx context.Context, c *sql.Conn) error
 	done chan error // buffered: the writer never blocks on a caller
+	lazy bool       // may skip the fsync: see DB.writeLazy
 }
 
 // writer owns the one writer connection. Every write runs on its goroutine, and
@@ -32,16 +34,21 @@ type writer struct {
 	closing chan struct{}
 	stopped chan struct{}
 
+	// syncMode is the connection's PRAGMA synchronous, restored after a
+	// batch of lazy writes committed without a sync.
+	syncMode string
+
 	commits atomic.Int64 // transactions committed, for tests and benchmarks
 	writes  atomic.Int64 // writes committed
 }
 
-func newWriter(conn *sql.Conn) *writer {
+func newWriter(conn *sql.Conn, syncMode string) *writer {
 	w := &writer{
-		conn:    conn,
-		reqs:    make(chan *writeReq),
-		closing: make(chan struct{}),
-		stopped: make(chan struct{}),
+		conn:     conn,
+		syncMode: syncMode,
+		reqs:     make(chan *writeReq),
+		closing:  make(chan struct{}),
+		stopped:  make(chan struct{}),
 	}
 	go w.run()
 	return w
@@ -55,11 +62,11 @@ func newWriter(conn *sql.Conn) *writer {
 // to fn is never cancelled: cancelling a statement half-way through would roll
 // back the whole shared transaction, so cancellation is honoured up to the moment
 // fn starts.
-func (w *writer) do(ctx context.Context, fn func(ctx context.Context, c *sql.Conn) error) error {
+func (w *writer) do(ctx context.Context, lazy bool, fn func(ctx context.Context, c *sql.Conn) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	r := &writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	r := &writeReq{ctx: ctx, fn: fn, done: make(chan error, 1), lazy: lazy}
 	select {
 	case w.reqs <- r:
 	case <-w.closing:
@@ -104,6 +111,14 @@ func (w *writer) run() {
 // commit runs the batch in one transaction and tells every caller its outcome,
 // exactly once.
 func (w *writer) commit(batch []*writeReq) {
+	// A batch of only lazy writes commits without syncing the log (WAL with
+	// synchronous=NORMAL): the commit still survives the process dying, and
+	// the next durable commit syncs it to disk along with its own.
+	if w.syncMode == "FULL" && !slices.ContainsFunc(batch, func(r *writeReq) bool { return !r.lazy }) {
+		if w.exec("PRAGMA synchronous=NORMAL") == nil {
+			defer w.exec("PRAGMA synchronous=FULL")
+		}
+	}
 	if len(batch) == 1 {
 		w.commitOne(batch[0])
 		return
