@@ -65,6 +65,7 @@ Quick start:
 		agentsCmd(g), statusCmd(g), groupCmd(g), broadcastCmd(g), historyCmd(g), demoCmd(g),
 		hookCmd(g), initCmd(g),
 		upstreamCmd(g), toolsCmd(g),
+		agentCmd(g), permissionsCmd(g), allowCmd(g), denyCmd(g),
 	)
 	if err := root.ExecuteContext(ctx); err != nil {
 		var ee *exitError

@@ -25,6 +25,14 @@ type Config struct {
 	Nudge string `toml:"nudge,omitempty"`
 	// Upstreams are the MCP servers the gateway fronts ([[upstream]] tables).
 	Upstreams []Upstream `toml:"upstream,omitempty"`
+	// Providers configure the managed agents' providers ([providers.NAME]).
+	Providers map[string]Provider `toml:"providers,omitempty"`
+	// PermissionTimeout denies a managed agent's unanswered permission request
+	// after this long (a duration such as "10m"; default 10m).
+	PermissionTimeout string `toml:"permission_timeout,omitempty"`
+	// CancelGrace is how long a cancelled run has after SIGINT before SIGKILL
+	// (default "5s").
+	CancelGrace string `toml:"cancel_grace,omitempty"`
 }
 
 // maxFile bounds config.toml: it is a settings file, not data.
@@ -73,6 +81,9 @@ func Parse(b []byte, name string) (*Config, error) {
 		return nil, fmt.Errorf("%s: invalid nudge %q: want \"tmux\" or nothing", name, c.Nudge)
 	}
 	if err := validateUpstreams(c.Upstreams); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if err := validateRunner(&c); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return &c, nil

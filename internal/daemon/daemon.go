@@ -21,6 +21,7 @@ import (
 	"github.com/parley-dev/parley/internal/conformance"
 	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/mcpserver"
+	"github.com/parley-dev/parley/internal/runner"
 	"github.com/parley-dev/parley/internal/store/sqlite"
 )
 
@@ -66,6 +67,7 @@ type Daemon struct {
 	tcpLn  net.Listener
 	tcpSrv *http.Server
 	events *broker
+	runner *runner.Runner // managed agents (runner.go)
 }
 
 // Open prepares a daemon: it makes the state directory, takes the PID lock,
@@ -120,6 +122,9 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	}
 	d.events = newBroker(d.hub, cfg.EventBuffer, d.log.With("subsystem", "events"))
 	d.openGateway(d.conf)
+	if err := d.openRunner(ctx, d.conf); err != nil {
+		return nil, fmt.Errorf("start runner: %w", err)
+	}
 
 	// We hold the lock, so a socket file left behind is stale.
 	if err := os.Remove(paths.Socket); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -210,6 +215,9 @@ func (d *Daemon) Close() error {
 	}
 	if d.gw != nil {
 		d.gw.mgr.Close()
+	}
+	if d.runner != nil {
+		d.runner.Close()
 	}
 	if d.db != nil {
 		errs = append(errs, d.db.Close())

@@ -43,6 +43,7 @@ func (d *Daemon) handler() http.Handler {
 	mux.HandleFunc("POST "+p+"/groups/{name}/members", d.addMember)
 	mux.HandleFunc("DELETE "+p+"/groups/{name}/members", d.removeMember)
 	d.gatewayRoutes(mux)
+	d.runnerRoutes(mux)
 	return d.checkOrigin(mux)
 }
 

@@ -1,0 +1,306 @@
+package runner
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/parley-dev/parley/internal/api"
+)
+
+// maxLine bounds one line of provider output; longer lines are cut.
+const maxLine = 8 << 20
+
+// execute runs one turn of st: the provider's process, its output parsed into
+// the timeline, and the run's outcome. It owns a until it ends.
+func (r *Runner) execute(st *agent, a *active) {
+	defer r.wg.Done()
+	defer close(a.done)
+	run := a.run
+
+	r.mu.Lock()
+	rec := st.rec
+	r.mu.Unlock()
+	p := r.provs[rec.Provider]
+	t := &turn{Agent: rec, Prompt: run.Prompt, Exe: r.opts.Exe, Home: r.opts.Home, Run: run.Seq}
+	r.emit(st, &Event{Run: run.Seq, Kind: EvRunStarted, Text: run.Prompt, Data: mustJSON(map[string]string{"source": run.Source, "mode": modeOr(rec.Mode)})})
+
+	var sp *spec
+	var err error
+	if p == nil {
+		err = fmt.Errorf("provider %q is no longer configured", rec.Provider)
+	} else if t.MCPConfig, err = writeMCPConfig(r.agentDir(rec.ID), t); err == nil {
+		sp, err = p.build(t)
+	}
+	if err != nil {
+		r.finish(st, a, nil, err, "")
+		return
+	}
+	cmd := exec.Command(sp.Argv[0], sp.Argv[1:]...)
+	cmd.Dir = rec.Cwd
+	var extra map[string]string
+	if p != nil {
+		extra = p.Env
+	}
+	cmd.Env = agentEnv(t, extra, sp.Env)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if sp.Stdin != "" {
+		cmd.Stdin = strings.NewReader(sp.Stdin)
+	}
+	stderr := &tail{max: 8 << 10}
+	cmd.Stderr = stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		r.finish(st, a, nil, err, "")
+		return
+	}
+
+	r.mu.Lock()
+	if a.stop != "" {
+		r.mu.Unlock()
+		r.finish(st, a, nil, nil, "")
+		return
+	}
+	err = cmd.Start()
+	if err == nil {
+		a.pid = cmd.Process.Pid
+		run.PID = a.pid
+	}
+	r.mu.Unlock()
+	if err != nil {
+		r.finish(st, a, nil, fmt.Errorf("start %s: %w", sp.Argv[0], err), "")
+		return
+	}
+	r.saveRun(st, run)
+	r.log.Info("run started", "agent", rec.ID, "run", run.Seq, "pid", a.pid)
+
+	ps := newParser(sp.Format)
+	br := bufio.NewReaderSize(stdout, 64<<10)
+	for {
+		line, rerr := readLine(br)
+		if len(line) > 0 {
+			for _, ev := range ps.line(line) {
+				ev.Run = run.Seq
+				r.emit(st, ev)
+			}
+			if ps.sessionID != "" {
+				r.noteSession(st, ps.sessionID)
+			}
+		}
+		if rerr != nil {
+			break
+		}
+	}
+	werr := cmd.Wait()
+	r.finish(st, a, ps, werr, stderr.String())
+}
+
+// readLine reads one line, cutting it at maxLine.
+func readLine(br *bufio.Reader) ([]byte, error) {
+	var buf []byte
+	for {
+		chunk, isPrefix, err := br.ReadLine()
+		if len(buf)+len(chunk) <= maxLine {
+			buf = append(buf, chunk...)
+		}
+		if err != nil {
+			return buf, err
+		}
+		if !isPrefix {
+			return buf, nil
+		}
+	}
+}
+
+// noteSession records the provider's session id so later turns resume it.
+func (r *Runner) noteSession(st *agent, id string) {
+	r.mu.Lock()
+	if st.rec.SessionID == id {
+		r.mu.Unlock()
+		return
+	}
+	st.rec.SessionID = id
+	st.rec.UpdatedAt = time.Now().UTC()
+	r.mu.Unlock()
+	r.saveAgent(st)
+}
+
+// finish records how run a ended: werr is the process's (or the setup's)
+// error, ps what its output said.
+func (r *Runner) finish(st *agent, a *active, ps *parser, werr error, stderr string) {
+	run := a.run
+	r.mu.Lock()
+	stop := a.stop
+	r.mu.Unlock()
+
+	state := RunCompleted
+	var msg string
+	var code *int
+	var ee *exec.ExitError
+	if errors.As(werr, &ee) {
+		c := ee.ExitCode()
+		code = &c
+	} else if werr == nil && ps != nil {
+		c := 0
+		code = &c
+	}
+	switch {
+	case stop == "cancel":
+		state, msg = RunCancelled, "cancelled"
+	case stop == "kill":
+		state, msg = RunKilled, "the agent was killed"
+	case stop == "shutdown":
+		state, msg = RunInterrupted, "the daemon stopped during this run"
+	case werr != nil:
+		state = RunFailed
+		msg = werr.Error()
+		if ee != nil {
+			msg = "exit status " + strconv.Itoa(ee.ExitCode())
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				msg = "killed by signal " + ws.Signal().String()
+			}
+		}
+		if s := strings.TrimSpace(stderr); s != "" {
+			msg += ": " + lastLines(s, 5)
+		}
+	case ps != nil && ps.resultError != "":
+		state, msg = RunFailed, ps.resultError
+	}
+	if state == RunFailed {
+		r.emit(st, &Event{Run: run.Seq, Kind: EvError, Text: msg, IsError: true})
+	}
+	var cost float64
+	var usage []byte
+	var last string
+	if ps != nil {
+		cost, usage, last = ps.costUSD, ps.usage, ps.lastText
+	}
+	now := time.Now().UTC()
+	kind := EvRunFinished
+	if state == RunInterrupted {
+		kind = EvInterrupted
+	}
+	r.emit(st, &Event{Run: run.Seq, Kind: kind, Text: string(state) + ifSet(": ", msg, ""), IsError: state == RunFailed,
+		Data: mustJSON(map[string]any{"state": state, "exit_code": code, "cost_usd": cost, "duration_ms": now.Sub(run.StartedAt).Milliseconds()})})
+
+	r.mu.Lock()
+	run.State, run.EndedAt, run.ExitCode, run.Error = state, now, code, msg
+	run.CostUSD, run.Usage, run.LastMessage = cost, usage, last
+	st.run = nil
+	st.lastRun = run
+	st.finished = max(st.finished, run.Seq)
+	st.rec.CostUSD += cost
+	switch state {
+	case RunFailed:
+		st.rec.LastError = fmt.Sprintf("run %d failed: %s", run.Seq, msg)
+	case RunCompleted, RunCancelled:
+		st.rec.LastError = ""
+	}
+	st.rec.UpdatedAt = now
+	st.notify()
+	r.mu.Unlock()
+
+	r.saveRun(st, run)
+	r.saveAgent(st)
+	r.log.Info("run ended", "agent", st.rec.ID, "run", run.Seq, "state", state)
+	if stop != "shutdown" {
+		r.dispatch(st)
+		r.markWake(st.rec.Workspace, st.rec.ID)
+	}
+}
+
+// stopProcess ends a's process group: SIGINT, then SIGKILL once grace has
+// passed (at once when grace is 0). It returns without waiting.
+func (r *Runner) stopProcess(a *active, grace time.Duration) {
+	r.mu.Lock()
+	pid := a.pid
+	r.mu.Unlock()
+	if pid == 0 {
+		return // not started: execute sees a.stop and does not start it
+	}
+	if grace <= 0 {
+		syscall.Kill(-pid, syscall.SIGKILL)
+		return
+	}
+	syscall.Kill(-pid, syscall.SIGINT)
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case <-a.done:
+		case <-t.C:
+			r.log.Info("run ignored SIGINT: killing its process group", "pid", pid)
+			syscall.Kill(-pid, syscall.SIGKILL)
+		}
+	}()
+}
+
+// killOrphans kills the process group a dead daemon's run left behind, if
+// its leader still runs and carries the run's marker (so a recycled pid is
+// left alone).
+func killOrphans(pid int, marker string) {
+	if pid <= 0 {
+		return
+	}
+	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil || !bytes.Contains(env, []byte("\x00PARLEY_RUN="+marker+"\x00")) && !bytes.HasPrefix(env, []byte("PARLEY_RUN="+marker+"\x00")) {
+		return
+	}
+	syscall.Kill(-pid, syscall.SIGKILL)
+}
+
+// tail keeps the last max bytes written to it.
+type tail struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = append([]byte(nil), t.b[len(t.b)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}
+
+var _ io.Writer = (*tail)(nil)
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
+}
+
+func sortStrings(s []string) { sort.Strings(s) }
+
+func sortAgents(as []api.ManagedAgent) {
+	sort.Slice(as, func(i, j int) bool {
+		if !as[i].CreatedAt.Equal(as[j].CreatedAt) {
+			return as[i].CreatedAt.Before(as[j].CreatedAt)
+		}
+		return as[i].AgentID < as[j].AgentID
+	})
+}

@@ -1,0 +1,384 @@
+package runner
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/parley-dev/parley/internal/hub"
+)
+
+// ProviderConfig configures a provider, from config.toml's [providers.NAME].
+// For claude and codex, Command is the executable and Args come before
+// Parley's own arguments; for command providers, Command is a shell command
+// template and Args are appended to it, shell-quoted.
+type ProviderConfig struct {
+	Kind    string            // claude, codex or command; default: NAME for built-ins, else command
+	Command string            // executable or template
+	Args    []string          // extra arguments
+	Env     map[string]string // extra environment
+}
+
+// Provider kinds.
+const (
+	KindClaude  = "claude"
+	KindCodex   = "codex"
+	KindCommand = "command"
+)
+
+// provider turns a prompt into the command line of one turn.
+type provider struct {
+	name string
+	ProviderConfig
+}
+
+// permissionTool is the name Claude Code gives the self profile's
+// request_permission tool: mcp__{server key}__{tool}.
+const permissionTool = "mcp__parley-self__request_permission"
+
+// providers merges the built-in providers with the configured ones.
+func providers(conf map[string]ProviderConfig) (map[string]*provider, error) {
+	ps := map[string]*provider{
+		KindClaude:  {name: KindClaude, ProviderConfig: ProviderConfig{Kind: KindClaude, Command: "claude"}},
+		KindCodex:   {name: KindCodex, ProviderConfig: ProviderConfig{Kind: KindCodex, Command: "codex"}},
+		KindCommand: {name: KindCommand, ProviderConfig: ProviderConfig{Kind: KindCommand}},
+	}
+	for name, c := range conf {
+		if err := hub.ValidName("provider name", name); err != nil {
+			return nil, err
+		}
+		p := &provider{name: name, ProviderConfig: c}
+		if base, ok := ps[name]; ok && p.Kind == "" {
+			p.Kind = base.Kind
+		}
+		if p.Kind == "" {
+			p.Kind = KindCommand
+		}
+		switch p.Kind {
+		case KindClaude, KindCodex, KindCommand:
+		default:
+			return nil, fmt.Errorf("provider %s: invalid kind %q: want claude, codex or command", name, p.Kind)
+		}
+		if p.Command == "" && p.Kind != KindCommand {
+			p.Command = p.Kind
+		}
+		if p.Command == "" && name != KindCommand {
+			return nil, fmt.Errorf("provider %s: a command provider needs command = \"...\"", name)
+		}
+		ps[name] = p
+	}
+	return ps, nil
+}
+
+// turn is what a provider needs to build one turn.
+type turn struct {
+	Agent     Agent
+	Prompt    string
+	MCPConfig string // path of the agent's MCP config file
+	Exe       string // the parley executable
+	Home      string // PARLEY_HOME
+	Run       int
+}
+
+// spec is one turn's process.
+type spec struct {
+	Argv   []string // Argv[0] is the executable, resolved
+	Env    []string // added to the agent's environment
+	Stdin  string
+	Format string // claude, codex or text
+}
+
+// template returns the shell command of a command provider for agent a.
+func (p *provider) template(a *Agent) string {
+	t := p.Command
+	if p.name == KindCommand && a.Command != "" {
+		t = a.Command
+	}
+	if len(p.Args) > 0 {
+		q := make([]string, len(p.Args))
+		for i, s := range p.Args {
+			q[i] = shellQuote(s)
+		}
+		t += " " + strings.Join(q, " ")
+	}
+	return t
+}
+
+// check reports a provider that cannot run: an executable missing from PATH
+// or a command provider without a command.
+func (p *provider) check(a *Agent) error {
+	if p.Kind != KindCommand {
+		if _, err := exec.LookPath(p.Command); err != nil {
+			return hub.Errorf("create_agent", hub.Invalid, "provider %s: executable %q not found: install it or set [providers.%s] command in config.toml (%v)", p.name, p.Command, p.name, err)
+		}
+		return nil
+	}
+	t := strings.TrimSpace(p.template(a))
+	if t == "" {
+		return hub.Errorf("create_agent", hub.Invalid, "provider %s needs a command: the shell command to run once per turn (the prompt comes on stdin, or as {prompt})", p.name)
+	}
+	if _, err := exec.LookPath("sh"); err != nil {
+		return hub.Errorf("create_agent", hub.Invalid, "provider %s: sh not found: %v", p.name, err)
+	}
+	// The first word, when it is a plain word that is not a shell builtin,
+	// must be an executable: a typo is reported now, not at the first turn.
+	first := strings.Fields(t)[0]
+	if plainWord.MatchString(first) && !shellWords[first] && !strings.Contains(first, "=") {
+		if _, err := exec.LookPath(first); err != nil {
+			return hub.Errorf("create_agent", hub.Invalid, "provider %s: executable %q not found (%v)", p.name, first, err)
+		}
+	}
+	return nil
+}
+
+var plainWord = regexp.MustCompile(`^[A-Za-z0-9_./+-]+$`)
+
+var shellWords = map[string]bool{
+	"cd": true, "exec": true, "echo": true, "printf": true, "test": true, "[": true, "true": true, "false": true,
+	"export": true, "set": true, "eval": true, "read": true, "if": true, "for": true, "while": true, "until": true,
+	"case": true, "{": true, "(": true, ":": true, ".": true, "exit": true, "trap": true, "ulimit": true, "umask": true,
+	"command": true,
+}
+
+// build returns the command line of turn t.
+func (p *provider) build(t *turn) (*spec, error) {
+	switch p.Kind {
+	case KindClaude:
+		return p.claude(t)
+	case KindCodex:
+		return p.codex(t)
+	}
+	return p.command(t)
+}
+
+// maxArgPrompt is the longest prompt passed as an argument; longer ones (and
+// ones that look like flags) go on stdin. Linux bounds one argument to 128 KiB.
+const maxArgPrompt = 64 << 10
+
+// claude builds Claude Code's headless command line:
+//
+//	claude -p PROMPT --output-format stream-json --verbose [--resume SESSION]
+//	  --permission-mode MODE --permission-prompt-tool mcp__parley-self__request_permission
+//	  --mcp-config FILE
+func (p *provider) claude(t *turn) (*spec, error) {
+	path, err := exec.LookPath(p.Command)
+	if err != nil {
+		return nil, fmt.Errorf("provider %s: %w", p.name, err)
+	}
+	s := &spec{Format: KindClaude}
+	argv := append([]string{path}, p.Args...)
+	if len(t.Prompt) > maxArgPrompt || strings.HasPrefix(t.Prompt, "-") {
+		argv = append(argv, "-p")
+		s.Stdin = t.Prompt
+	} else {
+		argv = append(argv, "-p", t.Prompt)
+	}
+	argv = append(argv, "--output-format", "stream-json", "--verbose")
+	if t.Agent.SessionID != "" {
+		argv = append(argv, "--resume", t.Agent.SessionID)
+	}
+	argv = append(argv,
+		"--permission-mode", modeOr(t.Agent.Mode),
+		"--permission-prompt-tool", permissionTool,
+		"--mcp-config", t.MCPConfig,
+	)
+	s.Argv = argv
+	return s, nil
+}
+
+// codex builds Codex's non-interactive command line. The sandbox, approval
+// policy and MCP servers are -c overrides, which both `codex exec` and
+// `codex exec resume` accept (resume refuses -s and -C):
+//
+//	codex exec --json --skip-git-repo-check -c ... -- PROMPT
+//	codex exec resume --json -c ... -- SESSION PROMPT
+//
+// Codex has no permission-prompt tool: the agent's mode picks its sandbox.
+func (p *provider) codex(t *turn) (*spec, error) {
+	path, err := exec.LookPath(p.Command)
+	if err != nil {
+		return nil, fmt.Errorf("provider %s: %w", p.name, err)
+	}
+	argv := append([]string{path}, p.Args...)
+	if t.Agent.SessionID != "" {
+		argv = append(argv, "exec", "resume", "--json")
+	} else {
+		argv = append(argv, "exec", "--json", "--skip-git-repo-check")
+	}
+	sandbox := map[string]string{
+		"plan":              "read-only",
+		"default":           "workspace-write",
+		"acceptEdits":       "workspace-write",
+		"bypassPermissions": "danger-full-access",
+	}[modeOr(t.Agent.Mode)]
+	argv = append(argv,
+		"-c", "sandbox_mode="+tomlString(sandbox),
+		"-c", `approval_policy="never"`,
+	)
+	for _, srv := range mcpServers(t) {
+		argv = append(argv,
+			"-c", "mcp_servers."+srv.key+".command="+tomlString(srv.Command),
+			"-c", "mcp_servers."+srv.key+".args="+tomlArray(srv.Args),
+			"-c", "mcp_servers."+srv.key+".env={PARLEY_HOME="+tomlString(t.Home)+"}",
+		)
+	}
+	argv = append(argv, "--")
+	if t.Agent.SessionID != "" {
+		argv = append(argv, t.Agent.SessionID)
+	}
+	argv = append(argv, t.Prompt)
+	return &spec{Argv: argv, Format: KindCodex}, nil
+}
+
+// command runs the template through sh -c with the prompt on stdin; {prompt},
+// {session}, {agent}, {workspace}, {mode}, {mcp_config} and {cwd} are
+// replaced by their values, shell-quoted.
+func (p *provider) command(t *turn) (*spec, error) {
+	tmpl := p.template(&t.Agent)
+	if strings.TrimSpace(tmpl) == "" {
+		return nil, fmt.Errorf("provider %s has no command", p.name)
+	}
+	vars := map[string]string{
+		"prompt": t.Prompt, "session": t.Agent.SessionID, "agent": t.Agent.ID, "workspace": t.Agent.Workspace,
+		"mode": modeOr(t.Agent.Mode), "mcp_config": t.MCPConfig, "cwd": t.Agent.Cwd,
+	}
+	cmd := placeholder.ReplaceAllStringFunc(tmpl, func(m string) string {
+		if v, ok := vars[m[1:len(m)-1]]; ok {
+			return shellQuote(v)
+		}
+		return m
+	})
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		return nil, err
+	}
+	return &spec{Argv: []string{sh, "-c", cmd}, Stdin: t.Prompt, Format: "text"}, nil
+}
+
+var placeholder = regexp.MustCompile(`\{[a-z_]+\}`)
+
+// shellQuote quotes s for sh: one word, no expansion.
+func shellQuote(s string) string {
+	if s != "" && plainWord.MatchString(s) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func tomlString(s string) string { return strconv.Quote(s) }
+
+func tomlArray(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = tomlString(s)
+	}
+	return "[" + strings.Join(q, ",") + "]"
+}
+
+func modeOr(m string) string {
+	if m == "" {
+		return "default"
+	}
+	return m
+}
+
+// ValidMode checks a mode name.
+func ValidMode(m string) error {
+	for _, x := range Modes {
+		if m == x {
+			return nil
+		}
+	}
+	return hub.Errorf("", hub.Invalid, "invalid mode %q: want %s", m, strings.Join(Modes, ", "))
+}
+
+// mcpServer is one entry of an agent's MCP configuration.
+type mcpServer struct {
+	key     string
+	Type    string            `json:"type"`
+	Command string            `json:"command"`
+	Args    []string          `json:"args"`
+	Env     map[string]string `json:"env,omitempty"`
+}
+
+// mcpServers are Parley's MCP servers for the agent of t, under its identity:
+// "parley" with the native profile and "parley-self" with the self profile.
+func mcpServers(t *turn) []mcpServer {
+	mk := func(key, profile string) mcpServer {
+		return mcpServer{key: key, Type: "stdio", Command: t.Exe,
+			Args: []string{"mcp", "serve", "--agent", t.Agent.ID, "--workspace", t.Agent.Workspace, "--profile", profile},
+			Env:  map[string]string{"PARLEY_HOME": t.Home}}
+	}
+	return []mcpServer{mk("parley", "native"), mk("parley-self", "self")}
+}
+
+// writeMCPConfig writes the agent's MCP config file (Claude Code's format) in
+// its directory and returns its path.
+func writeMCPConfig(dir string, t *turn) (string, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("agent directory: %w", err)
+	}
+	servers := map[string]mcpServer{}
+	for _, s := range mcpServers(t) {
+		servers[s.key] = s
+	}
+	b, err := json.MarshalIndent(map[string]any{"mcpServers": servers}, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "mcp.json")
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+		return "", fmt.Errorf("write MCP config: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return "", fmt.Errorf("write MCP config: %w", err)
+	}
+	return path, nil
+}
+
+// agentEnv is the environment of an agent's process: the daemon's, without
+// what belongs to the daemon's own session (tmux, a surrounding Claude Code,
+// another agent's identity), plus the agent's identity.
+func agentEnv(t *turn, extra map[string]string, more []string) []string {
+	drop := map[string]bool{
+		"TMUX": true, "TMUX_PANE": true, "PARLEY_DAEMON_CHILD": true, "PARLEY_AGENT": true, "PARLEY_ROLE": true,
+		"PARLEY_WORKSPACE": true, "PARLEY_PROFILE": true, "PARLEY_NUDGE": true, "PARLEY_HOME": true,
+		"CLAUDECODE": true, "CLAUDE_CODE_ENTRYPOINT": true,
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if !drop[k] {
+			env = append(env, kv)
+		}
+	}
+	env = append(env,
+		"PARLEY_HOME="+t.Home,
+		"PARLEY_AGENT="+t.Agent.ID,
+		"PARLEY_WORKSPACE="+t.Agent.Workspace,
+		"PARLEY_MCP_CONFIG="+t.MCPConfig,
+		"PARLEY_MODE="+modeOr(t.Agent.Mode),
+		"PARLEY_SESSION_ID="+t.Agent.SessionID,
+		"PARLEY_RUN="+runMarker(t.Agent.ID, t.Run),
+	)
+	keys := make([]string, 0, len(extra))
+	for k := range extra {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		env = append(env, k+"="+extra[k])
+	}
+	return append(env, more...)
+}
+
+// runMarker tags a run's processes so that a restarted daemon can find the
+// orphans of an interrupted run without trusting a recycled pid.
+func runMarker(agent string, run int) string { return agent + "/" + strconv.Itoa(run) }

@@ -1,0 +1,131 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Status is a managed agent's state as the manager sees it.
+type Status string
+
+// The statuses of a managed agent.
+const (
+	StatusIdle              Status = "idle"
+	StatusRunning           Status = "running"
+	StatusWaitingPermission Status = "waiting_permission"
+	StatusError             Status = "error"
+	StatusExited            Status = "exited"
+)
+
+// RunState is where a run is in its life.
+type RunState string
+
+// The states of a run. Queued and running are open; the rest are final.
+const (
+	RunQueued      RunState = "queued"
+	RunRunning     RunState = "running"
+	RunCompleted   RunState = "completed"
+	RunFailed      RunState = "failed"
+	RunCancelled   RunState = "cancelled"
+	RunInterrupted RunState = "interrupted" // the daemon died during the run
+	RunKilled      RunState = "killed"
+)
+
+// Open reports whether the run has not ended.
+func (s RunState) Open() bool { return s == RunQueued || s == RunRunning }
+
+// Modes are the permission modes a managed agent can have (Claude Code's names;
+// other providers map them, see provider.go).
+var Modes = []string{"default", "acceptEdits", "plan", "bypassPermissions"}
+
+// Agent is a managed agent as stored. Its live state (the run in progress,
+// pending permissions) is the runner's.
+type Agent struct {
+	ID        string    `json:"id"`
+	Workspace string    `json:"workspace"`
+	Provider  string    `json:"provider"`
+	Title     string    `json:"title"`
+	Mode      string    `json:"mode"`
+	Role      string    `json:"role"`
+	Cwd       string    `json:"cwd"`      // where it runs
+	Origin    string    `json:"origin"`   // the cwd it was created with
+	Worktree  string    `json:"worktree"` // the worktree Parley made, if any
+	Branch    string    `json:"branch"`
+	Command   string    `json:"command"` // the command provider's shell command
+	AutoWake  bool      `json:"auto_wake"`
+	SessionID string    `json:"session_id"`
+	Exited    bool      `json:"exited"`
+	LastError string    `json:"last_error"`
+	CostUSD   float64   `json:"cost_usd"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Run is one turn of an agent: a prompt and what became of it.
+type Run struct {
+	AgentID     string          `json:"agent_id"`
+	Seq         int             `json:"seq"`
+	State       RunState        `json:"state"`
+	Source      string          `json:"source"` // prompt, create, message
+	Prompt      string          `json:"prompt"`
+	QueuedAt    time.Time       `json:"queued_at"`
+	StartedAt   time.Time       `json:"started_at"`
+	EndedAt     time.Time       `json:"ended_at"`
+	PID         int             `json:"pid"`
+	ExitCode    *int            `json:"exit_code,omitempty"`
+	Error       string          `json:"error"`
+	CostUSD     float64         `json:"cost_usd"`
+	Usage       json.RawMessage `json:"usage,omitempty"`
+	LastMessage string          `json:"last_message"`
+}
+
+// Event is one entry of an agent's activity timeline.
+type Event struct {
+	AgentID   string          `json:"agent_id"`
+	Seq       int64           `json:"seq"` // from 1, per agent, without gaps
+	Run       int             `json:"run"`
+	Time      time.Time       `json:"time"`
+	Kind      string          `json:"kind"`
+	Text      string          `json:"text,omitempty"`
+	Tool      string          `json:"tool,omitempty"`
+	ToolUseID string          `json:"tool_use_id,omitempty"`
+	IsError   bool            `json:"is_error,omitempty"`
+	Data      json.RawMessage `json:"data,omitempty"`
+	Truncated bool            `json:"truncated,omitempty"`
+}
+
+// Event kinds.
+const (
+	EvRunStarted   = "run_started"
+	EvText         = "text"
+	EvToolUse      = "tool_use"
+	EvToolResult   = "tool_result"
+	EvError        = "error"
+	EvResult       = "result"
+	EvPermission   = "permission_requested"
+	EvPermResolved = "permission_resolved"
+	EvRunFinished  = "run_finished"
+	EvInterrupted  = "interrupted"
+	EvNote         = "note"
+)
+
+// Store keeps managed agents, their runs and their timelines. The runner owns
+// this interface; internal/store/sqlite implements it. Writes are atomic.
+type Store interface {
+	// PutManagedAgent inserts or replaces the agent.
+	PutManagedAgent(ctx context.Context, a *Agent) error
+	// ManagedAgents returns every managed agent, oldest first.
+	ManagedAgents(ctx context.Context) ([]*Agent, error)
+	// PutRun inserts or replaces the run (agent id, seq).
+	PutRun(ctx context.Context, r *Run) error
+	// Runs returns up to limit runs of the agent, newest first.
+	Runs(ctx context.Context, agentID string, limit int) ([]*Run, error)
+	// OpenRuns returns every queued or running run of every agent, oldest first.
+	OpenRuns(ctx context.Context) ([]*Run, error)
+	// AppendEvents stores events whose seqs follow the agent's last one.
+	AppendEvents(ctx context.Context, evs []*Event) error
+	// Events returns up to limit events of the agent from position offset
+	// (0 is the oldest), and how many it has in all.
+	Events(ctx context.Context, agentID string, offset, limit int) ([]*Event, int, error)
+}
