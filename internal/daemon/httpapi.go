@@ -22,26 +22,26 @@ func (d *Daemon) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", d.mcp)
 	p := api.Prefix
-	mux.HandleFunc("GET "+p+"/health", d.health)
-	mux.HandleFunc("GET "+p+"/status", d.status)
+	mux.Handle("GET "+p+"/health", endpoint(false, d.health))
+	mux.Handle("GET "+p+"/status", endpoint(false, d.status))
 	mux.HandleFunc("GET "+p+"/events", d.eventsStream)
-	mux.HandleFunc("POST "+p+"/agents", d.join)
-	mux.HandleFunc("GET "+p+"/agents", d.agents)
-	mux.HandleFunc("GET "+p+"/agents/{name}", d.agent)
-	mux.HandleFunc("PUT "+p+"/agents/{name}/status", d.setStatus)
-	mux.HandleFunc("POST "+p+"/messages", d.send)
-	mux.HandleFunc("GET "+p+"/messages", d.history)
-	mux.HandleFunc("GET "+p+"/messages/{id}", d.message)
-	mux.HandleFunc("GET "+p+"/inbox", d.peek)
-	mux.HandleFunc("POST "+p+"/inbox/check", d.check)
-	mux.HandleFunc("POST "+p+"/inbox/wait", d.wait)
-	mux.HandleFunc("POST "+p+"/broadcast", d.broadcast)
-	mux.HandleFunc("GET "+p+"/groups", d.groups)
-	mux.HandleFunc("POST "+p+"/groups", d.createGroup)
-	mux.HandleFunc("GET "+p+"/groups/{name}", d.group)
-	mux.HandleFunc("DELETE "+p+"/groups/{name}", d.deleteGroup)
-	mux.HandleFunc("POST "+p+"/groups/{name}/members", d.addMember)
-	mux.HandleFunc("DELETE "+p+"/groups/{name}/members", d.removeMember)
+	mux.Handle("POST "+p+"/agents", endpoint(false, d.join))
+	mux.Handle("GET "+p+"/agents", endpoint(false, d.agents))
+	mux.Handle("GET "+p+"/agents/{name}", endpoint(false, d.agent))
+	mux.Handle("PUT "+p+"/agents/{name}/status", endpoint(false, d.setStatus))
+	mux.Handle("POST "+p+"/messages", endpoint(true, d.send))
+	mux.Handle("GET "+p+"/messages", endpoint(false, d.history))
+	mux.Handle("GET "+p+"/messages/{id}", endpoint(false, d.message))
+	mux.Handle("GET "+p+"/inbox", endpoint(true, d.peek))
+	mux.Handle("POST "+p+"/inbox/check", endpoint(true, d.check))
+	mux.Handle("POST "+p+"/inbox/wait", endpoint(true, d.wait))
+	mux.Handle("POST "+p+"/broadcast", endpoint(true, d.broadcast))
+	mux.Handle("GET "+p+"/groups", endpoint(false, d.groups))
+	mux.Handle("POST "+p+"/groups", endpoint(false, d.createGroup))
+	mux.Handle("GET "+p+"/groups/{name}", endpoint(false, d.group))
+	mux.Handle("DELETE "+p+"/groups/{name}", endpoint(false, d.deleteGroup))
+	mux.Handle("POST "+p+"/groups/{name}/members", endpoint(false, d.addMember))
+	mux.Handle("DELETE "+p+"/groups/{name}/members", endpoint(false, d.removeMember))
 	d.gatewayRoutes(mux)
 	d.runnerRoutes(mux)
 	return d.checkOrigin(mux)
@@ -109,55 +109,78 @@ func writeErr(w http.ResponseWriter, err error) {
 	writeJSON(w, api.HTTPStatus(hub.KindOf(err)), api.NewErrorBody(err))
 }
 
-func (d *Daemon) health(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, api.Health{OK: true, PID: os.Getpid(), Version: d.cfg.Version})
+// req is what a JSON API handler knows of its request.
+type req struct {
+	*http.Request
+	ws, agent string
 }
 
-func (d *Daemon) status(w http.ResponseWriter, r *http.Request) {
+// none is the body of a request that has none.
+type none struct{}
+
+// endpoint adapts fn to HTTP: it finds the caller (and insists on an agent when
+// asked), decodes the body into In unless In is none, and writes fn's result,
+// or its error with the status of its kind.
+func endpoint[In, Out any](agentNeeded bool, fn func(r req, in In) (Out, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ws, agent, err := caller(r)
+		if err == nil && agentNeeded {
+			err = needAgent(agent)
+		}
+		var in In
+		if _, empty := any(in).(none); err == nil && !empty {
+			err = decode(w, r, &in)
+		}
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+		out, err := fn(req{Request: r, ws: ws, agent: agent}, in)
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, out)
+	}
+}
+
+func (d *Daemon) health(r req, _ none) (api.Health, error) {
+	return api.Health{OK: true, PID: os.Getpid(), Version: d.cfg.Version}, nil
+}
+
+func (d *Daemon) status(r req, _ none) (api.Status, error) {
 	wss, err := d.hub.Workspaces(r.Context())
 	if err != nil {
-		writeErr(w, err)
-		return
+		return api.Status{}, err
 	}
 	if wss == nil {
 		wss = []string{}
 	}
-	writeJSON(w, http.StatusOK, api.Status{
+	st := api.Status{
 		PID: os.Getpid(), Version: d.cfg.Version, StartedAt: d.started.UTC(),
 		Uptime: time.Since(d.started).Round(time.Second).String(),
 		Home:   d.paths.Home, Socket: d.paths.Socket, Database: d.paths.DB,
 		Workspaces: wss, Sessions: d.mcp.Sessions(), Listen: d.TCPAddr(),
-	})
+	}
+	return st, nil
 }
 
-func (d *Daemon) join(w http.ResponseWriter, r *http.Request) {
-	ws, _, err := caller(r)
-	var req api.JoinRequest
-	if err == nil {
-		err = decode(w, r, &req)
-	}
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	a, err := d.hub.Join(r.Context(), hub.JoinRequest{Workspace: ws, Name: req.Name, Role: req.Role, Module: req.Module})
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, api.Agent(hub.AgentView{Agent: a, Active: d.hub.Active(a)}))
+func (d *Daemon) agentInfo(a *hub.Agent) api.AgentInfo {
+	return api.Agent(hub.AgentView{Agent: a, Active: d.hub.Active(a)})
 }
 
-func (d *Daemon) agents(w http.ResponseWriter, r *http.Request) {
-	ws, _, err := caller(r)
+func (d *Daemon) join(r req, in api.JoinRequest) (api.AgentInfo, error) {
+	a, err := d.hub.Join(r.Context(), hub.JoinRequest{Workspace: r.ws, Name: in.Name, Role: in.Role, Module: in.Module})
 	if err != nil {
-		writeErr(w, err)
-		return
+		return api.AgentInfo{}, err
 	}
-	as, err := d.hub.Agents(r.Context(), ws)
+	return d.agentInfo(a), nil
+}
+
+func (d *Daemon) agents(r req, _ none) (api.ListAgentsResult, error) {
+	as, err := d.hub.Agents(r.Context(), r.ws)
 	if err != nil {
-		writeErr(w, err)
-		return
+		return api.ListAgentsResult{}, err
 	}
 	activeOnly := r.URL.Query().Get("include_offline") == "false"
 	out := api.ListAgentsResult{Agents: []api.AgentInfo{}}
@@ -168,108 +191,49 @@ func (d *Daemon) agents(w http.ResponseWriter, r *http.Request) {
 		out.Agents = append(out.Agents, api.Agent(a))
 	}
 	out.Count = len(out.Agents)
-	writeJSON(w, http.StatusOK, out)
+	return out, nil
 }
 
-func (d *Daemon) agent(w http.ResponseWriter, r *http.Request) {
-	ws, _, err := caller(r)
+func (d *Daemon) agent(r req, _ none) (api.AgentInfo, error) {
+	a, err := d.hub.Agent(r.Context(), r.ws, r.PathValue("name"))
 	if err != nil {
-		writeErr(w, err)
-		return
+		return api.AgentInfo{}, err
 	}
-	a, err := d.hub.Agent(r.Context(), ws, r.PathValue("name"))
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, api.Agent(hub.AgentView{Agent: a, Active: d.hub.Active(a)}))
+	return d.agentInfo(a), nil
 }
 
-func (d *Daemon) setStatus(w http.ResponseWriter, r *http.Request) {
-	ws, _, err := caller(r)
-	var req api.StatusRequest
-	if err == nil {
-		err = decode(w, r, &req)
-	}
-	if err == nil {
-		err = d.hub.SetStatus(r.Context(), ws, r.PathValue("name"), hub.Status(req.Status))
-	}
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, req)
+func (d *Daemon) setStatus(r req, in api.StatusRequest) (api.StatusRequest, error) {
+	return in, d.hub.SetStatus(r.Context(), r.ws, r.PathValue("name"), hub.Status(in.Status))
 }
 
-func (d *Daemon) send(w http.ResponseWriter, r *http.Request) {
-	ws, agent, err := caller(r)
-	var req api.SendRequest
-	if err == nil {
-		err = decode(w, r, &req)
-	}
-	if err == nil {
-		err = needAgent(agent)
-	}
+func (d *Daemon) send(r req, in api.SendRequest) (api.SendResult, error) {
+	res, err := d.hub.Send(r.Context(), hub.SendRequest{Workspace: r.ws, From: r.agent, To: in.To, Content: in.Content,
+		Payload: in.Payload, Priority: in.Priority, ReplyTo: in.ReplyTo, Metadata: in.Metadata})
 	if err != nil {
-		writeErr(w, err)
-		return
+		return api.SendResult{}, err
 	}
-	res, err := d.hub.Send(r.Context(), hub.SendRequest{Workspace: ws, From: agent, To: req.To, Content: req.Content,
-		Payload: req.Payload, Priority: req.Priority, ReplyTo: req.ReplyTo, Metadata: req.Metadata})
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, api.SendResult{Status: "delivered", MessageID: res.Message.ID,
-		RecipientStatus: "", Recipients: res.Recipients, ThreadID: res.Message.ThreadID})
+	return api.SendResult{Status: "delivered", MessageID: res.Message.ID, Recipients: res.Recipients, ThreadID: res.Message.ThreadID}, nil
 }
 
-func (d *Daemon) history(w http.ResponseWriter, r *http.Request) {
-	ws, _, err := caller(r)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
+func (d *Daemon) history(r req, _ none) (api.HistoryResult, error) {
 	q := r.URL.Query()
 	limit, _ := strconv.Atoi(q.Get("limit"))
-	ms, err := d.hub.History(r.Context(), ws, hub.HistoryQuery{Thread: q.Get("thread"), Agent: q.Get("with"), Limit: limit})
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, api.HistoryResult{Messages: api.Messages(ms)})
+	ms, err := d.hub.History(r.Context(), r.ws, hub.HistoryQuery{Thread: q.Get("thread"), Agent: q.Get("with"), Limit: limit})
+	return api.HistoryResult{Messages: api.Messages(ms)}, err
 }
 
-func (d *Daemon) message(w http.ResponseWriter, r *http.Request) {
-	ws, _, err := caller(r)
+func (d *Daemon) message(r req, _ none) (api.MessageInfo, error) {
+	m, err := d.hub.Message(r.Context(), r.ws, r.PathValue("id"))
 	if err != nil {
-		writeErr(w, err)
-		return
+		return api.MessageInfo{}, err
 	}
-	m, err := d.hub.Message(r.Context(), ws, r.PathValue("id"))
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, api.Message(m))
+	return api.Message(m), nil
 }
 
-func (d *Daemon) peek(w http.ResponseWriter, r *http.Request) {
-	ws, agent, err := caller(r)
-	if err == nil {
-		err = needAgent(agent)
-	}
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
+func (d *Daemon) peek(r req, _ none) (api.CheckResult, error) {
 	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
-	ms, n, err := d.hub.Peek(r.Context(), ws, agent, limit)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, checkResult(ms, n-len(ms)))
+	ms, n, err := d.hub.Peek(r.Context(), r.ws, r.agent, limit)
+	return checkResult(ms, n-len(ms)), err
 }
 
 func checkResult(ms []*hub.Message, remaining int) api.CheckResult {
@@ -280,180 +244,91 @@ func checkResult(ms []*hub.Message, remaining int) api.CheckResult {
 	return out
 }
 
-func (d *Daemon) check(w http.ResponseWriter, r *http.Request) {
-	ws, agent, err := caller(r)
-	var req api.CheckRequest
-	if err == nil {
-		err = decode(w, r, &req)
-	}
-	if err == nil {
-		err = needAgent(agent)
-	}
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	ms, remaining, err := d.hub.Check(r.Context(), ws, agent, req.Limit)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, checkResult(ms, remaining))
+func (d *Daemon) check(r req, in api.CheckRequest) (api.CheckResult, error) {
+	ms, remaining, err := d.hub.Check(r.Context(), r.ws, r.agent, in.Limit)
+	return checkResult(ms, remaining), err
 }
 
-func (d *Daemon) wait(w http.ResponseWriter, r *http.Request) {
-	ws, agent, err := caller(r)
-	var req api.WaitRequest
-	if err == nil {
-		err = decode(w, r, &req)
-	}
-	if err == nil {
-		err = needAgent(agent)
-	}
-	var timeout time.Duration
-	if err == nil {
-		timeout, err = hub.ValidTimeout(req.Timeout)
-	}
-	var filter hub.PriorityFilter
-	if err == nil {
-		filter, err = hub.ParsePriorityFilter(req.PriorityFilter)
-	}
+func (d *Daemon) wait(r req, in api.WaitRequest) (api.WaitResult, error) {
+	timeout, err := hub.ValidTimeout(in.Timeout)
 	if err != nil {
-		writeErr(w, err)
-		return
+		return api.WaitResult{}, err
+	}
+	filter, err := hub.ParsePriorityFilter(in.PriorityFilter)
+	if err != nil {
+		return api.WaitResult{}, err
 	}
 	start := time.Now()
-	m, err := d.hub.Wait(r.Context(), hub.WaitRequest{Workspace: ws, Agent: agent, Timeout: timeout, Filter: filter})
+	m, err := d.hub.Wait(r.Context(), hub.WaitRequest{Workspace: r.ws, Agent: r.agent, Timeout: timeout, Filter: filter})
 	if err != nil {
-		writeErr(w, err)
-		return
+		return api.WaitResult{}, err
 	}
 	out := api.WaitResult{Status: "timeout", WaitedSeconds: int(time.Since(start).Seconds())}
 	if m != nil {
 		mi := api.Message(m)
 		out.Status, out.Message = "message_received", &mi
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out, nil
 }
 
-func (d *Daemon) broadcast(w http.ResponseWriter, r *http.Request) {
-	ws, agent, err := caller(r)
-	var req api.BroadcastRequest
-	if err == nil {
-		err = decode(w, r, &req)
-	}
-	if err == nil {
-		err = needAgent(agent)
-	}
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	br := hub.BroadcastRequest{Workspace: ws, From: agent, Content: req.Content, Priority: req.Priority}
-	if f := req.Filter; f != nil {
+func (d *Daemon) broadcast(r req, in api.BroadcastRequest) (api.BroadcastResult, error) {
+	br := hub.BroadcastRequest{Workspace: r.ws, From: r.agent, Content: in.Content, Priority: in.Priority}
+	if f := in.Filter; f != nil {
+		if f.Status != "" && f.Status != "all" && f.Status != "active" {
+			return api.BroadcastResult{}, hub.Errorf("broadcast", hub.Invalid, "invalid filter status %q: want all or active", f.Status)
+		}
 		br.ActiveOnly = f.Status == "active"
 		br.Exclude = f.Exclude
-		if f.Status != "" && f.Status != "all" && f.Status != "active" {
-			writeErr(w, hub.Errorf("broadcast", hub.Invalid, "invalid filter status %q: want all or active", f.Status))
-			return
-		}
 	}
 	res, err := d.hub.Broadcast(r.Context(), br)
 	if err != nil {
-		writeErr(w, err)
-		return
+		return api.BroadcastResult{}, err
 	}
-	writeJSON(w, http.StatusOK, mcpserver.BroadcastResult(res))
+	return mcpserver.BroadcastResult(res), nil
 }
 
-func (d *Daemon) groups(w http.ResponseWriter, r *http.Request) {
-	ws, _, err := caller(r)
+func (d *Daemon) groups(r req, _ none) (api.ListGroupsResult, error) {
+	gs, err := d.hub.Groups(r.Context(), r.ws)
 	if err != nil {
-		writeErr(w, err)
-		return
+		return api.ListGroupsResult{}, err
 	}
-	gs, err := d.hub.Groups(r.Context(), ws)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, mcpserver.ListGroups(gs))
+	return mcpserver.ListGroups(gs), nil
 }
 
-func (d *Daemon) createGroup(w http.ResponseWriter, r *http.Request) {
-	ws, agent, err := caller(r)
-	var req api.GroupRequest
-	if err == nil {
-		err = decode(w, r, &req)
-	}
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
+func (d *Daemon) createGroup(r req, in api.GroupRequest) (api.GroupResult, error) {
 	by := ""
-	if agent != "" {
-		if a, err := d.hub.Agent(r.Context(), ws, agent); err == nil {
+	if r.agent != "" {
+		if a, err := d.hub.Agent(r.Context(), r.ws, r.agent); err == nil {
 			by = a.ID()
 		}
 	}
-	g, err := d.hub.CreateGroup(r.Context(), ws, req.Name, req.Description, by)
+	g, err := d.hub.CreateGroup(r.Context(), r.ws, in.Name, in.Description, by)
 	if err != nil {
-		writeErr(w, err)
-		return
+		return api.GroupResult{}, err
 	}
-	writeJSON(w, http.StatusOK, api.GroupResult{Status: "created", Name: g.Name})
+	return api.GroupResult{Status: "created", Name: g.Name}, nil
 }
 
-func (d *Daemon) group(w http.ResponseWriter, r *http.Request) {
-	ws, _, err := caller(r)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	g, err := mcpserver.GroupDetail(r.Context(), d.hub, ws, r.PathValue("name"), r.URL.Query().Get("expand") == "true")
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, g)
+func (d *Daemon) group(r req, _ none) (api.GroupDetail, error) {
+	return mcpserver.GroupDetail(r.Context(), d.hub, r.ws, r.PathValue("name"), r.URL.Query().Get("expand") == "true")
 }
 
-func (d *Daemon) deleteGroup(w http.ResponseWriter, r *http.Request) {
-	ws, _, err := caller(r)
+func (d *Daemon) deleteGroup(r req, _ none) (api.GroupResult, error) {
+	return api.GroupResult{Status: "deleted", Name: r.PathValue("name")}, d.hub.DeleteGroup(r.Context(), r.ws, r.PathValue("name"))
+}
+
+func (d *Daemon) addMember(r req, in api.MemberRequest) (api.MemberResult, error) {
+	return d.member(r, in, "added", d.hub.AddGroupMember)
+}
+
+func (d *Daemon) removeMember(r req, in api.MemberRequest) (api.MemberResult, error) {
+	return d.member(r, in, "removed", d.hub.RemoveGroupMember)
+}
+
+func (d *Daemon) member(r req, in api.MemberRequest, status string, op func(ctx context.Context, ws, group string, m hub.Member) error) (api.MemberResult, error) {
+	m, err := hub.ParseMember(in.MemberType, in.MemberID)
 	if err == nil {
-		err = d.hub.DeleteGroup(r.Context(), ws, r.PathValue("name"))
+		err = op(r.Context(), r.ws, r.PathValue("name"), m)
 	}
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, api.GroupResult{Status: "deleted", Name: r.PathValue("name")})
-}
-
-func (d *Daemon) addMember(w http.ResponseWriter, r *http.Request) {
-	d.member(w, r, "added", d.hub.AddGroupMember)
-}
-
-func (d *Daemon) removeMember(w http.ResponseWriter, r *http.Request) {
-	d.member(w, r, "removed", d.hub.RemoveGroupMember)
-}
-
-func (d *Daemon) member(w http.ResponseWriter, r *http.Request, status string, op func(ctx context.Context, ws, group string, m hub.Member) error) {
-	ws, _, err := caller(r)
-	var req api.MemberRequest
-	if err == nil {
-		err = decode(w, r, &req)
-	}
-	var m hub.Member
-	if err == nil {
-		m, err = hub.ParseMember(req.MemberType, req.MemberID)
-	}
-	if err == nil {
-		err = op(r.Context(), ws, r.PathValue("name"), m)
-	}
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, api.MemberResult{Status: status, Group: r.PathValue("name"), MemberType: req.MemberType, MemberID: req.MemberID})
+	return api.MemberResult{Status: status, Group: r.PathValue("name"), MemberType: in.MemberType, MemberID: in.MemberID}, err
 }
