@@ -845,11 +845,18 @@ func (b *bridge) httpError(m *message, resp *http.Response) {
 	if len(m.ids) == 0 {
 		return
 	}
-	// If the server explained itself with a JSON-RPC error, pass that on.
+	// If the server explained itself with a JSON-RPC error, pass that on. Other
+	// JSON error bodies (Parley's own {"error":{"kind","message"}}, e.g. a 401
+	// from its TCP listener) have no code: passed on, they would not be a
+	// valid JSON-RPC error and the client would wait for an answer forever.
 	var rpc struct {
 		Error json.RawMessage `json:"error"`
 	}
-	if len(m.ids) == 1 && json.Unmarshal([]byte(body), &rpc) == nil && len(rpc.Error) > 0 && rpc.Error[0] == '{' {
+	var rpcErr struct {
+		Code *int64 `json:"code"`
+	}
+	if len(m.ids) == 1 && json.Unmarshal([]byte(body), &rpc) == nil && len(rpc.Error) > 0 && rpc.Error[0] == '{' &&
+		json.Unmarshal(rpc.Error, &rpcErr) == nil && rpcErr.Code != nil {
 		msg := make([]byte, 0, 64+len(rpc.Error))
 		msg = append(msg, `{"jsonrpc":"2.0","id":`...)
 		msg = append(msg, m.ids[0]...)
