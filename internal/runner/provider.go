@@ -103,7 +103,7 @@ func (p *provider) template(a *Agent) string {
 	if len(p.Args) > 0 {
 		q := make([]string, len(p.Args))
 		for i, s := range p.Args {
-			q[i] = shellQuote(s)
+			q[i] = quoteArg(s)
 		}
 		t += " " + strings.Join(q, " ")
 	}
@@ -262,6 +262,25 @@ func (p *provider) command(t *turn) (*spec, error) {
 }
 
 var placeholder = regexp.MustCompile(`\{[a-z_]+\}`)
+
+// quoteArg shell-quotes a configured argument but leaves its placeholders
+// bare, to be replaced by quoted values: --prompt={prompt} becomes
+// --prompt=PROMPT as one word.
+func quoteArg(s string) string {
+	var b strings.Builder
+	last := 0
+	for _, m := range placeholder.FindAllStringIndex(s, -1) {
+		if m[0] > last {
+			b.WriteString(shellQuote(s[last:m[0]]))
+		}
+		b.WriteString(s[m[0]:m[1]])
+		last = m[1]
+	}
+	if last < len(s) || last == 0 {
+		b.WriteString(shellQuote(s[last:]))
+	}
+	return b.String()
+}
 
 // shellQuote quotes s for sh: one word, no expansion.
 func shellQuote(s string) string {
