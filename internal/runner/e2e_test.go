@@ -780,4 +780,3 @@ func TestPermissionTimeout(t *testing.T) {
 		t.Errorf("mode after set_agent_mode: got %v, want plan", runs)
 	}
 }
-

@@ -919,4 +919,3 @@ func SummaryLine(e api.ActivityEvent) string {
 	}
 	return s
 }
-
