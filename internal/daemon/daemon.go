@@ -177,6 +177,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	d.log.Info("daemon stopping")
+	// Managed agents go first, while their MCP bridges can still reach us:
+	// a bridge that lost the daemon would try to start a new one.
+	if d.runner != nil {
+		d.runner.Close()
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), d.cfg.ShutdownTimeout)
 	defer cancel()
 	// Open SSE streams and blocked waits would hold Shutdown up: cut them off

@@ -157,6 +157,22 @@ func (e *env) fakeRuns() []map[string]any {
 	return out
 }
 
+// gone reports whether the fake of run i (from 0) has ended (a zombie that
+// nobody reaps counts as ended).
+func (e *env) gone(i int) bool {
+	runs := e.fakeRuns()
+	if i >= len(runs) {
+		return false
+	}
+	pid, _ := runs[i]["pid"].(float64)
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", int(pid)))
+	if err != nil {
+		return true
+	}
+	_, rest, _ := strings.Cut(string(b), ") ")
+	return strings.HasPrefix(rest, "Z")
+}
+
 // call calls a tool; it fails the test on a protocol error.
 func call(t testing.TB, s *mcp.ClientSession, name string, args map[string]any, out any) *mcp.CallToolResult {
 	t.Helper()
@@ -453,6 +469,11 @@ func TestQueueCancelKill(t *testing.T) {
 	if n := len(e.fakeRuns()); n != 6 {
 		t.Errorf("fake ran %d times, want 6 (the dropped prompt never ran)", n)
 	}
+	for i := range 6 {
+		if !e.gone(i) {
+			t.Errorf("the process of run %d still runs", i+1)
+		}
+	}
 }
 
 // TestAutoWake sends messages to managed agents: an idle one starts a turn
@@ -590,6 +611,8 @@ func TestDaemonRestartMidRun(t *testing.T) {
 	eventually(t, "the daemon to die", func() bool { return syscall.Kill(pid.PID, 0) != nil })
 	e.must("daemon", "start")
 
+	// The new daemon killed the run's orphaned process group.
+	eventually(t, "the orphaned run to be killed", func() bool { return e.gone(0) })
 	var res api.WaitAgentResult
 	e.mustJSON(&res, "agent", "wait", "r", "--timeout", "60s")
 	if res.Status != "idle" || res.Run == nil || res.Run.Seq != 2 || res.Run.State != "completed" || res.LastMessage != "done: queued before the crash" {

@@ -75,7 +75,7 @@ func main() {
 	}
 	if f := os.Getenv("FAKECLAUDE_LOG"); f != "" {
 		cwd, _ := os.Getwd()
-		b, _ := json.Marshal(map[string]any{"argv": os.Args, "cwd": cwd, "agent": os.Getenv("PARLEY_AGENT"), "mode": mode, "resume": resume})
+		b, _ := json.Marshal(map[string]any{"argv": os.Args, "cwd": cwd, "agent": os.Getenv("PARLEY_AGENT"), "mode": mode, "resume": resume, "pid": os.Getpid()})
 		fh, err := os.OpenFile(f, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
 		if err == nil {
 			fh.Write(append(b, '\n'))
