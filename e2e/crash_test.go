@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -92,19 +91,24 @@ func checkIntegrity(t testing.TB, db *sql.DB) {
 	}
 }
 
-// killNow kills the daemon with SIGKILL and returns once it is dead. A dead
-// daemon may linger as a zombie until its adoptive parent reaps it; that counts
-// as dead (kill9 waits for the reaping, which takes seconds in some containers).
+// killNow kills the daemon with SIGKILL and returns once it is dead: once the
+// kernel released its flock on parley.pid. (A dead daemon may linger as a
+// zombie until its adoptive parent reaps it, for seconds in some containers;
+// kill9 waits for that.)
 func (e *env) killNow() {
 	e.t.Helper()
 	pid := e.daemonPID()
+	f, err := os.Open(filepath.Join(e.home, "parley.pid"))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer f.Close()
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		e.t.Fatalf("kill -9 %d: %v", pid, err)
 	}
-	for i := 0; i < 500; i++ {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		// The state follows the command name in parentheses.
-		if err != nil || strings.Contains(string(b), ") Z ") || strings.Contains(string(b), ") X ") {
+	for i := 0; i < 2500; i++ {
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB) == nil {
+			syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 			return
 		}
 		time.Sleep(2 * time.Millisecond)
@@ -213,7 +217,10 @@ func TestCrashSafety(t *testing.T) {
 	for k := 0; k < kills; k++ {
 		time.Sleep(time.Duration(50+rng.IntN(250)) * time.Millisecond)
 		e.killNow()
-		e.must("daemon", "start")
+		if out, errs, code := e.run("daemon", "start"); code != 0 {
+			log, _ := os.ReadFile(filepath.Join(e.home, "daemon.log"))
+			t.Fatalf("restart %d after kill -9: exit %d\n%s%s\ndaemon.log:\n%s", k+1, code, out, errs, log)
+		}
 	}
 	time.Sleep(100 * time.Millisecond)
 	close(stop)
