@@ -139,6 +139,8 @@ func (r *Runner) noteSession(st *agent, id string) {
 // error, ps what its output said.
 func (r *Runner) finish(st *agent, a *active, ps *parser, werr error, stderr string) {
 	run := a.run
+	// A request still pending belongs to a process that is gone.
+	r.denyAll(st.rec.ID, "the run ended")
 	r.mu.Lock()
 	stop := a.stop
 	r.mu.Unlock()
