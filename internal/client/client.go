@@ -271,6 +271,7 @@ func (c *Client) StartDaemon(ctx context.Context, args ...string) (*api.Health, 
 		return nil, fmt.Errorf("start daemon: open log: %w", err)
 	}
 	defer logf.Close()
+	logStart, _ := logf.Seek(0, io.SeekEnd)
 	cmd := exec.Command(exe, append([]string{"daemon", "run"}, args...)...)
 	cmd.Env = append(os.Environ(), "PARLEY_HOME="+c.Paths.Home, "PARLEY_DAEMON_CHILD=1")
 	cmd.Stdout, cmd.Stderr = logf, logf
@@ -301,7 +302,17 @@ func (c *Client) StartDaemon(ctx context.Context, args ...string) (*api.Health, 
 			}
 		default:
 		}
-		if time.Now().After(deadline) || (childErr != nil && time.Now().After(deadline.Add(-13*time.Second))) {
+		// A child that lost a start race to another daemon exits too: give that
+		// one a moment to answer. Any other failure is final at once.
+		why := ""
+		if childErr != nil {
+			why = startError(c.Paths.Log, logStart)
+		}
+		if time.Now().After(deadline) || (childErr != nil && time.Now().After(deadline.Add(-13*time.Second))) ||
+			(why != "" && !strings.Contains(why, "already running")) {
+			if why != "" {
+				return nil, fmt.Errorf("the daemon did not start: %s (see %s)", why, c.Paths.Log)
+			}
 			return nil, fmt.Errorf("the daemon did not start (%v); see %s", childErr, c.Paths.Log)
 		}
 		select {
@@ -311,4 +322,25 @@ func (c *Client) StartDaemon(ctx context.Context, args ...string) (*api.Health, 
 		}
 		delay = min(delay*2, 50*time.Millisecond)
 	}
+}
+
+// startError returns the error a daemon that failed to start wrote to its log
+// after offset (its "parley: ..." line), so the user reads why at once.
+func startError(log string, offset int64) string {
+	f, err := os.Open(log)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.NewSectionReader(f, offset, 1<<20))
+	if err != nil && len(b) == 0 {
+		return ""
+	}
+	why := ""
+	for _, l := range strings.Split(string(b), "\n") {
+		if msg, ok := strings.CutPrefix(l, "parley: "); ok {
+			why = msg
+		}
+	}
+	return why
 }
