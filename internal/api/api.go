@@ -54,6 +54,8 @@ type Status struct {
 	Sessions   int       `json:"mcp_sessions"`
 	// Listen is the TCP address served besides the socket, if any.
 	Listen string `json:"listen,omitempty"`
+	// Goroutines is the daemon's goroutine count, for leak checks under load.
+	Goroutines int `json:"goroutines"`
 }
 
 // JoinRequest is POST /api/v1/agents.

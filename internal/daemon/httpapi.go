@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"os"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -160,7 +161,7 @@ func (d *Daemon) status(r req, _ none) (api.Status, error) {
 		PID: os.Getpid(), Version: d.cfg.Version, StartedAt: d.started.UTC(),
 		Uptime: time.Since(d.started).Round(time.Second).String(),
 		Home:   d.paths.Home, Socket: d.paths.Socket, Database: d.paths.DB,
-		Workspaces: wss, Sessions: d.mcp.Sessions(), Listen: d.TCPAddr(),
+		Workspaces: wss, Sessions: d.mcp.Sessions(), Listen: d.TCPAddr(), Goroutines: runtime.NumGoroutine(),
 	}
 	return st, nil
 }
