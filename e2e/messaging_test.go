@@ -477,3 +477,32 @@ func TestWorkspaceIsolation(t *testing.T) {
 		t.Errorf("workspace one's b: got %d messages, want 1", len(c.Messages))
 	}
 }
+
+func TestProfilesThatClashAreRefused(t *testing.T) {
+	e := newEnv(t)
+	c := e.cmd("mcp", "serve", "--workspace", "w", "--agent", "a", "--profile", "native,sidechat")
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s, err := client.Connect(ctx, &mcp.CommandTransport{Command: c}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err == nil {
+		s.Close()
+		t.Fatal("native,sidechat: connected, want a refusal (both define send_message)")
+	}
+	if !strings.Contains(err.Error(), "both define the tool send_message") {
+		t.Errorf("native,sidechat: got %v", err)
+	}
+	// Profiles without shared names combine.
+	s2 := e.session(nil, "--workspace", "w", "--agent", "a", "--profile", "native,self")
+	tools, err := s2.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range tools.Tools {
+		names = append(names, tl.Name)
+	}
+	if !slices.Contains(names, "send_message") || !slices.Contains(names, "request_permission") {
+		t.Errorf("native,self tools: got %v", names)
+	}
+}

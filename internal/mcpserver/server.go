@@ -73,6 +73,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	servers  map[string]*mcp.Server // by sorted profile list
+	names    map[string][]string    // tool names by profile, for checkClash
 	sessions map[string]*Identity   // by MCP session id
 }
 
@@ -99,6 +100,7 @@ func New(h *hub.Hub, opts *Options) *Server {
 		hub: h, log: o.Logger, opts: o,
 		profiles: map[string]Profile{},
 		servers:  map[string]*mcp.Server{},
+		names:    map[string][]string{},
 		sessions: map[string]*Identity{},
 	}
 	s.Register("native", s.native)
@@ -209,6 +211,7 @@ func (s *Server) identityOf(r *http.Request) (*Identity, error) {
 	if profiles == "" {
 		profiles = "native"
 	}
+
 	for _, p := range strings.Split(profiles, ",") {
 		p = strings.TrimSpace(p)
 		if p == "" {
@@ -222,6 +225,9 @@ func (s *Server) identityOf(r *http.Request) (*Identity, error) {
 		}
 	}
 	sort.Strings(id.Profiles)
+	if err := s.checkClash(r.Context(), id.Profiles); err != nil {
+		return nil, err
+	}
 	if id.Agent == "" {
 		return id, nil
 	}
@@ -283,6 +289,63 @@ func (s *Server) server(profiles []string) *mcp.Server {
 	}
 	s.servers[key] = srv
 	return srv
+}
+
+// checkClash refuses a set of profiles in which two define a tool of the same
+// name (native and manager both have list_agents; native and sidechat both
+// have send_message): one would silently replace the other.
+func (s *Server) checkClash(ctx context.Context, profiles []string) error {
+	if len(profiles) < 2 {
+		return nil
+	}
+	owner := map[string]string{}
+	for _, p := range profiles {
+		names, err := s.toolNames(ctx, p)
+		if err != nil {
+			return err
+		}
+		for _, n := range names {
+			if o, ok := owner[n]; ok {
+				return hub.Errorf("mcp", hub.Invalid, "profiles %s and %s both define the tool %s: use them in separate sessions (separate MCP server entries)", o, p, n)
+			}
+			owner[n] = p
+		}
+	}
+	return nil
+}
+
+// toolNames lists the tools a profile registers, asking a scratch server of
+// that profile alone once through an in-memory session.
+func (s *Server) toolNames(ctx context.Context, profile string) ([]string, error) {
+	s.mu.Lock()
+	names, ok := s.names[profile]
+	s.mu.Unlock()
+	if ok {
+		return names, nil
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "scratch", Version: "0"}, nil)
+	s.profiles[profile](srv)
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		return nil, fmt.Errorf("list tools of profile %s: %w", profile, err)
+	}
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "scratch", Version: "0"}, nil).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		return nil, fmt.Errorf("list tools of profile %s: %w", profile, err)
+	}
+	defer cs.Close()
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			return nil, fmt.Errorf("list tools of profile %s: %w", profile, err)
+		}
+		names = append(names, t.Name)
+	}
+	s.mu.Lock()
+	s.names[profile] = names
+	s.mu.Unlock()
+	return names, nil
 }
 
 const instructions = "Parley is a message bus for coding agents. Send with send_message (to a name, @role, @group or @everyone); read with check_messages; block for the next message with wait_for_message. Messages are consumed when read."
