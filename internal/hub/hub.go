@@ -366,40 +366,34 @@ func (h *Hub) newMessage(ctx context.Context, r SendRequest) (*Message, error) {
 // sender, left out of role, group and @everyone expansions. An address that
 // reaches nobody is an error; a plain name always reaches its (maybe future) inbox.
 func (h *Hub) Resolve(ctx context.Context, ws, addr, from string) ([]string, error) {
-	addr = strings.TrimSpace(addr)
-	switch {
-	case addr == "":
-		return nil, Errorf("", Invalid, "no recipient: give a name, @role, @group, @everyone or agent:role:hash")
-	case strings.HasPrefix(addr, "agent:"):
-		parts := strings.Split(addr, ":")
-		if len(parts) != 3 || parts[2] == "" {
-			return nil, Errorf("", Invalid, "invalid composite id %q: want agent:ROLE:HASH", addr)
-		}
+	a, err := ParseAddress(addr)
+	if err != nil {
+		return nil, err
+	}
+	switch a.Kind {
+	case AddrComposite:
 		as, err := h.store.Agents(ctx, ws)
 		if err != nil {
 			return nil, err
 		}
-		for _, a := range as {
-			if NameHash(ws, a.Name) == parts[2] {
-				return []string{a.Name}, nil
+		for _, ag := range as {
+			if NameHash(ws, ag.Name) == a.Name {
+				return []string{ag.Name}, nil
 			}
 		}
-		return nil, Errorf("", NotFound, "no agent with id %q in this workspace", addr)
-	case strings.HasPrefix(addr, "@"):
-		name := addr[1:]
-		if err := ValidName("address", name); err != nil {
-			return nil, err
-		}
+		return nil, Errorf("", NotFound, "no agent with id %q in this workspace", strings.TrimSpace(addr))
+	case AddrEveryone, AddrGroupRole:
+		name := a.Name
 		as, err := h.store.Agents(ctx, ws)
 		if err != nil {
 			return nil, err
 		}
 		var names []string
 		what := ""
-		if name == Everyone {
+		if a.Kind == AddrEveryone {
 			what = "@everyone"
-			for _, a := range as {
-				names = append(names, a.Name)
+			for _, ag := range as {
+				names = append(names, ag.Name)
 			}
 		} else if g, err := h.store.Group(ctx, ws, name); err == nil {
 			what = "group @" + name
@@ -408,9 +402,9 @@ func (h *Hub) Resolve(ctx context.Context, ws, addr, from string) ([]string, err
 			return nil, err
 		} else {
 			what = "role @" + name
-			for _, a := range as {
-				if a.Role == name {
-					names = append(names, a.Name)
+			for _, ag := range as {
+				if ag.Role == name {
+					names = append(names, ag.Name)
 				}
 			}
 			if len(names) == 0 {
@@ -423,10 +417,7 @@ func (h *Hub) Resolve(ctx context.Context, ws, addr, from string) ([]string, err
 		}
 		return names, nil
 	default:
-		if err := ValidName("recipient", addr); err != nil {
-			return nil, err
-		}
-		return []string{addr}, nil
+		return []string{a.Name}, nil
 	}
 }
 

@@ -1,0 +1,65 @@
+package hub
+
+import "strings"
+
+// AddressKind says what an address names.
+type AddressKind int
+
+// The kinds of address.
+const (
+	AddrName      AddressKind = iota // an agent name (maybe not registered yet)
+	AddrEveryone                     // @everyone
+	AddrGroupRole                    // @name: a group of that name, else a role
+	AddrComposite                    // agent:ROLE:HASH
+)
+
+// Address is a parsed recipient address.
+type Address struct {
+	Kind AddressKind
+	// Name is the agent, group or role name; for AddrComposite, the hash.
+	Name string
+	// Role is the role part of a composite id.
+	Role string
+}
+
+// ParseAddress parses a recipient address: a name, @role, @group, @everyone or
+// a composite id agent:ROLE:HASH. It checks syntax only; Resolve looks the
+// address up.
+func ParseAddress(addr string) (Address, error) {
+	addr = strings.TrimSpace(addr)
+	switch {
+	case addr == "":
+		return Address{}, Errorf("", Invalid, "no recipient: give a name, @role, @group, @everyone or agent:role:hash")
+	case strings.HasPrefix(addr, "agent:"):
+		parts := strings.Split(addr, ":")
+		if len(parts) != 3 || parts[2] == "" {
+			return Address{}, Errorf("", Invalid, "invalid composite id %q: want agent:ROLE:HASH", addr)
+		}
+		return Address{Kind: AddrComposite, Role: parts[1], Name: parts[2]}, nil
+	case strings.HasPrefix(addr, "@"):
+		name := addr[1:]
+		if err := ValidName("address", name); err != nil {
+			return Address{}, err
+		}
+		if name == Everyone {
+			return Address{Kind: AddrEveryone, Name: name}, nil
+		}
+		return Address{Kind: AddrGroupRole, Name: name}, nil
+	default:
+		if err := ValidName("recipient", addr); err != nil {
+			return Address{}, err
+		}
+		return Address{Kind: AddrName, Name: addr}, nil
+	}
+}
+
+// String renders the address as ParseAddress reads it.
+func (a Address) String() string {
+	switch a.Kind {
+	case AddrEveryone, AddrGroupRole:
+		return "@" + a.Name
+	case AddrComposite:
+		return "agent:" + a.Role + ":" + a.Name
+	}
+	return a.Name
+}
