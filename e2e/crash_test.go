@@ -49,7 +49,11 @@ func (e *env) mustAPI(method, path, ws, agent string, in, out any) {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	code, body, err := e.apiCall(ctx, e.httpClient(), method, path, ws, agent, in)
+	// A fresh connection each time, closed after: no idle connection stays
+	// behind to hold a goroutine in the daemon (the soak test counts them).
+	hc := e.httpClient()
+	hc.Transport.(*http.Transport).DisableKeepAlives = true
+	code, body, err := e.apiCall(ctx, hc, method, path, ws, agent, in)
 	if err != nil || code != http.StatusOK {
 		e.t.Fatalf("%s %s as %s/%s: %d %v\n%s", method, path, ws, agent, code, err, body)
 	}
