@@ -52,6 +52,9 @@ func (b *bench) newHome() (*daemon, error) {
 func (d *daemon) cmd(args ...string) *exec.Cmd {
 	c := exec.Command(d.bin, args...)
 	c.Env = []string{"PARLEY_HOME=" + d.home, "HOME=" + d.home, "PATH=" + os.Getenv("PATH")}
+	if *flagGOGC != "" {
+		c.Env = append(c.Env, "GOGC="+*flagGOGC)
+	}
 	c.Dir = d.home
 	return c
 }

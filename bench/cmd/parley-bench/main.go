@@ -30,6 +30,7 @@ var (
 	flagSeed   = flag.Int("seed-messages", 1_000_000, "messages stored before the check_messages scenario")
 	flagAgents = flag.Int("agents", 1000, "agents of the broadcast scenario")
 	flagSess   = flag.Int("sessions", 1000, "MCP sessions of the RSS scenario")
+	flagGOGC   = flag.String("daemon-gogc", "", "GOGC for the daemons (and mcp serve), to measure the collector's share")
 )
 
 func main() {
