@@ -239,6 +239,14 @@ func (h *Hub) markSeen(k inboxKey, t time.Time, written bool) bool {
 	return false
 }
 
+// Connected reports whether the agent has an open MCP session or a blocked
+// wait right now, from memory alone.
+func (h *Hub) Connected(ws, name string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.sessions[inboxKey{ws, name}] > 0
+}
+
 // SessionOpened counts an open MCP session of the agent toward its presence.
 func (h *Hub) SessionOpened(ws, name string) {
 	if name == "" {
@@ -595,7 +603,7 @@ func (h *Hub) Wait(ctx context.Context, r WaitRequest) (*Message, error) {
 		case <-timer.C:
 			return nil, nil
 		case <-ctx.Done():
-			return nil, withOp(op, ctx.Err())
+			return nil, withOp(op, context.Cause(ctx))
 		case <-tick:
 			r.Progress(h.now().Sub(start))
 			goto sleep

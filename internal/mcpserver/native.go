@@ -94,6 +94,12 @@ func (s *Server) sendResult(ctx context.Context, res *hub.SendResult) api.SendRe
 	out := api.SendResult{Status: "delivered", MessageID: res.Message.ID, Recipients: res.Recipients, ThreadID: res.Message.ThreadID}
 	out.RecipientStatus = "mixed"
 	if len(res.Recipients) == 1 {
+		// A recipient with an open session or a blocked wait is active: no
+		// need to read its record (that read was most of this handler's cost).
+		if s.hub.Connected(res.Message.Workspace, res.Recipients[0]) {
+			out.RecipientStatus = "active"
+			return out
+		}
 		a, err := s.hub.Agent(ctx, res.Message.Workspace, res.Recipients[0])
 		switch {
 		case hub.IsNotFound(err):

@@ -1,0 +1,45 @@
+package hub_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/parley-dev/parley/internal/hub"
+)
+
+func TestConnected(t *testing.T) {
+	h := newHub(t, nil)
+	if h.Connected("w", "a") {
+		t.Fatal("Connected before any session: got true, want false")
+	}
+	h.SessionOpened("w", "a")
+	if !h.Connected("w", "a") || h.Connected("other", "a") {
+		t.Errorf("with a session in w: got w %v, other %v; want true, false", h.Connected("w", "a"), h.Connected("other", "a"))
+	}
+	h.SessionClosed("w", "a")
+	if h.Connected("w", "a") {
+		t.Error("after the session closed: got true, want false")
+	}
+	// A blocked wait counts while it blocks.
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		h.Wait(ctx, hub.WaitRequest{Workspace: "w", Agent: "b", Timeout: time.Minute})
+		close(done)
+	}()
+	for i := 0; h.Waiters("w", "b") == 0; i++ {
+		if i > 1000 {
+			t.Fatal("the wait never blocked")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if !h.Connected("w", "b") {
+		t.Error("during a blocked wait: got false, want true")
+	}
+	cancel()
+	<-done
+	if h.Connected("w", "b") {
+		t.Error("after the wait ended: got true, want false")
+	}
+}
