@@ -59,7 +59,9 @@ type Daemon struct {
 	ln      net.Listener
 	srv     *http.Server
 	started time.Time
-	conf    *config.Config
+	// stopRequests cancels the context of every request in flight.
+	stopRequests context.CancelFunc
+	conf         *config.Config
 	// origins are the browser origins the daemon itself issued (its dashboard).
 	origins map[string]bool
 	// The optional TCP listener (tcp.go) and the live event stream (events.go).
@@ -140,10 +142,15 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		return nil, fmt.Errorf("secure socket: %w", err)
 	}
 	h := d.handler()
+	// Every request's context ends when shutdown begins, so blocked waits
+	// return at once instead of holding the shutdown for its grace period.
+	base, stop := context.WithCancelCause(context.Background())
+	d.stopRequests = func() { stop(errShuttingDown) }
 	d.srv = &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(d.log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return base },
 	}
 	if err := d.openTCP(h); err != nil {
 		return nil, err
@@ -184,8 +191,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), d.cfg.ShutdownTimeout)
 	defer cancel()
-	// Open SSE streams and blocked waits would hold Shutdown up: cut them off
-	// once the grace period ends.
+	d.stopRequests()
+	// Open SSE streams would hold Shutdown up: cut them off once the grace
+	// period ends.
 	if d.tcpSrv != nil {
 		go func() {
 			if err := d.tcpSrv.Shutdown(sctx); err != nil {
@@ -198,6 +206,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	return nil
 }
+
+// errShuttingDown is why requests in flight end when the daemon stops.
+var errShuttingDown = hub.Errorf("", hub.Unavailable, "the parley daemon is shutting down: retry once it is back (clients restart it on demand)")
 
 // Close releases everything Open took, in reverse order.
 func (d *Daemon) Close() error {

@@ -186,6 +186,7 @@ func (d *Daemon) openTCP(h http.Handler) error {
 		Handler:           d.tcp.guard(h),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          d.srv.ErrorLog,
+		BaseContext:       d.srv.BaseContext,
 	}
 	return nil
 }
