@@ -74,7 +74,7 @@ are passed on to ` + "`parley mcp serve`" + ` (and the hooks).`,
 			return applyChanges(g, cmd.InOrStdin(), args[0], changes, yes)
 		},
 	}
-	cmd.Flags().StringVar(&role, "role", "", "the agent's role, passed to `parley mcp serve --role`")
+	cmd.Flags().StringVar(&role, "role", "", "the agent's role, passed on to parley mcp serve --role")
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "write without asking")
 	return cmd
 }
