@@ -193,30 +193,36 @@ func throughputScenario(ctx context.Context, b *bench) error {
 				return err
 			}
 		}
+		cpu0 := cpuTime(d.pid)
 		rate, err := measureRate(c, *flagDur, func(i, j int) error {
 			_, err := callOK(ctx, sessions[i], "send_message", map[string]any{"to": "sink", "content": fmt.Sprintf("m %d %d", i, j)})
 			return err
 		})
+		cpu := perMsg(cpuTime(d.pid)-cpu0, rate)
 		for _, s := range sessions {
 			s.Close()
 		}
 		if err != nil {
 			return err
 		}
-		r := valRow{name: fmt.Sprintf("send throughput, %d sender(s), MCP send_message on the socket", c), unit: "msg/s", parley: rate, floor: floor, note: "durable: acknowledged after commit; floor not durable"}
+		r := valRow{name: fmt.Sprintf("send throughput, %d sender(s), MCP send_message on the socket", c), unit: "msg/s", parley: rate, floor: floor,
+			note: "durable (acknowledged after commit); daemon CPU " + cpu}
 		if c == 64 {
 			r.target, r.met = ">= 20,000 msg/s", yes(rate >= 20000)
 		}
 		b.val = append(b.val, r)
 		logf("   MCP %d senders: %.0f msg/s (redis %.0f)", c, rate, floor)
 
+		cpu0 = cpuTime(d.pid)
 		rate, err = measureRate(c, *flagDur, func(i, j int) error {
 			return d.api(ctx, "POST", "/messages", ws, "j"+strconv.Itoa(i), map[string]any{"to": "sink", "content": fmt.Sprintf("m %d %d", i, j)}, nil)
 		})
+		cpu = perMsg(cpuTime(d.pid)-cpu0, rate)
 		if err != nil {
 			return err
 		}
-		r = valRow{name: fmt.Sprintf("send throughput, %d sender(s), JSON API POST /api/v1/messages", c), unit: "msg/s", parley: rate, floor: floor, note: "durable"}
+		r = valRow{name: fmt.Sprintf("send throughput, %d sender(s), JSON API POST /api/v1/messages", c), unit: "msg/s", parley: rate, floor: floor,
+			note: "durable; daemon CPU " + cpu}
 		if c == 64 {
 			r.target, r.met = ">= 20,000 msg/s", yes(rate >= 20000)
 		}
@@ -224,6 +230,15 @@ func throughputScenario(ctx context.Context, b *bench) error {
 		logf("   API %d senders: %.0f msg/s", c, rate)
 	}
 	return nil
+}
+
+// perMsg renders CPU time spent over *flagDur at rate messages/s as µs per message.
+func perMsg(cpu time.Duration, rate float64) string {
+	n := rate * flagDur.Seconds()
+	if n == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f µs/msg", float64(cpu.Microseconds())/n)
 }
 
 // measureRate runs c workers calling op(worker, i) for dur and returns ops/s.
@@ -549,6 +564,11 @@ func rssScenario(ctx context.Context, b *bench) error {
 	if b.redis != "" {
 		r, err := dialRedis(b.redis)
 		if err != nil {
+			return err
+		}
+		// Earlier scenarios left lists behind: start the floor empty too.
+		if _, err := r.do("FLUSHALL"); err != nil {
+			r.Close()
 			return err
 		}
 		info, err := r.do("INFO", "server")
