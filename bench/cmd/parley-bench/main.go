@@ -44,7 +44,8 @@ func main() {
 		fmt.Fprintf(os.Stderr, "parley-bench: -run: %v\n", err)
 		os.Exit(2)
 	}
-	b := &bench{bin: *flagParley, redis: *flagRedis}
+	load0, _ := os.ReadFile("/proc/loadavg")
+	b := &bench{bin: *flagParley, redis: *flagRedis, load0: strings.Join(strings.Fields(string(load0))[:3], " ")}
 	ctx := context.Background()
 	start := time.Now()
 	for _, s := range scenarios {
@@ -86,6 +87,7 @@ type valRow struct {
 
 type bench struct {
 	bin, redis string
+	load0      string // load average before the first scenario
 	lat        []latRow
 	val        []valRow
 	cleanups   []func()
@@ -101,9 +103,9 @@ func (b *bench) cleanup() {
 func (b *bench) print(w *os.File, took time.Duration) {
 	host, _ := os.Hostname()
 	load, _ := os.ReadFile("/proc/loadavg")
-	fmt.Fprintf(w, "Measured %s on %s (%s, %d CPUs, %s), load average at the end: %s\n\n",
+	fmt.Fprintf(w, "Measured %s on %s (%s, %d CPUs, %s); load average before: %s, after (the bench's own load included): %s\n\n",
 		time.Now().UTC().Format("2006-01-02 15:04 MST"), host, cpuModel(), runtime.NumCPU(), runtime.Version(),
-		strings.Join(strings.Fields(string(load))[:3], " "))
+		b.load0, strings.Join(strings.Fields(string(load))[:3], " "))
 	fmt.Fprintln(w, "| scenario | parley p50 | p99 | p999 | redis floor p50 | floor p99 | ratio p50 | target | met |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---|---|")
 	for _, r := range b.lat {
