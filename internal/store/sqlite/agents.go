@@ -65,8 +65,7 @@ func (db *DB) PutAgent(ctx context.Context, a *hub.Agent) error {
 // Agent returns the agent named name in ws.
 func (db *DB) Agent(ctx context.Context, ws, name string) (*hub.Agent, error) {
 	const op = "get agent"
-	a, err := scanAgent(db.r.QueryRowContext(ctx,
-		`SELECT `+agentCols+` FROM agents WHERE workspace = ? AND name = ?`, ws, name))
+	a, err := scanAgent(db.stmts.rAgent.QueryRowContext(ctx, ws, name))
 	if err == sql.ErrNoRows {
 		return nil, hub.Errorf(op, hub.NotFound, "no agent %q in workspace %q", name, ws)
 	}
@@ -79,8 +78,7 @@ func (db *DB) Agent(ctx context.Context, ws, name string) (*hub.Agent, error) {
 // Agents returns every agent of ws ordered by name.
 func (db *DB) Agents(ctx context.Context, ws string) ([]*hub.Agent, error) {
 	const op = "list agents"
-	rows, err := db.r.QueryContext(ctx,
-		`SELECT `+agentCols+` FROM agents WHERE workspace = ? ORDER BY name`, ws)
+	rows, err := db.stmts.rAgents.QueryContext(ctx, ws)
 	if err != nil {
 		return nil, db.mapErr(ctx, op, err)
 	}

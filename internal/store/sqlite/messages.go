@@ -35,6 +35,8 @@ type statements struct {
 	rUnread        *sql.Stmt
 	rPeek          *sql.Stmt
 	rMessage       *sql.Stmt
+	rAgent         *sql.Stmt
+	rAgents        *sql.Stmt
 }
 
 // preparer is what *sql.Conn (the writer) and *sql.DB (the read pool) share.
@@ -72,6 +74,11 @@ func (s *statements) prepare(ctx context.Context, w *sql.Conn, r *sql.DB) error 
 			WHERE workspace = ? AND recipient = ? AND read_at IS NULL AND rank <= ?`},
 		{&s.rPeek, r, `SELECT d.id, d.rank, ` + msgCols + ` ` + inboxFrom},
 		{&s.rMessage, r, `SELECT ` + msgCols + ` FROM messages m WHERE m.id = ? AND m.workspace = ?`},
+		// Sends read agents to resolve @role and @everyone and to report the
+		// recipient's presence: preparing that SQL each time was most of the
+		// cost of a send's own code.
+		{&s.rAgent, r, `SELECT ` + agentCols + ` FROM agents WHERE workspace = ? AND name = ?`},
+		{&s.rAgents, r, `SELECT ` + agentCols + ` FROM agents WHERE workspace = ? ORDER BY name`},
 	} {
 		st, err := p.db.PrepareContext(ctx, p.sql)
 		if err != nil {
@@ -84,7 +91,7 @@ func (s *statements) prepare(ctx context.Context, w *sql.Conn, r *sql.DB) error 
 
 func (s *statements) close() {
 	for _, st := range []*sql.Stmt{s.wInsMessage, s.wInsDelivery, s.wInsDeliveries, s.wInsWorkspace,
-		s.wConsumeSel, s.wConsumeUpd, s.wTouch, s.rUnread, s.rPeek, s.rMessage} {
+		s.wConsumeSel, s.wConsumeUpd, s.wTouch, s.rUnread, s.rPeek, s.rMessage, s.rAgent, s.rAgents} {
 		if st != nil {
 			st.Close()
 		}
