@@ -13,7 +13,7 @@ import (
 	"github.com/parley-dev/parley/internal/store/sqlite"
 )
 
-func newHub(t *testing.T, opts *hub.Options) *hub.Hub {
+func newHub(t testing.TB, opts *hub.Options) *hub.Hub {
 	t.Helper()
 	db, err := sqlite.Open(context.Background(), t.TempDir()+"/parley.db", nil)
 	if err != nil {
