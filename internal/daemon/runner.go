@@ -40,185 +40,97 @@ func (d *Daemon) Runner() *runner.Runner { return d.runner }
 
 func (d *Daemon) runnerRoutes(mux *http.ServeMux) {
 	p := api.Prefix + "/managed/agents"
-	mux.HandleFunc("GET "+p, d.managedList)
-	mux.HandleFunc("POST "+p, d.managedCreate)
-	mux.HandleFunc("GET "+p+"/{id}", d.managedShow)
-	mux.HandleFunc("POST "+p+"/{id}/prompt", d.managedPrompt)
-	mux.HandleFunc("POST "+p+"/{id}/wait", d.managedWait)
-	mux.HandleFunc("POST "+p+"/{id}/cancel", d.managedCancel)
-	mux.HandleFunc("POST "+p+"/{id}/kill", d.managedKill)
-	mux.HandleFunc("GET "+p+"/{id}/activity", d.managedActivity)
-	mux.HandleFunc("PUT "+p+"/{id}/mode", d.managedMode)
-	mux.HandleFunc("GET "+api.Prefix+"/permissions", d.permissions)
-	mux.HandleFunc("POST "+api.Prefix+"/permissions/{id}", d.respondPermission)
+	mux.Handle("GET "+p, endpoint(false, d.managedList))
+	mux.Handle("POST "+p, endpoint(false, d.managedCreate))
+	mux.Handle("GET "+p+"/{id}", endpoint(false, d.managedShow))
+	mux.Handle("POST "+p+"/{id}/prompt", endpoint(false, d.managedPrompt))
+	mux.Handle("POST "+p+"/{id}/wait", endpoint(false, d.managedWait))
+	mux.Handle("POST "+p+"/{id}/cancel", endpoint(false, d.managedCancel))
+	mux.Handle("POST "+p+"/{id}/kill", endpoint(false, d.managedKill))
+	mux.Handle("GET "+p+"/{id}/activity", endpoint(false, d.managedActivity))
+	mux.Handle("PUT "+p+"/{id}/mode", endpoint(false, d.managedMode))
+	mux.Handle("GET "+api.Prefix+"/permissions", endpoint(false, d.permissions))
+	mux.Handle("POST "+api.Prefix+"/permissions/{id}", endpoint(false, d.respondPermission))
 }
 
-// reply writes v, or the error.
-func reply(w http.ResponseWriter, v any, err error) {
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, v)
-}
-
-func (d *Daemon) managedList(w http.ResponseWriter, r *http.Request) {
-	ws, _, err := caller(r)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
+func (d *Daemon) managedList(r req, _ none) (api.ManagedAgentsResult, error) {
+	ws := r.ws
 	if r.URL.Query().Get("all") == "true" {
 		ws = ""
 	}
 	as := d.runner.List(ws)
-	reply(w, api.ManagedAgentsResult{Agents: as, Count: len(as)}, nil)
+	return api.ManagedAgentsResult{Agents: as, Count: len(as)}, nil
 }
 
-func (d *Daemon) managedCreate(w http.ResponseWriter, r *http.Request) {
-	ws, _, err := caller(r)
-	var req api.CreateManagedAgentRequest
-	if err == nil {
-		err = decode(w, r, &req)
-	}
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	a, err := d.runner.Create(r.Context(), runner.CreateRequest{Workspace: ws, CreateManagedAgentRequest: req})
-	reply(w, a, err)
+func (d *Daemon) managedCreate(r req, in api.CreateManagedAgentRequest) (any, error) {
+	return d.runner.Create(r.Context(), runner.CreateRequest{Workspace: r.ws, CreateManagedAgentRequest: in})
 }
 
-func (d *Daemon) managedShow(w http.ResponseWriter, r *http.Request) {
-	ws, _, err := caller(r)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	out, err := d.runner.Detail(r.Context(), ws, r.PathValue("id"), 10)
-	reply(w, out, err)
+func (d *Daemon) managedShow(r req, _ none) (any, error) {
+	return d.runner.Detail(r.Context(), r.ws, r.PathValue("id"), 10)
 }
 
-func (d *Daemon) managedPrompt(w http.ResponseWriter, r *http.Request) {
-	ws, _, err := caller(r)
-	var req api.PromptRequest
-	if err == nil {
-		err = decode(w, r, &req)
-	}
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	out, err := d.runner.Prompt(r.Context(), ws, r.PathValue("id"), req.Prompt)
-	reply(w, out, err)
+func (d *Daemon) managedPrompt(r req, in api.PromptRequest) (any, error) {
+	return d.runner.Prompt(r.Context(), r.ws, r.PathValue("id"), in.Prompt)
 }
 
-func (d *Daemon) managedWait(w http.ResponseWriter, r *http.Request) {
-	ws, _, err := caller(r)
-	var req api.WaitAgentRequest
-	if err == nil {
-		err = decode(w, r, &req)
-	}
+func (d *Daemon) managedWait(r req, in api.WaitAgentRequest) (any, error) {
+	timeout, err := hub.ValidTimeout(in.Timeout)
 	if err != nil {
-		writeErr(w, err)
-		return
+		return nil, err
 	}
-	timeout, err := hub.ValidTimeout(req.Timeout)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	out, err := d.runner.Wait(r.Context(), ws, r.PathValue("id"), timeout, 0, nil)
-	reply(w, out, err)
+	return d.runner.Wait(r.Context(), r.ws, r.PathValue("id"), timeout, 0, nil)
 }
 
-func (d *Daemon) managedCancel(w http.ResponseWriter, r *http.Request) {
-	ws, _, err := caller(r)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	out, err := d.runner.Cancel(r.Context(), ws, r.PathValue("id"))
-	reply(w, out, err)
+func (d *Daemon) managedCancel(r req, _ none) (any, error) {
+	return d.runner.Cancel(r.Context(), r.ws, r.PathValue("id"))
 }
 
-func (d *Daemon) managedKill(w http.ResponseWriter, r *http.Request) {
-	ws, _, err := caller(r)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	out, err := d.runner.Kill(r.Context(), ws, r.PathValue("id"))
-	reply(w, out, err)
+func (d *Daemon) managedKill(r req, _ none) (any, error) {
+	return d.runner.Kill(r.Context(), r.ws, r.PathValue("id"))
 }
 
-func (d *Daemon) managedActivity(w http.ResponseWriter, r *http.Request) {
-	ws, _, err := caller(r)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
+func (d *Daemon) managedActivity(r req, _ none) (any, error) {
 	q := r.URL.Query()
 	offset, limit := -1, 0
+	var err error
 	if v := q.Get("offset"); v != "" {
 		if offset, err = strconv.Atoi(v); err != nil || offset < 0 {
-			writeErr(w, hub.Errorf("activity", hub.Invalid, "invalid offset %q: want a number >= 0", v))
-			return
+			return nil, hub.Errorf("activity", hub.Invalid, "invalid offset %q: want a number >= 0", v)
 		}
 	}
 	if v := q.Get("limit"); v != "" {
 		if limit, err = strconv.Atoi(v); err != nil || limit < 0 {
-			writeErr(w, hub.Errorf("activity", hub.Invalid, "invalid limit %q: want a number >= 0", v))
-			return
+			return nil, hub.Errorf("activity", hub.Invalid, "invalid limit %q: want a number >= 0", v)
 		}
 	}
-	out, err := d.runner.Activity(r.Context(), ws, r.PathValue("id"), offset, limit)
-	reply(w, out, err)
+	return d.runner.Activity(r.Context(), r.ws, r.PathValue("id"), offset, limit)
 }
 
-func (d *Daemon) managedMode(w http.ResponseWriter, r *http.Request) {
-	ws, _, err := caller(r)
-	var req api.ModeRequest
-	if err == nil {
-		err = decode(w, r, &req)
-	}
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	out, err := d.runner.SetMode(r.Context(), ws, r.PathValue("id"), req.Mode)
-	reply(w, out, err)
+func (d *Daemon) managedMode(r req, in api.ModeRequest) (any, error) {
+	return d.runner.SetMode(r.Context(), r.ws, r.PathValue("id"), in.Mode)
 }
 
 // permissions lists pending requests of the caller's workspace, or of every
 // workspace with ?all=true.
-func (d *Daemon) permissions(w http.ResponseWriter, r *http.Request) {
-	ws, _, err := caller(r)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
+func (d *Daemon) permissions(r req, _ none) (api.PermissionsResult, error) {
+	ws := r.ws
 	if r.URL.Query().Get("all") == "true" {
 		ws = ""
 	}
-	reply(w, api.PermissionsResult{Permissions: d.runner.Permissions(ws)}, nil)
+	return api.PermissionsResult{Permissions: d.runner.Permissions(ws)}, nil
 }
 
 // respondPermission answers a request by its id, in any workspace: ids are
 // unique, and only the daemon's user reaches the socket.
-func (d *Daemon) respondPermission(w http.ResponseWriter, r *http.Request) {
-	var req api.PermissionDecision
-	if err := decode(w, r, &req); err != nil {
-		writeErr(w, err)
-		return
-	}
-	by := req.By
+func (d *Daemon) respondPermission(r req, in api.PermissionDecision) (api.SuccessResult, error) {
+	by := in.By
 	if by == "" {
 		by = "api"
 	}
-	dec, err := runner.ParseDecision(req, by)
+	dec, err := runner.ParseDecision(in, by)
 	if err == nil {
 		err = d.runner.Respond("", r.PathValue("id"), dec)
 	}
-	reply(w, api.SuccessResult{Success: true}, err)
+	return api.SuccessResult{Success: true}, err
 }
