@@ -44,7 +44,9 @@ func acquireLock(path string, info LockInfo) (*pidLock, error) {
 	for attempt := 0; attempt < 400; attempt++ {
 		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 		if err == nil {
-			if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			// Another starter judging this new file may hold its lock for a
+			// moment (breakStale): it lets go at once, so wait for it.
+			if err := lockSoon(f); err != nil {
 				f.Close()
 				os.Remove(path)
 				return nil, fmt.Errorf("lock %s: %w", path, err)
@@ -67,6 +69,19 @@ func acquireLock(path string, info LockInfo) (*pidLock, error) {
 		}
 	}
 	return nil, fmt.Errorf("acquire pid lock %s: gave up after repeated contention", path)
+}
+
+// lockSoon takes f's exclusive lock, retrying for up to a second while
+// another process briefly holds it.
+func lockSoon(f *os.File) error {
+	var err error
+	for i := 0; i < 1000; i++ {
+		if err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); !errors.Is(err, syscall.EWOULDBLOCK) {
+			return err
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return err
 }
 
 // errRetry says the lock is changing hands right now: look again shortly.
