@@ -36,8 +36,8 @@ func reportLatencies(b *testing.B, ds []time.Duration) {
 // through its own; the clock runs from A's call until B's wait returns.
 func BenchmarkSendWake(b *testing.B) {
 	e := newEnv(b)
-	a := e.session(nil, "--workspace", "bench", "--agent", "a")
-	w := e.session(nil, "--workspace", "bench", "--agent", "b")
+	a := e.Session(nil, "--workspace", "bench", "--agent", "a")
+	w := e.Session(nil, "--workspace", "bench", "--agent", "b")
 	ctx := context.Background()
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
@@ -68,7 +68,7 @@ func BenchmarkSendWake(b *testing.B) {
 func BenchmarkSendThroughput8(b *testing.B) {
 	const senders = 8
 	e := newEnv(b)
-	e.must("daemon", "start")
+	e.Must("daemon", "start")
 	sock := filepath.Join(e.home, "parley.sock")
 	hc := &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -117,12 +117,12 @@ func BenchmarkSendThroughput8(b *testing.B) {
 // result, with the daemon already running.
 func BenchmarkColdStart(b *testing.B) {
 	e := newEnv(b)
-	e.must("daemon", "start")
+	e.Must("daemon", "start")
 	lat := make([]time.Duration, 0, b.N)
 	init := []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}` + "\n")
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		c := e.cmd("mcp", "serve", "--workspace", "bench", "--agent", "cold")
+		c := e.Cmd("mcp", "serve", "--workspace", "bench", "--agent", "cold")
 		stdin, _ := c.StdinPipe()
 		stdout, _ := c.StdoutPipe()
 		start := time.Now()

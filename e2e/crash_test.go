@@ -157,7 +157,7 @@ func TestCrashSafety(t *testing.T) {
 		senders = 6
 	)
 	e := newEnv(t)
-	e.must("daemon", "start")
+	e.Must("daemon", "start")
 	readers := []string{"r0", "r1", "r2"}
 	for _, r := range readers {
 		e.mustAPI("POST", "/agents", ws, "", map[string]any{"name": r, "role": "reader"}, nil)
@@ -221,7 +221,7 @@ func TestCrashSafety(t *testing.T) {
 	for k := 0; k < kills; k++ {
 		time.Sleep(time.Duration(50+rng.IntN(250)) * time.Millisecond)
 		e.killNow()
-		if out, errs, code := e.run("daemon", "start"); code != 0 {
+		if out, errs, code := e.Run("daemon", "start"); code != 0 {
 			log, _ := os.ReadFile(filepath.Join(e.home, "daemon.log"))
 			t.Fatalf("restart %d after kill -9: exit %d\n%s%s\ndaemon.log:\n%s", k+1, code, out, errs, log)
 		}
@@ -236,7 +236,7 @@ func TestCrashSafety(t *testing.T) {
 		t.Fatalf("only %d sends acknowledged across %d kills: the storm did not run", len(acked), kills)
 	}
 	t.Logf("%d sends acknowledged, %d with unknown outcome, %d kills", len(acked), len(unknown), kills)
-	e.must("daemon", "stop")
+	e.Must("daemon", "stop")
 
 	// By SQL: intact, every message whole, every acknowledged one there.
 	db := e.openDB()
@@ -281,7 +281,7 @@ func TestCrashSafety(t *testing.T) {
 	}
 
 	// Through the daemon: each recipient gets each of its messages exactly once.
-	e.must("daemon", "start")
+	e.Must("daemon", "start")
 	got := map[string][]string{} // reader -> ids
 	for _, r := range readers {
 		got[r] = e.drain(ws, r)

@@ -18,11 +18,11 @@ import (
 
 func TestDaemonLifecycle(t *testing.T) {
 	e := newEnv(t)
-	out := e.must("daemon", "status")
+	out := e.Must("daemon", "status")
 	if !strings.Contains(out, "not running") {
 		t.Fatalf("status before start: got %q", out)
 	}
-	out = e.must("daemon", "start")
+	out = e.Must("daemon", "start")
 	if !strings.Contains(out, "started") {
 		t.Fatalf("start: got %q", out)
 	}
@@ -52,12 +52,12 @@ func TestDaemonLifecycle(t *testing.T) {
 	}
 
 	// A second start says it is already running, and changes nothing.
-	_, errOut, code := e.run("daemon", "start")
+	_, errOut, code := e.Run("daemon", "start")
 	if code == 0 || !strings.Contains(errOut, "already running") {
 		t.Errorf("second start: exit %d, stderr %q; want an 'already running' error", code, errOut)
 	}
 	// So does a second foreground daemon, which must not steal the socket.
-	_, errOut, code = e.run("daemon", "run")
+	_, errOut, code = e.Run("daemon", "run")
 	if code == 0 || !strings.Contains(errOut, "already running") {
 		t.Errorf("second run: exit %d, stderr %q; want an 'already running' error", code, errOut)
 	}
@@ -68,13 +68,13 @@ func TestDaemonLifecycle(t *testing.T) {
 		Running bool `json:"running"`
 		PID     int  `json:"pid"`
 	}
-	e.mustJSON(&st, "daemon", "status")
+	e.MustJSON(&st, "daemon", "status")
 	if !st.Running || st.PID != pid {
 		t.Errorf("status --json: got %+v, want running pid %d", st, pid)
 	}
 
 	// Stop cleans up the socket and the lock.
-	e.must("daemon", "stop")
+	e.Must("daemon", "stop")
 	for _, f := range []string{"parley.sock", "parley.pid"} {
 		if _, err := os.Stat(filepath.Join(e.home, f)); !os.IsNotExist(err) {
 			t.Errorf("%s after stop: %v, want it gone", f, err)
@@ -82,7 +82,7 @@ func TestDaemonLifecycle(t *testing.T) {
 	}
 
 	// A CLI command on a stopped daemon starts it.
-	e.must("join", "--workspace", "w", "--name", "a")
+	e.Must("join", "--workspace", "w", "--name", "a")
 	if e.daemonPID() == pid {
 		t.Errorf("daemon was not restarted")
 	}
@@ -90,7 +90,7 @@ func TestDaemonLifecycle(t *testing.T) {
 
 func TestDaemonStaleLockAndSocket(t *testing.T) {
 	e := newEnv(t)
-	e.must("daemon", "start")
+	e.Must("daemon", "start")
 	e.kill9()
 	// kill -9 leaves the lock and the socket behind.
 	for _, f := range []string{"parley.sock", "parley.pid"} {
@@ -98,23 +98,23 @@ func TestDaemonStaleLockAndSocket(t *testing.T) {
 			t.Fatalf("%s after kill -9: %v, want it left behind", f, err)
 		}
 	}
-	out := e.must("daemon", "start")
+	out := e.Must("daemon", "start")
 	if !strings.Contains(out, "started") {
 		t.Fatalf("start over a stale lock: got %q", out)
 	}
 	// A lock naming a live process that is not a daemon (and holds no lock) is stale too.
-	e.must("daemon", "stop")
+	e.Must("daemon", "stop")
 	os.WriteFile(filepath.Join(e.home, "parley.pid"), []byte(fmt.Sprintf(`{"pid":%d,"sockPath":"x"}`, os.Getpid())), 0o600)
 	os.WriteFile(filepath.Join(e.home, "parley.sock"), []byte("junk"), 0o600)
-	e.must("daemon", "start")
-	e.must("agents", "--workspace", "w")
+	e.Must("daemon", "start")
+	e.Must("agents", "--workspace", "w")
 }
 
 func TestDaemonSignalsCleanUp(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
 			e := newEnv(t)
-			c := e.cmd("daemon", "run")
+			c := e.Cmd("daemon", "run")
 			stderr := &syncBuffer{}
 			c.Stderr = stderr
 			if err := c.Start(); err != nil {
@@ -123,7 +123,7 @@ func TestDaemonSignalsCleanUp(t *testing.T) {
 			deadline := time.Now().Add(10 * time.Second)
 			for {
 				if _, err := os.Stat(filepath.Join(e.home, "parley.sock")); err == nil {
-					if _, _, code := e.run("daemon", "status"); code == 0 {
+					if _, _, code := e.Run("daemon", "status"); code == 0 {
 						break
 					}
 				}
@@ -159,22 +159,22 @@ func TestDaemonSignalsCleanUp(t *testing.T) {
 
 func TestMessagesSurviveRestartAndKill9(t *testing.T) {
 	e := newEnv(t)
-	e.must("join", "--workspace", "w", "--name", "a")
+	e.Must("join", "--workspace", "w", "--name", "a")
 	var ids []string
 	for i := 0; i < 20; i++ {
 		var r sendResult
-		e.mustJSON(&r, "send", "--workspace", "w", "--agent", "a", "b", fmt.Sprintf("m%02d", i))
+		e.MustJSON(&r, "send", "--workspace", "w", "--agent", "a", "b", fmt.Sprintf("m%02d", i))
 		ids = append(ids, r.MessageID)
 		switch i {
 		case 9:
-			e.must("daemon", "stop") // graceful
+			e.Must("daemon", "stop") // graceful
 		case 14:
 			e.kill9() // no chance to flush anything
 		}
 	}
 	e.kill9()
 	var c checkResult
-	e.mustJSON(&c, "inbox", "--workspace", "w", "--agent", "b", "--limit", "100")
+	e.MustJSON(&c, "inbox", "--workspace", "w", "--agent", "b", "--limit", "100")
 	if len(c.Messages) != 20 {
 		t.Fatalf("after restarts: got %d messages, want 20", len(c.Messages))
 	}
@@ -185,7 +185,7 @@ func TestMessagesSurviveRestartAndKill9(t *testing.T) {
 	}
 	// Read state survives too: a consumed message stays consumed.
 	e.kill9()
-	e.mustJSON(&c, "inbox", "--workspace", "w", "--agent", "b")
+	e.MustJSON(&c, "inbox", "--workspace", "w", "--agent", "b")
 	if len(c.Messages) != 0 {
 		t.Errorf("after consuming and kill -9: got %d unread, want 0", len(c.Messages))
 	}
@@ -193,7 +193,7 @@ func TestMessagesSurviveRestartAndKill9(t *testing.T) {
 
 func TestMalformedStdinKeepsServing(t *testing.T) {
 	e := newEnv(t)
-	c := e.cmd("mcp", "serve", "--workspace", "w", "--agent", "raw")
+	c := e.Cmd("mcp", "serve", "--workspace", "w", "--agent", "raw")
 	stdin, _ := c.StdinPipe()
 	stdout, _ := c.StdoutPipe()
 	stderr := &syncBuffer{}
@@ -261,7 +261,7 @@ func TestMalformedStdinKeepsServing(t *testing.T) {
 
 func TestDaemonRefusesForeignOrigin(t *testing.T) {
 	e := newEnv(t)
-	e.must("daemon", "start")
+	e.Must("daemon", "start")
 	hc := e.httpClient()
 	for _, path := range []string{"/api/v1/agents", "/mcp"} {
 		req, _ := http.NewRequestWithContext(context.Background(), "GET", "http://parley"+path, nil)
@@ -301,82 +301,82 @@ func TestDaemonRefusesForeignOrigin(t *testing.T) {
 func TestCLI(t *testing.T) {
 	e := newEnv(t)
 	// Without a running daemon, read commands start one.
-	e.must("join", "--workspace", "w", "--name", "alice", "--role", "planner")
-	e.must("join", "--workspace", "w", "--name", "bob", "--role", "reviewer")
+	e.Must("join", "--workspace", "w", "--name", "alice", "--role", "planner")
+	e.Must("join", "--workspace", "w", "--name", "bob", "--role", "reviewer")
 	// The identity file is written in the directory's root (here: e.home).
 	if _, err := os.Stat(filepath.Join(e.home, ".parley", "identities", "alice.json")); err != nil {
 		t.Fatalf("identity file: %v", err)
 	}
 	// Two identities: commands that need one must be told which.
-	_, errOut, code := e.run("inbox", "--workspace", "w")
+	_, errOut, code := e.Run("inbox", "--workspace", "w")
 	if code == 0 || !strings.Contains(errOut, "several identities") {
 		t.Errorf("inbox with two identities: exit %d %q", code, errOut)
 	}
 	// PARLEY_AGENT picks one; --agent wins over it.
 	e.extra = append(e.extra, "PARLEY_AGENT=alice", "PARLEY_WORKSPACE=w")
-	e.must("send", "bob", "hello bob")
-	e.must("send", "--priority", "critical", "@reviewer", "fire")
+	e.Must("send", "bob", "hello bob")
+	e.Must("send", "--priority", "critical", "@reviewer", "fire")
 	var who struct {
 		Name   string `json:"name"`
 		Source string `json:"source"`
 	}
-	e.mustJSON(&who, "whoami")
+	e.MustJSON(&who, "whoami")
 	if who.Name != "alice" || who.Source != "env" {
 		t.Errorf("whoami: got %+v", who)
 	}
 	var c checkResult
-	e.mustJSON(&c, "inbox", "--agent", "bob", "--peek")
+	e.MustJSON(&c, "inbox", "--agent", "bob", "--peek")
 	if len(c.Messages) != 2 || c.Messages[0].Content != "fire" {
 		t.Fatalf("peek: got %+v, want fire first", c.Messages)
 	}
-	out := e.must("inbox", "--agent", "bob")
+	out := e.Must("inbox", "--agent", "bob")
 	if !strings.Contains(out, "fire") || !strings.Contains(out, "hello bob") {
 		t.Errorf("inbox text: %q", out)
 	}
-	out = e.must("inbox", "--agent", "bob")
+	out = e.Must("inbox", "--agent", "bob")
 	if !strings.Contains(out, "no unread messages") {
 		t.Errorf("inbox after reading: %q", out)
 	}
 	// wait: exit 3 on timeout, the message otherwise.
-	if _, _, code := e.run("wait", "--agent", "bob", "--timeout", "1s"); code != 3 {
+	if _, _, code := e.Run("wait", "--agent", "bob", "--timeout", "1s"); code != 3 {
 		t.Errorf("wait timeout: exit %d, want 3", code)
 	}
 	go func() {
 		time.Sleep(200 * time.Millisecond)
-		e.run("send", "bob", "late news")
+		e.Run("send", "bob", "late news")
 	}()
 	var w waitResult
-	e.mustJSON(&w, "wait", "--agent", "bob", "--timeout", "10s")
+	e.MustJSON(&w, "wait", "--agent", "bob", "--timeout", "10s")
 	if w.Message == nil || w.Message.Content != "late news" {
 		t.Errorf("wait: got %+v", w)
 	}
 	// Status and groups.
-	e.must("status", "--agent", "bob", "work")
+	e.Must("status", "--agent", "bob", "work")
 	var st struct {
 		WorkStatus string `json:"work_status"`
 		Unread     int    `json:"unread"`
 	}
-	e.mustJSON(&st, "status", "--agent", "bob")
+	e.MustJSON(&st, "status", "--agent", "bob")
 	if st.WorkStatus != "work" || st.Unread != 0 {
 		t.Errorf("status: got %+v", st)
 	}
-	e.must("group", "create", "reviewers", "-d", "people who review")
-	e.must("group", "add", "reviewers", "--role", "reviewer")
+	e.Must("group", "create", "reviewers", "-d", "people who review")
+	e.Must("group", "add", "reviewers", "--role", "reviewer")
 	var g struct {
 		Members        []struct{ Type, ID string }
 		ExpandedAgents []string `json:"expanded_agents"`
 	}
-	e.mustJSON(&g, "group", "show", "reviewers", "--expand")
+	e.MustJSON(&g, "group", "show", "reviewers", "--expand")
 	if len(g.Members) != 1 || g.Members[0].Type != "role" || len(g.ExpandedAgents) != 1 {
 		t.Errorf("group show: got %+v", g)
 	}
 	var gl struct{ Groups []struct{ Name string } }
-	e.mustJSON(&gl, "group", "list")
+	e.MustJSON(&gl, "group", "list")
 	if len(gl.Groups) != 2 {
 		t.Errorf("group list: got %+v", gl)
 	}
-	e.must("group", "remove", "reviewers", "--role", "reviewer")
-	e.must("group", "delete", "reviewers")
+	e.Must("group", "remove", "reviewers", "--role", "reviewer")
+	e.Must("group", "delete", "reviewers")
 	// Errors say what to do.
 	tests := []struct {
 		args []string
@@ -392,14 +392,14 @@ func TestCLI(t *testing.T) {
 		{[]string{"send", "bob"}, "accepts 2 arg"},
 	}
 	for _, tt := range tests {
-		_, errOut, code := e.run(tt.args...)
+		_, errOut, code := e.Run(tt.args...)
 		if code == 0 || !strings.Contains(errOut, tt.want) {
 			t.Errorf("parley %v: exit %d, stderr %q; want an error with %q", tt.args, code, errOut, tt.want)
 		}
 	}
 	// A dead daemon is restarted on demand; if it cannot be, the error says what to do.
 	e.kill9()
-	e.must("agents")
+	e.Must("agents")
 }
 
 func TestCLIWithoutDaemonBinary(t *testing.T) {

@@ -20,7 +20,7 @@ import (
 func BenchmarkGatewayCall(b *testing.B) {
 	up := upstreamBin(b)
 	e := newEnv(b)
-	e.must("upstream", "add", "up", "--", up)
+	e.Must("upstream", "add", "up", "--", up)
 	e.waitUpstream(b, "up", "ready", isReady)
 	ctx := context.Background()
 	opts := &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}

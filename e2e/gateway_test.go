@@ -63,7 +63,7 @@ func (e *env) upstreams(t testing.TB) map[string]upstreamStatus {
 	var res struct {
 		Upstreams []upstreamStatus `json:"upstreams"`
 	}
-	e.mustJSON(&res, "upstream", "list")
+	e.MustJSON(&res, "upstream", "list")
 	m := map[string]upstreamStatus{}
 	for _, u := range res.Upstreams {
 		m[u.Name] = u
@@ -92,9 +92,9 @@ func isReady(u upstreamStatus) bool { return u.State == "ready" }
 func TestGatewayCLI(t *testing.T) {
 	up := upstreamBin(t)
 	e := newEnv(t)
-	e.must("daemon", "start")
+	e.Must("daemon", "start")
 
-	out := e.must("upstream", "add", "up", "--", up)
+	out := e.Must("upstream", "add", "up", "--", up)
 	if !strings.Contains(out, "upstream up is ready: 11 tools (gatewaytest 1.0.0)") {
 		t.Errorf("upstream add: got %q, want it to report the server ready with 11 tools", out)
 	}
@@ -103,7 +103,7 @@ func TestGatewayCLI(t *testing.T) {
 		var res struct {
 			Tools []mcp.Tool `json:"tools"`
 		}
-		e.mustJSON(&res, "tools", "list", "--server", "up")
+		e.MustJSON(&res, "tools", "list", "--server", "up")
 		var names []string
 		for _, tl := range res.Tools {
 			names = append(names, tl.Name)
@@ -111,7 +111,7 @@ func TestGatewayCLI(t *testing.T) {
 		if len(names) != 11 || !slices.Contains(names, "up__echo") || !slices.Contains(names, "up__weather") {
 			t.Errorf("got tools %v, want up's 11 tools", names)
 		}
-		if text := e.must("tools", "list"); !strings.Contains(text, "up__echo") || !strings.Contains(text, "Echoes text back.") {
+		if text := e.Must("tools", "list"); !strings.Contains(text, "up__echo") || !strings.Contains(text, "Echoes text back.") {
 			t.Errorf("tools list: got %q, want a table with up__echo and its description", text)
 		}
 	})
@@ -163,7 +163,7 @@ func TestGatewayCLI(t *testing.T) {
 		}
 		for _, tc := range tests {
 			t.Run(tc.name, func(t *testing.T) {
-				stdout, stderr, code := e.run(append([]string{"tools", "call"}, tc.args...)...)
+				stdout, stderr, code := e.Run(append([]string{"tools", "call"}, tc.args...)...)
 				if code != tc.wantCode {
 					t.Fatalf("got exit %d, want %d\nstdout: %s\nstderr: %s", code, tc.wantCode, stdout, stderr)
 				}
@@ -179,11 +179,11 @@ func TestGatewayCLI(t *testing.T) {
 	})
 
 	t.Run("broken command line", func(t *testing.T) {
-		out := e.must("upstream", "add", "broken", "--", "/nonexistent/mcp-server", "--flag")
+		out := e.Must("upstream", "add", "broken", "--", "/nonexistent/mcp-server", "--flag")
 		if !strings.Contains(out, "upstream broken failed") || !strings.Contains(out, "no such file or directory") {
 			t.Errorf("upstream add: got %q, want a failure that says why", out)
 		}
-		list := e.must("upstream", "list")
+		list := e.Must("upstream", "list")
 		if !strings.Contains(list, "broken: connect: fork/exec /nonexistent/mcp-server: no such file or directory") {
 			t.Errorf("upstream list: got %q, want the broken upstream's error", list)
 		}
@@ -192,8 +192,8 @@ func TestGatewayCLI(t *testing.T) {
 			t.Errorf("got %+v, want failed with a next retry", u)
 		}
 		// The rest still works.
-		e.must("tools", "call", "up__echo", "--arg", "text=fine")
-		e.must("upstream", "remove", "broken")
+		e.Must("tools", "call", "up__echo", "--arg", "text=fine")
+		e.Must("upstream", "remove", "broken")
 	})
 
 	t.Run("bad input changes nothing", func(t *testing.T) {
@@ -217,7 +217,7 @@ func TestGatewayCLI(t *testing.T) {
 			{[]string{"upstream", "disable", "ghost"}, `no upstream named "ghost"`},
 		}
 		for _, tc := range tests {
-			_, stderr, code := e.run(tc.args...)
+			_, stderr, code := e.Run(tc.args...)
 			if code == 0 || !strings.Contains(stderr, tc.want) {
 				t.Errorf("parley %s: got exit %d, stderr %q; want a failure mentioning %q", strings.Join(tc.args, " "), code, stderr, tc.want)
 			}
@@ -232,11 +232,11 @@ func TestGatewayCLI(t *testing.T) {
 func TestGatewayReloadKeepsSessions(t *testing.T) {
 	up := upstreamBin(t)
 	e := newEnv(t)
-	e.must("upstream", "add", "one", "--", up) // the daemon is not running yet
+	e.Must("upstream", "add", "one", "--", up) // the daemon is not running yet
 	changed := make(chan struct{}, 10)
-	gw := e.session(&mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} }},
+	gw := e.Session(&mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} }},
 		"--profile", "gateway")
-	native := e.session(nil, "--workspace", "w", "--agent", "alice")
+	native := e.Session(nil, "--workspace", "w", "--agent", "alice")
 	e.waitUpstream(t, "one", "ready", isReady)
 	if got := toolNames(t, gw); !slices.Contains(got, "one__echo") || slices.Contains(got, "send_message") {
 		t.Fatalf("got gateway tools %v, want one's tools and no native ones", got)
@@ -261,20 +261,20 @@ func TestGatewayReloadKeepsSessions(t *testing.T) {
 	}
 
 	// CLI edit: add, disable, enable, remove; each reaches the open session.
-	e.must("upstream", "add", "two", "--allow", "echo", "--", up)
+	e.Must("upstream", "add", "two", "--allow", "echo", "--", up)
 	expectChange("upstream add")
 	waitTools("two__echo", func(n []string) bool { return slices.Contains(n, "two__echo") && !slices.Contains(n, "two__pid") })
 	if res := call(t, gw, "two__echo", map[string]any{"text": "via two"}, nil); text(res) != "echo: via two" {
 		t.Errorf("got %q, want echo: via two", text(res))
 	}
-	e.must("upstream", "disable", "two")
+	e.Must("upstream", "disable", "two")
 	waitTools("two's tools to go", func(n []string) bool { return !slices.Contains(n, "two__echo") })
 	if u := e.upstreams(t)["two"]; u.State != "disabled" || u.Enabled {
 		t.Errorf("got %+v, want two disabled", u)
 	}
-	e.must("upstream", "enable", "two")
+	e.Must("upstream", "enable", "two")
 	waitTools("two's tools to return", func(n []string) bool { return slices.Contains(n, "two__echo") })
-	e.must("upstream", "remove", "two")
+	e.Must("upstream", "remove", "two")
 	waitTools("two's tools to go for good", func(n []string) bool { return !slices.Contains(n, "two__echo") })
 
 	// A hand edit is picked up by the file watch.
@@ -295,7 +295,7 @@ func TestGatewayReloadKeepsSessions(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(hand+"\n[[upstream]]\nname = \"bad\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, stderr, code := e.run("daemon", "reload")
+	_, stderr, code := e.Run("daemon", "reload")
 	if code != 2 || !strings.Contains(stderr, `upstream "bad": set command`) || !strings.Contains(stderr, "nothing changed") {
 		t.Errorf("daemon reload: got exit %d, stderr %q; want exit 2 naming the problem", code, stderr)
 	}
@@ -314,11 +314,11 @@ func TestGatewayCallsThroughDaemon(t *testing.T) {
 	up := upstreamBin(t)
 	mark := t.TempDir()
 	e := newEnv(t)
-	e.must("upstream", "add", "up", "--env", "UPSTREAM_MARK="+mark, "--", up)
-	e.must("upstream", "add", "quick", "--timeout", "300ms", "--env", "UPSTREAM_MARK="+mark, "--", up)
+	e.Must("upstream", "add", "up", "--env", "UPSTREAM_MARK="+mark, "--", up)
+	e.Must("upstream", "add", "quick", "--timeout", "300ms", "--env", "UPSTREAM_MARK="+mark, "--", up)
 	var mu sync.Mutex
 	var progress []*mcp.ProgressNotificationParams
-	gw := e.session(&mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+	gw := e.Session(&mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 		mu.Lock()
 		progress = append(progress, req.Params)
 		mu.Unlock()
@@ -379,7 +379,7 @@ func TestGatewayCallsThroughDaemon(t *testing.T) {
 			t.Errorf("got %q (isError %v), want the timeout tool error", text(res), res.IsError)
 		}
 		waitMark("cancelled-late")
-		_, stderr, code := e.run("tools", "call", "quick__slow", "--json", `{"steps": 100, "ms": 100}`)
+		_, stderr, code := e.Run("tools", "call", "quick__slow", "--json", `{"steps": 100, "ms": 100}`)
 		if code != 1 || !strings.Contains(stderr, "upstream quick timed out after 300ms") {
 			t.Errorf("tools call: got exit %d, stderr %q; want exit 1 with the timeout", code, stderr)
 		}
@@ -414,8 +414,8 @@ func TestGatewayServerEverything(t *testing.T) {
 		t.Skipf("server-everything is not installed (run scripts/test-deps): %v", err)
 	}
 	e := newEnv(t)
-	e.must("upstream", "add", "everything", "--", "node", script, "stdio")
-	gw := e.session(nil, "--profile", "gateway")
+	e.Must("upstream", "add", "everything", "--", "node", script, "stdio")
+	gw := e.Session(nil, "--profile", "gateway")
 	e.waitUpstream(t, "everything", "ready", isReady)
 	if got := text(call(t, gw, "everything__echo", map[string]any{"message": "hi"}, nil)); got != "Echo: hi" {
 		t.Errorf("got %q, want Echo: hi", got)
@@ -427,7 +427,7 @@ func TestGatewayServerEverything(t *testing.T) {
 	if w.Temperature != 33 {
 		t.Errorf("got temperature %v, want New York's 33", w.Temperature)
 	}
-	out := e.must("tools", "call", "everything__get-sum", "--arg", "a=2", "--arg", "b=40")
+	out := e.Must("tools", "call", "everything__get-sum", "--arg", "a=2", "--arg", "b=40")
 	if !strings.Contains(out, "The sum of 2 and 40 is 42.") {
 		t.Errorf("tools call get-sum: got %s", out)
 	}

@@ -36,7 +36,7 @@ func golden(t *testing.T, name string, got []byte) {
 // names, inputs and outputs are a contract with users' prompts.
 func TestNativeToolsGolden(t *testing.T) {
 	e := newEnv(t)
-	s := e.session(nil, "--workspace", "w", "--agent", "a")
+	s := e.Session(nil, "--workspace", "w", "--agent", "a")
 	res, err := s.ListTools(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +52,7 @@ func TestNativeToolsGolden(t *testing.T) {
 func TestHelpGolden(t *testing.T) {
 	e := newEnv(t)
 	for _, args := range [][]string{{"send", "--help"}, {"wait", "--help"}} {
-		out := e.must(args...)
+		out := e.Must(args...)
 		name := "help"
 		for _, a := range args[:len(args)-1] {
 			name += "-" + a

@@ -4,7 +4,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,12 +13,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/parley-dev/parley/internal/testenv"
 )
 
 var bin string // the parley binary under test
@@ -42,6 +42,7 @@ func TestMain(m *testing.M) {
 
 // env is one Parley installation: a state directory and its daemon.
 type env struct {
+	*testenv.Env
 	t     testing.TB
 	home  string
 	extra []string // more environment for every command
@@ -55,80 +56,24 @@ func newEnv(t testing.TB, extra ...string) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, home: home, extra: extra}
+	e := envAt(t, home, extra...)
 	t.Cleanup(func() {
-		e.run("daemon", "stop", "--timeout", "5s")
+		e.Run("daemon", "stop", "--timeout", "5s")
 		os.RemoveAll(home)
 	})
+	return e
+}
+
+// envAt is the installation at home, left to the caller to clean up.
+func envAt(t testing.TB, home string, extra ...string) *env {
+	e := &env{t: t, home: home, extra: extra}
+	e.Env = &testenv.Env{T: t, Bin: bin, Home: home, Environ: e.environ}
 	return e
 }
 
 func (e *env) environ() []string {
 	env := []string{"PARLEY_HOME=" + e.home, "PATH=" + os.Getenv("PATH"), "HOME=" + e.home}
 	return append(env, e.extra...)
-}
-
-func (e *env) cmd(args ...string) *exec.Cmd {
-	c := exec.Command(bin, args...)
-	c.Env = e.environ()
-	c.Dir = e.home
-	return c
-}
-
-// run runs the CLI and returns its stdout, stderr and exit code.
-func (e *env) run(args ...string) (string, string, int) {
-	c := e.cmd(args...)
-	var out, errb bytes.Buffer
-	c.Stdout, c.Stderr = &out, &errb
-	err := c.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		e.t.Fatalf("run parley %v: %v", args, err)
-	}
-	return out.String(), errb.String(), code
-}
-
-// must runs the CLI and fails the test unless it exits 0.
-func (e *env) must(args ...string) string {
-	e.t.Helper()
-	out, errs, code := e.run(args...)
-	if code != 0 {
-		e.t.Fatalf("parley %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, out, errs)
-	}
-	return out
-}
-
-// mustJSON runs a CLI read command with --json and decodes its output.
-func (e *env) mustJSON(v any, args ...string) {
-	e.t.Helper()
-	out := e.must(append(args, "--json")...)
-	if err := json.Unmarshal([]byte(out), v); err != nil {
-		e.t.Fatalf("parley %v --json: %v\n%s", args, err, out)
-	}
-}
-
-// session connects a go-sdk client through `parley mcp serve args...`.
-func (e *env) session(opts *mcp.ClientOptions, args ...string) *mcp.ClientSession {
-	e.t.Helper()
-	c := e.cmd(append([]string{"mcp", "serve"}, args...)...)
-	stderr := &syncBuffer{}
-	c.Stderr = stderr
-	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, opts)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	s, err := client.Connect(ctx, &mcp.CommandTransport{Command: c}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		e.t.Fatalf("connect mcp serve %v: %v", args, err)
-	}
-	e.t.Cleanup(func() {
-		s.Close()
-		if e.t.Failed() {
-			e.t.Logf("mcp serve %v stderr:\n%s", args, stderr.String())
-		}
-	})
-	return s
 }
 
 // httpClient talks HTTP over the daemon's socket.
@@ -210,19 +155,4 @@ func text(res *mcp.CallToolResult) string {
 }
 
 // syncBuffer is a bytes.Buffer safe for a writer goroutine and a reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
+type syncBuffer = testenv.SyncBuffer

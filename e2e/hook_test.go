@@ -15,7 +15,7 @@ func (e *env) hook(t *testing.T, event string, input map[string]any, args ...str
 		in[k] = v
 	}
 	b, _ := json.Marshal(in)
-	c := e.cmd(append([]string{"hook", "claude", event}, args...)...)
+	c := e.Cmd(append([]string{"hook", "claude", event}, args...)...)
 	c.Stdin = bytes.NewReader(b)
 	var out, errb bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errb
@@ -36,7 +36,7 @@ func (e *env) workStatus(t *testing.T, ws, agent string) string {
 			WorkStatus string `json:"work_status"`
 		} `json:"agents"`
 	}
-	e.mustJSON(&list, "agents", "--workspace", ws)
+	e.MustJSON(&list, "agents", "--workspace", ws)
 	for _, a := range list.Agents {
 		if a.Name == agent {
 			return a.WorkStatus
@@ -48,12 +48,12 @@ func (e *env) workStatus(t *testing.T, ws, agent string) string {
 func TestClaudeHooks(t *testing.T) {
 	e := newEnv(t)
 	const ws = "hooks"
-	e.must("join", "--name", "alice", "--role", "dev", "--workspace", ws)
-	e.must("join", "--name", "bob", "--role", "lead", "--workspace", ws)
+	e.Must("join", "--name", "alice", "--role", "dev", "--workspace", ws)
+	e.Must("join", "--name", "bob", "--role", "lead", "--workspace", ws)
 	id := []string{"--agent", "alice", "--workspace", ws}
 	send := func(text string, extra ...string) {
 		t.Helper()
-		e.must(append([]string{"send", "alice", text, "--agent", "bob", "--workspace", ws}, extra...)...)
+		e.Must(append([]string{"send", "alice", text, "--agent", "bob", "--workspace", ws}, extra...)...)
 	}
 
 	steps := []struct {
@@ -107,7 +107,7 @@ func TestClaudeHooks(t *testing.T) {
 	var inbox struct {
 		Messages []any `json:"messages"`
 	}
-	e.mustJSON(&inbox, "inbox", "--agent", "alice", "--workspace", ws, "--peek")
+	e.MustJSON(&inbox, "inbox", "--agent", "alice", "--workspace", ws, "--peek")
 	if len(inbox.Messages) != 5 {
 		t.Errorf("inbox after the hooks: got %d messages, want all 5 still unread", len(inbox.Messages))
 	}
@@ -127,7 +127,7 @@ func TestClaudeHookNeverFails(t *testing.T) {
 		{"unknown event", `{}`, []string{"Notification", "--agent", "a"}, "not handled"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := e.cmd(append([]string{"hook", "claude"}, tc.args...)...)
+			c := e.Cmd(append([]string{"hook", "claude"}, tc.args...)...)
 			c.Stdin = strings.NewReader(tc.stdin)
 			var out, errb bytes.Buffer
 			c.Stdout, c.Stderr = &out, &errb

@@ -40,7 +40,7 @@ func initRepo(t *testing.T, e *env) string {
 }
 
 func (e *env) runIn(dir string, args ...string) (string, string, int) {
-	c := e.cmd(args...)
+	c := e.Cmd(args...)
 	c.Dir = dir
 	var out, errb strings.Builder
 	c.Stdout, c.Stderr = &out, &errb

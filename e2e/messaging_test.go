@@ -52,8 +52,8 @@ type waitResult struct {
 func TestTwoAgentsTalk(t *testing.T) {
 	e := newEnv(t)
 	// mcp serve starts the daemon itself and registers the agents.
-	alice := e.session(nil, "--workspace", "proj", "--agent", "alice", "--role", "planner")
-	bob := e.session(nil, "--workspace", "proj", "--agent", "bob", "--role", "implementer")
+	alice := e.Session(nil, "--workspace", "proj", "--agent", "alice", "--role", "planner")
+	bob := e.Session(nil, "--workspace", "proj", "--agent", "bob", "--role", "implementer")
 
 	tools, err := alice.ListTools(context.Background(), nil)
 	if err != nil {
@@ -129,8 +129,8 @@ func waitForWaiter(t *testing.T, e *env, ws, agent string) {
 
 func TestInboxOrderAndPriorityFilter(t *testing.T) {
 	e := newEnv(t)
-	a := e.session(nil, "--workspace", "w", "--agent", "a", "--role", "lead")
-	b := e.session(nil, "--workspace", "w", "--agent", "b", "--role", "dev")
+	a := e.Session(nil, "--workspace", "w", "--agent", "a", "--role", "lead")
+	b := e.Session(nil, "--workspace", "w", "--agent", "b", "--role", "dev")
 	for i, p := range []string{"low", "normal", "critical", "high", "normal", "critical"} {
 		mustCall(t, a, "send_message", map[string]any{"to": "b", "content": fmt.Sprintf("%d-%s", i, p), "priority": p}, nil)
 	}
@@ -179,7 +179,7 @@ func TestWaitSendsProgress(t *testing.T) {
 		n.Add(1)
 		lastToken.Store(fmt.Sprint(req.Params.ProgressToken))
 	}}
-	s := e.session(opts, "--workspace", "w", "--agent", "sleeper")
+	s := e.Session(opts, "--workspace", "w", "--agent", "sleeper")
 	params := &mcp.CallToolParams{Name: "wait_for_message", Arguments: map[string]any{"timeout": 1}}
 	params.SetProgressToken("tok-1")
 	res, err := s.CallTool(context.Background(), params)
@@ -203,10 +203,10 @@ func TestWaitSendsProgress(t *testing.T) {
 func TestManyWaitersNoneLost(t *testing.T) {
 	e := newEnv(t)
 	const n = 4
-	sender := e.session(nil, "--workspace", "w", "--agent", "sender")
+	sender := e.Session(nil, "--workspace", "w", "--agent", "sender")
 	var waiters []*mcp.ClientSession
 	for i := 0; i < n; i++ {
-		waiters = append(waiters, e.session(nil, "--workspace", "w", "--agent", "w"+fmt.Sprint(i), "--role", "worker"))
+		waiters = append(waiters, e.Session(nil, "--workspace", "w", "--agent", "w"+fmt.Sprint(i), "--role", "worker"))
 	}
 	// Two blocked waits per agent on one inbox, and @worker fan-out: each message
 	// reaches each agent exactly once.
@@ -253,8 +253,8 @@ func TestManyWaitersNoneLost(t *testing.T) {
 
 func TestBadInputIsToolError(t *testing.T) {
 	e := newEnv(t)
-	a := e.session(nil, "--workspace", "w", "--agent", "a", "--role", "dev")
-	e.session(nil, "--workspace", "w", "--agent", "b", "--role", "dev")
+	a := e.Session(nil, "--workspace", "w", "--agent", "a", "--role", "dev")
+	e.Session(nil, "--workspace", "w", "--agent", "b", "--role", "dev")
 	tests := []struct {
 		name string
 		tool string
@@ -297,7 +297,7 @@ func TestBadInputIsToolError(t *testing.T) {
 	var hist struct {
 		Messages []messageInfo `json:"messages"`
 	}
-	e.mustJSON(&hist, "history", "--workspace", "w")
+	e.MustJSON(&hist, "history", "--workspace", "w")
 	if len(hist.Messages) != 0 {
 		t.Errorf("history after bad input: got %d messages, want 0", len(hist.Messages))
 	}
@@ -312,10 +312,10 @@ func TestBadInputIsToolError(t *testing.T) {
 
 func TestGroupsAndBroadcast(t *testing.T) {
 	e := newEnv(t)
-	lead := e.session(nil, "--workspace", "w", "--agent", "lead", "--role", "planner")
-	r1 := e.session(nil, "--workspace", "w", "--agent", "rev1", "--role", "reviewer")
-	r2 := e.session(nil, "--workspace", "w", "--agent", "rev2", "--role", "reviewer")
-	dev := e.session(nil, "--workspace", "w", "--agent", "dev1", "--role", "implementer")
+	lead := e.Session(nil, "--workspace", "w", "--agent", "lead", "--role", "planner")
+	r1 := e.Session(nil, "--workspace", "w", "--agent", "rev1", "--role", "reviewer")
+	r2 := e.Session(nil, "--workspace", "w", "--agent", "rev2", "--role", "reviewer")
+	dev := e.Session(nil, "--workspace", "w", "--agent", "dev1", "--role", "implementer")
 
 	var gr struct{ Status, Name string }
 	mustCall(t, lead, "create_group", map[string]any{"name": "backend", "description": "backend team"}, &gr)
@@ -390,7 +390,7 @@ func TestGroupsAndBroadcast(t *testing.T) {
 		t.Errorf("broadcast excluding all: got %+v, want no_recipients", br)
 	}
 	// Everyone is active here (open sessions); an offline agent is skipped by status=active.
-	e.must("join", "--workspace", "w", "--name", "ghost", "--role", "dev")
+	e.Must("join", "--workspace", "w", "--name", "ghost", "--role", "dev")
 	mustCall(t, lead, "broadcast_message", map[string]any{"content": "y", "filter": map[string]any{"status": "active"}}, &br)
 	if slices.Contains(br.SentTo, "lead") || br.TotalSent != 4 {
 		t.Errorf("broadcast status=active: got %+v, want the 4 other agents (ghost was seen just now)", br)
@@ -399,7 +399,7 @@ func TestGroupsAndBroadcast(t *testing.T) {
 
 func TestPresenceAndIdentity(t *testing.T) {
 	e := newEnv(t)
-	a := e.session(nil, "--workspace", "w", "--agent", "alice", "--role", "planner", "--module", "api")
+	a := e.Session(nil, "--workspace", "w", "--agent", "alice", "--role", "planner", "--module", "api")
 	var who struct {
 		Agent, Role, Module, Workspace string
 		AgentID                        string `json:"agent_id"`
@@ -431,7 +431,7 @@ func TestPresenceAndIdentity(t *testing.T) {
 	if sent.RecipientStatus != "unregistered" {
 		t.Errorf("recipient_status of an unknown name: got %q, want unregistered", sent.RecipientStatus)
 	}
-	late := e.session(nil, "--workspace", "w", "--agent", "latecomer")
+	late := e.Session(nil, "--workspace", "w", "--agent", "latecomer")
 	var c checkResult
 	mustCall(t, late, "check_messages", nil, &c)
 	if len(c.Messages) != 1 || c.Messages[0].Content != "welcome" {
@@ -445,7 +445,7 @@ func TestPresenceAndIdentity(t *testing.T) {
 			WorkStatus string `json:"work_status"`
 		}
 	}
-	e.mustJSON(&agents, "agents", "--workspace", "w")
+	e.MustJSON(&agents, "agents", "--workspace", "w")
 	for _, ag := range agents.Agents {
 		if ag.Name == "latecomer" && ag.WorkStatus != "work" {
 			t.Errorf("latecomer status: got %q, want work", ag.WorkStatus)
@@ -455,10 +455,10 @@ func TestPresenceAndIdentity(t *testing.T) {
 
 func TestWorkspaceIsolation(t *testing.T) {
 	e := newEnv(t)
-	a1 := e.session(nil, "--workspace", "one", "--agent", "a", "--role", "dev")
-	b1 := e.session(nil, "--workspace", "one", "--agent", "b", "--role", "dev")
-	a2 := e.session(nil, "--workspace", "two", "--agent", "a", "--role", "dev")
-	b2 := e.session(nil, "--workspace", "two", "--agent", "b", "--role", "dev")
+	a1 := e.Session(nil, "--workspace", "one", "--agent", "a", "--role", "dev")
+	b1 := e.Session(nil, "--workspace", "one", "--agent", "b", "--role", "dev")
+	a2 := e.Session(nil, "--workspace", "two", "--agent", "a", "--role", "dev")
+	b2 := e.Session(nil, "--workspace", "two", "--agent", "b", "--role", "dev")
 	mustCall(t, a1, "send_message", map[string]any{"to": "b", "content": "in one"}, nil)
 	mustCall(t, a1, "create_group", map[string]any{"name": "team"}, nil)
 	var c checkResult
@@ -480,7 +480,7 @@ func TestWorkspaceIsolation(t *testing.T) {
 
 func TestProfilesThatClashAreRefused(t *testing.T) {
 	e := newEnv(t)
-	c := e.cmd("mcp", "serve", "--workspace", "w", "--agent", "a", "--profile", "native,sidechat")
+	c := e.Cmd("mcp", "serve", "--workspace", "w", "--agent", "a", "--profile", "native,sidechat")
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -493,7 +493,7 @@ func TestProfilesThatClashAreRefused(t *testing.T) {
 		t.Errorf("native,sidechat: got %v", err)
 	}
 	// Profiles without shared names combine.
-	s2 := e.session(nil, "--workspace", "w", "--agent", "a", "--profile", "native,self")
+	s2 := e.Session(nil, "--workspace", "w", "--agent", "a", "--profile", "native,self")
 	tools, err := s2.ListTools(ctx, nil)
 	if err != nil {
 		t.Fatal(err)

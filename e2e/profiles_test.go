@@ -64,9 +64,9 @@ func TestSidechatProfile(t *testing.T) {
 	e := newEnv(t, "PARLEY_PROGRESS_EVERY=100ms")
 	// Two processes, as two Sidechat users would have, with no identity at all:
 	// the session and agent IDs are tool arguments.
-	narrator := e.session(nil, "--profile", "sidechat", "--workspace", "unused")
+	narrator := e.Session(nil, "--profile", "sidechat", "--workspace", "unused")
 	var progress atomic.Int32
-	scribe := e.session(&mcp.ClientOptions{ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) {
+	scribe := e.Session(&mcp.ClientOptions{ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) {
 		progress.Add(1)
 	}}, "--profile", "sidechat")
 
@@ -189,7 +189,7 @@ func TestSidechatProfile(t *testing.T) {
 		var agents struct {
 			Count int `json:"count"`
 		}
-		e.mustJSON(&agents, "agents", "--workspace", sess)
+		e.MustJSON(&agents, "agents", "--workspace", sess)
 	})
 
 	t.Run("bad input", func(t *testing.T) {
@@ -223,7 +223,7 @@ type rawSession struct {
 }
 
 func (e *env) raw(t *testing.T, args ...string) *rawSession {
-	c := e.cmd(append([]string{"mcp", "serve"}, args...)...)
+	c := e.Cmd(append([]string{"mcp", "serve"}, args...)...)
 	in, _ := c.StdinPipe()
 	out, _ := c.StdoutPipe()
 	errb := &syncBuffer{}
@@ -267,9 +267,9 @@ func (r *rawSession) recv() map[string]any {
 
 func TestAgentMailProfile(t *testing.T) {
 	e := newEnv(t)
-	alice := e.session(nil, "--profile", "agentmail", "--workspace", "mail", "--agent", "alice")
-	bob := e.session(nil, "--profile", "agentmail", "--workspace", "mail", "--agent", "bob")
-	carol := e.session(nil, "--profile", "agentmail", "--workspace", "elsewhere", "--agent", "carol")
+	alice := e.Session(nil, "--profile", "agentmail", "--workspace", "mail", "--agent", "alice")
+	bob := e.Session(nil, "--profile", "agentmail", "--workspace", "mail", "--agent", "bob")
+	carol := e.Session(nil, "--profile", "agentmail", "--workspace", "elsewhere", "--agent", "carol")
 
 	if got, want := toolNames(t, alice), []string{"list-recipients", "receive", "send", "status"}; !slices.Equal(got, want) {
 		t.Fatalf("agentmail tools: got %v, want %v", got, want)
@@ -323,7 +323,7 @@ func TestAgentMailProfile(t *testing.T) {
 				WorkStatus string `json:"work_status"`
 			} `json:"agents"`
 		}
-		e.mustJSON(&list, "agents", "--workspace", "mail")
+		e.MustJSON(&list, "agents", "--workspace", "mail")
 		got := ""
 		for _, a := range list.Agents {
 			if a.Name == "bob" {

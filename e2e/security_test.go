@@ -72,11 +72,11 @@ func TestStateOwnerOnly(t *testing.T) {
 // crypto/subtle.ConstantTimeCompare in internal/daemon/tcp.go.)
 func TestTCPTokenRequired(t *testing.T) {
 	e := newEnv(t)
-	out := e.must("daemon", "start", "--listen", "127.0.0.1:0")
+	out := e.Must("daemon", "start", "--listen", "127.0.0.1:0")
 	var st struct {
 		Listen string `json:"listen"`
 	}
-	e.mustJSON(&st, "daemon", "status")
+	e.MustJSON(&st, "daemon", "status")
 	if st.Listen == "" {
 		t.Fatalf("no TCP address in daemon status after %q", out)
 	}
@@ -147,7 +147,7 @@ func TestTCPTokenRequired(t *testing.T) {
 // after every attempt.
 func TestWorkspaceIsolationEverySurface(t *testing.T) {
 	e := newEnv(t)
-	e.must("daemon", "start")
+	e.Must("daemon", "start")
 	const alpha, beta = "alpha", "beta"
 	e.mustAPI("POST", "/agents", beta, "", map[string]any{"name": "bob", "role": "dev"}, nil)
 	e.mustAPI("POST", "/agents", beta, "", map[string]any{"name": "carol", "role": "lead"}, nil)
@@ -181,10 +181,10 @@ func TestWorkspaceIsolationEverySurface(t *testing.T) {
 		return !failed && (strings.Contains(s, "carol") || strings.Contains(s, "team") ||
 			slices.ContainsFunc(betaIDs, func(id string) bool { return strings.Contains(s, id) }))
 	}
-	native := e.session(nil, "--workspace", alpha, "--agent", "mallory")
-	nativeBob := e.session(nil, "--workspace", alpha, "--agent", "bob")
-	sidechat := e.session(nil, "--workspace", alpha, "--agent", "mallory", "--profile", "sidechat")
-	agentmail := e.session(nil, "--workspace", alpha, "--agent", "mallory", "--profile", "agentmail")
+	native := e.Session(nil, "--workspace", alpha, "--agent", "mallory")
+	nativeBob := e.Session(nil, "--workspace", alpha, "--agent", "bob")
+	sidechat := e.Session(nil, "--workspace", alpha, "--agent", "mallory", "--profile", "sidechat")
+	agentmail := e.Session(nil, "--workspace", alpha, "--agent", "mallory", "--profile", "agentmail")
 
 	type toolCase struct {
 		name    string
@@ -315,7 +315,7 @@ func TestWorkspaceIsolationEverySurface(t *testing.T) {
 // being parsed in full, and the daemon keeps answering promptly.
 func TestOversizedAndNestedJSON(t *testing.T) {
 	e := newEnv(t)
-	e.must("daemon", "start")
+	e.Must("daemon", "start")
 	hc := e.httpClient()
 	huge := `{"to":"b","content":"` + strings.Repeat("x", 10<<20) + `"}`
 	deep := strings.Repeat("[", 100000) + strings.Repeat("]", 100000)
@@ -415,23 +415,23 @@ func isConnReset(err error) bool {
 // default level, whichever way it was sent and whether the send succeeded.
 func TestLogsHoldNoContent(t *testing.T) {
 	e := newEnv(t)
-	e.must("daemon", "start")
+	e.Must("daemon", "start")
 	const marker = "zq-7f3a-MARKER-do-not-log"
-	s := e.session(nil, "--workspace", "w", "--agent", "a")
+	s := e.Session(nil, "--workspace", "w", "--agent", "a")
 	mustCall(t, s, "send_message", map[string]any{"to": "b", "content": "native " + marker}, nil)
 	call(t, s, "send_message", map[string]any{"to": "@nobody", "content": "failing " + marker}, nil)
 	call(t, s, "send_message", map[string]any{"to": "b", "content": "big " + marker + strings.Repeat("y", 300<<10)}, nil)
 	mustCall(t, s, "broadcast_message", map[string]any{"content": "broadcast " + marker}, nil)
-	sc := e.session(nil, "--workspace", "w", "--agent", "a", "--profile", "sidechat")
+	sc := e.Session(nil, "--workspace", "w", "--agent", "a", "--profile", "sidechat")
 	mustCall(t, sc, "send_message", map[string]any{"session": "w", "to": "b", "message": map[string]any{"text": "sidechat " + marker}}, nil)
 	e.mustAPI("POST", "/messages", "w", "a", map[string]any{"to": "b", "content": "api " + marker, "metadata": map[string]string{"k": marker}}, nil)
-	e.must("send", "--workspace", "w", "--agent", "a", "b", "cli "+marker)
+	e.Must("send", "--workspace", "w", "--agent", "a", "b", "cli "+marker)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	e.apiCall(ctx, e.httpClient(), "POST", "/messages", "w", "a", json.RawMessage(`{"to":"b","content":"bad json `+marker+`"`))
-	bs := e.session(nil, "--workspace", "w", "--agent", "b")
+	bs := e.Session(nil, "--workspace", "w", "--agent", "b")
 	mustCall(t, bs, "check_messages", map[string]any{"limit": 100}, nil)
-	e.must("daemon", "stop")
+	e.Must("daemon", "stop")
 	log, err := os.ReadFile(filepath.Join(e.home, "daemon.log"))
 	if err != nil {
 		t.Fatal(err)

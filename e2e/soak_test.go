@@ -65,7 +65,7 @@ func TestSoak(t *testing.T) {
 	const agents = 200
 	dur := soakDuration(t)
 	e := newEnv(t)
-	e.must("daemon", "start")
+	e.Must("daemon", "start")
 	const ws = "soak"
 	sock := filepath.Join(e.home, "parley.sock")
 	hc := &http.Client{Transport: &http.Transport{

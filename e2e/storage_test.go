@@ -30,12 +30,12 @@ func TestFullDisk(t *testing.T) {
 		t.Fatalf("mount tmpfs on %s: %v", e.home, err)
 	}
 	t.Cleanup(func() {
-		e.run("daemon", "stop", "--timeout", "5s")
+		e.Run("daemon", "stop", "--timeout", "5s")
 		if err := syscall.Unmount(e.home, 0); err != nil {
 			syscall.Unmount(e.home, syscall.MNT_DETACH)
 		}
 	})
-	e.must("daemon", "start")
+	e.Must("daemon", "start")
 	const ws = "disk"
 	ctx := context.Background()
 	hc := e.httpClient()
@@ -115,7 +115,7 @@ func TestFullDisk(t *testing.T) {
 	if strings.Join(got, " ") != strings.Join(acked, " ") {
 		t.Errorf("inbox after the full disk: got %d messages %v, want the %d acknowledged %v", len(got), got, len(acked), acked)
 	}
-	e.must("daemon", "stop")
+	e.Must("daemon", "stop")
 	checkIntegrity(t, e.openDB())
 }
 
@@ -158,12 +158,12 @@ func TestBadDatabaseRefused(t *testing.T) {
 				// A real database with messages, then every page but the
 				// first gets its b-tree header overwritten.
 				home := filepath.Dir(path)
-				src := &env{t: t, home: home}
-				src.must("daemon", "start")
+				src := envAt(t, home)
+				src.Must("daemon", "start")
 				for i := 0; i < 30; i++ {
 					src.mustAPI("POST", "/messages", "w", "a", map[string]any{"to": "b", "content": fmt.Sprintf("message %d", i)}, nil)
 				}
-				src.must("daemon", "stop")
+				src.Must("daemon", "stop")
 				os.Remove(path + "-wal")
 				os.Remove(path + "-shm")
 				b, err := os.ReadFile(path)
@@ -188,7 +188,7 @@ func TestBadDatabaseRefused(t *testing.T) {
 				t.Fatal(err)
 			}
 			os.Remove(filepath.Join(e.home, "daemon.log"))
-			out, errs, code := e.run("daemon", "start")
+			out, errs, code := e.Run("daemon", "start")
 			if code == 0 {
 				t.Fatalf("daemon start on a bad parley.db: exit 0 (%s), want an error", out)
 			}
@@ -209,13 +209,13 @@ func TestBadDatabaseRefused(t *testing.T) {
 			var st struct {
 				Running bool `json:"running"`
 			}
-			e.mustJSON(&st, "daemon", "status")
+			e.MustJSON(&st, "daemon", "status")
 			if st.Running {
 				t.Error("daemon status after a refused start: running, want not running")
 			}
 			// A client that auto-starts the daemon hits the same clear error
 			// and resets nothing either.
-			if _, errs, code := e.run("send", "--workspace", "w", "--agent", "a", "b", "hello"); code == 0 || !strings.Contains(errs, tt.want) {
+			if _, errs, code := e.Run("send", "--workspace", "w", "--agent", "a", "b", "hello"); code == 0 || !strings.Contains(errs, tt.want) {
 				t.Errorf("send with a bad parley.db: exit %d, stderr %q; want a failure that says %q", code, errs, tt.want)
 			}
 			if again, _ := os.ReadFile(db); !bytes.Equal(before, again) {

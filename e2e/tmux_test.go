@@ -66,7 +66,7 @@ func TestTmuxIdentityAndExit(t *testing.T) {
 	tm := newTmux(t)
 	e := newEnv(t, tm.window("agents", "reviewer")...)
 
-	c := e.cmd("mcp", "serve", "--workspace", "w")
+	c := e.Cmd("mcp", "serve", "--workspace", "w")
 	stdin, _ := c.StdinPipe()
 	stdout, _ := c.StdoutPipe()
 	stderr := &syncBuffer{}
@@ -110,7 +110,7 @@ func TestTmuxIdentityAndExit(t *testing.T) {
 	var agents struct {
 		Agents []struct{ Name string } `json:"agents"`
 	}
-	e.mustJSON(&agents, "agents", "--workspace", "w")
+	e.MustJSON(&agents, "agents", "--workspace", "w")
 	if len(agents.Agents) != 1 || agents.Agents[0].Name != "reviewer" {
 		t.Errorf("agents: got %+v, want reviewer", agents.Agents)
 	}
@@ -136,7 +136,7 @@ func TestTmuxIdentityAndExit(t *testing.T) {
 func TestTmuxExplicitNameWins(t *testing.T) {
 	tm := newTmux(t)
 	e := newEnv(t, tm.window("s", "window-name")...)
-	s := e.session(nil, "--workspace", "w", "--agent", "chosen")
+	s := e.Session(nil, "--workspace", "w", "--agent", "chosen")
 	var who struct {
 		Agent string `json:"agent"`
 	}
@@ -155,7 +155,7 @@ func TestTmuxNudgeThroughDaemon(t *testing.T) {
 	pane := tm.run("list-panes", "-t", "agent", "-F", "#{pane_id}")
 	pid := tm.run("display-message", "-p", "-t", pane, "#{pid}")
 	e := newEnv(t, "TMUX="+tm.sock+","+pid+",0", "TMUX_PANE="+pane)
-	s := e.session(nil, "--workspace", "w", "--nudge", "tmux")
+	s := e.Session(nil, "--workspace", "w", "--nudge", "tmux")
 	var who struct {
 		Agent string `json:"agent"`
 	}
@@ -163,8 +163,8 @@ func TestTmuxNudgeThroughDaemon(t *testing.T) {
 	if who.Agent != "carol" {
 		t.Fatalf("whoami: got %q, want carol (the window name)", who.Agent)
 	}
-	e.must("send", "carol", "wake up", "--agent", "dave", "--workspace", "w")
-	e.must("send", "carol", "really", "--agent", "dave", "--workspace", "w")
+	e.Must("send", "carol", "wake up", "--agent", "dave", "--workspace", "w")
+	e.Must("send", "carol", "really", "--agent", "dave", "--workspace", "w")
 	var screen string
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		screen = tm.run("capture-pane", "-p", "-t", pane)

@@ -65,8 +65,8 @@ func runDirectServer(dir string) error {
 // alternating the two in one run. It reports both p50s and their ratio.
 func BenchmarkToolCallBridge(b *testing.B) {
 	e := newEnv(b)
-	e.must("daemon", "start")
-	bridged := e.session(nil, "--workspace", "bench", "--agent", "a")
+	e.Must("daemon", "start")
+	bridged := e.Session(nil, "--workspace", "bench", "--agent", "a")
 
 	self, err := os.Executable()
 	if err != nil {

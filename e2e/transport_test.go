@@ -20,14 +20,14 @@ import (
 // the address it reports and its token.
 func (e *env) startTCP() (addr, token string) {
 	e.t.Helper()
-	out := e.must("daemon", "start", "--listen", "127.0.0.1:0")
+	out := e.Must("daemon", "start", "--listen", "127.0.0.1:0")
 	if !strings.Contains(out, "listening on http://127.0.0.1:") {
 		e.t.Fatalf("daemon start --listen: got %q, want the TCP address", out)
 	}
 	var st struct {
 		Listen string `json:"listen"`
 	}
-	e.mustJSON(&st, "daemon", "status")
+	e.MustJSON(&st, "daemon", "status")
 	if st.Listen == "" {
 		e.t.Fatal("daemon status --json: no listen address")
 	}
@@ -58,7 +58,7 @@ func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 func TestTCPClientWithoutBridge(t *testing.T) {
 	e := newEnv(t)
 	addr, token := e.startTCP()
-	if out := e.must("daemon", "status"); !strings.Contains(out, "tcp:        http://"+addr) {
+	if out := e.Must("daemon", "status"); !strings.Contains(out, "tcp:        http://"+addr) {
 		t.Errorf("daemon status: got %q, want the tcp line", out)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -83,14 +83,14 @@ func TestTCPClientWithoutBridge(t *testing.T) {
 	}
 	defer s.Close()
 	mustCall(t, s, "send_message", map[string]any{"to": "bob", "content": "over tcp"}, nil)
-	out := e.must("inbox", "--workspace", "tcp", "--agent", "bob")
+	out := e.Must("inbox", "--workspace", "tcp", "--agent", "bob")
 	if !strings.Contains(out, "over tcp") || !strings.Contains(out, "alice") {
 		t.Errorf("bob's inbox: got %q, want alice's message", out)
 	}
 	var agents struct {
 		Agents []struct{ Name string } `json:"agents"`
 	}
-	e.mustJSON(&agents, "agents", "--workspace", "default")
+	e.MustJSON(&agents, "agents", "--workspace", "default")
 	for _, a := range agents.Agents {
 		if a.Name == "mallory" {
 			t.Error("the refused session registered its agent")
@@ -113,9 +113,9 @@ func TestMCPServeSurvivesDaemonRestart(t *testing.T) {
 
 func testSurviveRestart(t *testing.T, mode string) {
 	e := newEnv(t)
-	e.must("daemon", "start")
-	alice := e.session(nil, "--workspace", "rs", "--agent", "alice", "--role", "planner")
-	bob := e.session(nil, "--workspace", "rs", "--agent", "bob", "--role", "dev")
+	e.Must("daemon", "start")
+	alice := e.Session(nil, "--workspace", "rs", "--agent", "alice", "--role", "planner")
+	bob := e.Session(nil, "--workspace", "rs", "--agent", "bob", "--role", "dev")
 
 	// Sent before the kill; bob's wait below only takes critical messages,
 	// so this one stays in his inbox.
@@ -147,7 +147,7 @@ func testSurviveRestart(t *testing.T, mode string) {
 	if mode == "kill -9" {
 		e.kill9()
 	} else {
-		e.must("daemon", "stop")
+		e.Must("daemon", "stop")
 	}
 
 	// alice had nothing in flight: her next call must simply work.
@@ -227,9 +227,9 @@ func testSurviveRestart(t *testing.T, mode string) {
 // for each event, with the workspace and kinds filters applied.
 func TestWatchJSON(t *testing.T) {
 	e := newEnv(t)
-	e.must("daemon", "start")
+	e.Must("daemon", "start")
 	start := func(args ...string) (*bufio.Scanner, *exec.Cmd) {
-		c := e.cmd(append([]string{"watch", "--json", "--workspace", "wj"}, args...)...)
+		c := e.Cmd(append([]string{"watch", "--json", "--workspace", "wj"}, args...)...)
 		stdout, err := c.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -252,10 +252,10 @@ func TestWatchJSON(t *testing.T) {
 	everything, _ := start()
 	messages, msgCmd := start("--kinds", "message.sent")
 
-	e.must("join", "--workspace", "wj", "--name", "alice", "--role", "planner")
-	e.must("join", "--workspace", "other", "--name", "zed")
-	e.must("send", "--workspace", "wj", "--agent", "alice", "alice", "note to self\nsecond line")
-	e.must("group", "create", "--workspace", "wj", "team")
+	e.Must("join", "--workspace", "wj", "--name", "alice", "--role", "planner")
+	e.Must("join", "--workspace", "other", "--name", "zed")
+	e.Must("send", "--workspace", "wj", "--agent", "alice", "alice", "note to self\nsecond line")
+	e.Must("group", "create", "--workspace", "wj", "team")
 
 	type event struct {
 		Kind, Workspace, Agent, Role, From, To, Preview, Group, Change string
@@ -293,7 +293,7 @@ func TestWatchJSON(t *testing.T) {
 	if err := msgCmd.Wait(); err != nil {
 		t.Errorf("watch after SIGINT: %v, want exit 0", err)
 	}
-	if _, errs, code := e.run("watch", "--workspace", "wj", "--kinds", "nope"); code == 0 || !strings.Contains(errs, `unknown event kind "nope"`) {
+	if _, errs, code := e.Run("watch", "--workspace", "wj", "--kinds", "nope"); code == 0 || !strings.Contains(errs, `unknown event kind "nope"`) {
 		t.Errorf("watch --kinds nope: got exit %d %q, want an error naming the kind", code, errs)
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/testenv"
 )
 
 var bin, fake string
@@ -51,6 +52,7 @@ const ws = "rt"
 // env is one Parley installation with its daemon, whose claude provider is
 // the fake.
 type env struct {
+	*testenv.Env
 	t    testing.TB
 	home string
 	log  string // the fake's argv log
@@ -63,12 +65,13 @@ func newEnv(t testing.TB, config string) *env {
 		t.Fatal(err)
 	}
 	e := &env{t: t, home: home, log: filepath.Join(home, "fake.log")}
+	e.Env = &testenv.Env{T: t, Bin: bin, Home: home, Environ: e.environ}
 	conf := fmt.Sprintf("%s\n[providers.claude]\ncommand = %q\n", config, fake)
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		e.run("daemon", "stop", "--timeout", "10s")
+		e.Run("daemon", "stop", "--timeout", "10s")
 		b, _ := os.ReadFile(filepath.Join(home, "daemon.log"))
 		if bytes.Contains(b, []byte("DATA RACE")) {
 			t.Errorf("the daemon reported a data race")
@@ -78,7 +81,7 @@ func newEnv(t testing.TB, config string) *env {
 		}
 		os.RemoveAll(home)
 	})
-	e.must("daemon", "start")
+	e.Must("daemon", "start")
 	return e
 }
 
@@ -87,56 +90,8 @@ func (e *env) environ() []string {
 		"PARLEY_WORKSPACE=" + ws, "FAKECLAUDE_LOG=" + e.log, "PARLEY_PROGRESS_EVERY=200ms"}
 }
 
-func (e *env) run(args ...string) (string, string, int) {
-	c := exec.Command(bin, args...)
-	c.Env, c.Dir = e.environ(), e.home
-	var out, errb bytes.Buffer
-	c.Stdout, c.Stderr = &out, &errb
-	err := c.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		e.t.Fatalf("run parley %v: %v", args, err)
-	}
-	return out.String(), errb.String(), code
-}
-
-func (e *env) must(args ...string) string {
-	e.t.Helper()
-	out, errs, code := e.run(args...)
-	if code != 0 {
-		e.t.Fatalf("parley %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, out, errs)
-	}
-	return out
-}
-
-func (e *env) mustJSON(v any, args ...string) {
-	e.t.Helper()
-	out := e.must(append(args, "--json")...)
-	if err := json.Unmarshal([]byte(out), v); err != nil {
-		e.t.Fatalf("parley %v --json: %v\n%s", args, err, out)
-	}
-}
-
-// session connects a go-sdk client through `parley mcp serve`.
-func (e *env) session(opts *mcp.ClientOptions, args ...string) *mcp.ClientSession {
-	e.t.Helper()
-	c := exec.Command(bin, append([]string{"mcp", "serve", "--workspace", ws}, args...)...)
-	c.Env, c.Dir = e.environ(), e.home
-	client := mcp.NewClient(&mcp.Implementation{Name: "runner-test", Version: "1"}, opts)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	s, err := client.Connect(ctx, &mcp.CommandTransport{Command: c}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		e.t.Fatalf("connect mcp serve %v: %v", args, err)
-	}
-	e.t.Cleanup(func() { s.Close() })
-	return s
-}
-
 func (e *env) manager() *mcp.ClientSession {
-	return e.session(nil, "--agent", "boss", "--profile", "manager")
+	return e.Session(nil, "--agent", "boss", "--profile", "manager")
 }
 
 // fakeRuns returns the fake's log: one entry per run.
@@ -344,14 +299,14 @@ func TestPermissionLoop(t *testing.T) {
 		t.Fatalf("second turn: got %+v, want a permission request", w)
 	}
 	var cli api.PermissionsResult
-	e.mustJSON(&cli, "permissions")
+	e.MustJSON(&cli, "permissions")
 	if len(cli.Permissions) != 1 || cli.Permissions[0].Request.RequestID != w.Permission.RequestID {
 		t.Fatalf("parley permissions: got %+v, want %s", cli, w.Permission.RequestID)
 	}
-	if out := e.must("deny", w.Permission.RequestID, "--message", "not now"); !strings.Contains(out, "denied") {
+	if out := e.Must("deny", w.Permission.RequestID, "--message", "not now"); !strings.Contains(out, "denied") {
 		t.Errorf("parley deny: got %q", out)
 	}
-	if _, errs, code := e.run("allow", w.Permission.RequestID); code == 0 || !strings.Contains(errs, "no pending permission request") {
+	if _, errs, code := e.Run("allow", w.Permission.RequestID); code == 0 || !strings.Contains(errs, "no pending permission request") {
 		t.Errorf("parley allow after deny: exit %d, %q; want a not-found error", code, errs)
 	}
 	w = wait(t, m, "w1")
@@ -369,7 +324,7 @@ func TestPermissionLoop(t *testing.T) {
 	}
 	// The CLI reads the same agent.
 	var show api.ManagedAgentDetail
-	e.mustJSON(&show, "agent", "show", "w1")
+	e.MustJSON(&show, "agent", "show", "w1")
 	if show.Status != "idle" || len(show.RecentRuns) != 2 || show.RecentRuns[0].Seq != 2 || show.RecentRuns[0].State != "completed" {
 		t.Errorf("parley agent show: got %+v", show)
 	}
@@ -380,7 +335,7 @@ func TestPermissionLoop(t *testing.T) {
 func TestQueueCancelKill(t *testing.T) {
 	e := newEnv(t, "cancel_grace = \"1s\"\n")
 	var progress atomic.Int32
-	m := e.session(&mcp.ClientOptions{ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { progress.Add(1) }},
+	m := e.Session(&mcp.ClientOptions{ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { progress.Add(1) }},
 		"--agent", "boss", "--profile", "manager")
 	dir := t.TempDir()
 	mustCall(t, m, "create_agent", map[string]any{"cwd": dir, "prompt": "sleep 30", "name": "q"}, nil)
@@ -401,11 +356,11 @@ func TestQueueCancelKill(t *testing.T) {
 	// Queued prompts run in order after the cancelled one.
 	eventually(t, "three runs to end", func() bool {
 		var show api.ManagedAgentDetail
-		e.mustJSON(&show, "agent", "show", "q")
+		e.MustJSON(&show, "agent", "show", "q")
 		return show.Status == "idle" && len(show.RecentRuns) == 3 && show.RecentRuns[0].State == "completed"
 	})
 	var show api.ManagedAgentDetail
-	e.mustJSON(&show, "agent", "show", "q")
+	e.MustJSON(&show, "agent", "show", "q")
 	for i, want := range []struct{ state, prompt string }{{"completed", "third"}, {"completed", "second"}, {"cancelled", "sleep 30"}} {
 		if r := show.RecentRuns[i]; r.State != want.state || r.Prompt != want.prompt {
 			t.Errorf("run %d: got %s %q, want %s %q", r.Seq, r.State, r.Prompt, want.state, want.prompt)
@@ -437,7 +392,7 @@ func TestQueueCancelKill(t *testing.T) {
 		a := activity(t, m, "q")
 		return strings.Count(a.Content, "sleeping 30s") == 2
 	})
-	out := e.must("agent", "cancel", "q")
+	out := e.Must("agent", "cancel", "q")
 	if !strings.Contains(out, "cancelled") {
 		t.Errorf("parley agent cancel: got %q", out)
 	}
@@ -462,7 +417,7 @@ func TestQueueCancelKill(t *testing.T) {
 	if msg := toolError(t, m, "send_agent_prompt", map[string]any{"agent_id": "q", "prompt": "hello?"}); !strings.Contains(msg, "was killed") {
 		t.Errorf("prompt after kill: got %q", msg)
 	}
-	e.mustJSON(&show, "agent", "show", "q")
+	e.MustJSON(&show, "agent", "show", "q")
 	if show.Status != "exited" || show.RecentRuns[0].State != "cancelled" || show.RecentRuns[1].State != "killed" {
 		t.Errorf("after kill: got %s, runs %+v %+v; want exited, queued cancelled, running killed", show.Status, show.RecentRuns[0], show.RecentRuns[1])
 	}
@@ -483,7 +438,7 @@ func TestQueueCancelKill(t *testing.T) {
 func TestAutoWake(t *testing.T) {
 	e := newEnv(t, "")
 	m := e.manager()
-	alice := e.session(nil, "--agent", "alice")
+	alice := e.Session(nil, "--agent", "alice")
 	dir := t.TempDir()
 	mustCall(t, m, "create_agent", map[string]any{"cwd": dir, "name": "w"}, nil)
 	mustCall(t, m, "create_agent", map[string]any{"cwd": dir, "name": "quiet", "auto_wake": false}, nil)
@@ -609,27 +564,27 @@ func TestDaemonRestartMidRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the daemon to die", func() bool { return syscall.Kill(pid.PID, 0) != nil })
-	e.must("daemon", "start")
+	e.Must("daemon", "start")
 
 	// The new daemon killed the run's orphaned process group.
 	eventually(t, "the orphaned run to be killed", func() bool { return e.gone(0) })
 	var res api.WaitAgentResult
-	e.mustJSON(&res, "agent", "wait", "r", "--timeout", "60s")
+	e.MustJSON(&res, "agent", "wait", "r", "--timeout", "60s")
 	if res.Status != "idle" || res.Run == nil || res.Run.Seq != 2 || res.Run.State != "completed" || res.LastMessage != "done: queued before the crash" {
 		t.Fatalf("after restart: got %+v (run %+v), want the queued run 2 completed", res, res.Run)
 	}
 	var show api.ManagedAgentDetail
-	e.mustJSON(&show, "agent", "show", "r")
+	e.MustJSON(&show, "agent", "show", "r")
 	if len(show.RecentRuns) != 2 || show.RecentRuns[1].State != "interrupted" || !strings.Contains(show.RecentRuns[1].Error, "daemon stopped") {
 		t.Errorf("the in-flight run: got %+v, want interrupted", show.RecentRuns)
 	}
 	var logs api.ActivityResult
-	e.mustJSON(&logs, "agent", "logs", "r", "--offset", "0", "--limit", "1000")
+	e.MustJSON(&logs, "agent", "logs", "r", "--offset", "0", "--limit", "1000")
 	if !hasEvent(logs, "interrupted", "interrupted") {
 		t.Errorf("timeline lacks the interruption:\n%s", logs.Content)
 	}
-	e.must("agent", "prompt", "r", "after the restart")
-	e.mustJSON(&res, "agent", "wait", "r")
+	e.Must("agent", "prompt", "r", "after the restart")
+	e.MustJSON(&res, "agent", "wait", "r")
 	runs := e.fakeRuns()
 	if res.Run == nil || res.Run.Seq != 3 || res.Run.State != "completed" || len(runs) != 3 || runs[2]["resume"] != show.SessionID || show.SessionID == "" {
 		t.Errorf("prompt after restart: got %+v, fake runs %v; want run 3 resuming %q", res.Run, runs, show.SessionID)
@@ -668,7 +623,7 @@ func TestCommandProvider(t *testing.T) {
 		t.Errorf("list_agents: got %+v", list)
 	}
 	// Another workspace sees none of them.
-	other := e.session(nil, "--agent", "boss2", "--profile", "manager", "--workspace", "elsewhere")
+	other := e.Session(nil, "--agent", "boss2", "--profile", "manager", "--workspace", "elsewhere")
 	mustCall(t, other, "list_agents", nil, &list)
 	if list.Count != 0 {
 		t.Errorf("list_agents in another workspace: got %d agents, want 0", list.Count)
@@ -683,44 +638,44 @@ func TestCLI(t *testing.T) {
 	e := newEnv(t, "")
 	dir := t.TempDir()
 	var a api.ManagedAgent
-	e.mustJSON(&a, "agent", "create", "--provider", "command", "--command", "echo got {prompt}", "--cwd", dir, "--name", "cli1", "--title", "from the CLI", "first", "turn")
+	e.MustJSON(&a, "agent", "create", "--provider", "command", "--command", "echo got {prompt}", "--cwd", dir, "--name", "cli1", "--title", "from the CLI", "first", "turn")
 	if a.AgentID != "cli1" || a.Title != "from the CLI" || a.Provider != "command" {
 		t.Fatalf("agent create: got %+v", a)
 	}
 	var w api.WaitAgentResult
-	e.mustJSON(&w, "agent", "wait", "cli1")
+	e.MustJSON(&w, "agent", "wait", "cli1")
 	if w.LastMessage != "got first turn" {
 		t.Errorf("agent wait: got %+v, want last message %q", w, "got first turn")
 	}
 	var list api.ManagedAgentsResult
-	e.mustJSON(&list, "agent", "list")
+	e.MustJSON(&list, "agent", "list")
 	if list.Count != 1 || list.Agents[0].AgentID != "cli1" || list.Agents[0].Status != "idle" {
 		t.Errorf("agent list: got %+v", list)
 	}
-	if out := e.must("agent", "list"); !strings.Contains(out, "cli1") || !strings.Contains(out, "from the CLI") {
+	if out := e.Must("agent", "list"); !strings.Contains(out, "cli1") || !strings.Contains(out, "from the CLI") {
 		t.Errorf("agent list text: got %q", out)
 	}
-	if out := e.must("agent", "mode", "cli1", "acceptEdits"); !strings.Contains(out, "acceptEdits") {
+	if out := e.Must("agent", "mode", "cli1", "acceptEdits"); !strings.Contains(out, "acceptEdits") {
 		t.Errorf("agent mode: got %q", out)
 	}
-	if _, errs, code := e.run("agent", "mode", "cli1", "nope"); code != 2 || !strings.Contains(errs, "invalid mode") {
+	if _, errs, code := e.Run("agent", "mode", "cli1", "nope"); code != 2 || !strings.Contains(errs, "invalid mode") {
 		t.Errorf("agent mode nope: exit %d, %q", code, errs)
 	}
-	if _, errs, code := e.run("agent", "wait", "ghost"); code == 0 || !strings.Contains(errs, "no managed agent") {
+	if _, errs, code := e.Run("agent", "wait", "ghost"); code == 0 || !strings.Contains(errs, "no managed agent") {
 		t.Errorf("agent wait ghost: exit %d, %q", code, errs)
 	}
-	if out := e.must("agent", "logs", "cli1"); !strings.Contains(out, "assistant: got first turn") {
+	if out := e.Must("agent", "logs", "cli1"); !strings.Contains(out, "assistant: got first turn") {
 		t.Errorf("agent logs: got %q", out)
 	}
-	if out := e.must("agent", "kill", "cli1"); !strings.Contains(out, "exited") {
+	if out := e.Must("agent", "kill", "cli1"); !strings.Contains(out, "exited") {
 		t.Errorf("agent kill: got %q", out)
 	}
-	if _, errs, code := e.run("agent", "prompt", "cli1", "more"); code == 0 || !strings.Contains(errs, "was killed") {
+	if _, errs, code := e.Run("agent", "prompt", "cli1", "more"); code == 0 || !strings.Contains(errs, "was killed") {
 		t.Errorf("prompt a killed agent: exit %d, %q", code, errs)
 	}
 	// A managed agent is an agent of the bus, too.
 	var bus api.ListAgentsResult
-	e.mustJSON(&bus, "agents")
+	e.MustJSON(&bus, "agents")
 	if len(bus.Agents) != 1 || bus.Agents[0].Name != "cli1" {
 		t.Errorf("parley agents: got %+v, want cli1", bus.Agents)
 	}
@@ -757,14 +712,14 @@ func TestCreateErrors(t *testing.T) {
 	if list.Count != 0 {
 		t.Errorf("after bad creates: %d agents, want 0", list.Count)
 	}
-	if _, errs, code := e.run("agent", "create", "--mode", "yolo", "x"); code != 2 || !strings.Contains(errs, "invalid mode") {
+	if _, errs, code := e.Run("agent", "create", "--mode", "yolo", "x"); code != 2 || !strings.Contains(errs, "invalid mode") {
 		t.Errorf("parley agent create --mode yolo: exit %d, %q; want 2 and invalid mode", code, errs)
 	}
 	if msg := toolError(t, m, "get_agent_activity", map[string]any{"agent_id": "nobody"}); !strings.Contains(msg, "no managed agent") {
 		t.Errorf("activity of nobody: got %q", msg)
 	}
 	// The self profile is for managed agents only.
-	self := e.session(nil, "--agent", "outsider", "--profile", "self")
+	self := e.Session(nil, "--agent", "outsider", "--profile", "self")
 	if msg := toolError(t, self, "request_permission", map[string]any{"tool_name": "Bash", "input": map[string]any{}}); !strings.Contains(msg, "agents Parley launched") {
 		t.Errorf("request_permission from a non-managed agent: got %q", msg)
 	}
