@@ -1,0 +1,146 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/parley-dev/parley/internal/hub"
+)
+
+const agentCols = `workspace, name, role, module, status, created_at, last_seen`
+
+func scanAgent(row pgx.Row) (*hub.Agent, error) {
+	var (
+		a        hub.Agent
+		status   string
+		lastSeen *time.Time
+	)
+	if err := row.Scan(&a.Workspace, &a.Name, &a.Role, &a.Module, &status, &a.CreatedAt, &lastSeen); err != nil {
+		return nil, err
+	}
+	a.Status = hub.Status(status)
+	a.CreatedAt = a.CreatedAt.UTC()
+	if lastSeen != nil {
+		a.LastSeen = lastSeen.UTC()
+	}
+	return &a, nil
+}
+
+// ts binds a time so that the zero time is NULL.
+func ts(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t
+}
+
+// PutAgent inserts a or updates its role, module, status and last-seen time. The
+// stored creation time wins over a.CreatedAt, and is written back into a; a new
+// agent with a zero CreatedAt is created now.
+func (db *DB) PutAgent(ctx context.Context, a *hub.Agent) error {
+	const op = "put agent"
+	if a.Workspace == "" || a.Name == "" {
+		return hub.Errorf(op, hub.Invalid, "agent needs a workspace and a name")
+	}
+	created := a.CreatedAt
+	if created.IsZero() {
+		created = time.Now()
+	}
+	var stored time.Time
+	err := db.inTx(ctx, op, func(tx pgx.Tx) error {
+		if err := db.ensureWorkspace(ctx, tx, a.Workspace); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, `INSERT INTO agents (`+agentCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7)
+			ON CONFLICT (workspace, name) DO UPDATE SET role = excluded.role, module = excluded.module,
+				status = excluded.status, last_seen = excluded.last_seen
+			RETURNING created_at`,
+			a.Workspace, a.Name, a.Role, a.Module, string(a.Status), created, ts(a.LastSeen),
+		).Scan(&stored)
+	})
+	if err != nil {
+		return err
+	}
+	db.markKnown(a.Workspace)
+	a.CreatedAt = stored.UTC()
+	return nil
+}
+
+// Agent returns the agent named name in ws.
+func (db *DB) Agent(ctx context.Context, ws, name string) (*hub.Agent, error) {
+	const op = "get agent"
+	a, err := scanAgent(db.pool.QueryRow(ctx, `SELECT `+agentCols+` FROM agents WHERE workspace = $1 AND name = $2`, ws, name))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, hub.Errorf(op, hub.NotFound, "no agent %q in workspace %q", name, ws)
+	}
+	if err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	return a, nil
+}
+
+// Agents returns every agent of ws ordered by name.
+func (db *DB) Agents(ctx context.Context, ws string) ([]*hub.Agent, error) {
+	const op = "list agents"
+	rows, err := db.pool.Query(ctx, `SELECT `+agentCols+` FROM agents WHERE workspace = $1 ORDER BY name COLLATE "C"`, ws)
+	if err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	as, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*hub.Agent, error) { return scanAgent(r) })
+	if err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	return as, nil
+}
+
+// SetAgentStatus sets the agent's self-reported status.
+func (db *DB) SetAgentStatus(ctx context.Context, ws, name string, st hub.Status) error {
+	const op = "set agent status"
+	tag, err := db.pool.Exec(ctx, `UPDATE agents SET status = $1 WHERE workspace = $2 AND name = $3`, string(st), ws, name)
+	if err != nil {
+		return db.mapErr(ctx, op, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return hub.Errorf(op, hub.NotFound, "no agent %q in workspace %q", name, ws)
+	}
+	return nil
+}
+
+// TouchAgents records when the agents were last seen, in one statement.
+func (db *DB) TouchAgents(ctx context.Context, ws string, seen map[string]time.Time) error {
+	const op = "touch agents"
+	if len(seen) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(seen))
+	times := make([]time.Time, 0, len(seen))
+	for n, t := range seen {
+		names = append(names, n)
+		times = append(times, t)
+	}
+	_, err := db.pool.Exec(ctx, `UPDATE agents a SET last_seen = s.t
+		FROM unnest($2::text[], $3::timestamptz[]) AS s(name, t)
+		WHERE a.workspace = $1 AND a.name = s.name`, ws, names, times)
+	return db.mapErr(ctx, op, err)
+}
+
+// Workspaces lists every workspace that has agents, messages or groups, sorted.
+func (db *DB) Workspaces(ctx context.Context) ([]string, error) {
+	const op = "list workspaces"
+	rows, err := db.pool.Query(ctx, `SELECT name FROM workspaces w
+		WHERE EXISTS (SELECT 1 FROM agents WHERE workspace = w.name)
+		OR EXISTS (SELECT 1 FROM messages WHERE workspace = w.name)
+		OR EXISTS (SELECT 1 FROM groups WHERE workspace = w.name)
+		ORDER BY name COLLATE "C"`)
+	if err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	wss, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	return wss, nil
+}

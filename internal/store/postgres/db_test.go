@@ -1,0 +1,119 @@
+package postgres
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/parley-dev/parley/internal/hub"
+	"github.com/parley-dev/parley/internal/runner"
+	"github.com/parley-dev/parley/internal/store/postgres/pgtest"
+	"github.com/parley-dev/parley/internal/store/storetest"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+// openTest opens a store on a new, empty schema of the test server.
+func openTest(t testing.TB) *DB {
+	t.Helper()
+	db, err := Open(context.Background(), pgtest.Schema(t), nil)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func TestContract(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) hub.Store { return openTest(t) })
+}
+
+func TestRunnerContract(t *testing.T) {
+	storetest.RunRunner(t, func(t *testing.T) runner.Store { return openTest(t) })
+}
+
+// TestMigrateConcurrently opens one database from several daemons at once:
+// the advisory lock lets one migrate and the others find the schema done.
+func TestMigrateConcurrently(t *testing.T) {
+	dsn := pgtest.Schema(t)
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			db, err := Open(t.Context(), dsn, nil)
+			if err == nil {
+				db.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Errorf("Open: %v", err)
+		}
+	}
+}
+
+// TestNewerSchemaRefused: a database migrated by a newer parley is left alone.
+func TestNewerSchemaRefused(t *testing.T) {
+	dsn := pgtest.Schema(t)
+	db, err := Open(t.Context(), dsn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.pool.Exec(t.Context(), `UPDATE parley_schema SET version = 999`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	_, err = Open(t.Context(), dsn, nil)
+	if err == nil || !strings.Contains(err.Error(), "newer than this parley knows") {
+		t.Fatalf("Open of a newer schema: got %v, want an error saying it is newer", err)
+	}
+}
+
+// TestServerDown: while PostgreSQL is down every call fails fast as
+// Unavailable; once it is back the same store works again.
+func TestServerDown(t *testing.T) {
+	if _, err := pgtest.BinDir(); err != nil {
+		t.Skip(err)
+	}
+	c, err := pgtest.NewCluster()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := t.Context()
+	db, err := Open(ctx, c.DSN("postgres"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.PutAgent(ctx, &hub.Agent{Workspace: "ws", Name: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	for _, call := range []struct {
+		name string
+		do   func() error
+	}{
+		{"Agents", func() error { _, err := db.Agents(ctx, "ws"); return err }},
+		{"CreateMessage", func() error {
+			return db.CreateMessage(ctx, &hub.Message{ID: "m1", Workspace: "ws", From: "alice", Content: "x", Priority: hub.Normal}, []string{"bob"})
+		}},
+		{"Consume", func() error { _, err := db.Consume(ctx, "ws", "bob", 3, 1); return err }},
+	} {
+		err := call.do()
+		if hub.KindOf(err) != hub.Unavailable {
+			t.Errorf("%s with the server down: got %v (kind %s), want kind unavailable", call.name, err, hub.KindOf(err))
+		}
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	as, err := db.Agents(ctx, "ws")
+	if err != nil || len(as) != 1 {
+		t.Fatalf("Agents after the restart: got %v, %v; want alice", as, err)
+	}
+}

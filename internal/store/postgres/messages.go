@@ -1,0 +1,238 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/parley-dev/parley/internal/hub"
+)
+
+// msgCols are a message's columns as scanMessage reads them, for a messages table
+// aliased m.
+const msgCols = `m.id, m.workspace, m.sender, m.to_addr, m.content, m.payload, m.priority,
+	m.reply_to, m.thread_id, m.metadata, m.created_at`
+
+// scanMessage reads msgCols into a new message.
+func scanMessage(row pgx.Row) (*hub.Message, error) {
+	var (
+		m        hub.Message
+		payload  []byte
+		metadata []byte
+		prio     string
+	)
+	if err := row.Scan(&m.ID, &m.Workspace, &m.From, &m.To, &m.Content, &payload, &prio,
+		&m.ReplyTo, &m.ThreadID, &metadata, &m.CreatedAt); err != nil {
+		return nil, err
+	}
+	if payload != nil {
+		m.Payload = json.RawMessage(payload)
+	}
+	m.Priority = hub.Priority(prio)
+	if len(metadata) > 0 {
+		if err := json.Unmarshal(metadata, &m.Metadata); err != nil {
+			return nil, fmt.Errorf("message %s: bad metadata: %w", m.ID, err)
+		}
+	}
+	m.CreatedAt = m.CreatedAt.UTC()
+	return &m, nil
+}
+
+func collectMessages(rows pgx.Rows) ([]*hub.Message, error) {
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (*hub.Message, error) { return scanMessage(r) })
+}
+
+// payloadArg binds a payload so that nil is NULL and anything else exactly
+// those bytes (as text: the column is json, which keeps them).
+func payloadArg(p json.RawMessage) any {
+	if p == nil {
+		return nil
+	}
+	return string(p)
+}
+
+// metadataArg binds metadata as a JSON object; nil and empty maps are NULL, so
+// both read back as nil.
+func metadataArg(md map[string]string) (any, error) {
+	if len(md) == 0 {
+		return nil, nil
+	}
+	b, err := json.Marshal(md)
+	if err != nil {
+		return nil, err
+	}
+	return string(b), nil
+}
+
+// createMessage inserts the workspace (once), the message and its deliveries in
+// one statement, so a send is one round trip and one commit.
+const createMessage = `WITH ws AS (
+		INSERT INTO workspaces (name) SELECT $1 WHERE $12 ON CONFLICT DO NOTHING
+	), m AS (
+		INSERT INTO messages (id, workspace, sender, to_addr, content, payload, priority,
+			reply_to, thread_id, metadata, created_at)
+		VALUES ($2, $1, $3, $4, $5, $6::json, $7, $8, $9, $10::jsonb, $11)
+		RETURNING seq
+	)
+	INSERT INTO deliveries (workspace, recipient, message_seq, rank)
+	SELECT $1, r.name, m.seq, $13 FROM m, unnest($14::text[]) WITH ORDINALITY AS r(name, n)
+	ORDER BY r.n
+	ON CONFLICT DO NOTHING`
+
+// CreateMessage stores m and one unread delivery per distinct recipient,
+// atomically. A zero m.CreatedAt is set to now. Payload bytes are kept exactly
+// (nil stays nil); an empty Metadata map reads back as nil.
+func (db *DB) CreateMessage(ctx context.Context, m *hub.Message, recipients []string) error {
+	const op = "create message"
+	if m.ID == "" || m.Workspace == "" {
+		return hub.Errorf(op, hub.Invalid, "message needs an id and a workspace")
+	}
+	if m.CreatedAt.IsZero() {
+		m.CreatedAt = time.Now().UTC()
+	}
+	md, err := metadataArg(m.Metadata)
+	if err != nil {
+		return hub.Errorf(op, hub.Invalid, "encode metadata: %w", err)
+	}
+	_, known := db.known.Load(m.Workspace)
+	if recipients == nil {
+		recipients = []string{}
+	}
+	_, err = db.pool.Exec(ctx, createMessage, m.Workspace, m.ID, m.From, m.To, m.Content,
+		payloadArg(m.Payload), string(m.Priority), m.ReplyTo, m.ThreadID, md, m.CreatedAt,
+		!known, m.Priority.Rank(), recipients)
+	if err != nil {
+		err = db.mapErr(ctx, op, err)
+		if hub.KindOf(err) == hub.Conflict {
+			return hub.Errorf(op, hub.Conflict, "message %s exists already", m.ID)
+		}
+		return err
+	}
+	db.markKnown(m.Workspace)
+	return nil
+}
+
+// Message returns the message with the id in ws.
+func (db *DB) Message(ctx context.Context, ws, id string) (*hub.Message, error) {
+	const op = "get message"
+	m, err := scanMessage(db.pool.QueryRow(ctx, `SELECT `+msgCols+` FROM messages m WHERE m.id = $1 AND m.workspace = $2`, id, ws))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, hub.Errorf(op, hub.NotFound, "no message %s in workspace %q", id, ws)
+	}
+	if err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	return m, nil
+}
+
+// consume takes the first unread deliveries in inbox order, skipping rows that a
+// concurrent consume holds (so two never return the same delivery, and neither
+// waits for the other), marks them read and returns their messages in order, in
+// one statement.
+const consume = `WITH picked AS (
+		SELECT id FROM deliveries
+		WHERE workspace = $1 AND recipient = $2 AND read_at IS NULL AND rank <= $3
+		ORDER BY rank, id LIMIT $4
+		FOR UPDATE SKIP LOCKED
+	), upd AS (
+		UPDATE deliveries d SET read_at = now() FROM picked WHERE d.id = picked.id
+		RETURNING d.id, d.rank, d.message_seq
+	)
+	SELECT ` + msgCols + ` FROM upd JOIN messages m ON m.seq = upd.message_seq
+	ORDER BY upd.rank, upd.id`
+
+// Consume marks up to limit of recipient's unread deliveries read, in inbox order,
+// and returns their messages.
+func (db *DB) Consume(ctx context.Context, ws, recipient string, maxRank, limit int) ([]*hub.Message, error) {
+	const op = "consume"
+	if limit <= 0 {
+		return nil, nil
+	}
+	rows, err := db.pool.Query(ctx, consume, ws, recipient, maxRank, limit)
+	if err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	msgs, err := collectMessages(rows)
+	if err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	return msgs, nil
+}
+
+// Unread counts recipient's unread deliveries with rank <= maxRank.
+func (db *DB) Unread(ctx context.Context, ws, recipient string, maxRank int) (int, error) {
+	var n int
+	err := db.pool.QueryRow(ctx, `SELECT count(*) FROM deliveries
+		WHERE workspace = $1 AND recipient = $2 AND read_at IS NULL AND rank <= $3`,
+		ws, recipient, maxRank).Scan(&n)
+	if err != nil {
+		return 0, db.mapErr(ctx, "count unread", err)
+	}
+	return n, nil
+}
+
+// Peek returns up to limit unread messages of recipient in inbox order, leaving
+// them unread.
+func (db *DB) Peek(ctx context.Context, ws, recipient string, limit int) ([]*hub.Message, error) {
+	const op = "peek"
+	if limit <= 0 {
+		return nil, nil
+	}
+	rows, err := db.pool.Query(ctx, `SELECT `+msgCols+` FROM deliveries d JOIN messages m ON m.seq = d.message_seq
+		WHERE d.workspace = $1 AND d.recipient = $2 AND d.read_at IS NULL
+		ORDER BY d.rank, d.id LIMIT $3`, ws, recipient, limit)
+	if err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	msgs, err := collectMessages(rows)
+	if err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	return msgs, nil
+}
+
+// History returns messages of ws, newest first, that match q.
+func (db *DB) History(ctx context.Context, ws string, q hub.HistoryQuery) ([]*hub.Message, error) {
+	const op = "history"
+	limit := q.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	args := []any{ws}
+	arg := func(v any) string { args = append(args, v); return fmt.Sprintf("$%d", len(args)) }
+	var b strings.Builder
+	b.WriteString(`SELECT ` + msgCols + ` FROM messages m WHERE m.workspace = $1`)
+	if q.Thread != "" {
+		b.WriteString(` AND m.thread_id = ` + arg(q.Thread))
+	}
+	if q.Agent != "" {
+		a := arg(q.Agent)
+		b.WriteString(` AND (m.sender = ` + a + ` OR EXISTS (SELECT 1 FROM deliveries d
+			WHERE d.workspace = $1 AND d.recipient = ` + a + ` AND d.message_seq = m.seq))`)
+	}
+	b.WriteString(` ORDER BY m.seq DESC LIMIT ` + arg(limit))
+	rows, err := db.pool.Query(ctx, b.String(), args...)
+	if err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	msgs, err := collectMessages(rows)
+	if err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	return msgs, nil
+}
+
+// ClearInbox marks every unread delivery of recipient read.
+func (db *DB) ClearInbox(ctx context.Context, ws, recipient string) (int, error) {
+	tag, err := db.pool.Exec(ctx, `UPDATE deliveries SET read_at = now()
+		WHERE workspace = $1 AND recipient = $2 AND read_at IS NULL`, ws, recipient)
+	if err != nil {
+		return 0, db.mapErr(ctx, "clear inbox", err)
+	}
+	return int(tag.RowsAffected()), nil
+}

@@ -1,0 +1,122 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/parley-dev/parley/internal/runner"
+)
+
+// The runner's store: managed agents, their runs and their timelines. Records
+// are kept as JSON; the columns are their keys.
+
+var _ runner.Store = (*DB)(nil)
+
+// PutManagedAgent inserts or replaces a managed agent.
+func (db *DB) PutManagedAgent(ctx context.Context, a *runner.Agent) error {
+	const op = "put managed agent"
+	b, err := json.Marshal(a)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	_, err = db.pool.Exec(ctx, `INSERT INTO managed_agents (id, workspace, created_at, data) VALUES ($1, $2, $3, $4::json)
+		ON CONFLICT (id) DO UPDATE SET workspace = excluded.workspace, data = excluded.data`,
+		a.ID, a.Workspace, a.CreatedAt, string(b))
+	return db.mapErr(ctx, op, err)
+}
+
+// ManagedAgents returns every managed agent, oldest first.
+func (db *DB) ManagedAgents(ctx context.Context) ([]*runner.Agent, error) {
+	const op = "managed agents"
+	rows, err := db.pool.Query(ctx, `SELECT data::text FROM managed_agents ORDER BY created_at, id`)
+	return scanJSON[runner.Agent](ctx, db, op, rows, err)
+}
+
+// PutRun inserts or replaces a run.
+func (db *DB) PutRun(ctx context.Context, r *runner.Run) error {
+	const op = "put run"
+	b, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	_, err = db.pool.Exec(ctx, `INSERT INTO managed_runs (agent_id, seq, state, data) VALUES ($1, $2, $3, $4::json)
+		ON CONFLICT (agent_id, seq) DO UPDATE SET state = excluded.state, data = excluded.data`,
+		r.AgentID, r.Seq, string(r.State), string(b))
+	return db.mapErr(ctx, op, err)
+}
+
+// Runs returns up to limit runs of the agent, newest first.
+func (db *DB) Runs(ctx context.Context, agentID string, limit int) ([]*runner.Run, error) {
+	if limit <= 0 {
+		limit = 20
+	}
+	rows, err := db.pool.Query(ctx, `SELECT data::text FROM managed_runs WHERE agent_id = $1 ORDER BY seq DESC LIMIT $2`, agentID, limit)
+	return scanJSON[runner.Run](ctx, db, "runs", rows, err)
+}
+
+// OpenRuns returns the queued and running runs of every agent, oldest first.
+func (db *DB) OpenRuns(ctx context.Context) ([]*runner.Run, error) {
+	rows, err := db.pool.Query(ctx, `SELECT data::text FROM managed_runs WHERE state IN ('queued', 'running') ORDER BY agent_id, seq`)
+	return scanJSON[runner.Run](ctx, db, "open runs", rows, err)
+}
+
+// AppendEvents stores timeline events, all or none.
+func (db *DB) AppendEvents(ctx context.Context, evs []*runner.Event) error {
+	const op = "append events"
+	if len(evs) == 0 {
+		return nil
+	}
+	ids := make([]string, len(evs))
+	seqs := make([]int64, len(evs))
+	data := make([]string, len(evs))
+	for i, e := range evs {
+		b, err := json.Marshal(e)
+		if err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+		ids[i], seqs[i], data[i] = e.AgentID, e.Seq, string(b)
+	}
+	_, err := db.pool.Exec(ctx, `INSERT INTO managed_events (agent_id, seq, data)
+		SELECT * FROM unnest($1::text[], $2::bigint[], $3::json[])`, ids, seqs, data)
+	return db.mapErr(ctx, op, err)
+}
+
+// Events returns up to limit events of the agent from offset (0 the oldest)
+// and the length of its timeline.
+func (db *DB) Events(ctx context.Context, agentID string, offset, limit int) ([]*runner.Event, int, error) {
+	const op = "events"
+	var total int
+	if err := db.pool.QueryRow(ctx, `SELECT coalesce(max(seq), 0) FROM managed_events WHERE agent_id = $1`, agentID).Scan(&total); err != nil {
+		return nil, 0, db.mapErr(ctx, op, err)
+	}
+	if limit <= 0 {
+		return nil, total, nil
+	}
+	rows, err := db.pool.Query(ctx, `SELECT data::text FROM managed_events WHERE agent_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, agentID, max(offset, 0), limit)
+	evs, err := scanJSON[runner.Event](ctx, db, op, rows, err)
+	return evs, total, err
+}
+
+func scanJSON[T any](ctx context.Context, db *DB, op string, rows pgx.Rows, err error) ([]*T, error) {
+	if err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*T, error) {
+		var s string
+		if err := r.Scan(&s); err != nil {
+			return nil, err
+		}
+		v := new(T)
+		if err := json.Unmarshal([]byte(s), v); err != nil {
+			return nil, fmt.Errorf("decode stored record: %w", err)
+		}
+		return v, nil
+	})
+	if err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	return out, nil
+}
