@@ -3,6 +3,7 @@ package hub_test
 import (
 	"context"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/parley-dev/parley/internal/hub"
@@ -21,25 +22,26 @@ func TestConnected(t *testing.T) {
 	if h.Connected("w", "a") {
 		t.Error("after the session closed: got true, want false")
 	}
-	// A blocked wait counts while it blocks.
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		h.Wait(ctx, hub.WaitRequest{Workspace: "w", Agent: "b", Timeout: time.Minute})
-		close(done)
-	}()
-	for i := 0; h.Waiters("w", "b") == 0; i++ {
-		if i > 1000 {
-			t.Fatal("the wait never blocked")
+}
+
+func TestConnectedWhileWaiting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHub(t, nil)
+		// A blocked wait counts while it blocks.
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			h.Wait(ctx, hub.WaitRequest{Workspace: "w", Agent: "b", Timeout: time.Minute})
+			close(done)
+		}()
+		synctest.Wait()
+		if h.Waiters("w", "b") != 1 || !h.Connected("w", "b") {
+			t.Errorf("during a blocked wait: got %d waiters, connected %v; want 1, true", h.Waiters("w", "b"), h.Connected("w", "b"))
 		}
-		time.Sleep(time.Millisecond)
-	}
-	if !h.Connected("w", "b") {
-		t.Error("during a blocked wait: got false, want true")
-	}
-	cancel()
-	<-done
-	if h.Connected("w", "b") {
-		t.Error("after the wait ended: got true, want false")
-	}
+		cancel()
+		<-done
+		if h.Connected("w", "b") {
+			t.Error("after the wait ended: got true, want false")
+		}
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/parley-dev/parley/internal/hub"
@@ -196,111 +197,243 @@ func TestWaitNoLostWakeups(t *testing.T) {
 }
 
 func TestWaitTimeoutFilterAndCancel(t *testing.T) {
-	ctx := context.Background()
-	h := newHub(t, nil)
-	start := time.Now()
-	m, err := h.Wait(ctx, hub.WaitRequest{Workspace: "w", Agent: "b", Timeout: 50 * time.Millisecond})
-	if m != nil || err != nil || time.Since(start) < 50*time.Millisecond {
-		t.Fatalf("empty wait: got %v %v after %s, want a timeout after 50ms", m, err, time.Since(start))
-	}
-	// A low message does not wake a critical-only waiter; a critical one does.
-	h.Send(ctx, hub.SendRequest{Workspace: "w", From: "a", To: "b", Content: "low", Priority: "low"})
-	crit, _ := hub.ParsePriorityFilter("critical")
-	done := make(chan *hub.Message)
-	go func() {
-		m, _ := h.Wait(ctx, hub.WaitRequest{Workspace: "w", Agent: "b", Timeout: 10 * time.Second, Filter: crit})
-		done <- m
-	}()
-	time.Sleep(20 * time.Millisecond)
-	h.Send(ctx, hub.SendRequest{Workspace: "w", From: "a", To: "b", Content: "fire", Priority: "critical"})
-	if m := <-done; m == nil || m.Content != "fire" {
-		t.Fatalf("critical wait: got %v", m)
-	}
-	if n, _ := h.Unread(ctx, "w", "b"); n != 1 {
-		t.Errorf("unread after the critical wait: got %d, want the low one left", n)
-	}
-	// Cancelling the context ends a wait with an error, and unregisters it.
-	cctx, cancel := context.WithCancel(ctx)
-	errc := make(chan error)
-	go func() {
-		_, err := h.Wait(cctx, hub.WaitRequest{Workspace: "w", Agent: "c", Timeout: 10 * time.Second})
-		errc <- err
-	}()
-	time.Sleep(20 * time.Millisecond)
-	if n := h.Waiters("w", "c"); n != 1 {
-		t.Errorf("waiters while blocked: got %d, want 1", n)
-	}
-	cancel()
-	if err := <-errc; err == nil {
-		t.Error("cancelled wait: got nil error")
-	}
-	if n := h.Waiters("w", "c"); n != 0 {
-		t.Errorf("waiters after cancel: got %d, want 0", n)
-	}
-	// Progress is reported while waiting.
-	var ticks int
-	h.Wait(ctx, hub.WaitRequest{Workspace: "w", Agent: "d", Timeout: 120 * time.Millisecond, ProgressEvery: 20 * time.Millisecond,
-		Progress: func(time.Duration) { ticks++ }})
-	if ticks < 3 {
-		t.Errorf("progress ticks in 120ms at 20ms: got %d, want at least 3", ticks)
-	}
-	if _, err := h.Wait(ctx, hub.WaitRequest{Workspace: "w", Agent: "d", Timeout: 11 * time.Minute}); hub.KindOf(err) != hub.Invalid {
-		t.Errorf("11 minute wait: got %v, want invalid", err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		h := newHub(t, nil)
+		start := time.Now()
+		m, err := h.Wait(ctx, hub.WaitRequest{Workspace: "w", Agent: "b", Timeout: 50 * time.Millisecond})
+		if m != nil || err != nil || time.Since(start) != 50*time.Millisecond {
+			t.Fatalf("empty wait: got %v %v after %s, want a timeout after 50ms", m, err, time.Since(start))
+		}
+		// A low message does not wake a critical-only waiter; a critical one does.
+		if _, err := h.Send(ctx, hub.SendRequest{Workspace: "w", From: "a", To: "b", Content: "low", Priority: "low"}); err != nil {
+			t.Fatal(err)
+		}
+		crit, _ := hub.ParsePriorityFilter("critical")
+		done := make(chan *hub.Message, 1)
+		go func() {
+			m, _ := h.Wait(ctx, hub.WaitRequest{Workspace: "w", Agent: "b", Timeout: 10 * time.Second, Filter: crit})
+			done <- m
+		}()
+		synctest.Wait()
+		select {
+		case m := <-done:
+			t.Fatalf("critical-only wait woke for %v with only a low message unread", m)
+		default:
+		}
+		if _, err := h.Send(ctx, hub.SendRequest{Workspace: "w", From: "a", To: "b", Content: "fire", Priority: "critical"}); err != nil {
+			t.Fatal(err)
+		}
+		if m := <-done; m == nil || m.Content != "fire" {
+			t.Fatalf("critical wait: got %v, want the critical message", m)
+		}
+		if n, _ := h.Unread(ctx, "w", "b"); n != 1 {
+			t.Errorf("unread after the critical wait: got %d, want the low one left", n)
+		}
+		// Cancelling the context ends a wait with an error, and unregisters it.
+		cctx, cancel := context.WithCancel(ctx)
+		errc := make(chan error, 1)
+		go func() {
+			_, err := h.Wait(cctx, hub.WaitRequest{Workspace: "w", Agent: "c", Timeout: 10 * time.Second})
+			errc <- err
+		}()
+		synctest.Wait()
+		if n := h.Waiters("w", "c"); n != 1 {
+			t.Errorf("waiters while blocked: got %d, want 1", n)
+		}
+		cancel()
+		if err := <-errc; err == nil {
+			t.Error("cancelled wait: got nil error")
+		}
+		if n := h.Waiters("w", "c"); n != 0 {
+			t.Errorf("waiters after cancel: got %d, want 0", n)
+		}
+		// Progress is reported while waiting: at 20, 40, ... 100 ms of a 110 ms wait.
+		var ticks []time.Duration
+		h.Wait(ctx, hub.WaitRequest{Workspace: "w", Agent: "d", Timeout: 110 * time.Millisecond, ProgressEvery: 20 * time.Millisecond,
+			Progress: func(d time.Duration) { ticks = append(ticks, d) }})
+		want := []time.Duration{20 * time.Millisecond, 40 * time.Millisecond, 60 * time.Millisecond, 80 * time.Millisecond, 100 * time.Millisecond}
+		if !slices.Equal(ticks, want) {
+			t.Errorf("progress in a 110ms wait at 20ms: got %v, want %v", ticks, want)
+		}
+		if _, err := h.Wait(ctx, hub.WaitRequest{Workspace: "w", Agent: "d", Timeout: 11 * time.Minute}); hub.KindOf(err) != hub.Invalid {
+			t.Errorf("11 minute wait: got %v, want invalid", err)
+		}
+	})
 }
 
 func TestPresence(t *testing.T) {
-	ctx := context.Background()
-	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	var mu sync.Mutex
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
-	h := newHub(t, &hub.Options{Now: clock})
-	join(t, h, "w", "a", "dev")
-	active := func() bool {
-		as, err := h.Agents(ctx, "w")
-		if err != nil || len(as) != 1 {
-			t.Fatalf("agents: %v %v", as, err)
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		h := newHub(t, nil)
+		join(t, h, "w", "a", "dev")
+		active := func() bool {
+			as, err := h.Agents(ctx, "w")
+			if err != nil || len(as) != 1 {
+				t.Fatalf("agents: %v %v", as, err)
+			}
+			return as[0].Active
 		}
-		return as[0].Active
+		if !active() {
+			t.Error("just joined: want active")
+		}
+		time.Sleep(3 * time.Minute)
+		if active() {
+			t.Error("3 minutes silent: want offline")
+		}
+		h.SessionOpened("w", "a")
+		time.Sleep(10 * time.Minute)
+		if !active() {
+			t.Error("open session: want active")
+		}
+		h.SessionClosed("w", "a")
+		time.Sleep(time.Minute)
+		if !active() {
+			t.Error("session closed a minute ago: want active (seen recently)")
+		}
+		time.Sleep(2 * time.Minute)
+		if active() {
+			t.Error("session closed 3 minutes ago: want offline")
+		}
+		if err := h.SetStatus(ctx, "w", "a", "work"); err != nil {
+			t.Fatal(err)
+		}
+		if a, _ := h.Agent(ctx, "w", "a"); a.Status != hub.StatusWork {
+			t.Errorf("status: got %s, want work", a.Status)
+		}
+		if err := h.SetStatus(ctx, "w", "nobody", "work"); hub.KindOf(err) != hub.NotFound {
+			t.Errorf("status of unknown agent: got %v, want not found", err)
+		}
+		// A rejoin keeps status and creation time.
+		a1, _ := h.Agent(ctx, "w", "a")
+		join(t, h, "w", "a", "lead")
+		a2, _ := h.Agent(ctx, "w", "a")
+		if a2.Role != "lead" || a2.Status != hub.StatusWork || !a2.CreatedAt.Equal(a1.CreatedAt) {
+			t.Errorf("rejoin: got %+v, want role lead, status work, created %s", a2, a1.CreatedAt)
+		}
+	})
+}
+
+// TestSendPresence checks that a send reports each recipient's presence as of
+// the send, however the address was resolved.
+func TestSendPresence(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		h := newHub(t, nil)
+		join(t, h, "w", "sender", "lead")
+		join(t, h, "w", "idle", "dev")
+		join(t, h, "w", "online", "dev")
+		join(t, h, "w", "recent", "ops")
+		time.Sleep(5 * time.Minute) // all but those touched below go quiet
+		h.SessionOpened("w", "online")
+		h.Touch(ctx, "w", "recent")
+		send := func(to string) *hub.SendResult {
+			t.Helper()
+			res, err := h.Send(ctx, hub.SendRequest{Workspace: "w", From: "sender", To: to, Content: "x"})
+			if err != nil {
+				t.Fatalf("send to %s: %v", to, err)
+			}
+			if len(res.Presence) != len(res.Recipients) {
+				t.Fatalf("send to %s: %d presences for %d recipients", to, len(res.Presence), len(res.Recipients))
+			}
+			return res
+		}
+		for _, tt := range []struct {
+			to   string
+			want []hub.Presence
+		}{
+			{"online", []hub.Presence{hub.PresenceActive}},
+			{"recent", []hub.Presence{hub.PresenceActive}},
+			{"idle", []hub.Presence{hub.PresenceOffline}},
+			{"ghost", []hub.Presence{hub.PresenceUnregistered}},
+			{"@dev", []hub.Presence{hub.PresenceOffline, hub.PresenceActive}}, // idle, online
+			{"@everyone", []hub.Presence{hub.PresenceOffline, hub.PresenceActive, hub.PresenceActive}},
+			{hub.CompositeID("w", "dev", "idle"), []hub.Presence{hub.PresenceOffline}},
+		} {
+			if got := send(tt.to).Presence; !slices.Equal(got, tt.want) {
+				t.Errorf("send to %s: presence %v, want %v", tt.to, got, tt.want)
+			}
+		}
+		res, err := h.Broadcast(ctx, hub.BroadcastRequest{Workspace: "w", From: "sender", Content: "x", Exclude: []string{"ops"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []hub.Presence{hub.PresenceOffline, hub.PresenceActive}; !slices.Equal(res.Presence, want) {
+			t.Errorf("broadcast to %v: presence %v, want %v", res.Recipients, res.Presence, want)
+		}
+	})
+}
+
+// relay is the simplest Notifier: it carries a wake-up to other hubs in the
+// same process, as LISTEN/NOTIFY carries it to other daemons.
+type relay struct {
+	mu   sync.Mutex
+	to   []*hub.Hub
+	sent int
+}
+
+func (r *relay) Notify(_ context.Context, ws string, recipients []string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sent++
+	for _, h := range r.to {
+		h.Wake(ws, recipients)
 	}
-	if !active() {
-		t.Error("just joined: want active")
-	}
-	advance(3 * time.Minute)
-	if active() {
-		t.Error("3 minutes silent: want offline")
-	}
-	h.SessionOpened("w", "a")
-	advance(10 * time.Minute)
-	if !active() {
-		t.Error("open session: want active")
-	}
-	h.SessionClosed("w", "a")
-	advance(time.Minute)
-	if !active() {
-		t.Error("session closed a minute ago: want active (seen recently)")
-	}
-	advance(2 * time.Minute)
-	if active() {
-		t.Error("session closed 3 minutes ago: want offline")
-	}
-	if err := h.SetStatus(ctx, "w", "a", "work"); err != nil {
-		t.Fatal(err)
-	}
-	if a, _ := h.Agent(ctx, "w", "a"); a.Status != hub.StatusWork {
-		t.Errorf("status: got %s", a.Status)
-	}
-	if err := h.SetStatus(ctx, "w", "nobody", "work"); hub.KindOf(err) != hub.NotFound {
-		t.Errorf("status of unknown agent: got %v", err)
-	}
-	// A rejoin keeps status and creation time.
-	a1, _ := h.Agent(ctx, "w", "a")
-	join(t, h, "w", "a", "lead")
-	a2, _ := h.Agent(ctx, "w", "a")
-	if a2.Role != "lead" || a2.Status != hub.StatusWork || !a2.CreatedAt.Equal(a1.CreatedAt) {
-		t.Errorf("rejoin: got %+v, want role lead, status work, created %s", a2, a1.CreatedAt)
-	}
+	return nil
+}
+
+// TestNotifierWakesOtherHub runs two hubs over one store, as two daemons over
+// one database: a send through one wakes a wait on the other only through the
+// notifier.
+func TestNotifierWakesOtherHub(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		db, err := sqlite.Open(ctx, t.TempDir()+"/parley.db", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		r := &relay{}
+		sender := hub.New(db, &hub.Options{Notifier: r})
+		alone := hub.New(db, nil) // no notifier: sends wake local waiters only
+		waiter := hub.New(db, nil)
+		r.to = []*hub.Hub{waiter}
+
+		got := make(chan *hub.Message, 1)
+		go func() {
+			m, err := waiter.Wait(ctx, hub.WaitRequest{Workspace: "w", Agent: "b", Timeout: time.Minute})
+			if err != nil {
+				t.Errorf("wait: %v", err)
+			}
+			got <- m
+		}()
+		synctest.Wait()
+		if _, err := alone.Send(ctx, hub.SendRequest{Workspace: "w", From: "a", To: "b", Content: "unheard"}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		select {
+		case m := <-got:
+			t.Fatalf("a send without a notifier woke another hub's wait: got %v", m)
+		default:
+		}
+		if _, err := sender.Send(ctx, hub.SendRequest{Workspace: "w", From: "a", To: "b", Content: "heard"}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		select {
+		case m := <-got:
+			// The wait looks at the store again: it takes the oldest unread.
+			if m == nil || m.Content != "unheard" {
+				t.Errorf("woken wait: got %v, want the first message", m)
+			}
+		default:
+			t.Fatal("a send through the notifier did not wake the other hub's wait")
+		}
+		if r.sent != 1 {
+			t.Errorf("notifications: got %d, want 1", r.sent)
+		}
+	})
 }
 
 func TestEventsAndGroups(t *testing.T) {

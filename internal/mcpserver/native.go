@@ -90,27 +90,11 @@ func (s *Server) sendMessage(ctx context.Context, req *mcp.CallToolRequest, in s
 }
 
 // SendResult renders a hub send for the wire.
-func (s *Server) sendResult(ctx context.Context, res *hub.SendResult) api.SendResult {
+func (s *Server) sendResult(_ context.Context, res *hub.SendResult) api.SendResult {
 	out := api.SendResult{Status: "delivered", MessageID: res.Message.ID, Recipients: res.Recipients, ThreadID: res.Message.ThreadID}
 	out.RecipientStatus = "mixed"
-	if len(res.Recipients) == 1 {
-		// A recipient with an open session or a blocked wait is active: no
-		// need to read its record (that read was most of this handler's cost).
-		if s.hub.Connected(res.Message.Workspace, res.Recipients[0]) {
-			out.RecipientStatus = "active"
-			return out
-		}
-		a, err := s.hub.Agent(ctx, res.Message.Workspace, res.Recipients[0])
-		switch {
-		case hub.IsNotFound(err):
-			out.RecipientStatus = "unregistered"
-		case err != nil:
-			out.RecipientStatus = "unknown"
-		case s.hub.Active(a):
-			out.RecipientStatus = "active"
-		default:
-			out.RecipientStatus = "offline"
-		}
+	if len(res.Presence) == 1 {
+		out.RecipientStatus = string(res.Presence[0])
 	}
 	return out
 }

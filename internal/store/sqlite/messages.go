@@ -304,7 +304,7 @@ func (db *DB) Peek(ctx context.Context, ws, recipient string, limit int) ([]*hub
 	if limit <= 0 {
 		return nil, nil
 	}
-	rows, err := db.stmts.rPeek.QueryContext(ctx, ws, recipient, 3, limit)
+	rows, err := db.stmts.rPeek.QueryContext(ctx, ws, recipient, hub.Low.Rank(), limit)
 	if err != nil {
 		return nil, db.mapErr(ctx, op, err)
 	}

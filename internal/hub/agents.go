@@ -1,0 +1,259 @@
+package hub
+
+import (
+	"context"
+	"time"
+)
+
+// JoinRequest registers an agent.
+type JoinRequest struct {
+	Workspace string
+	Name      string
+	Role      string
+	Module    string
+}
+
+// Join registers the agent or updates its role and module. A rejoin keeps its
+// inbox and its self-reported status.
+func (h *Hub) Join(ctx context.Context, r JoinRequest) (*Agent, error) {
+	const op = "join"
+	if err := ValidWorkspace(r.Workspace); err != nil {
+		return nil, withOp(op, err)
+	}
+	if err := ValidName("agent name", r.Name); err != nil {
+		return nil, withOp(op, err)
+	}
+	if r.Role == "" {
+		r.Role = "agent"
+	}
+	if err := ValidName("role", r.Role); err != nil {
+		return nil, withOp(op, err)
+	}
+	if r.Module != "" {
+		if err := ValidName("module", r.Module); err != nil {
+			return nil, withOp(op, err)
+		}
+	}
+	now := h.now().UTC()
+	a := &Agent{Workspace: r.Workspace, Name: r.Name, Role: r.Role, Module: r.Module,
+		Status: StatusReady, CreatedAt: now, LastSeen: now}
+	if old, err := h.store.Agent(ctx, r.Workspace, r.Name); err == nil {
+		a.Status = old.Status
+		a.CreatedAt = old.CreatedAt
+	} else if !IsNotFound(err) {
+		return nil, withOp(op, err)
+	}
+	if err := h.store.PutAgent(ctx, a); err != nil {
+		return nil, withOp(op, err)
+	}
+	h.markSeen(inboxKey{r.Workspace, r.Name}, now, true)
+	h.publish(Event{Kind: EventAgentJoined, Workspace: r.Workspace, Agent: a.Name, Role: a.Role, Status: string(a.Status)})
+	return a, nil
+}
+
+// Agent returns a registered agent.
+func (h *Hub) Agent(ctx context.Context, ws, name string) (*Agent, error) {
+	a, err := h.store.Agent(ctx, ws, name)
+	if err != nil {
+		if IsNotFound(err) {
+			return nil, Errorf("agent", NotFound, "no agent named %q in workspace %q: register it with `parley join --name %s --role ROLE`", name, ws, name)
+		}
+		return nil, withOp("agent", err)
+	}
+	h.overlaySeen(a)
+	return a, nil
+}
+
+// AgentView is an agent with its derived presence.
+type AgentView struct {
+	*Agent
+	Active bool // an open session, or seen within ActiveWindow
+}
+
+// Agents lists the agents of ws with their presence.
+func (h *Hub) Agents(ctx context.Context, ws string) ([]AgentView, error) {
+	as, err := h.store.Agents(ctx, ws)
+	if err != nil {
+		return nil, withOp("list agents", err)
+	}
+	out := make([]AgentView, len(as))
+	for i, a := range as {
+		h.overlaySeen(a)
+		out[i] = AgentView{Agent: a, Active: h.active(a)}
+	}
+	return out, nil
+}
+
+// Active reports the presence of a.
+func (h *Hub) Active(a *Agent) bool { return h.active(a) }
+
+func (h *Hub) active(a *Agent) bool {
+	h.mu.Lock()
+	n := h.sessions[inboxKey{a.Workspace, a.Name}]
+	h.mu.Unlock()
+	return n > 0 || h.now().Sub(a.LastSeen) < ActiveWindow
+}
+
+func (h *Hub) overlaySeen(a *Agent) {
+	h.mu.Lock()
+	if t, ok := h.seen[inboxKey{a.Workspace, a.Name}]; ok && t.After(a.LastSeen) {
+		a.LastSeen = t
+	}
+	h.mu.Unlock()
+}
+
+// SetStatus records the agent's self-reported status.
+func (h *Hub) SetStatus(ctx context.Context, ws, name string, st Status) error {
+	if _, err := ParseStatus(string(st)); err != nil {
+		return withOp("set status", err)
+	}
+	if err := h.store.SetAgentStatus(ctx, ws, name, st); err != nil {
+		if IsNotFound(err) {
+			return Errorf("set status", NotFound, "no agent named %q in workspace %q", name, ws)
+		}
+		return withOp("set status", err)
+	}
+	h.Touch(ctx, ws, name)
+	h.publish(Event{Kind: EventAgentStatus, Workspace: ws, Agent: name, Status: string(st)})
+	return nil
+}
+
+// Touch records that the agent was just seen. The store is written at most every
+// touchEvery per agent, so a chatty agent costs no extra writes.
+func (h *Hub) Touch(ctx context.Context, ws, name string) {
+	if name == "" {
+		return
+	}
+	now := h.now().UTC()
+	if h.markSeen(inboxKey{ws, name}, now, false) {
+		if err := h.store.TouchAgents(ctx, ws, map[string]time.Time{name: now}); err != nil {
+			h.log.Warn("touch agent", "workspace", ws, "agent", name, "err", err)
+		}
+	}
+}
+
+// markSeen notes the time in memory and reports whether the store is due a write.
+func (h *Hub) markSeen(k inboxKey, t time.Time, written bool) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.seen[k] = t
+	if written || t.Sub(h.written[k]) >= touchEvery {
+		h.written[k] = t
+		return !written
+	}
+	return false
+}
+
+// Presence is what the hub knows of an agent's reachability.
+type Presence string
+
+// The presences.
+const (
+	// PresenceActive: an open MCP session or a blocked wait, or seen within ActiveWindow.
+	PresenceActive Presence = "active"
+	// PresenceOffline: registered, but not seen lately.
+	PresenceOffline Presence = "offline"
+	// PresenceUnregistered: no agent of that name (yet); its inbox keeps the message.
+	PresenceUnregistered Presence = "unregistered"
+	// PresenceUnknown: the agent's record could not be read.
+	PresenceUnknown Presence = "unknown"
+)
+
+// presence reports each agent's presence. known, if not nil, are the
+// workspace's agents as the caller read them; a name missing from known is
+// unregistered. Agents with an open session are answered from memory alone.
+func (h *Hub) presence(ctx context.Context, ws string, names []string, known []*Agent) []Presence {
+	out := make([]Presence, len(names))
+	pending := 0
+	h.mu.Lock()
+	for i, n := range names {
+		if h.sessions[inboxKey{ws, n}] > 0 {
+			out[i] = PresenceActive
+		} else {
+			pending++
+		}
+	}
+	h.mu.Unlock()
+	if pending == 0 {
+		return out
+	}
+	lookup := func(name string) (*Agent, error) { return h.store.Agent(ctx, ws, name) }
+	if known == nil && pending > 1 {
+		as, err := h.store.Agents(ctx, ws)
+		if err != nil {
+			lookup = func(string) (*Agent, error) { return nil, err }
+		}
+		known = as
+	}
+	if known != nil {
+		byName := make(map[string]*Agent, len(known))
+		for _, a := range known {
+			byName[a.Name] = a
+		}
+		lookup = func(name string) (*Agent, error) {
+			if a := byName[name]; a != nil {
+				return a, nil
+			}
+			return nil, Errorf("", NotFound, "no agent %q", name)
+		}
+	}
+	for i, n := range names {
+		if out[i] != "" {
+			continue
+		}
+		a, err := lookup(n)
+		switch {
+		case IsNotFound(err):
+			out[i] = PresenceUnregistered
+		case err != nil:
+			h.log.Warn("read presence", "workspace", ws, "agent", n, "err", err)
+			out[i] = PresenceUnknown
+		default:
+			h.overlaySeen(a)
+			if h.active(a) {
+				out[i] = PresenceActive
+			} else {
+				out[i] = PresenceOffline
+			}
+		}
+	}
+	return out
+}
+
+// Connected reports whether the agent has an open MCP session or a blocked
+// wait right now, from memory alone.
+func (h *Hub) Connected(ws, name string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.sessions[inboxKey{ws, name}] > 0
+}
+
+// SessionOpened counts an open MCP session of the agent toward its presence.
+func (h *Hub) SessionOpened(ws, name string) {
+	if name == "" {
+		return
+	}
+	h.mu.Lock()
+	h.sessions[inboxKey{ws, name}]++
+	h.mu.Unlock()
+	h.Touch(context.Background(), ws, name)
+}
+
+// SessionClosed undoes SessionOpened.
+func (h *Hub) SessionClosed(ws, name string) {
+	if name == "" {
+		return
+	}
+	k := inboxKey{ws, name}
+	h.mu.Lock()
+	last := false
+	if h.sessions[k]--; h.sessions[k] <= 0 {
+		delete(h.sessions, k)
+		last = true
+	}
+	h.mu.Unlock()
+	h.Touch(context.Background(), ws, name)
+	if last {
+		h.publish(Event{Kind: EventAgentLeft, Workspace: ws, Agent: name})
+	}
+}

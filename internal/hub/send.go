@@ -1,0 +1,235 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+)
+
+// SendRequest is one message from an agent to an address.
+type SendRequest struct {
+	Workspace string
+	From      string
+	To        string
+	Content   string
+	Payload   json.RawMessage
+	Priority  string
+	ReplyTo   string
+	Metadata  map[string]string
+}
+
+// SendResult tells where a message went.
+type SendResult struct {
+	Message    *Message
+	Recipients []string   // agent names, sorted
+	Presence   []Presence // of each recipient when the message was stored, parallel to Recipients
+}
+
+// Send resolves the address and stores the message with one delivery per
+// recipient, then wakes the recipients' waiters. It returns once the message is
+// durable.
+func (h *Hub) Send(ctx context.Context, r SendRequest) (*SendResult, error) {
+	const op = "send"
+	m, err := h.newMessage(ctx, r)
+	if err != nil {
+		return nil, withOp(op, err)
+	}
+	recips, agents, err := h.resolve(ctx, r.Workspace, r.To, r.From)
+	if err != nil {
+		return nil, withOp(op, err)
+	}
+	return h.deliver(ctx, m, recips, agents)
+}
+
+// deliver stores m for recips and wakes them. agents, if not nil, are the
+// workspace's agents as resolving the address read them; presence uses them.
+func (h *Hub) deliver(ctx context.Context, m *Message, recips []string, agents []*Agent) (*SendResult, error) {
+	if err := h.store.CreateMessage(ctx, m, recips); err != nil {
+		return nil, withOp("send", err)
+	}
+	h.wake(ctx, m.Workspace, recips)
+	h.Touch(ctx, m.Workspace, m.From)
+	h.publish(Event{Kind: EventMessageSent, Workspace: m.Workspace, Agent: m.From, Message: m, Recipients: recips})
+	return &SendResult{Message: m, Recipients: recips, Presence: h.presence(ctx, m.Workspace, recips, agents)}, nil
+}
+
+// newMessage validates a request and builds its message.
+func (h *Hub) newMessage(ctx context.Context, r SendRequest) (*Message, error) {
+	if err := ValidWorkspace(r.Workspace); err != nil {
+		return nil, err
+	}
+	if r.From == "" {
+		return nil, Errorf("", Invalid, "no sender: this session has no agent identity (pass --agent, or the Parley-Agent header)")
+	}
+	if err := ValidName("sender", r.From); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(r.Content) == "" && len(r.Payload) == 0 {
+		return nil, Errorf("", Invalid, "content must not be empty")
+	}
+	if n := len(r.Content) + len(r.Payload); n > h.maxContent {
+		return nil, Errorf("", TooLarge, "message is %d bytes; the limit is %d bytes", n, h.maxContent)
+	}
+	if len(r.Payload) > 0 && !json.Valid(r.Payload) {
+		return nil, Errorf("", Invalid, "payload is not valid JSON")
+	}
+	if len(r.Metadata) > maxMetadataEntries {
+		return nil, Errorf("", Invalid, "metadata has %d entries; the limit is %d", len(r.Metadata), maxMetadataEntries)
+	}
+	p, err := ParsePriority(r.Priority)
+	if err != nil {
+		return nil, err
+	}
+	now := h.now().UTC()
+	m := &Message{
+		ID: h.newID(now), Workspace: r.Workspace, From: r.From, To: r.To,
+		Content: r.Content, Payload: r.Payload, Priority: p,
+		ReplyTo: r.ReplyTo, Metadata: r.Metadata, CreatedAt: now,
+	}
+	m.ThreadID = m.ID
+	if r.ReplyTo != "" {
+		parent, err := h.store.Message(ctx, r.Workspace, r.ReplyTo)
+		if err != nil {
+			if IsNotFound(err) {
+				return nil, Errorf("", NotFound, "reply_to: no message %q in this workspace", r.ReplyTo)
+			}
+			return nil, err
+		}
+		m.ThreadID = parent.ThreadID
+	}
+	return m, nil
+}
+
+// Resolve expands an address to the agent names it reaches in ws. from is the
+// sender, left out of role, group and @everyone expansions. An address that
+// reaches nobody is an error; a plain name always reaches its (maybe future) inbox.
+func (h *Hub) Resolve(ctx context.Context, ws, addr, from string) ([]string, error) {
+	names, _, err := h.resolve(ctx, ws, addr, from)
+	return names, err
+}
+
+// resolve is Resolve that also returns the workspace's agents when it read
+// them (every address but a plain name), so that presence need not read them again.
+func (h *Hub) resolve(ctx context.Context, ws, addr, from string) ([]string, []*Agent, error) {
+	a, err := ParseAddress(addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	switch a.Kind {
+	case AddrComposite:
+		as, err := h.store.Agents(ctx, ws)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, ag := range as {
+			if NameHash(ws, ag.Name) == a.Name {
+				return []string{ag.Name}, as, nil
+			}
+		}
+		return nil, nil, Errorf("", NotFound, "no agent with id %q in this workspace", strings.TrimSpace(addr))
+	case AddrEveryone, AddrGroupRole:
+		name := a.Name
+		as, err := h.store.Agents(ctx, ws)
+		if err != nil {
+			return nil, nil, err
+		}
+		var names []string
+		what := ""
+		if a.Kind == AddrEveryone {
+			what = "@everyone"
+			for _, ag := range as {
+				names = append(names, ag.Name)
+			}
+		} else if g, err := h.store.Group(ctx, ws, name); err == nil {
+			what = "group @" + name
+			names = expandMembers(g.Members, as)
+		} else if !IsNotFound(err) {
+			return nil, nil, err
+		} else {
+			what = "role @" + name
+			for _, ag := range as {
+				if ag.Role == name {
+					names = append(names, ag.Name)
+				}
+			}
+			if len(names) == 0 {
+				return nil, nil, Errorf("", NotFound, "@%s matches no group and no agent with that role in this workspace", name)
+			}
+		}
+		names = slices.DeleteFunc(names, func(n string) bool { return n == from })
+		if len(names) == 0 {
+			return nil, nil, Errorf("", NotFound, "%s reaches no agent other than the sender", what)
+		}
+		return names, as, nil
+	default:
+		return []string{a.Name}, nil, nil
+	}
+}
+
+// expandMembers turns group members into sorted, unique agent names.
+func expandMembers(members []Member, agents []*Agent) []string {
+	set := map[string]bool{}
+	for _, m := range members {
+		switch m.Type {
+		case MemberAgent:
+			set[m.ID] = true
+		case MemberRole:
+			for _, a := range agents {
+				if a.Role == m.ID {
+					set[a.Name] = true
+				}
+			}
+		}
+	}
+	names := make([]string, 0, len(set))
+	for n := range set {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// BroadcastRequest sends one message to every agent of a workspace but the sender.
+type BroadcastRequest struct {
+	Workspace string
+	From      string
+	Content   string
+	Priority  string
+	Metadata  map[string]string
+	// ActiveOnly skips agents that are not active (seed 000's status "active").
+	ActiveOnly bool
+	// Exclude skips agents whose name or role is listed.
+	Exclude []string
+}
+
+// Broadcast sends to @everyone after applying the filters. No recipient left is
+// not an error: the result has none.
+func (h *Hub) Broadcast(ctx context.Context, r BroadcastRequest) (*SendResult, error) {
+	const op = "broadcast"
+	m, err := h.newMessage(ctx, SendRequest{Workspace: r.Workspace, From: r.From, To: "@" + Everyone,
+		Content: r.Content, Priority: r.Priority, Metadata: r.Metadata})
+	if err != nil {
+		return nil, withOp(op, err)
+	}
+	as, err := h.store.Agents(ctx, r.Workspace)
+	if err != nil {
+		return nil, withOp(op, err)
+	}
+	var recips []string
+	for _, a := range as {
+		switch {
+		case a.Name == r.From:
+		case slices.Contains(r.Exclude, a.Name) || slices.Contains(r.Exclude, a.Role):
+		case r.ActiveOnly && !h.active(a):
+		default:
+			recips = append(recips, a.Name)
+		}
+	}
+	if len(recips) == 0 {
+		return &SendResult{}, nil
+	}
+	return h.deliver(ctx, m, recips, as)
+}
+
+// Check consumes up to limit unread messages of the agent in inbox order and
