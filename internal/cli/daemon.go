@@ -15,6 +15,7 @@ import (
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/client"
 	"github.com/parley-dev/parley/internal/daemon"
+	"github.com/parley-dev/parley/internal/safefile"
 )
 
 func daemonCmd(g *globals) *cobra.Command {
@@ -170,14 +171,14 @@ func daemonRunCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := os.MkdirAll(paths.Home, 0o700); err != nil {
+			if err := safefile.SecureDir(paths.Home); err != nil {
 				return err
 			}
 			// Started by `daemon start`, stderr is daemon.log already (so that
 			// a panic lands there too); in the foreground, log to both.
 			var w io.Writer = g.stderr
 			if os.Getenv("PARLEY_DAEMON_CHILD") == "" {
-				f, err := os.OpenFile(paths.Log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+				f, err := safefile.OpenAppend(paths.Log, 0o600)
 				if err != nil {
 					return fmt.Errorf("open log: %w", err)
 				}

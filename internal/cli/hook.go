@@ -18,6 +18,7 @@ import (
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/client"
 	"github.com/parley-dev/parley/internal/hub"
+	"github.com/parley-dev/parley/internal/safefile"
 	"github.com/parley-dev/parley/internal/tmux"
 	"github.com/parley-dev/parley/internal/workspace"
 )
@@ -197,8 +198,7 @@ func runClaudeHook(ctx context.Context, g *globals, event string, stdin io.Reade
 func hookIdentity(ctx context.Context, g *globals, dir string) (workspace.Resolved, error) {
 	l := workspace.Lookup{
 		Dir: dir, FlagAgent: g.agent, FlagWS: g.workspace,
-		EnvAgent: os.Getenv("PARLEY_AGENT"), EnvRole: os.Getenv("PARLEY_ROLE"), EnvWS: os.Getenv("PARLEY_WORKSPACE"),
-	}
+	}.FromEnv()
 	if te, ok := tmux.FromEnv(); ok && l.FlagAgent == "" && l.EnvAgent == "" {
 		if w, err := (tmux.Client{Socket: te.Socket}).WindowName(ctx, te.Pane); err == nil {
 			l.AllowTmux, l.TmuxWindow = true, tmux.AgentName(w)
@@ -299,12 +299,7 @@ func saveHookState(home, ws, agent string, st hookState) error {
 		return fmt.Errorf("save hook state: %w", err)
 	}
 	b, _ := json.Marshal(st)
-	tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return fmt.Errorf("save hook state: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
+	if err := safefile.WriteFile(path, b, 0o600); err != nil {
 		return fmt.Errorf("save hook state: %w", err)
 	}
 	return nil

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/parley-dev/parley/internal/safefile"
 	"github.com/parley-dev/parley/internal/workspace"
 )
 
@@ -542,12 +543,7 @@ func writeFileAtomic(path string, b []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	tmp := path + ".parley-tmp"
-	if err := os.WriteFile(tmp, b, mode); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
+	if err := safefile.WriteFile(path, b, mode); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil

@@ -29,8 +29,7 @@ func mcpIdentity(ctx context.Context, g *globals, te tmux.Env, inTmux bool) (wor
 	}
 	l := workspace.Lookup{
 		Dir: dir, FlagAgent: g.agent, FlagWS: g.workspace,
-		EnvAgent: os.Getenv("PARLEY_AGENT"), EnvRole: os.Getenv("PARLEY_ROLE"), EnvWS: os.Getenv("PARLEY_WORKSPACE"),
-	}
+	}.FromEnv()
 	if inTmux && l.FlagAgent == "" && l.EnvAgent == "" {
 		w, err := tmux.Client{Socket: te.Socket}.WindowName(ctx, te.Pane)
 		if err != nil {

@@ -93,10 +93,8 @@ func (g *globals) identity(needAgent bool) (workspace.Resolved, error) {
 		return workspace.Resolved{}, err
 	}
 	return workspace.Resolve(workspace.Lookup{
-		Dir: dir, FlagAgent: g.agent, FlagWS: g.workspace,
-		EnvAgent: os.Getenv("PARLEY_AGENT"), EnvRole: os.Getenv("PARLEY_ROLE"), EnvWS: os.Getenv("PARLEY_WORKSPACE"),
-		RequireName: needAgent,
-	})
+		Dir: dir, FlagAgent: g.agent, FlagWS: g.workspace, RequireName: needAgent,
+	}.FromEnv())
 }
 
 // client returns a client for the resolved identity, starting the daemon if

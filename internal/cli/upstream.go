@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -16,6 +15,7 @@ import (
 	"github.com/parley-dev/parley/internal/client"
 	"github.com/parley-dev/parley/internal/config"
 	"github.com/parley-dev/parley/internal/hub"
+	"github.com/parley-dev/parley/internal/safefile"
 )
 
 func upstreamCmd(g *globals) *cobra.Command {
@@ -241,7 +241,7 @@ func editConfig(edit func(*config.Config) error) (string, error) {
 	if err := config.Check(c); err != nil {
 		return "", hub.Errorf("", hub.Invalid, "%v", err)
 	}
-	if err := os.MkdirAll(paths.Home, 0o700); err != nil {
+	if err := safefile.SecureDir(paths.Home); err != nil {
 		return "", err
 	}
 	return paths.Config, config.Save(paths.Config, c)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/hub"
+	"github.com/parley-dev/parley/internal/safefile"
 )
 
 // Client talks to one daemon as one identity.
@@ -35,6 +36,11 @@ type Client struct {
 func New(paths api.Paths) *Client {
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			// Checked at every dial, not once: a socket is replaced when the
+			// daemon restarts.
+			if err := safefile.CheckSocket(paths.Socket); err != nil {
+				return nil, err
+			}
 			var d net.Dialer
 			return d.DialContext(ctx, "unix", paths.Socket)
 		},
@@ -87,6 +93,9 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if ne := (*safefile.NotOwnedError)(nil); errors.As(err, &ne) {
+			return &hub.Error{Kind: hub.Forbidden, Err: fmt.Errorf("refusing the daemon socket: %w", ne)}
 		}
 		if unreachable(err) {
 			return &hub.Error{Kind: hub.Unavailable, Err: fmt.Errorf("%w (socket %s)", ErrNotRunning, c.Paths.Socket)}
@@ -263,10 +272,10 @@ func (c *Client) StartDaemon(ctx context.Context, args ...string) (*api.Health, 
 	if err != nil {
 		return nil, fmt.Errorf("start daemon: %w", err)
 	}
-	if err := os.MkdirAll(c.Paths.Home, 0o700); err != nil {
+	if err := safefile.SecureDir(c.Paths.Home); err != nil {
 		return nil, fmt.Errorf("start daemon: %w", err)
 	}
-	logf, err := os.OpenFile(c.Paths.Log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	logf, err := safefile.OpenAppend(c.Paths.Log, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("start daemon: open log: %w", err)
 	}

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
+
+	"github.com/parley-dev/parley/internal/safefile"
 )
 
 // Config is the whole of config.toml.
@@ -95,11 +97,7 @@ func Save(path string, c *Config) error {
 	if err != nil {
 		return fmt.Errorf("encode config: %w", err)
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return fmt.Errorf("write config: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := safefile.WriteFile(path, b, 0o600); err != nil {
 		return fmt.Errorf("write config: %w", err)
 	}
 	return nil

@@ -23,6 +23,7 @@ import (
 	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/mcpserver"
 	"github.com/parley-dev/parley/internal/runner"
+	"github.com/parley-dev/parley/internal/safefile"
 	"github.com/parley-dev/parley/internal/store/sqlite"
 )
 
@@ -92,11 +93,10 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 			d.Close()
 		}
 	}()
-	if err := os.MkdirAll(paths.Home, 0o700); err != nil {
-		return nil, fmt.Errorf("make state directory: %w", err)
-	}
-	if err := os.Chmod(paths.Home, 0o700); err != nil {
-		return nil, fmt.Errorf("secure state directory: %w", err)
+	// Checked before the first write: a directory someone else owns or can
+	// write to may hold links planted to turn our writes against us.
+	if err := safefile.SecureDir(paths.Home); err != nil {
+		return nil, err
 	}
 	host, _ := os.Hostname()
 	d.lock, err = acquireLock(paths.PID, LockInfo{

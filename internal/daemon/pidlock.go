@@ -89,7 +89,7 @@ var errRetry = errors.New("pid lock is changing hands")
 
 // breakStale removes the lock file at path if no live process holds it.
 func breakStale(path string) error {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}

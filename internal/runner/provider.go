@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/parley-dev/parley/internal/hub"
+	"github.com/parley-dev/parley/internal/safefile"
 )
 
 // ProviderConfig configures a provider, from config.toml's [providers.NAME].
@@ -352,11 +353,7 @@ func writeMCPConfig(dir string, t *turn) (string, error) {
 		return "", err
 	}
 	path := filepath.Join(dir, "mcp.json")
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
-		return "", fmt.Errorf("write MCP config: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := safefile.WriteFile(path, append(b, '\n'), 0o600); err != nil {
 		return "", fmt.Errorf("write MCP config: %w", err)
 	}
 	return path, nil

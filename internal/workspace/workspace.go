@@ -9,11 +9,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/parley-dev/parley/internal/safefile"
 )
 
 // Location is where a directory sits.
@@ -152,35 +155,53 @@ func Identities(root string) ([]string, error) {
 }
 
 // SaveIdentity writes root's identity file for id.Name (0600, atomically).
+// A repository is not to be trusted with where that lands: .parley and its
+// identities directory must be real directories, not links, and the file
+// itself replaces whatever link sits at its name instead of writing through it.
 func SaveIdentity(root string, id Identity) (string, error) {
+	if strings.ContainsAny(id.Name, `/\`) || id.Name == "" || id.Name == "." || id.Name == ".." {
+		return "", fmt.Errorf("save identity: invalid agent name %q", id.Name)
+	}
 	dir := IdentityDir(root)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("save identity: %w", err)
+	}
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		st, err := os.Lstat(d)
+		if err != nil {
+			return "", fmt.Errorf("save identity: %w", err)
+		}
+		if !st.IsDir() {
+			return "", fmt.Errorf("save identity: %s is a %s, not a directory: remove it and join again", d, kindOf(st.Mode()))
+		}
 	}
 	b, err := json.MarshalIndent(id, "", "  ")
 	if err != nil {
 		return "", err
 	}
 	path := filepath.Join(dir, id.Name+".json")
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
-		return "", fmt.Errorf("save identity: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := safefile.WriteFile(path, append(b, '\n'), 0o600); err != nil {
 		return "", fmt.Errorf("save identity: %w", err)
 	}
 	ensureIgnored(root)
 	return path, nil
 }
 
+func kindOf(m fs.FileMode) string {
+	if m&fs.ModeSymlink != 0 {
+		return "symbolic link"
+	}
+	return "file"
+}
+
 // ensureIgnored keeps identity files out of commits: .parley/ holds one
 // person's agents, not the project's.
 func ensureIgnored(root string) {
 	path := filepath.Join(root, ".parley", ".gitignore")
-	if _, err := os.Stat(path); err == nil {
+	if _, err := os.Lstat(path); err == nil {
 		return
 	}
-	os.WriteFile(path, []byte("*\n"), 0o644)
+	safefile.WriteFile(path, []byte("*\n"), 0o644)
 }
 
 // Resolved is the identity a command speaks for.
@@ -202,12 +223,30 @@ type Lookup struct {
 	EnvWS                  string
 	TmuxWindow             string // the tmux window name, when inside tmux
 	AllowTmux, RequireName bool
+	// TrustFileWorkspace honours an identity file naming a workspace other
+	// than the directory's own (EnvTrustWorkspace=1).
+	TrustFileWorkspace bool
+}
+
+// EnvTrustWorkspace is the environment variable that, set to 1, lets an
+// identity file name a workspace other than its repository's.
+const EnvTrustWorkspace = "PARLEY_TRUST_IDENTITY_WORKSPACE"
+
+// FromEnv fills l's environment fields from the process environment.
+func (l Lookup) FromEnv() Lookup {
+	l.EnvAgent, l.EnvRole, l.EnvWS = os.Getenv("PARLEY_AGENT"), os.Getenv("PARLEY_ROLE"), os.Getenv("PARLEY_WORKSPACE")
+	l.TrustFileWorkspace = os.Getenv(EnvTrustWorkspace) == "1"
+	return l
 }
 
 // Resolve finds the identity as seed 000 does: flag, then environment, then the
 // single identity file of the directory's root (then, if allowed, the tmux
 // window name). The workspace comes from the flag, the environment, the
-// identity file, then the directory's git repository.
+// identity file, then the directory's git repository. An identity file that
+// names another workspace than the repository's is refused unless the flag or
+// the environment names one or l.TrustFileWorkspace is set: a cloned
+// repository could otherwise ship one that joins its user to a workspace of
+// the author's choosing.
 func Resolve(l Lookup) (Resolved, error) {
 	loc, err := Locate(l.Dir)
 	if err != nil {
@@ -252,6 +291,10 @@ func Resolve(l Lookup) (Resolved, error) {
 	fileWS := ""
 	if file != nil {
 		fileWS = file.Workspace
+		if fileWS != "" && fileWS != loc.Workspace && l.FlagWS == "" && l.EnvWS == "" && !l.TrustFileWorkspace {
+			return r, fmt.Errorf("identity file %s names workspace %q, not this directory's (%s): refusing it, since a repository can ship such a file; if you meant it, pass --workspace %s, set PARLEY_WORKSPACE, or set %s=1",
+				filepath.Join(IdentityDir(loc.Root), file.Name+".json"), fileWS, loc.Workspace, fileWS, EnvTrustWorkspace)
+		}
 	}
 	r.Workspace = first(l.FlagWS, l.EnvWS, fileWS, loc.Workspace)
 	if r.Agent == "" && l.RequireName {

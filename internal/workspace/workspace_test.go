@@ -76,9 +76,22 @@ func TestResolve(t *testing.T) {
 	if st.Mode().Perm() != 0o600 {
 		t.Errorf("identity file mode: got %o", st.Mode().Perm())
 	}
-	r, _ = Resolve(Lookup{Dir: dir, RequireName: true})
+	// Its workspace is not this directory's: refused unless asked for.
+	if _, err := Resolve(Lookup{Dir: dir, RequireName: true}); err == nil || !strings.Contains(err.Error(), `names workspace "team"`) || !strings.Contains(err.Error(), EnvTrustWorkspace+"=1") {
+		t.Errorf("identity file naming another workspace: got %v, want a refusal that says how to allow it", err)
+	}
+	r, _ = Resolve(Lookup{Dir: dir, RequireName: true, TrustFileWorkspace: true})
 	if r.Agent != "alice" || r.Role != "planner" || r.Workspace != "team" || r.Source != "identity file" {
 		t.Errorf("single identity: got %+v", r)
+	}
+	r, _ = Resolve(Lookup{Dir: dir, RequireName: true, EnvWS: "team"})
+	if r.Agent != "alice" || r.Workspace != "team" {
+		t.Errorf("single identity, workspace named in the environment: got %+v", r)
+	}
+	SaveIdentity(dir, Identity{Name: "alice", Role: "planner", Workspace: dir})
+	r, _ = Resolve(Lookup{Dir: dir, RequireName: true})
+	if r.Agent != "alice" || r.Role != "planner" || r.Workspace != dir || r.Source != "identity file" {
+		t.Errorf("single identity of this directory: got %+v", r)
 	}
 	// Env and flags win, in that order.
 	r, _ = Resolve(Lookup{Dir: dir, EnvAgent: "bob", EnvWS: "envws"})
@@ -135,4 +148,38 @@ func FuzzParseIdentity(f *testing.F) {
 			t.Fatalf("accepted an identity without a name: %q", b)
 		}
 	})
+}
+
+// TestSaveIdentityIgnoresPlantedLinks: a repository that ships links where
+// join writes cannot turn the write against another file.
+func TestSaveIdentityIgnoresPlantedLinks(t *testing.T) {
+	victim := filepath.Join(t.TempDir(), "bashrc")
+	os.WriteFile(victim, []byte("precious"), 0o600)
+
+	repo := t.TempDir()
+	dir := IdentityDir(repo)
+	os.MkdirAll(dir, 0o755)
+	os.Symlink(victim, filepath.Join(dir, "bob.json.tmp"))
+	os.Symlink(victim, filepath.Join(repo, ".parley", ".gitignore"))
+	if _, err := SaveIdentity(repo, Identity{Name: "bob", Role: "dev", Workspace: repo}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "precious" {
+		t.Errorf("link target: got %q, want it untouched", b)
+	}
+	if id, err := LoadIdentity(repo, "bob"); err != nil || id.Role != "dev" {
+		t.Errorf("identity: got %+v %v", id, err)
+	}
+
+	// The identities directory itself a link elsewhere: refused.
+	elsewhere := t.TempDir()
+	repo2 := t.TempDir()
+	os.Mkdir(filepath.Join(repo2, ".parley"), 0o755)
+	os.Symlink(elsewhere, IdentityDir(repo2))
+	if _, err := SaveIdentity(repo2, Identity{Name: "bob", Workspace: repo2}); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("identities directory is a link: got %v", err)
+	}
+	if ents, _ := os.ReadDir(elsewhere); len(ents) != 0 {
+		t.Errorf("wrote through the link: %v", ents)
+	}
 }

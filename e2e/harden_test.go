@@ -1,0 +1,146 @@
+package e2e
+
+import (
+	"encoding/json"
+	"net"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// nobody is another user's uid, for the cross-user cases.
+const nobody = 65534
+
+// needRoot skips a cross-user case unless the test may give files away.
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skipf("cross-user case: needs root to make files owned by uid %d (running as uid %d)", nobody, os.Geteuid())
+	}
+}
+
+// TestSharedHomeRefused: a PARLEY_HOME that another user prepared, with
+// daemon.log a link to the victim's ~/.bashrc, is refused before anything is
+// written in it.
+func TestSharedHomeRefused(t *testing.T) {
+	needRoot(t)
+	e := newEnv(t)
+	victim := filepath.Join(t.TempDir(), "bashrc")
+	os.WriteFile(victim, []byte("# precious\n"), 0o600)
+	if err := os.Symlink(victim, filepath.Join(e.home, "daemon.log")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(e.home, nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"daemon", "start"}, {"daemon", "run"}, {"agents", "--workspace", "w"}} {
+		_, errOut, code := e.Run(args...)
+		if code == 0 || !strings.Contains(errOut, "belongs to uid 65534") {
+			t.Errorf("parley %v in someone else's PARLEY_HOME: exit %d %q, want a refusal naming the owner", args, code, errOut)
+		}
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "# precious\n" {
+		t.Errorf("the link's target: got %q, want it untouched", b)
+	}
+	ents, _ := os.ReadDir(e.home)
+	if len(ents) != 1 {
+		t.Errorf("files written in the refused directory: %v", ents)
+	}
+
+	// Our own directory with a planted log link: the daemon refuses the link.
+	own := newEnv(t)
+	os.Symlink(victim, filepath.Join(own.home, "daemon.log"))
+	if _, errOut, code := own.Run("daemon", "start"); code == 0 || !strings.Contains(errOut, "symbolic link") {
+		t.Errorf("daemon.log a link: exit %d %q, want a refusal", code, errOut)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "# precious\n" {
+		t.Errorf("the link's target: got %q, want it untouched", b)
+	}
+}
+
+// TestPlantedSocketRefused: a socket in a directory another user owns is not
+// dialled, so a fake daemon captures nothing.
+func TestPlantedSocketRefused(t *testing.T) {
+	needRoot(t)
+	e := newEnv(t)
+	ln, err := net.Listen("unix", filepath.Join(e.home, "parley.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	dialled := make(chan struct{}, 1)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			dialled <- struct{}{}
+			c.Close()
+		}
+	}()
+	os.Chown(filepath.Join(e.home, "parley.sock"), nobody, nobody)
+	os.Chown(e.home, nobody, nobody)
+	_, errOut, code := e.Run("send", "--workspace", "w", "--agent", "alice", "bob", "the secret plan")
+	if code == 0 || !strings.Contains(errOut, "belongs to uid 65534") {
+		t.Errorf("send over a planted socket: exit %d %q, want a refusal", code, errOut)
+	}
+	select {
+	case <-dialled:
+		t.Error("the CLI connected to a socket it does not own")
+	default:
+	}
+
+	// Our own directory, someone else's socket.
+	os.Chown(e.home, 0, 0)
+	_, errOut, code = e.Run("send", "--workspace", "w", "--agent", "alice", "bob", "the secret plan")
+	if code == 0 || !strings.Contains(errOut, "parley.sock belongs to uid 65534") {
+		t.Errorf("send over someone else's socket: exit %d %q, want a refusal", code, errOut)
+	}
+	select {
+	case <-dialled:
+		t.Error("the CLI connected to a socket it does not own")
+	default:
+	}
+}
+
+// TestForeignIdentityWorkspace: an identity file shipped in a repository that
+// names another workspace does not silently join it; the user can allow it.
+func TestForeignIdentityWorkspace(t *testing.T) {
+	e := newEnv(t)
+	repo := t.TempDir()
+	os.Mkdir(filepath.Join(repo, ".git"), 0o755)
+	ids := filepath.Join(repo, ".parley", "identities")
+	os.MkdirAll(ids, 0o755)
+	os.WriteFile(filepath.Join(ids, "bob.json"), []byte(`{"name":"bob","role":"dev","workspace":"their-team"}`), 0o644)
+	run := func(extra []string, args ...string) (string, string, int) {
+		c := osexec.Command(bin, args...)
+		c.Env, c.Dir = append(e.environ(), extra...), repo
+		var out, errb strings.Builder
+		c.Stdout, c.Stderr = &out, &errb
+		err := c.Run()
+		if ee, ok := err.(*osexec.ExitError); ok {
+			return out.String(), errb.String(), ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.String(), errb.String(), 0
+	}
+	for _, args := range [][]string{{"mcp", "serve"}, {"whoami"}, {"agents"}} {
+		_, errOut, code := run(nil, args...)
+		if code == 0 || !strings.Contains(errOut, `names workspace "their-team"`) || !strings.Contains(errOut, "PARLEY_TRUST_IDENTITY_WORKSPACE=1") {
+			t.Errorf("parley %v: exit %d %q, want a refusal that says how to allow it", args, code, errOut)
+		}
+	}
+	e.Must("join", "--workspace", "their-team", "--name", "carol")
+	out, errOut, code := run([]string{"PARLEY_TRUST_IDENTITY_WORKSPACE=1"}, "agents", "--json")
+	var list struct {
+		Agents []struct{ Name string } `json:"agents"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list.Agents) != 1 || list.Agents[0].Name != "carol" {
+		t.Errorf("allowed: exit %d %q %q, want their-team's agents", code, out, errOut)
+	}
+}
