@@ -13,6 +13,11 @@ const (
 	AddrComposite                    // agent:ROLE:HASH
 )
 
+// HumanPrefix starts a person's address: someone at the dashboard sends as
+// human:NAME, and agents reply to that address. A person is not an agent: it
+// is never registered, so role, group and @everyone expansions leave it out.
+const HumanPrefix = "human:"
+
 // Address is a parsed recipient address.
 type Address struct {
 	Kind AddressKind
@@ -22,14 +27,19 @@ type Address struct {
 	Role string
 }
 
-// ParseAddress parses a recipient address: a name, @role, @group, @everyone or
-// a composite id agent:ROLE:HASH. It checks syntax only; Resolve looks the
+// ParseAddress parses a recipient address: a name, @role, @group, @everyone,
+// a composite id agent:ROLE:HASH or a person, human:NAME. It checks syntax only; Resolve looks the
 // address up.
 func ParseAddress(addr string) (Address, error) {
 	addr = strings.TrimSpace(addr)
 	switch {
 	case addr == "":
 		return Address{}, Errorf("", Invalid, "no recipient: give a name, @role, @group, @everyone or agent:role:hash")
+	case strings.HasPrefix(addr, HumanPrefix):
+		if err := ValidName("person's name", addr[len(HumanPrefix):]); err != nil {
+			return Address{}, err
+		}
+		return Address{Kind: AddrName, Name: addr}, nil
 	case strings.HasPrefix(addr, "agent:"):
 		parts := strings.Split(addr, ":")
 		if len(parts) != 3 || parts[2] == "" {
@@ -62,4 +72,13 @@ func (a Address) String() string {
 		return "agent:" + a.Role + ":" + a.Name
 	}
 	return a.Name
+}
+
+// ValidSender checks the sender of a message: an agent name or a person,
+// human:NAME.
+func ValidSender(s string) error {
+	if name, ok := strings.CutPrefix(s, HumanPrefix); ok {
+		return ValidName("person's name", name)
+	}
+	return ValidName("sender", s)
 }

@@ -16,6 +16,9 @@ func TestParseAddress(t *testing.T) {
 		{in: "@everyone", want: Address{Kind: AddrEveryone, Name: "everyone"}},
 		{in: "@reviewers", want: Address{Kind: AddrGroupRole, Name: "reviewers"}},
 		{in: "agent:planner:abc123", want: Address{Kind: AddrComposite, Role: "planner", Name: "abc123"}},
+		{in: "human:alice", want: Address{Kind: AddrName, Name: "human:alice"}},
+		{in: "human:", wantErr: true},
+		{in: "human:a:b", wantErr: true},
 		{in: "", wantErr: true},
 		{in: "   ", wantErr: true},
 		{in: "@", wantErr: true},
@@ -44,7 +47,7 @@ func TestParseAddress(t *testing.T) {
 // FuzzParseAddress: any input parses or gives an Invalid error, never a panic;
 // what parses renders back to an address that parses to the same thing.
 func FuzzParseAddress(f *testing.F) {
-	for _, s := range []string{"bob", "@everyone", "@team", "agent:r:h", "agent::h", " @x ", "@@", "agent:", "\u00e9l\u00e8ve", "a b"} {
+	for _, s := range []string{"bob", "@everyone", "@team", "agent:r:h", "agent::h", " @x ", "@@", "agent:", "\u00e9l\u00e8ve", "a b", "human:ann", "human::"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
@@ -55,7 +58,8 @@ func FuzzParseAddress(f *testing.F) {
 			}
 			return
 		}
-		if a.Kind == AddrName && (strings.HasPrefix(a.Name, "@") || strings.HasPrefix(a.Name, "agent:")) {
+		if a.Kind == AddrName && (strings.HasPrefix(a.Name, "@") || strings.HasPrefix(a.Name, "agent:") ||
+			strings.Contains(a.Name, ":") && !strings.HasPrefix(a.Name, HumanPrefix)) {
 			t.Fatalf("ParseAddress(%q): plain name %q looks like another kind", in, a.Name)
 		}
 		b, err := ParseAddress(a.String())

@@ -73,6 +73,8 @@ func TestResolve(t *testing.T) {
 		{"bad name", "a b", "alice", nil, hub.Invalid, "invalid recipient"},
 		{"bad composite", "agent:x", "alice", nil, hub.Invalid, "invalid composite id"},
 		{"bad role", "@a/b", "alice", nil, hub.Invalid, "invalid address"},
+		{"person", "human:ann", "alice", []string{"human:ann"}, 0, ""},
+		{"person left out of everyone", "@everyone", "human:ann", []string{"alice", "bob", "carol", "dave"}, 0, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -109,6 +111,8 @@ func TestSendValidation(t *testing.T) {
 		{"payload counts", hub.SendRequest{Workspace: "w", From: "a", To: "b", Content: "x", Payload: []byte(`"` + strings.Repeat("y", 100) + `"`)}, hub.TooLarge, "limit"},
 		{"bad payload", hub.SendRequest{Workspace: "w", From: "a", To: "b", Payload: []byte(`{`)}, hub.Invalid, "not valid JSON"},
 		{"bad priority", hub.SendRequest{Workspace: "w", From: "a", To: "b", Content: "x", Priority: "p0"}, hub.Invalid, "invalid priority"},
+		{"bad sender", hub.SendRequest{Workspace: "w", From: "a:b", To: "b", Content: "x"}, hub.Invalid, "invalid sender"},
+		{"bad person", hub.SendRequest{Workspace: "w", From: "human:", To: "b", Content: "x"}, hub.Invalid, "person's name"},
 		{"bad workspace", hub.SendRequest{Workspace: "w\x00", From: "a", To: "b", Content: "x"}, hub.Invalid, "control characters"},
 		{"unknown reply_to", hub.SendRequest{Workspace: "w", From: "a", To: "b", Content: "x", ReplyTo: "nope"}, hub.NotFound, "reply_to"},
 	}
@@ -122,6 +126,17 @@ func TestSendValidation(t *testing.T) {
 	}
 	if n, _ := h.Unread(ctx, "w", "b"); n != 0 {
 		t.Errorf("unread after failed sends: got %d, want 0", n)
+	}
+	// A person sends as human:NAME, and an agent replies to that address.
+	res, err := h.Send(ctx, hub.SendRequest{Workspace: "w", From: "human:ann", To: "b", Content: "from the dashboard"})
+	if err != nil || !slices.Equal(res.Recipients, []string{"b"}) || res.Message.From != "human:ann" {
+		t.Fatalf("send as a person: got %+v, %v; want a message from human:ann to b", res, err)
+	}
+	if _, err := h.Send(ctx, hub.SendRequest{Workspace: "w", From: "b", To: "human:ann", Content: "ok", ReplyTo: res.Message.ID}); err != nil {
+		t.Fatalf("reply to a person: %v", err)
+	}
+	if n, _ := h.Unread(ctx, "w", "human:ann"); n != 1 {
+		t.Errorf("the person's unread: got %d, want 1", n)
 	}
 	// A payload-only message is fine.
 	if _, err := h.Send(ctx, hub.SendRequest{Workspace: "w", From: "a", To: "b", Payload: []byte(`{"k":1}`)}); err != nil {

@@ -62,7 +62,7 @@ func (h *Hub) newMessage(ctx context.Context, r SendRequest) (*Message, error) {
 	if r.From == "" {
 		return nil, Errorf("", Invalid, "no sender: this session has no agent identity (pass --agent, or the Parley-Agent header)")
 	}
-	if err := ValidName("sender", r.From); err != nil {
+	if err := ValidSender(r.From); err != nil {
 		return nil, err
 	}
 	if strings.TrimSpace(r.Content) == "" && len(r.Payload) == 0 {
