@@ -66,6 +66,7 @@ Quick start:
 		hookCmd(g), initCmd(g),
 		upstreamCmd(g), toolsCmd(g),
 		agentCmd(g), permissionsCmd(g), allowCmd(g), denyCmd(g),
+		dashboardCmd(g),
 	)
 	if err := root.ExecuteContext(ctx); err != nil {
 		var ee *exitError

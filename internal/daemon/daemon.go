@@ -25,6 +25,7 @@ import (
 	"github.com/parley-dev/parley/internal/runner"
 	"github.com/parley-dev/parley/internal/safefile"
 	"github.com/parley-dev/parley/internal/store/sqlite"
+	"github.com/parley-dev/parley/internal/web"
 )
 
 // Config configures a daemon; zero values mean defaults.
@@ -72,6 +73,7 @@ type Daemon struct {
 	tcpSrv *http.Server
 	events *broker
 	runner *runner.Runner // managed agents (runner.go)
+	web    *web.Server    // the dashboard (dashboard.go)
 }
 
 // Open prepares a daemon: it makes the state directory, takes the PID lock,
@@ -156,6 +158,7 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	if err := d.openTCP(h); err != nil {
 		return nil, err
 	}
+	d.openDashboard(h)
 	return d, nil
 }
 
@@ -209,6 +212,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 			}
 		}()
 	}
+	if d.web != nil {
+		go d.web.Shutdown(sctx)
+	}
 	if err := d.srv.Shutdown(sctx); err != nil {
 		d.srv.Close()
 	}
@@ -229,6 +235,9 @@ func (d *Daemon) Close() error {
 	}
 	if d.tcpLn != nil {
 		d.tcpLn.Close()
+	}
+	if d.web != nil {
+		d.web.Close()
 	}
 	if d.events != nil {
 		d.events.close()

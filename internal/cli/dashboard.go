@@ -1,0 +1,116 @@
+package cli
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"runtime"
+	"strings"
+	"unicode"
+
+	"github.com/spf13/cobra"
+)
+
+func dashboardCmd(g *globals) *cobra.Command {
+	var noOpen bool
+	var as string
+	cmd := &cobra.Command{
+		Use:   "dashboard [--no-open] [--as NAME]",
+		Short: "Open the control room in a browser, signed in by a one-time link",
+		Long: `Open the Parley control room: a live web page of the workspaces, agents,
+messages and threads, managed agents, the permission inbox and the gateway.
+
+The daemon serves it on a loopback TCP listener of its own (started on first
+use, reused after) and gives a one-time sign-in link, valid for a few minutes,
+which this command opens with the system's browser; --no-open prints it on
+stdout instead. In the page you act as a person, human:NAME, NAME being your
+OS user name unless --as says otherwise.`,
+		Example: `  parley dashboard
+  parley dashboard --no-open          # print the link, e.g. to open it elsewhere on this machine
+  parley dashboard --as alice`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if as == "" {
+				as = osUser()
+			}
+			c, id, err := g.client(cmd.Context(), false)
+			if err != nil {
+				return err
+			}
+			l, err := c.DashboardLogin(cmd.Context(), as)
+			if err != nil {
+				return err
+			}
+			link := l.URL
+			if id.Workspace != "" {
+				link += "&workspace=" + url.QueryEscape(id.Workspace)
+			}
+			if g.json {
+				l.URL = link
+				return g.printJSON(l)
+			}
+			if noOpen {
+				fmt.Fprintln(g.stdout, link)
+				return nil
+			}
+			if err := openBrowser(link); err != nil {
+				fmt.Fprintf(g.stderr, "could not open a browser (%v); open this link (it works once):\n", err)
+				fmt.Fprintln(g.stdout, link)
+				return nil
+			}
+			fmt.Fprintf(g.stderr, "opened the control room at http://%s as human:%s\n", l.Addr, as)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&noOpen, "no-open", false, "print the sign-in link instead of opening a browser")
+	f.StringVar(&as, "as", "", "the name you act as in the page, human:NAME (default: your OS user name)")
+	addJSON(cmd, g)
+	return cmd
+}
+
+// osUser is the OS user's name as a Parley name: characters that a name may
+// not hold become '-'.
+func osUser() string {
+	name := ""
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	if name == "" {
+		name = os.Getenv("USER")
+	}
+	if i := strings.LastIndexByte(name, '\\'); i >= 0 { // DOMAIN\user
+		name = name[i+1:]
+	}
+	name = strings.Map(func(r rune) rune {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) || r == '.' || r == '_' || r == '-' {
+			return r
+		}
+		return '-'
+	}, name)
+	name = strings.TrimLeft(name, "._-")
+	if name == "" {
+		return "me"
+	}
+	return name
+}
+
+// openBrowser opens link with the desktop's opener. The link is an argument,
+// never a shell string.
+func openBrowser(link string) error {
+	var c *exec.Cmd
+	switch runtime.GOOS {
+	case "darwin":
+		c = exec.Command("open", link)
+	case "windows":
+		c = exec.Command("rundll32", "url.dll,FileProtocolHandler", link)
+	default:
+		if os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "" {
+			return fmt.Errorf("no display")
+		}
+		c = exec.Command("xdg-open", link)
+	}
+	return c.Start()
+}

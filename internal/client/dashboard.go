@@ -1,0 +1,14 @@
+package client
+
+import (
+	"context"
+
+	"github.com/parley-dev/parley/internal/api"
+)
+
+// DashboardLogin asks the daemon for a one-time dashboard sign-in link for
+// the person user, starting the dashboard's listener if it is not running.
+func (c *Client) DashboardLogin(ctx context.Context, user string) (*api.DashboardLogin, error) {
+	var out api.DashboardLogin
+	return &out, c.do(ctx, "POST", "/dashboard/login", nil, api.DashboardLoginRequest{User: user}, &out)
+}

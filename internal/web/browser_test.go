@@ -1,0 +1,435 @@
+package web_test
+
+// Tests of the dashboard in a real browser: the real parley binary runs a
+// real daemon in a temporary PARLEY_HOME, `parley dashboard --no-open` gives
+// the sign-in link, and one headless Chromium (Debian's chromium, driven by
+// chromedp) serves every test of the package, a fresh browser context
+// (cookie jar) per test. Managed agents are the runner's fake Claude.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/parley-dev/parley/internal/testenv"
+)
+
+var (
+	bin, fake string
+	browser   context.Context // the running browser; nil without Chromium
+	noBrowser string          // why there is no browser
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	dir, err := os.MkdirTemp("", "parley-web-bin")
+	if err != nil {
+		panic(err)
+	}
+	bin, fake = filepath.Join(dir, "parley"), filepath.Join(dir, "fakeclaude")
+	for out, pkg := range map[string]string{bin: "../../cmd/parley", fake: "../runner/testdata/fakeclaude"} {
+		args := []string{"build", "-o", out, pkg}
+		if raceEnabled {
+			args = []string{"build", "-race", "-o", out, pkg}
+		}
+		if b, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", pkg, err, b)
+			os.Exit(1)
+		}
+	}
+	var cancel context.CancelFunc = func() {}
+	if path := chromiumPath(); path == "" {
+		noBrowser = "no chromium on PATH: scripts/test-deps installs Debian's chromium"
+	} else {
+		opts := append(chromedp.DefaultExecAllocatorOptions[:],
+			chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.WindowSize(1440, 900),
+			chromedp.Flag("hide-scrollbars", true), chromedp.Flag("force-color-profile", "srgb"))
+		alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		bctx, cancelBrowser := chromedp.NewContext(alloc)
+		cancel = func() { cancelBrowser(); cancelAlloc() }
+		// Start the browser once; each test opens tabs in it.
+		if err := chromedp.Do(bctx); err != nil {
+			fmt.Fprintf(os.Stderr, "start chromium: %v\n", err)
+			cancel()
+			os.Exit(1)
+		}
+		browser = bctx
+	}
+	code := m.Run()
+	cancel()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func chromiumPath() string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+const ws = "web"
+
+// env is one Parley installation with its daemon; its claude provider is
+// the runner's fake.
+type env struct {
+	*testenv.Env
+	t    testing.TB
+	home string
+}
+
+func newEnv(t testing.TB) *env {
+	t.Helper()
+	home, err := os.MkdirTemp("/tmp", "plw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, home: home}
+	e.Env = &testenv.Env{T: t, Bin: bin, Home: home, Environ: e.environ}
+	conf := fmt.Sprintf("[providers.claude]\ncommand = %q\n", fake)
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		e.Run("daemon", "stop", "--timeout", "10s")
+		b, _ := os.ReadFile(filepath.Join(home, "daemon.log"))
+		if bytes.Contains(b, []byte("DATA RACE")) {
+			t.Errorf("the daemon reported a data race")
+		}
+		if t.Failed() {
+			t.Logf("daemon.log:\n%s", b)
+		}
+		os.RemoveAll(home)
+	})
+	e.Must("daemon", "start")
+	return e
+}
+
+func (e *env) environ() []string {
+	return []string{"PARLEY_HOME=" + e.home, "PATH=" + os.Getenv("PATH"), "HOME=" + e.home,
+		"PARLEY_WORKSPACE=" + ws, "PARLEY_PROGRESS_EVERY=200ms"}
+}
+
+// link returns a fresh one-time sign-in link for human:ann.
+func (e *env) link() string {
+	e.t.Helper()
+	return strings.TrimSpace(e.Must("dashboard", "--no-open", "--as", "ann"))
+}
+
+// tab opens a tab in a browser context of its own (its own cookies), closed
+// when the test ends.
+func tab(t testing.TB) context.Context {
+	t.Helper()
+	if browser == nil {
+		t.Skip(noBrowser)
+	}
+	ctx, cancel := chromedp.NewContext(browser, chromedp.WithNewBrowserContext())
+	t.Cleanup(func() { cancel() })
+	ctx, cancel2 := context.WithTimeout(ctx, 60*time.Second)
+	t.Cleanup(cancel2)
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start the browser: %v", err)
+	}
+	return ctx
+}
+
+// signIn opens a fresh link in ctx and waits for the page to be live.
+func (e *env) signIn(t testing.TB, ctx context.Context) string {
+	t.Helper()
+	link := e.link()
+	must(t, chromedp.Do(ctx, chromedp.Navigate(link)))
+	waitJS(t, ctx, `document.getElementById("conn").textContent === "live"`, 10*time.Second)
+	return link
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitJS waits until the expression is truthy in the page.
+func waitJS(t testing.TB, ctx context.Context, expr string, timeout time.Duration) {
+	t.Helper()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingTimeout(timeout))); err != nil {
+		html, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText.slice(0, 3000)`))
+		t.Fatalf("waiting for %s: %v\npage text:\n%s", expr, err, html)
+	}
+}
+
+// eval evaluates expr in the page, awaiting it when it is a promise.
+func eval[T any](t testing.TB, ctx context.Context, expr string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return v
+}
+
+func js(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func TestSignIn(t *testing.T) {
+	e := newEnv(t)
+	ctx := tab(t)
+
+	// A made-up token is refused, and so is a link used once already.
+	link := e.link()
+	bad := link[:strings.Index(link, "token=")+6] + "not-a-real-token"
+	must(t, chromedp.Do(ctx, chromedp.Navigate(bad)))
+	if txt := eval[string](t, ctx, `document.body.innerText`); !strings.Contains(txt, "does not work") {
+		t.Fatalf("wrong token: page says %q, want a refusal", txt)
+	}
+	must(t, chromedp.Do(ctx, chromedp.Navigate(link)))
+	waitJS(t, ctx, `document.getElementById("who").textContent === "human:ann"`, 10*time.Second)
+	if loc := eval[string](t, ctx, `location.href`); strings.Contains(loc, "token") {
+		t.Errorf("after sign-in the address is %s, want it without the token", loc)
+	}
+	if ws := eval[string](t, ctx, `window.parley.ws`); ws != "web" {
+		t.Errorf("workspace after sign-in: got %q, want the link's %q", ws, "web")
+	}
+	// document.cookie cannot see an HttpOnly cookie.
+	if c := eval[string](t, ctx, `document.cookie`); c != "" {
+		t.Errorf("document.cookie = %q, want the session cookie hidden from scripts", c)
+	}
+
+	other := tab(t)
+	must(t, chromedp.Do(other, chromedp.Navigate(link)))
+	if txt := eval[string](t, other, `document.body.innerText`); !strings.Contains(txt, "does not work") {
+		t.Fatalf("reused link: page says %q, want a refusal", txt)
+	}
+	// Without a session the page shows how to sign in, and the API refuses.
+	must(t, chromedp.Do(other, chromedp.Navigate(strings.Split(link, "/login")[0]+"/")))
+	waitJS(t, other, `!document.getElementById("signin").hidden`, 5*time.Second)
+
+	log, _ := os.ReadFile(filepath.Join(e.home, "daemon.log"))
+	tok := link[strings.Index(link, "token=")+6:]
+	tok, _, _ = strings.Cut(tok, "&")
+	if bytes.Contains(log, []byte(tok)) {
+		t.Errorf("daemon.log holds the login token")
+	}
+	if !bytes.Contains(log, []byte("dashboard signed in")) {
+		t.Errorf("daemon.log does not record the sign-in")
+	}
+}
+
+func TestFeedIsLive(t *testing.T) {
+	e := newEnv(t)
+	e.Must("join", "--name", "alice", "--role", "planner")
+	e.Must("join", "--name", "bob", "--role", "reviewer")
+	e.Must("send", "bob", "an old message", "--agent", "alice")
+	ctx := tab(t)
+	e.signIn(t, ctx)
+	waitJS(t, ctx, `[...document.querySelectorAll("#feed .msg .text")].some(el => el.textContent.includes("an old message"))`, 5*time.Second)
+	waitJS(t, ctx, `document.querySelectorAll("#roster .agent").length === 2`, 5*time.Second)
+
+	for i := range 3 {
+		text := fmt.Sprintf("live message %d from the CLI", i)
+		start := time.Now()
+		e.Must("send", "bob", text, "--agent", "alice", "--priority", "high")
+		sent := time.Now()
+		waitJS(t, ctx, `[...document.querySelectorAll("#feed .msg .text")].some(el => el.textContent === `+js(text)+`)`, time.Second)
+		t.Logf("in the feed %v after the send returned (%v after the CLI started)", time.Since(sent).Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+	}
+}
+
+func TestReplyReachesWaitingAgent(t *testing.T) {
+	e := newEnv(t)
+	e.Must("join", "--name", "bob", "--role", "reviewer")
+	e.Must("send", "human:ann", "which branch should I review?", "--agent", "bob")
+	bob := e.Session(nil, "--agent", "bob")
+	// Bob takes his mail, then blocks for the answer.
+	if _, err := bob.CallTool(context.Background(), toolCall("check_messages", nil)); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		text string
+		err  error
+	}
+	got := make(chan result, 1)
+	go func() {
+		res, err := bob.CallTool(context.Background(), toolCall("wait_for_message", map[string]any{"timeout": 30}))
+		if err != nil {
+			got <- result{err: err}
+			return
+		}
+		b, _ := json.Marshal(res.StructuredContent)
+		got <- result{text: string(b)}
+	}()
+
+	ctx := tab(t)
+	e.signIn(t, ctx)
+	row := `[...document.querySelectorAll("#feed .msg")].find(el => el.querySelector(".text").textContent.includes("which branch"))`
+	waitJS(t, ctx, row, 5*time.Second)
+	must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](row+`.click()`)))
+	waitJS(t, ctx, `document.getElementById("reply-text") !== null`, 5*time.Second)
+	must(t, chromedp.Do(ctx,
+		chromedp.SendKeys("#reply-text", "review feature/login, please"),
+		chromedp.Click("#reply-send")))
+
+	select {
+	case r := <-got:
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		var w struct {
+			Status  string `json:"status"`
+			Message struct {
+				From    string `json:"from"`
+				Content string `json:"content"`
+				ReplyTo string `json:"reply_to"`
+			} `json:"message"`
+		}
+		json.Unmarshal([]byte(r.text), &w)
+		if w.Status != "message_received" || w.Message.From != "human:ann" || w.Message.Content != "review feature/login, please" || w.Message.ReplyTo == "" {
+			t.Fatalf("bob's wait_for_message: got %s, want the reply from human:ann", r.text)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("bob's wait_for_message did not return after the reply")
+	}
+	// The thread shows both messages.
+	waitJS(t, ctx, `document.querySelectorAll("#thread .tmsg").length === 2`, 5*time.Second)
+}
+
+func TestPermissionFromThePage(t *testing.T) {
+	e := newEnv(t)
+	dir := t.TempDir()
+	e.Must("agent", "create", "--provider", "claude", "--cwd", dir, "--name", "w1", "need permission please")
+	ctx := tab(t)
+	e.signIn(t, ctx)
+	must(t, chromedp.Do(ctx, chromedp.Navigate(strings.Split(e.link(), "/login")[0]+"/#/permissions")))
+	waitJS(t, ctx, `document.getElementById("conn").textContent === "live"`, 10*time.Second)
+	// The request arrives live (it may come before or after the page loads).
+	card := `document.querySelector(".perm")`
+	waitJS(t, ctx, card+` !== null`, 15*time.Second)
+	if tool := eval[string](t, ctx, card+`.querySelector(".tool").textContent`); tool != "Bash" {
+		t.Errorf("tool: got %q, want Bash", tool)
+	}
+	if who := eval[string](t, ctx, card+`.querySelector(".who").textContent`); who != "w1" {
+		t.Errorf("asked by: got %q, want w1", who)
+	}
+	// Allow with an edited input.
+	must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`(() => {
+		const ta = document.querySelector(".perm textarea");
+		ta.value = JSON.stringify({command: "rm -rf build/tmp"});
+		ta.dispatchEvent(new Event("input"));
+	})()`)))
+	if b := eval[string](t, ctx, card+`.querySelector(".allow").textContent`); b != "Allow with edits" {
+		t.Errorf("allow button after an edit: got %q, want Allow with edits", b)
+	}
+	must(t, chromedp.Do(ctx, chromedp.Click(".perm .allow")))
+	waitJS(t, ctx, `document.querySelector(".perm") === null`, 10*time.Second)
+
+	var w struct {
+		Status      string `json:"status"`
+		LastMessage string `json:"last_message"`
+	}
+	e.MustJSON(&w, "agent", "wait", "w1", "--timeout", "30s")
+	if w.Status != "idle" || w.LastMessage != "done: need permission please" {
+		t.Fatalf("after the answer: got %+v, want the run done", w)
+	}
+	logs := e.Must("agent", "logs", "w1", "--limit", "100")
+	if !strings.Contains(logs, `permission allow: {"command":"rm -rf build/tmp"}`) || !strings.Contains(logs, "human:ann (dashboard)") {
+		t.Errorf("the timeline does not show the edited allow by the dashboard:\n%s", logs)
+	}
+}
+
+// TestRefusals: what the dashboard refuses, from a browser and from plain
+// HTTP.
+func TestRefusals(t *testing.T) {
+	e := newEnv(t)
+	e.Must("join", "--name", "bob", "--role", "reviewer")
+	ctx := tab(t)
+	e.signIn(t, ctx)
+	origin := eval[string](t, ctx, `location.origin`)
+
+	// A page of another origin on the same host (same site, so the
+	// SameSite=Strict cookie goes along) tries to send as the person.
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `<!doctype html><script>
+			window.result = "pending";
+			fetch(%q + "/api/v1/messages?workspace=web", {method: "POST", credentials: "include", mode: "no-cors",
+				headers: {"Content-Type": "text/plain"}, body: JSON.stringify({to: "bob", content: "forged"})})
+				.then(() => window.result = "sent", () => window.result = "failed");
+			</script>`, origin)
+	}))
+	defer evil.Close()
+	// Same browser context: it holds the session cookie.
+	evilTab, cancel := chromedp.NewContext(ctx)
+	defer cancel()
+	must(t, chromedp.Do(evilTab, chromedp.Navigate(evil.URL)))
+	waitJS(t, evilTab, `window.result !== "pending"`, 5*time.Second)
+	// And a WebSocket from there.
+	must(t, chromedp.Do(evilTab, chromedp.Evaluate[chromedp.Void](`window.ws = "pending";
+		const s = new WebSocket(`+js(strings.Replace(origin, "http", "ws", 1)+"/api/v1/events?all=true")+`);
+		s.onopen = () => window.ws = "open"; s.onerror = () => window.ws = "refused";`)))
+	waitJS(t, evilTab, `window.ws !== "pending"`, 5*time.Second)
+	if got := eval[string](t, evilTab, `window.ws`); got != "refused" {
+		t.Errorf("cross-origin WebSocket: %s, want refused", got)
+	}
+	hist := e.Must("history", "--json")
+	if strings.Contains(hist, "forged") {
+		t.Fatalf("a cross-origin page sent a message as the person:\n%s", hist)
+	}
+
+	// From the page itself: without the CSRF token, refused; with it, sent.
+	status := eval[float64](t, ctx, `fetch("/api/v1/messages?workspace=web", {method: "POST", headers: {"Content-Type": "application/json"},
+		body: JSON.stringify({to: "bob", content: "no token"})}).then(r => r.status)`)
+	if status != 403 {
+		t.Errorf("POST without the CSRF token: status %v, want 403", status)
+	}
+	status = eval[float64](t, ctx, `fetch("/api/v1/messages?workspace=web", {method: "POST", headers: {"Content-Type": "application/json", "X-Parley-CSRF": window.parley.me.csrf},
+		body: JSON.stringify({to: "bob", content: "with the token"})}).then(r => r.status)`)
+	if status != 200 {
+		t.Errorf("POST with the CSRF token: status %v, want 200", status)
+	}
+	hist = e.Must("history", "--json")
+	if strings.Contains(hist, "no token") || !strings.Contains(hist, "with the token") || !strings.Contains(hist, `"from": "human:ann"`) {
+		t.Errorf("history after the CSRF checks:\n%s", hist)
+	}
+	// The page cannot speak for an agent: the person's name wins.
+	eval[float64](t, ctx, `fetch("/api/v1/messages?workspace=web&agent=bob", {method: "POST", headers: {"Content-Type": "application/json", "X-Parley-CSRF": window.parley.me.csrf, "Parley-Agent": "bob"},
+		body: JSON.stringify({to: "bob", content: "impersonation"})}).then(r => r.status)`)
+	var h struct {
+		Messages []struct{ From, Content string }
+	}
+	e.MustJSON(&h, "history")
+	for _, m := range h.Messages {
+		if m.Content == "impersonation" && m.From != "human:ann" {
+			t.Errorf("a dashboard request sent as %q, want human:ann", m.From)
+		}
+	}
+
+	// Plain HTTP: a wrong Host (DNS rebinding), and no cookie.
+	req, _ := http.NewRequest("GET", origin+"/auth/session", nil)
+	req.Host = "evil.example:80"
+	if r, err := http.DefaultClient.Do(req); err != nil || r.StatusCode != 403 {
+		t.Errorf("wrong Host: %v %v, want 403", r.StatusCode, err)
+	}
+	if r, err := http.Get(origin + "/api/v1/agents?workspace=web"); err != nil || r.StatusCode != 401 {
+		t.Errorf("no cookie: %v %v, want 401", r.StatusCode, err)
+	}
+}
+
+func toolCall(name string, args map[string]any) *mcp.CallToolParams {
+	return &mcp.CallToolParams{Name: name, Arguments: args}
+}

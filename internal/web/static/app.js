@@ -1,0 +1,981 @@
+// The Parley control room: one page over the daemon's JSON API, kept live by
+// its event stream. No framework and no build step: plain modules, DOM built
+// with h() (text only, never HTML from data), one render per change.
+import { h, clock, ago, isHuman, firstLine } from "./dom.js";
+import { VList } from "./vlist.js";
+
+const MODES = ["default", "acceptEdits", "plan", "bypassPermissions"];
+const FEED_MAX = 20000; // messages kept in memory; older ones drop off
+const HISTORY = 1000; // messages fetched on (re)connect
+
+const S = {
+  me: null, // {user, sender, csrf}
+  ws: localStorage.getItem("parley.ws") || "",
+  workspaces: [],
+  agents: [], // AgentInfo
+  groups: [],
+  managed: [], // ManagedAgent
+  perms: [], // PendingPermission
+  upstreams: [],
+  feed: [], // {id, from, to, recipients, prio, text, thread, replyTo, time}
+  feedIds: new Set(),
+  sel: -1, // selected feed index
+  thread: null, // {root, focus, messages}
+  page: "feed",
+  arg: "",
+  conn: "connecting",
+  activity: { id: "", events: [], next: 0 },
+  permSel: 0,
+  mSel: 0,
+};
+
+// ---- the API ----
+
+class APIError extends Error {
+  constructor(status, kind, message) {
+    super(message);
+    this.status = status;
+    this.kind = kind;
+  }
+}
+
+async function call(method, path, body, { workspace = S.ws, raw = false } = {}) {
+  const headers = {};
+  if (method !== "GET") headers["X-Parley-CSRF"] = S.me ? S.me.csrf : "";
+  const init = { method, headers, credentials: "same-origin" };
+  if (body !== undefined) {
+    headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  let url = raw ? path : "/api/v1" + path;
+  if (workspace && !raw) url += (url.includes("?") ? "&" : "?") + "workspace=" + encodeURIComponent(workspace);
+  const r = await fetch(url, init);
+  if (r.status === 204) return null;
+  const j = await r.json().catch(() => ({}));
+  if (!r.ok) {
+    const e = j.error || {};
+    if (r.status === 401) signedOut();
+    throw new APIError(r.status, e.kind || "", e.message || r.statusText);
+  }
+  return j;
+}
+
+const get = (path, opts) => call("GET", path, undefined, opts);
+const post = (path, body, opts) => call("POST", path, body, opts);
+
+// ---- refreshing state ----
+
+async function refreshAll() {
+  await Promise.all([refreshWorkspaces(), refreshAgents(), refreshGroups(), refreshFeed(), refreshManaged(), refreshPerms(), refreshUpstreams()]);
+  if (S.thread) openThread(S.thread.focus, false);
+}
+
+async function refreshWorkspaces() {
+  const st = await get("/status", { workspace: "" });
+  const set = new Set(st.workspaces || []);
+  if (S.ws) set.add(S.ws);
+  S.workspaces = [...set].sort();
+  if (!S.ws && S.workspaces.length) setWorkspace(S.workspaces[0], false);
+  drawWorkspaces();
+}
+
+async function refreshAgents() {
+  if (!S.ws) return;
+  const r = await get("/agents");
+  S.agents = r.agents || [];
+  redraw("agents");
+}
+
+async function refreshGroups() {
+  if (!S.ws) return;
+  const r = await get("/groups");
+  S.groups = r.groups || [];
+  drawSuggestions();
+}
+
+async function refreshFeed() {
+  if (!S.ws) return;
+  const ws = S.ws;
+  const r = await get("/messages?limit=" + HISTORY);
+  if (ws !== S.ws) return;
+  const fetched = (r.messages || []).map(fromInfo).reverse();
+  const lastID = fetched.length ? fetched[fetched.length - 1].id : "";
+  // Events that arrived while fetching and are newer than the page stay.
+  const later = S.feed.filter((m) => m.id > lastID);
+  S.feed = fetched.concat(later);
+  S.feedIds = new Set(S.feed.map((m) => m.id));
+  S.sel = Math.min(S.sel, S.feed.length - 1);
+  if (feedList) feedList.setItems(S.feed);
+  redraw("feedcount");
+}
+
+async function refreshManaged() {
+  const r = await get("/managed/agents?all=true", { workspace: "" });
+  S.managed = r.agents || [];
+  redraw("managed");
+}
+
+async function refreshPerms() {
+  const r = await get("/permissions?all=true", { workspace: "" });
+  S.perms = r.permissions || [];
+  S.permSel = Math.min(S.permSel, Math.max(0, S.perms.length - 1));
+  redraw("perms");
+}
+
+async function refreshUpstreams() {
+  const r = await get("/upstreams", { workspace: "" });
+  S.upstreams = r.upstreams || [];
+  redraw("upstreams");
+}
+
+// Debounced refreshers for bursts of events.
+const soon = (fn, ms = 150) => {
+  let t = 0;
+  return () => {
+    if (t) return;
+    t = setTimeout(() => {
+      t = 0;
+      fn().catch(report);
+    }, ms);
+  };
+};
+const agentsSoon = soon(refreshAgents);
+const groupsSoon = soon(refreshGroups);
+const managedSoon = soon(refreshManaged, 100);
+const permsSoon = soon(refreshPerms, 50);
+const activitySoon = soon(loadActivity, 100);
+const threadSoon = soon(async () => S.thread && openThread(S.thread.focus, false), 100);
+
+function fromInfo(m) {
+  return {
+    id: m.message_id, from: m.from, to: m.to, recipients: null, prio: m.priority || "normal",
+    text: firstLine(m.content || (m.payload ? JSON.stringify(m.payload) : "")),
+    thread: m.thread_id, replyTo: m.reply_to || "", time: Date.parse(m.timestamp),
+  };
+}
+
+function fromEvent(e) {
+  return {
+    id: e.id, from: e.from, to: e.to, recipients: e.recipients || null, prio: e.priority || "normal",
+    text: firstLine(e.preview), thread: e.thread_id, replyTo: e.reply_to || "", time: Date.parse(e.time),
+  };
+}
+
+// ---- the event stream ----
+
+let sock = null;
+let backoff = 500;
+
+function connect() {
+  const proto = location.protocol === "https:" ? "wss:" : "ws:";
+  sock = new WebSocket(`${proto}//${location.host}/api/v1/events?all=true`);
+  let opened = false;
+  sock.onopen = () => {
+    opened = true;
+    backoff = 500;
+    setConn("live");
+    // Whatever happened while we were away: fetch the state again.
+    refreshAll().catch(report);
+  };
+  sock.onmessage = (m) => {
+    let e;
+    try {
+      e = JSON.parse(m.data);
+    } catch {
+      return;
+    }
+    onEvent(e);
+  };
+  sock.onclose = () => {
+    sock = null;
+    if (!S.me) return;
+    setConn(opened ? "reconnecting" : "down");
+    setTimeout(connect, backoff);
+    backoff = Math.min(backoff * 2, 8000);
+  };
+}
+
+function onEvent(e) {
+  if (e.workspace && !S.workspaces.includes(e.workspace)) {
+    S.workspaces = [...S.workspaces, e.workspace].sort();
+    drawWorkspaces();
+  }
+  const kind = e.kind || "";
+  if (kind.startsWith("run.") || kind.startsWith("permission.") || kind.startsWith("managed.")) {
+    managedSoon();
+    if (kind.startsWith("permission.")) permsSoon();
+    if (S.activity.id && e.agent === S.activity.id) activitySoon();
+    return;
+  }
+  if (kind === "upstream.changed") {
+    soon(refreshUpstreams)();
+    return;
+  }
+  if (e.workspace !== S.ws) return;
+  switch (kind) {
+    case "message.sent":
+      addMessage(fromEvent(e));
+      if (S.thread && e.thread_id === S.thread.root) threadSoon();
+      if (S.me && (e.to === S.me.sender || (e.recipients || []).includes(S.me.sender))) toast(`${e.from}: ${firstLine(e.preview)}`);
+      break;
+    case "message.delivery":
+      if (S.thread && e.thread_id === S.thread.root) threadSoon();
+      break;
+    case "agent.joined":
+    case "agent.status":
+    case "agent.left":
+      agentsSoon();
+      break;
+    case "group.changed":
+      groupsSoon();
+      break;
+  }
+}
+
+function addMessage(m) {
+  if (!m.id || S.feedIds.has(m.id)) return;
+  S.feedIds.add(m.id);
+  // Events arrive in commit order, which is nearly id order; keep the list
+  // sorted without sorting it.
+  let i = S.feed.length;
+  while (i > 0 && S.feed[i - 1].id > m.id) i--;
+  S.feed.splice(i, 0, m);
+  if (S.feed.length > FEED_MAX) {
+    const drop = S.feed.length - FEED_MAX;
+    for (const old of S.feed.splice(0, drop)) S.feedIds.delete(old.id);
+    S.sel = Math.max(-1, S.sel - drop);
+  }
+  if (feedList) {
+    feedList.schedule();
+    if (!feedList.follow) unseen++;
+  }
+  redraw("feedcount");
+}
+
+// ---- rendering ----
+
+const main = document.getElementById("main");
+let feedList = null;
+let unseen = 0;
+let pending = new Set();
+let frame = 0;
+
+// redraw marks a part of the page stale; it is drawn on the next frame.
+function redraw(what) {
+  pending.add(what);
+  if (frame) return;
+  frame = requestAnimationFrame(() => {
+    frame = 0;
+    const p = pending;
+    pending = new Set();
+    drawBadges();
+    const pg = S.page;
+    if (pg === "feed" && (p.has("agents") || p.has("managed"))) drawRoster();
+    if (pg === "feed" && p.has("feedcount")) drawFeedCount();
+    if (pg === "agents" && (p.has("agents") || p.has("managed"))) drawPage();
+    if (pg === "managed" && p.has("managed")) drawPage();
+    if (pg === "permissions" && p.has("perms")) drawPage();
+    if (pg === "gateway" && p.has("upstreams")) drawPage();
+    if (p.has("agents")) drawSuggestions();
+  });
+}
+
+function setConn(c) {
+  S.conn = c;
+  const el = document.getElementById("conn");
+  el.textContent = c;
+  el.className = "conn " + (c === "live" ? "live" : c === "down" ? "down" : "");
+}
+
+function drawBadges() {
+  const active = S.agents.filter((a) => a.status === "active").length;
+  setBadge("n-agents", `${active}/${S.agents.length}`, false);
+  const mine = S.managed.filter((m) => m.workspace === S.ws);
+  setBadge("n-managed", mine.length, false);
+  setBadge("n-perms", S.perms.length, S.perms.length > 0);
+  const bad = S.upstreams.filter((u) => u.enabled && u.state !== "ready").length;
+  setBadge("n-up", bad ? `${bad}!` : S.upstreams.length, bad > 0);
+  document.title = (S.perms.length ? `(${S.perms.length}) ` : "") + "Parley control room";
+}
+
+function setBadge(id, v, hot) {
+  const el = document.getElementById(id);
+  el.textContent = v;
+  el.classList.toggle("hot", !!hot);
+  el.classList.toggle("zero", v === 0 || v === "0");
+}
+
+function drawWorkspaces() {
+  const sel = document.getElementById("ws");
+  const cur = [...sel.options].map((o) => o.value).join("\n");
+  if (cur !== S.workspaces.join("\n")) {
+    sel.replaceChildren(...S.workspaces.map((w) => h("option", { value: w, text: w })));
+  }
+  sel.value = S.ws;
+}
+
+function drawSuggestions() {
+  let dl = document.getElementById("addrs");
+  if (!dl) {
+    dl = h("datalist#addrs");
+    document.body.append(dl);
+  }
+  const roles = [...new Set(S.agents.map((a) => a.role))].sort();
+  const opts = ["@everyone", ...S.groups.map((g) => "@" + g.name), ...roles.filter((r) => !S.groups.some((g) => g.name === r)).map((r) => "@" + r), ...S.agents.map((a) => a.name)];
+  dl.replaceChildren(...opts.map((o) => h("option", { value: o })));
+}
+
+function route() {
+  const [, page = "feed", arg = ""] = /^#\/([\w-]+)?\/?(.*)$/.exec(location.hash) || [];
+  S.page = ["feed", "agents", "managed", "permissions", "gateway"].includes(page) ? page : "feed";
+  S.arg = decodeURIComponent(arg);
+  for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("on", a.dataset.page === S.page);
+  drawPage();
+}
+
+function drawPage() {
+  const fn = { feed: pageFeed, agents: pageAgents, managed: pageManaged, permissions: pagePerms, gateway: pageGateway }[S.page];
+  fn();
+}
+
+// ---- feed ----
+
+let rosterEl = null;
+let feedCountEl = null;
+let threadEl = null;
+
+function pageFeed() {
+  if (main.dataset.page === "feed") {
+    drawRoster();
+    return;
+  }
+  main.dataset.page = "feed";
+  rosterEl = h("div.scroll.roster#roster");
+  feedCountEl = h("span.count");
+  feedList = new VList({ rowHeight: 30, className: "feed", make: makeRow, render: renderRow });
+  feedList.el.id = "feed";
+  feedList.onfollow = (f) => {
+    if (f) unseen = 0;
+    drawFeedCount();
+  };
+  feedList.setItems(S.feed);
+  const newBelow = h("button.newbelow#newbelow", { hidden: true, onclick: () => jumpToEnd() });
+  threadEl = h("aside.thread#thread", { hidden: !S.thread });
+  main.replaceChildren(
+    h("div.page.feed", null,
+      h("section.pane", null, h("header", null, h("h2", { text: "Agents" })), rosterEl),
+      h("section.pane.feedpane", null,
+        h("header", null, h("h2", { text: "Messages" }), feedCountEl, h("span.spacer"), h("span.hint", { text: "j/k select · Enter open · r reply · G follow" })),
+        feedList.el, newBelow, composer()),
+      threadEl));
+  drawRoster();
+  drawFeedCount();
+  if (S.thread) drawThread();
+}
+
+function makeRow() {
+  const r = h("div.msg", { role: "row" });
+  r._t = h("span.t");
+  r._from = h("span.from");
+  r._arrow = h("span.arrow", { text: "→" });
+  r._to = h("span.to");
+  r._prio = h("span");
+  r._text = h("span.text");
+  r._st = h("span.st");
+  r.append(r._t, r._from, r._arrow, r._to, r._prio, r._text, r._st);
+  r.addEventListener("click", () => {
+    const m = r._item;
+    selectMsg(r._index);
+    openThread(m.id);
+  });
+  return r;
+}
+
+function renderRow(r, m, i) {
+  r.dataset.id = m.id;
+  r.className = "msg" + (m.prio === "critical" || m.prio === "high" ? " " + m.prio : "") + (i === S.sel ? " sel" : "");
+  r._t.textContent = clock(m.time);
+  r._from.textContent = m.from;
+  r._from.className = "from" + (isHuman(m.from) ? " human" : "");
+  let to = m.to;
+  if (m.recipients && m.recipients.length > 1) to += ` (${m.recipients.length})`;
+  r._to.textContent = to;
+  r._to.title = m.recipients ? m.recipients.join(", ") : m.to;
+  r._prio.className = m.prio !== "normal" ? "chip " + m.prio : "";
+  r._prio.textContent = m.prio !== "normal" ? m.prio : "";
+  r._text.textContent = (m.replyTo ? "↳ " : "") + m.text;
+  r._text.title = m.text;
+}
+
+function drawFeedCount() {
+  if (!feedCountEl) return;
+  feedCountEl.textContent = `${S.feed.length} in ${S.ws || "no workspace"}`;
+  const nb = document.getElementById("newbelow");
+  if (nb) {
+    nb.hidden = !feedList || feedList.follow || unseen === 0;
+    nb.textContent = `${unseen} new ↓`;
+  }
+}
+
+function jumpToEnd() {
+  unseen = 0;
+  S.sel = S.feed.length - 1;
+  feedList.invalidate();
+  feedList.scrollToEnd();
+  drawFeedCount();
+}
+
+function selectMsg(i) {
+  if (i < 0 || i >= S.feed.length) return;
+  S.sel = i;
+  feedList.follow = i === S.feed.length - 1;
+  feedList.invalidate();
+  feedList.scrollToIndex(i);
+}
+
+function drawRoster() {
+  if (!rosterEl) return;
+  const managed = new Map(S.managed.filter((m) => m.workspace === S.ws).map((m) => [m.agent_id, m]));
+  if (!S.agents.length) {
+    rosterEl.replaceChildren(h("div.empty", { text: "No agents in this workspace yet." }));
+    return;
+  }
+  const sorted = [...S.agents].sort((a, b) => (b.status === "active") - (a.status === "active") || a.name.localeCompare(b.name));
+  rosterEl.replaceChildren(...sorted.map((a) => {
+    const m = managed.get(a.name);
+    const sub = [a.role, a.work_status !== "ready" ? a.work_status : ""];
+    return h("div.agent", { dataset: { name: a.name }, title: `${a.agent_id}\nlast seen ${a.last_seen_at}`, onclick: () => composeTo(a.name) },
+      h("span", { class: "dot" + (a.status === "active" ? " active" : "") }),
+      h("span.name", { text: a.name }),
+      h("span", null, m ? h("span", { class: "chip " + m.status, text: m.status.replace("_", " ") }) : null,
+        a.unread ? h("span.badge", { title: "unread", text: a.unread }) : null),
+      h("span.sub", { text: sub.filter(Boolean).join(" · ") + (m && m.current_run ? ` · run ${m.current_run.seq}` : "") }));
+  }));
+}
+
+function composer() {
+  const to = h("input#to", { list: "addrs", placeholder: "to: name, @role, @group, @everyone", autocomplete: "off", "aria-label": "To" });
+  const prio = h("select#prio", { "aria-label": "Priority" }, ["normal", "high", "critical", "low"].map((p) => h("option", { value: p, text: p })));
+  const body = h("textarea#body", { placeholder: "Message as " + (S.me ? S.me.sender : "you") + "  (Ctrl+Enter to send)", "aria-label": "Message" });
+  const btn = h("button.btn.primary#send", { text: "Send" });
+  const send = async () => {
+    const content = body.value;
+    if (!to.value.trim() || !content.trim()) return;
+    btn.disabled = true;
+    try {
+      const r = await post("/messages", { to: to.value.trim(), content, priority: prio.value });
+      body.value = "";
+      toast(`sent to ${r.recipients.join(", ")}`);
+    } catch (e) {
+      report(e);
+    } finally {
+      btn.disabled = false;
+    }
+  };
+  btn.addEventListener("click", send);
+  body.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
+      e.preventDefault();
+      send();
+    }
+  });
+  return h("div.compose", null, to, prio, body, btn);
+}
+
+function composeTo(name) {
+  const to = document.getElementById("to");
+  if (!to) return;
+  to.value = name;
+  document.getElementById("body").focus();
+}
+
+// ---- threads ----
+
+async function openThread(id, focusReply = false) {
+  const m = S.feed.find((x) => x.id === id);
+  const root = m ? m.thread : id;
+  try {
+    const r = await get("/messages?thread=" + encodeURIComponent(root) + "&limit=1000");
+    const msgs = (r.messages || []).slice().reverse();
+    S.thread = { root, focus: id, messages: msgs };
+    if (S.page === "feed") drawThread(focusReply);
+  } catch (e) {
+    report(e);
+  }
+}
+
+function drawThread(focusReply = false) {
+  if (!threadEl || !S.thread) return;
+  const t = S.thread;
+  const focus = t.messages.find((m) => m.message_id === t.focus) || t.messages[t.messages.length - 1];
+  const old = document.getElementById("reply-text");
+  const draft = old ? old.value : "";
+  threadEl.hidden = false;
+  const list = h("div.scroll", null, t.messages.map((m) =>
+    h("article.tmsg", { class: m.message_id === t.focus ? "focus" : "", dataset: { id: m.message_id } },
+      h("div.h", null,
+        h("span.from", { class: isHuman(m.from) ? "human" : "", text: m.from }),
+        h("span.to", { text: "→ " + m.to }),
+        m.priority !== "normal" ? h("span", { class: "chip " + m.priority, text: m.priority }) : null,
+        h("span.t", { text: new Date(m.timestamp).toLocaleString() })),
+      h("pre.body", { text: m.content || JSON.stringify(m.payload, null, 2) }),
+      deliveries(m))));
+  const replyTo = focus ? (focus.from === (S.me && S.me.sender) ? focus.to : focus.from) : "";
+  const text = h("textarea#reply-text.field", { placeholder: `Reply to ${replyTo} (Ctrl+Enter)`, value: draft });
+  const btn = h("button.btn.primary#reply-send", { text: "Reply" });
+  const send = async () => {
+    if (!text.value.trim() || !focus) return;
+    btn.disabled = true;
+    try {
+      await post("/messages", { to: replyTo, content: text.value, reply_to: focus.message_id });
+      text.value = "";
+    } catch (e) {
+      report(e);
+    } finally {
+      btn.disabled = false;
+    }
+  };
+  btn.addEventListener("click", send);
+  text.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
+      e.preventDefault();
+      send();
+    }
+  });
+  threadEl.replaceChildren(
+    h("header", { class: "" },
+      h("h2", { text: `Thread · ${t.messages.length}` }), h("span.spacer"),
+      h("button.btn", { text: "Close", title: "Esc", onclick: closeThread })),
+    list,
+    h("div.reply", null, text, h("div.hrow", h("span.hint", { text: "as " + (S.me ? S.me.sender : "") }), h("span.spacer"), btn)));
+  threadEl.classList.add("pane");
+  const f = list.querySelector(".tmsg.focus");
+  if (f) f.scrollIntoView({ block: "nearest" });
+  if (focusReply) text.focus();
+}
+
+// deliveries shows each recipient's state when the API reports it.
+function deliveries(m) {
+  const ds = m.deliveries || m.recipients;
+  if (!Array.isArray(ds) || !ds.length) return null;
+  return h("div.deliv", null, ds.map((d) => typeof d === "string" ? h("span.chip", { text: d }) :
+    h("span", { class: "chip " + (d.state || ""), title: d.state, text: `${d.recipient || d.agent}: ${d.state}` })));
+}
+
+function closeThread() {
+  S.thread = null;
+  if (threadEl) {
+    threadEl.hidden = true;
+    threadEl.replaceChildren();
+  }
+}
+
+// ---- agents ----
+
+function pageAgents() {
+  main.dataset.page = "agents";
+  rosterEl = feedList = threadEl = feedCountEl = null;
+  const managed = new Map(S.managed.filter((m) => m.workspace === S.ws).map((m) => [m.agent_id, m]));
+  const rows = [...S.agents].sort((a, b) => a.name.localeCompare(b.name)).map((a) => {
+    const m = managed.get(a.name);
+    return h("tr", { dataset: { name: a.name } },
+      h("td", null, h("span", { class: "dot" + (a.status === "active" ? " active" : "") }), " ", h("b", { text: a.name })),
+      h("td", { text: a.role }),
+      h("td", { text: a.module || "" }),
+      h("td", null, h("span", { class: "chip " + a.status, text: a.status })),
+      h("td", null, h("span", { class: "chip " + a.work_status, text: a.work_status })),
+      h("td.num", { text: a.unread ?? "" }),
+      h("td", null, m ? h("a", { href: "#/managed/" + encodeURIComponent(m.agent_id) }, h("span", { class: "chip " + m.status, text: m.status.replace("_", " ") })) : ""),
+      h("td", { text: m && m.current_run ? `#${m.current_run.seq} ${firstLine(m.current_run.prompt).slice(0, 60)}` : "" }),
+      h("td.mono", { text: a.last_seen_at ? ago(Date.now() - Date.parse(a.last_seen_at)) + " ago" : "" }),
+      h("td.mono", { text: a.agent_id }));
+  });
+  main.replaceChildren(h("div.page.single", null,
+    h("section.pane", null,
+      h("header", null, h("h2", { text: "Agents" }), h("span.count", { text: `${S.agents.length} in ${S.ws}` })),
+      S.agents.length ? h("table.grid#agents", null,
+        h("thead", null, h("tr", null, ["Agent", "Role", "Module", "Presence", "Status", "Unread", "Managed", "Current run", "Seen", "Id"].map((c) => h("th", { text: c })))),
+        h("tbody", null, rows)) : h("div.empty", { text: "No agents in this workspace yet." }))));
+}
+
+// ---- managed agents ----
+
+function pageManaged() {
+  main.dataset.page = "managed";
+  rosterEl = feedList = threadEl = feedCountEl = null;
+  const list = S.managed.filter((m) => m.workspace === S.ws);
+  let cur = list.find((m) => m.agent_id === S.arg);
+  if (!cur && list.length && !S.arg) cur = list[0];
+  const items = list.map((m, i) => h("div.m", { class: cur && m.agent_id === cur.agent_id ? "on" : "", dataset: { id: m.agent_id },
+    onclick: () => { location.hash = "#/managed/" + encodeURIComponent(m.agent_id); } },
+    h("span.title", { text: m.title || m.agent_id }),
+    h("span", { class: "chip " + m.status, text: m.status.replace("_", " ") }),
+    h("span.sub", { text: `${m.agent_id} · ${m.provider} · ${m.mode} · $${m.cost_usd.toFixed(4)}` })));
+  const detail = cur ? managedDetail(cur) : h("div.empty", { text: list.length ? "Choose an agent." : "No managed agents in this workspace. Create one with `parley agent create`." });
+  main.replaceChildren(h("div.page.split", null,
+    h("section.pane", null, h("header", null, h("h2", { text: "Managed agents" }), h("span.count", { text: list.length })), h("div.scroll.mlist", null, items)),
+    h("section.pane.mdetail", null, detail)));
+  if (cur && S.activity.id !== cur.agent_id) {
+    S.activity = { id: cur.agent_id, events: [], next: 0 };
+    loadActivity().catch(report);
+  } else if (cur) {
+    drawTimeline();
+  }
+}
+
+function managedDetail(m) {
+  const mode = h("select#mode", { "aria-label": "Mode", onchange: async (e) => {
+    try {
+      await call("PUT", `/managed/agents/${encodeURIComponent(m.agent_id)}/mode`, { mode: e.target.value }, { workspace: m.workspace });
+      toast(`${m.agent_id}: mode ${e.target.value}`);
+    } catch (err) {
+      report(err);
+    }
+  } }, MODES.map((x) => h("option", { value: x, text: x })));
+  mode.value = m.mode;
+  const act = (what, label, cls) => h("button.btn" + (cls ? "." + cls : ""), { id: what, text: label, disabled: m.status === "exited",
+    onclick: async () => {
+      if (what === "kill" && !confirm(`Kill ${m.agent_id}? It cannot run again.`)) return;
+      try {
+        await post(`/managed/agents/${encodeURIComponent(m.agent_id)}/${what}`, undefined, { workspace: m.workspace });
+        toast(`${m.agent_id}: ${what}`);
+      } catch (e) {
+        report(e);
+      }
+    } });
+  const prompt = h("textarea#prompt.field", { placeholder: "Prompt (Ctrl+Enter)", disabled: m.status === "exited" });
+  const go = h("button.btn.primary#prompt-send", { text: "Send prompt", disabled: m.status === "exited" });
+  const send = async () => {
+    if (!prompt.value.trim()) return;
+    try {
+      const r = await post(`/managed/agents/${encodeURIComponent(m.agent_id)}/prompt`, { prompt: prompt.value }, { workspace: m.workspace });
+      prompt.value = "";
+      toast(`${m.agent_id}: run ${r.run}${r.queued ? " queued" : " started"}`);
+    } catch (e) {
+      report(e);
+    }
+  };
+  go.addEventListener("click", send);
+  prompt.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
+      e.preventDefault();
+      send();
+    }
+  });
+  const run = m.current_run;
+  return [
+    h("div.mhead", null,
+      h("div.row", null, h("h1", { text: m.title || m.agent_id }), h("span", { class: "chip " + m.status, text: m.status.replace("_", " ") }),
+        h("span.spacer"), mode, act("cancel", "Cancel run"), act("kill", "Kill", "danger")),
+      h("div.facts", null,
+        fact("id", m.agent_id), fact("provider", m.provider), fact("runs", m.runs), fact("queued", m.queued), fact("cost", "$" + m.cost_usd.toFixed(4)),
+        m.branch ? fact("branch", m.branch) : null, fact("cwd", m.cwd),
+        run ? fact("current run", `#${run.seq} (${run.source})`) : null,
+        m.last_error ? h("span", { class: "chip error", text: m.last_error }) : null),
+      m.pending_permissions.length ? h("div.row", null, h("span.chip.waiting_permission", { text: `${m.pending_permissions.length} permission request(s)` }), h("a", { href: "#/permissions", text: "answer in the inbox →" })) : null,
+      h("div.prompt", null, prompt, go)),
+    h("div.scroll.timeline#timeline"),
+  ];
+}
+
+function fact(k, v) {
+  return h("span", null, k + " ", h("b", { text: String(v) }));
+}
+
+async function loadActivity() {
+  const a = S.activity;
+  if (!a.id) return;
+  const m = S.managed.find((x) => x.agent_id === a.id);
+  const r = await get(`/managed/agents/${encodeURIComponent(a.id)}/activity?offset=${a.next}&limit=500`, { workspace: m ? m.workspace : S.ws });
+  if (S.activity !== a) return;
+  a.events.push(...(r.events || []));
+  if (a.events.length > 2000) a.events.splice(0, a.events.length - 2000);
+  a.next = (r.offset || 0) + (r.events || []).length;
+  if (r.events && r.events.length === 500) return loadActivity();
+  drawTimeline();
+}
+
+function drawTimeline() {
+  const el = document.getElementById("timeline");
+  if (!el) return;
+  const stick = el.scrollTop + el.clientHeight >= el.scrollHeight - 40;
+  el.replaceChildren(...S.activity.events.map((e) => {
+    let text = e.text || "";
+    if (e.kind === "tool_use" && e.data) text = `${e.tool} ${JSON.stringify(e.data)}`;
+    if (e.kind === "result" && e.data) {
+      try {
+        const d = typeof e.data === "string" ? JSON.parse(e.data) : e.data;
+        if (d.total_cost_usd !== undefined) text += `  ($${Number(d.total_cost_usd).toFixed(4)})`;
+      } catch { /* the text says enough */ }
+    }
+    return h("div", { class: "ev " + e.kind + (e.is_error ? " err" : "") },
+      h("span.t", { text: clock(Date.parse(e.time)) }),
+      h("span.k", { text: `#${e.run} ${e.kind.replace("_", " ")}` }),
+      h("span.x", { text: text + (e.truncated ? " …" : "") }));
+  }));
+  if (stick) el.scrollTop = el.scrollHeight;
+}
+
+// ---- permission inbox ----
+
+function pagePerms() {
+  main.dataset.page = "permissions";
+  rosterEl = feedList = threadEl = feedCountEl = null;
+  const drafts = new Map([...main.querySelectorAll(".perm")].map((c) => [c.dataset.id, c.querySelector("textarea").value]));
+  const cards = S.perms.map((p, i) => permCard(p, i, drafts.get(p.request.request_id)));
+  main.replaceChildren(h("div.page.single", null,
+    h("section.pane", null,
+      h("header", null, h("h2", { text: "Permission inbox" }), h("span.count", { text: S.perms.length + " waiting" }), h("span.spacer"), h("span.hint", { text: "j/k select · a allow · d deny · edit the input to allow with changes" })),
+      S.perms.length ? h("div.perms#perms", null, cards) : h("div.empty", { text: "Nothing waits for a decision." }))));
+}
+
+function pretty(raw) {
+  try {
+    return JSON.stringify(typeof raw === "string" ? JSON.parse(raw) : raw, null, 2);
+  } catch {
+    return String(raw);
+  }
+}
+
+function permCard(p, i, draft) {
+  const req = p.request;
+  const orig = pretty(req.input);
+  const input = h("textarea", { spellcheck: "false", "aria-label": "Tool input", value: draft ?? orig });
+  const msg = h("input.field.msgin", { placeholder: "message to the agent (optional)" });
+  const allow = h("button.btn.ok.allow", { text: "Allow" });
+  const deny = h("button.btn.danger.deny", { text: "Deny" });
+  const sync = () => {
+    const edited = input.value !== orig;
+    input.classList.toggle("edited", edited);
+    allow.textContent = edited ? "Allow with edits" : "Allow";
+  };
+  input.addEventListener("input", sync);
+  sync();
+  const decide = async (behavior) => {
+    const body = { behavior, by: S.me ? S.me.sender + " (dashboard)" : "dashboard" };
+    if (msg.value.trim()) body.message = msg.value.trim();
+    if (behavior === "allow" && input.value !== orig) {
+      try {
+        body.updated_input = JSON.parse(input.value);
+      } catch (e) {
+        report(new Error("the edited input is not JSON: " + e.message));
+        return;
+      }
+    }
+    allow.disabled = deny.disabled = true;
+    try {
+      await post(`/permissions/${encodeURIComponent(req.request_id)}`, body, { workspace: req.workspace });
+      toast(`${req.tool_name} for ${req.agent_id}: ${behavior === "allow" ? "allowed" : "denied"}`);
+    } catch (e) {
+      report(e);
+    } finally {
+      refreshPerms().catch(report);
+    }
+  };
+  allow.addEventListener("click", () => decide("allow"));
+  deny.addEventListener("click", () => decide("deny"));
+  const age = h("span.age", { dataset: { at: req.requested_at, exp: req.expires_at } });
+  tickAge(age);
+  return h("article.perm", { class: i === S.permSel ? "sel" : "", dataset: { id: req.request_id }, onclick: () => { S.permSel = i; markPermSel(); } },
+    h("div.row", null, h("span.tool", { text: req.tool_name }), h("span", { text: "asked by" }),
+      h("a.who", { href: "#/managed/" + encodeURIComponent(req.agent_id), text: req.agent_id }),
+      req.workspace !== S.ws ? h("span.chip", { text: req.workspace }) : null, age),
+    input,
+    h("div.row", null, msg, deny, allow));
+}
+
+function tickAge(el) {
+  const at = Date.parse(el.dataset.at);
+  const exp = Date.parse(el.dataset.exp);
+  el.textContent = `${ago(Date.now() - at)} ago` + (exp ? ` · expires in ${ago(exp - Date.now())}` : "");
+  el.classList.toggle("old", exp && exp - Date.now() < 60000);
+}
+
+function markPermSel() {
+  document.querySelectorAll(".perm").forEach((c, i) => c.classList.toggle("sel", i === S.permSel));
+  const c = document.querySelectorAll(".perm")[S.permSel];
+  if (c) c.scrollIntoView({ block: "nearest" });
+}
+
+// ---- gateway ----
+
+function pageGateway() {
+  main.dataset.page = "gateway";
+  rosterEl = feedList = threadEl = feedCountEl = null;
+  const rows = S.upstreams.map((u) => h("tr", { dataset: { name: u.name } },
+    h("td", null, h("b", { text: u.name })),
+    h("td", null, h("span", { class: "state " + u.state, text: u.state })),
+    h("td", { text: u.transport }),
+    h("td.mono", { text: u.target, title: u.target }),
+    h("td.num", { text: u.tools }),
+    h("td.num", { text: u.restarts }),
+    h("td", { text: u.server || "" }),
+    h("td.mono", { text: u.since ? ago(Date.now() - Date.parse(u.since)) : "" }),
+    h("td", { class: u.error ? "mono" : "", text: u.error || (u.next_retry ? "retry " + clock(Date.parse(u.next_retry)) : ""), title: u.error || "" })));
+  main.replaceChildren(h("div.page.single", null,
+    h("section.pane", null,
+      h("header", null, h("h2", { text: "Gateway upstreams" }), h("span.count", { text: S.upstreams.length }), h("span.spacer"),
+        h("button.btn#reload", { text: "Reload config.toml", onclick: async () => {
+          try {
+            await post("/reload", undefined, { workspace: "" });
+            await refreshUpstreams();
+            toast("config.toml reloaded");
+          } catch (e) {
+            report(e);
+          }
+        } })),
+      S.upstreams.length ? h("table.grid#upstreams", null,
+        h("thead", null, h("tr", null, ["Server", "State", "Transport", "Target", "Tools", "Restarts", "Reports as", "Since", "Error / next retry"].map((c) => h("th", { text: c })))),
+        h("tbody", null, rows)) : h("div.empty", { text: "No upstream MCP servers. Add [[upstream]] entries to config.toml." }))));
+}
+
+// ---- toasts, errors ----
+
+function toast(text, err = false) {
+  const t = h("div.toast", { class: err ? "err" : "", text });
+  document.getElementById("toasts").append(t);
+  setTimeout(() => t.remove(), err ? 8000 : 3500);
+}
+
+function report(e) {
+  if (e instanceof APIError && e.status === 401) return;
+  console.error(e);
+  toast(e.message || String(e), true);
+}
+
+// ---- keyboard ----
+
+function typing(e) {
+  const t = e.target;
+  return t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA" || t.tagName === "SELECT" || t.isContentEditable);
+}
+
+document.addEventListener("keydown", (e) => {
+  if (e.key === "Escape") {
+    if (typing(e)) e.target.blur();
+    else if (S.thread) closeThread();
+    return;
+  }
+  if (typing(e) || e.ctrlKey || e.metaKey || e.altKey) return;
+  const pages = { 1: "feed", 2: "agents", 3: "managed", 4: "permissions", 5: "gateway" };
+  if (pages[e.key]) {
+    location.hash = "#/" + pages[e.key];
+    return;
+  }
+  switch (e.key) {
+    case "?":
+      document.getElementById("help").showModal();
+      return;
+    case "w":
+      e.preventDefault();
+      document.getElementById("ws").focus();
+      return;
+  }
+  if (S.page === "feed") {
+    switch (e.key) {
+      case "c":
+        e.preventDefault();
+        document.getElementById(document.getElementById("to").value ? "body" : "to").focus();
+        break;
+      case "j":
+        selectMsg(S.sel < 0 ? S.feed.length - 1 : Math.min(S.feed.length - 1, S.sel + 1));
+        break;
+      case "k":
+        selectMsg(S.sel < 0 ? S.feed.length - 1 : Math.max(0, S.sel - 1));
+        break;
+      case "G":
+        jumpToEnd();
+        break;
+      case "Enter":
+        if (S.sel >= 0) openThread(S.feed[S.sel].id);
+        break;
+      case "r":
+        if (S.sel >= 0) {
+          e.preventDefault();
+          openThread(S.feed[S.sel].id, true);
+        }
+        break;
+    }
+  } else if (S.page === "permissions" && S.perms.length) {
+    const cards = document.querySelectorAll(".perm");
+    switch (e.key) {
+      case "j":
+        S.permSel = Math.min(S.perms.length - 1, S.permSel + 1);
+        markPermSel();
+        break;
+      case "k":
+        S.permSel = Math.max(0, S.permSel - 1);
+        markPermSel();
+        break;
+      case "a":
+        cards[S.permSel]?.querySelector(".allow").click();
+        break;
+      case "d":
+        cards[S.permSel]?.querySelector(".deny").click();
+        break;
+    }
+  } else if (S.page === "managed") {
+    const list = S.managed.filter((m) => m.workspace === S.ws);
+    const i = list.findIndex((m) => m.agent_id === S.arg);
+    if (e.key === "j" && list.length) location.hash = "#/managed/" + encodeURIComponent(list[Math.min(list.length - 1, i + 1)].agent_id);
+    if (e.key === "k" && list.length) location.hash = "#/managed/" + encodeURIComponent(list[Math.max(0, i - 1)].agent_id);
+  }
+});
+
+// ---- boot ----
+
+function setWorkspace(ws, reload = true) {
+  S.ws = ws;
+  localStorage.setItem("parley.ws", ws);
+  S.feed = [];
+  S.feedIds = new Set();
+  S.sel = -1;
+  S.agents = [];
+  closeThread();
+  main.dataset.page = "";
+  drawWorkspaces();
+  route();
+  if (reload) Promise.all([refreshAgents(), refreshGroups(), refreshFeed()]).catch(report);
+}
+
+function signedOut() {
+  S.me = null;
+  document.getElementById("app").hidden = true;
+  document.getElementById("signin").hidden = false;
+  if (sock) sock.close();
+}
+
+async function boot() {
+  const r = await fetch("/auth/session", { credentials: "same-origin" });
+  if (!r.ok) {
+    signedOut();
+    return;
+  }
+  S.me = await r.json();
+  document.getElementById("who").textContent = S.me.sender;
+  document.getElementById("app").hidden = false;
+  document.getElementById("ws").addEventListener("change", (e) => {
+    setWorkspace(e.target.value);
+    e.target.blur();
+  });
+  document.getElementById("help-btn").addEventListener("click", () => document.getElementById("help").showModal());
+  const q = new URLSearchParams(location.search).get("workspace");
+  if (q) S.ws = q;
+  window.addEventListener("hashchange", route);
+  route();
+  connect();
+  // Presence fades with time alone, and ages tick: refresh what no event announces.
+  setInterval(() => {
+    for (const el of document.querySelectorAll(".perm .age")) tickAge(el);
+  }, 1000);
+  setInterval(() => {
+    if (S.conn === "live") Promise.all([refreshAgents(), refreshUpstreams()]).catch(report);
+  }, 30000);
+}
+
+// A bug should say so on the page, not only in the console.
+window.addEventListener("error", (e) => toast("page error: " + e.message, true));
+window.addEventListener("unhandledrejection", (e) => report(e.reason));
+
+window.parley = S; // for the tests and the curious: the page's state
+boot().catch(report);
