@@ -71,7 +71,15 @@ func (e *Env) MustJSON(v any, args ...string) {
 // stderr is logged if the test failed.
 func (e *Env) Session(opts *mcp.ClientOptions, args ...string) *mcp.ClientSession {
 	e.T.Helper()
+	return e.SessionIn(e.Home, opts, args...)
+}
+
+// SessionIn is Session with `mcp serve` run in dir, as a client started in
+// that directory runs it.
+func (e *Env) SessionIn(dir string, opts *mcp.ClientOptions, args ...string) *mcp.ClientSession {
+	e.T.Helper()
 	c := e.Cmd(append([]string{"mcp", "serve"}, args...)...)
+	c.Dir = dir
 	stderr := &SyncBuffer{}
 	c.Stderr = stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "parley-test", Version: "1"}, opts)
