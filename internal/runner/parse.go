@@ -263,7 +263,7 @@ func (p *parser) codex(b []byte) ([]*Event, bool) {
 				{Kind: EvToolResult, ToolUseID: it.ID, Text: it.AggregatedOutput, IsError: failed},
 			}, true
 		case "mcp_tool_call":
-			res := &Event{Kind: EvToolResult, ToolUseID: it.ID, Data: it.Result}
+			res := &Event{Kind: EvToolResult, ToolUseID: it.ID, Data: it.Result, Text: mcpResultText(it.Result)}
 			if it.Error != nil {
 				res.Text, res.IsError = it.Error.Message, true
 			}
@@ -278,6 +278,26 @@ func (p *parser) codex(b []byte) ([]*Event, bool) {
 		return nil, true
 	}
 	return nil, true
+}
+
+// mcpResultText renders Codex's MCP result ({"content":[...],
+// "structured_content":...}) as the text of its content blocks, so that
+// `agent logs` shows what the tool answered.
+func mcpResultText(raw json.RawMessage) string {
+	var r struct {
+		Content    json.RawMessage `json:"content"`
+		Structured json.RawMessage `json:"structured_content"`
+	}
+	if len(raw) == 0 || json.Unmarshal(raw, &r) != nil {
+		return ""
+	}
+	if s := blockText(r.Content); s != "" {
+		return s
+	}
+	if len(r.Structured) > 0 && string(r.Structured) != "null" {
+		return string(r.Structured)
+	}
+	return ""
 }
 
 // bound truncates an event's text and data to the timeline's limits.

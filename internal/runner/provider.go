@@ -116,7 +116,7 @@ func (p *provider) template(a *Agent) string {
 func (p *provider) check(a *Agent) error {
 	if p.Kind != KindCommand {
 		if _, err := exec.LookPath(p.Command); err != nil {
-			return hub.Errorf("create_agent", hub.Invalid, "provider %s: executable %q not found: install it or set [providers.%s] command in config.toml (%v)", p.name, p.Command, p.name, err)
+			return hub.Errorf("create_agent", hub.Invalid, "provider %s: executable %q not found in the daemon's PATH (%s): the daemon looks it up, not your shell; install it there, restart the daemon from a shell whose PATH has it, or set [providers.%s] command to its absolute path in config.toml", p.name, p.Command, daemonPath(), p.name)
 		}
 		return nil
 	}
@@ -132,10 +132,20 @@ func (p *provider) check(a *Agent) error {
 	first := strings.Fields(t)[0]
 	if plainWord.MatchString(first) && !shellWords[first] && !strings.Contains(first, "=") {
 		if _, err := exec.LookPath(first); err != nil {
-			return hub.Errorf("create_agent", hub.Invalid, "provider %s: executable %q not found (%v)", p.name, first, err)
+			return hub.Errorf("create_agent", hub.Invalid, "provider %s: executable %q not found in the daemon's PATH (%s): give its absolute path, or restart the daemon from a shell whose PATH has it", p.name, first, daemonPath())
 		}
 	}
 	return nil
+}
+
+// daemonPath is the PATH the daemon (and so every provider) runs with, which
+// may not be the PATH of the shell that asked for the agent.
+func daemonPath() string {
+	p := os.Getenv("PATH")
+	if p == "" {
+		return "empty"
+	}
+	return p
 }
 
 var plainWord = regexp.MustCompile(`^[A-Za-z0-9_./+-]+$`)
@@ -184,13 +194,27 @@ func (p *provider) claude(t *turn) (*spec, error) {
 	if t.Agent.SessionID != "" {
 		argv = append(argv, "--resume", t.Agent.SessionID)
 	}
+	// Parley's own tools need no permission: without a rule every call,
+	// even the send_message reply a wake-up turn asks for, would wait for a
+	// person's `parley allow`.
 	argv = append(argv,
 		"--permission-mode", modeOr(t.Agent.Mode),
 		"--permission-prompt-tool", permissionTool,
 		"--mcp-config", t.MCPConfig,
+		"--allowedTools", allowParley(t),
 	)
 	s.Argv = argv
 	return s, nil
+}
+
+// allowParley is Claude Code's --allowedTools rule list for every tool of
+// the agent's Parley servers (mcp__SERVER matches all of a server's tools).
+func allowParley(t *turn) string {
+	var rules []string
+	for _, srv := range mcpServers(t) {
+		rules = append(rules, "mcp__"+srv.key)
+	}
+	return strings.Join(rules, ",")
 }
 
 // codex builds Codex's non-interactive command line. The sandbox, approval
@@ -227,6 +251,9 @@ func (p *provider) codex(t *turn) (*spec, error) {
 			"-c", "mcp_servers."+srv.key+".command="+tomlString(srv.Command),
 			"-c", "mcp_servers."+srv.key+".args="+tomlArray(srv.Args),
 			"-c", "mcp_servers."+srv.key+".env={PARLEY_HOME="+tomlString(t.Home)+"}",
+			// exec runs with approvals off, so a tool that would need one
+			// is refused ("approval policy is never"): Parley's are approved.
+			"-c", "mcp_servers."+srv.key+`.default_tools_approval_mode="approve"`,
 		)
 	}
 	argv = append(argv, "--")

@@ -30,7 +30,8 @@ func TestClaudeArgv(t *testing.T) {
 	}
 	base := Agent{ID: "w1", Workspace: "ws", Cwd: "/src"}
 	tail := func(mode string) []string {
-		return []string{"--permission-mode", mode, "--permission-prompt-tool", "mcp__parley-self__request_permission", "--mcp-config", "/h/agents/w1/mcp.json"}
+		return []string{"--permission-mode", mode, "--permission-prompt-tool", "mcp__parley-self__request_permission", "--mcp-config", "/h/agents/w1/mcp.json",
+			"--allowedTools", "mcp__parley,mcp__parley-self"}
 	}
 	for _, tc := range []struct {
 		name      string
@@ -77,7 +78,8 @@ func TestClaudeArgvConfigured(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{bin, "--model", "opus", "-p", "hi", "--output-format", "stream-json", "--verbose",
-		"--permission-mode", "default", "--permission-prompt-tool", "mcp__parley-self__request_permission", "--mcp-config", "/m.json"}
+		"--permission-mode", "default", "--permission-prompt-tool", "mcp__parley-self__request_permission", "--mcp-config", "/m.json",
+		"--allowedTools", "mcp__parley,mcp__parley-self"}
 	if !reflect.DeepEqual(sp.Argv, want) {
 		t.Errorf("argv:\ngot  %q\nwant %q", sp.Argv, want)
 	}
@@ -94,6 +96,7 @@ func TestCodexArgv(t *testing.T) {
 			"-c", "mcp_servers." + key + `.command="/bin/parley"`,
 			"-c", "mcp_servers." + key + `.args=["mcp","serve","--agent","w1","--workspace","ws","--profile","` + profile + `"]`,
 			"-c", "mcp_servers." + key + `.env={PARLEY_HOME="/h"}`,
+			"-c", "mcp_servers." + key + `.default_tools_approval_mode="approve"`,
 		}
 	}
 	cfg := func(sandbox string) []string {

@@ -1,0 +1,132 @@
+package runner_test
+
+// Managed agents run by the real Claude Code and Codex CLIs (scripts/test-deps
+// installs them under test/npm), with only the model replaced by a scripted
+// stand-in (internal/testenv/standin).
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/testenv/standin"
+)
+
+// realEnv is an installation whose providers realclaude and realcodex are
+// the real CLIs, pointed at the stand-ins.
+func realEnv(t *testing.T, anthropic, openai *standin.Server) *env {
+	t.Helper()
+	var conf strings.Builder
+	if anthropic != nil {
+		claude := standin.CLI(t, "claude")
+		dir := t.TempDir()
+		fmt.Fprintf(&conf, "[providers.realclaude]\nkind = \"claude\"\ncommand = %q\n[providers.realclaude.env]\n", claude)
+		for _, kv := range standin.ClaudeEnv(anthropic, dir) {
+			k, v, _ := strings.Cut(kv, "=")
+			fmt.Fprintf(&conf, "%s = %q\n", k, v)
+		}
+	}
+	if openai != nil {
+		codex := standin.CLI(t, "codex")
+		var args []string
+		for _, a := range standin.CodexConfig(openai) {
+			args = append(args, fmt.Sprintf("%q", a))
+		}
+		fmt.Fprintf(&conf, "[providers.realcodex]\nkind = \"codex\"\ncommand = %q\nargs = [%s]\n[providers.realcodex.env]\nCODEX_HOME = %q\n",
+			codex, strings.Join(args, ", "), t.TempDir())
+	}
+	return newEnv(t, conf.String())
+}
+
+// TestRealClaudeCallsParleyTools: a managed Claude Code agent calls
+// send_message (what its wake-up prompt asks for) without waiting for a
+// person's permission.
+func TestRealClaudeCallsParleyTools(t *testing.T) {
+	s := standin.Anthropic(t, func(r *standin.MessagesRequest) []standin.Block {
+		if out, ok := r.ToolResult("toolu_send"); ok {
+			return []standin.Block{standin.Text("SENT " + firstWord(out))}
+		}
+		if r.Has("tell boss") {
+			return []standin.Block{standin.ToolUse("toolu_send", "mcp__parley__send_message", map[string]any{"to": "boss", "content": "hello from claude"})}
+		}
+		return nil
+	})
+	e := realEnv(t, s, nil)
+	m := e.manager()
+	mustCall(t, m, "create_agent", map[string]any{"provider": "realclaude", "cwd": t.TempDir(), "prompt": "tell boss hello", "name": "cc"}, nil)
+	w := wait(t, m, "cc")
+	if w.Permission != nil || w.Status != "idle" || w.Run == nil || w.Run.State != "completed" {
+		t.Fatalf("wait_for_agent: got %+v (permission %+v), want the run completed without a permission request", w, w.Permission)
+	}
+	var inbox api.CheckResult
+	e.MustJSON(&inbox, "inbox", "--agent", "boss")
+	if len(inbox.Messages) != 1 || inbox.Messages[0].Content != "hello from claude" || inbox.Messages[0].From != "cc" {
+		t.Errorf("boss's inbox: got %+v, want hello from claude, from cc", inbox.Messages)
+	}
+	if !strings.HasPrefix(w.LastMessage, "SENT ") {
+		t.Errorf("last message %q: want the model's answer after the tool result", w.LastMessage)
+	}
+}
+
+// TestRealCodexCallsParleyTools: a managed Codex agent calls send_message
+// (codex exec refuses MCP calls that need approval), and `agent logs` shows
+// what the tool answered.
+func TestRealCodexCallsParleyTools(t *testing.T) {
+	s := standin.OpenAI(t, func(r *standin.ResponsesRequest) []standin.Item {
+		if out, ok := r.Output("call_send"); ok {
+			return []standin.Item{standin.Message("SENT " + out)}
+		}
+		if r.Has("tell boss") {
+			return []standin.Item{standin.FunctionCall("call_send", "mcp__parley", "send_message", map[string]any{"to": "boss", "content": "hello from codex"})}
+		}
+		return nil
+	})
+	e := realEnv(t, nil, s)
+	m := e.manager()
+	mustCall(t, m, "create_agent", map[string]any{"provider": "realcodex", "cwd": t.TempDir(), "prompt": "tell boss hello", "name": "cx"}, nil)
+	w := wait(t, m, "cx")
+	if w.Status != "idle" || w.Run == nil || w.Run.State != "completed" {
+		t.Fatalf("wait_for_agent: got %+v, want the run completed", w)
+	}
+	var inbox api.CheckResult
+	e.MustJSON(&inbox, "inbox", "--agent", "boss")
+	if len(inbox.Messages) != 1 || inbox.Messages[0].Content != "hello from codex" {
+		t.Fatalf("boss's inbox: got %+v, want hello from codex (timeline:\n%s)", inbox.Messages, activity(t, m, "cx").Content)
+	}
+	act := activity(t, m, "cx")
+	var result *api.ActivityEvent
+	for i, ev := range act.Events {
+		if ev.Kind == "tool_result" {
+			result = &act.Events[i]
+		}
+	}
+	if result == nil || result.IsError || !strings.Contains(result.Text, inbox.Messages[0].MessageID) {
+		t.Errorf("the MCP tool result in the timeline: got %+v, want send_message's answer naming %s", result, inbox.Messages[0].MessageID)
+	}
+	logs := e.Must("agent", "logs", "cx")
+	if !strings.Contains(logs, inbox.Messages[0].MessageID) {
+		t.Errorf("parley agent logs does not show the tool's result:\n%s", logs)
+	}
+}
+
+// TestProviderMissingFromDaemonPath: the daemon looks providers up in its own
+// PATH, which is not the caller's; the error says which.
+func TestProviderMissingFromDaemonPath(t *testing.T) {
+	e := newEnv(t, "[providers.ghost]\nkind = \"claude\"\ncommand = \"no-such-claude\"\n")
+	m := e.manager()
+	msg := toolError(t, m, "create_agent", map[string]any{"provider": "ghost", "cwd": t.TempDir(), "prompt": "hi"})
+	if !strings.Contains(msg, "daemon's PATH") || !strings.Contains(msg, filepath.SplitList(os.Getenv("PATH"))[0]) {
+		t.Errorf("got %q, want it to name the daemon's PATH and show it", msg)
+	}
+}
+
+func firstWord(s string) string {
+	f := strings.Fields(s)
+	if len(f) == 0 {
+		return ""
+	}
+	return f[0]
+}
