@@ -19,8 +19,6 @@ import (
 	"github.com/parley-dev/parley/internal/client"
 	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/safefile"
-	"github.com/parley-dev/parley/internal/tmux"
-	"github.com/parley-dev/parley/internal/workspace"
 )
 
 func hookCmd(g *globals) *cobra.Command {
@@ -126,7 +124,8 @@ func runClaudeHook(ctx context.Context, g *globals, event string, stdin io.Reade
 			return nil, err
 		}
 	}
-	id, err := hookIdentity(ctx, g, dir)
+	// The same identity as the MCP server beside it, from the session's directory.
+	id, err := g.identityIn(ctx, dir, false)
 	if err != nil {
 		return nil, err
 	}
@@ -191,20 +190,6 @@ func runClaudeHook(ctx context.Context, g *globals, event string, stdin io.Reade
 		}
 	}
 	return out, nil
-}
-
-// hookIdentity resolves the agent as `mcp serve` does, from the session's
-// directory: a hook must name the same agent as the MCP server beside it.
-func hookIdentity(ctx context.Context, g *globals, dir string) (workspace.Resolved, error) {
-	l := workspace.Lookup{
-		Dir: dir, FlagAgent: g.agent, FlagWS: g.workspace,
-	}.FromEnv()
-	if te, ok := tmux.FromEnv(); ok && l.FlagAgent == "" && l.EnvAgent == "" {
-		if w, err := (tmux.Client{Socket: te.Socket}).WindowName(ctx, te.Pane); err == nil {
-			l.AllowTmux, l.TmuxWindow = true, tmux.AgentName(w)
-		}
-	}
-	return workspace.Resolve(l)
 }
 
 // firstLine is the first non-empty line of s, cut to n runes.

@@ -12,12 +12,14 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/safefile"
 	"github.com/parley-dev/parley/internal/workspace"
 )
@@ -55,7 +57,10 @@ are passed on to ` + "`parley mcp serve`" + ` (and the hooks).`,
 			if err != nil {
 				return err
 			}
-			p := initPlan{root: loc.Root, command: parleyCommand(), agent: g.agent, role: role}
+			p := initPlan{root: loc.Root, command: parleyCommand(), agent: g.agent, role: role, client: args[0]}
+			if err := p.settleIdentity(g, dir); err != nil {
+				return err
+			}
 			var changes []fileChange
 			switch args[0] {
 			case "claude":
@@ -72,7 +77,16 @@ are passed on to ` + "`parley mcp serve`" + ` (and the hooks).`,
 			if err != nil {
 				return err
 			}
-			return applyChanges(g, cmd.InOrStdin(), args[0], changes, yes)
+			if err := applyChanges(g, cmd.InOrStdin(), args[0], changes, yes); err != nil {
+				return err
+			}
+			if args[0] == "claude" {
+				fmt.Fprintln(g.stdout, "Claude Code applies .claude/settings.json (Parley's hooks, and the rule that lets Parley's tools run without a prompt, which the background message-listener needs) once this folder is trusted: accept the trust dialog at the first start here, and approve the parley server of .mcp.json.")
+			}
+			if args[0] == "gemini" {
+				fmt.Fprintln(g.stdout, "Gemini CLI starts a project's MCP servers only in a trusted folder: trust this one (gemini asks when it starts here, or /permissions) before `gemini mcp list` shows parley Connected.")
+			}
+			return nil
 		},
 	}
 	cmd.Flags().StringVar(&role, "role", "", "the agent's role, passed on to parley mcp serve --role")
@@ -101,6 +115,113 @@ type initPlan struct {
 	command string
 	agent   string
 	role    string
+	client  string
+}
+
+// settleIdentity makes sure the server init writes has an agent name: a
+// server without one connects fine and then fails every send with "no
+// sender". Without --agent it takes the single identity of .parley/identities,
+// else derives one from the directory and the client, and says so.
+func (p *initPlan) settleIdentity(g *globals, dir string) error {
+	if p.agent != "" {
+		return hub.ValidName("agent name", p.agent)
+	}
+	// Running init again keeps the name the server already has.
+	if name := agentArg(p.configuredArgs()); name != "" {
+		p.agent = name
+		return nil
+	}
+	names, err := workspace.Identities(p.root)
+	if err != nil {
+		return fmt.Errorf("read identities: %w", err)
+	}
+	switch {
+	case len(names) == 1:
+		p.agent = names[0]
+		fmt.Fprintf(g.stdout, "No --agent given: the server speaks as %s, the identity in %s.\n", p.agent, workspace.IdentityDir(p.root))
+		return nil
+	case len(names) > 1:
+		return fmt.Errorf("no --agent given and several identities in %s (%s): run `parley init %s --agent NAME` with one of them", workspace.IdentityDir(p.root), strings.Join(names, ", "), p.client)
+	}
+	name := deriveAgentName(filepath.Base(p.root), p.client)
+	if hub.ValidName("agent name", name) != nil {
+		return fmt.Errorf("no --agent given and no name to derive from %s: run `parley init %s --agent NAME` (NAME: letters, digits, '-', '_', '.')", p.root, p.client)
+	}
+	p.agent = name
+	fmt.Fprintf(g.stdout, "No --agent given: the server speaks as %s (from this directory and the client); run `parley init %s --agent NAME` to choose another name.\n", name, p.client)
+	return nil
+}
+
+// configuredArgs are the args of the parley server in the client's config
+// file as it is now, or nil.
+func (p *initPlan) configuredArgs() []string {
+	var entry map[string]any
+	switch p.client {
+	case "codex":
+		path, err := codexConfigPath()
+		if err != nil {
+			return nil
+		}
+		b, _, _ := readExisting(path)
+		var conf struct {
+			Servers map[string]map[string]any `toml:"mcp_servers"`
+		}
+		if toml.Unmarshal(b, &conf) != nil {
+			return nil
+		}
+		entry = conf.Servers["parley"]
+	default:
+		path := map[string]string{"claude": ".mcp.json", "cursor": ".cursor/mcp.json", "gemini": ".gemini/settings.json"}[p.client]
+		if path == "" {
+			return nil
+		}
+		m, _, _, err := loadJSONObject(filepath.Join(p.root, path))
+		if err != nil {
+			return nil
+		}
+		servers, _ := m["mcpServers"].(map[string]any)
+		entry, _ = servers["parley"].(map[string]any)
+	}
+	list, _ := entry["args"].([]any)
+	var args []string
+	for _, a := range list {
+		if s, ok := a.(string); ok {
+			args = append(args, s)
+		}
+	}
+	return args
+}
+
+// agentArg is the value of --agent in args, or "".
+func agentArg(args []string) string {
+	for i, a := range args {
+		if a == "--agent" && i+1 < len(args) {
+			return args[i+1]
+		}
+		if v, ok := strings.CutPrefix(a, "--agent="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// deriveAgentName is DIR-CLIENT with every character an agent name cannot
+// hold replaced by '-': one name per worktree and client, stable across runs.
+func deriveAgentName(dir, client string) string {
+	clean := strings.Map(func(r rune) rune {
+		if r < 0x80 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return r
+		}
+		return '-'
+	}, dir)
+	clean = strings.Trim(clean, "-.")
+	if clean == "" {
+		return ""
+	}
+	if len(clean) > 48 {
+		clean = clean[:48]
+	}
+	return clean + "-" + client
 }
 
 // fileChange is one file's content before and after.
@@ -224,6 +345,10 @@ func sameJSON(a, b []byte) bool {
 	return reflect.DeepEqual(x, y)
 }
 
+// parleyToolsRule is Claude Code's permission rule for every tool of the
+// MCP server named parley.
+const parleyToolsRule = "mcp__parley"
+
 var claudeHookEvents = []string{"SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "SessionEnd"}
 
 func (p initPlan) hookCommand(event string) string {
@@ -301,6 +426,23 @@ func (p initPlan) claude() ([]fileChange, error) {
 		}
 		hooks[ev] = groups
 	}
+	// Parley's own tools run without a prompt: the message-listener runs in
+	// the background, where Claude Code cannot ask and refuses instead.
+	perms, err := object(m, "permissions", path)
+	if err != nil {
+		return nil, err
+	}
+	var allow []any
+	switch v := perms["allow"].(type) {
+	case nil:
+	case []any:
+		allow = v
+	default:
+		return nil, fmt.Errorf("%s: permissions.allow is not a list: fix it by hand", path)
+	}
+	if !slices.Contains(allow, any(parleyToolsRule)) {
+		perms["allow"] = append(allow, parleyToolsRule)
+	}
 	changes = append(changes, changeJSON(path, old, exists, m))
 
 	agentPath := filepath.Join(p.root, ".claude", "agents", "message-listener.md")
@@ -363,19 +505,28 @@ func tomlKey(line string) string {
 	return m[2]
 }
 
-// codex plans [mcp_servers.parley] in Codex's config.toml. It edits the text,
-// so that comments and the order of the rest stay as they were, then checks
-// that the result parses and differs only in that table.
-func (p initPlan) codex() ([]fileChange, error) {
+// codexConfigPath is Codex's config.toml: $CODEX_HOME/config.toml, by
+// default ~/.codex/config.toml.
+func codexConfigPath() (string, error) {
 	home := os.Getenv("CODEX_HOME")
 	if home == "" {
 		h, err := os.UserHomeDir()
 		if err != nil {
-			return nil, fmt.Errorf("find home directory: %w (set CODEX_HOME)", err)
+			return "", fmt.Errorf("find home directory: %w (set CODEX_HOME)", err)
 		}
 		home = filepath.Join(h, ".codex")
 	}
-	path := filepath.Join(home, "config.toml")
+	return filepath.Join(home, "config.toml"), nil
+}
+
+// codex plans [mcp_servers.parley] in Codex's config.toml. It edits the text,
+// so that comments and the order of the rest stay as they were, then checks
+// that the result parses and differs only in that table.
+func (p initPlan) codex() ([]fileChange, error) {
+	path, err := codexConfigPath()
+	if err != nil {
+		return nil, err
+	}
 	old, exists, err := readExisting(path)
 	if err != nil {
 		return nil, err
@@ -392,9 +543,26 @@ func (p initPlan) codex() ([]fileChange, error) {
 		quoted = append(quoted, tomlString(a))
 	}
 	fmt.Fprintf(&block, "args = [%s]\n", strings.Join(quoted, ", "))
+	// Codex passes an MCP server no environment unless listed: without
+	// PARLEY_HOME a custom home would silently land on a second daemon.
+	envVars := []string{tomlString("PARLEY_HOME")}
+	if bs, ok := before["mcp_servers"].(map[string]any); ok {
+		if cur, ok := bs["parley"].(map[string]any); ok {
+			list, _ := cur["env_vars"].([]any)
+			for _, v := range list {
+				if s, ok := v.(string); ok && s != "PARLEY_HOME" {
+					envVars = append(envVars, tomlString(s))
+				}
+			}
+		}
+	}
+	fmt.Fprintf(&block, "env_vars = [%s]\n", strings.Join(envVars, ", "))
+	// `codex exec` refuses every MCP call that would need an approval
+	// ("approval policy is never"); Parley's tools only talk to the bus.
+	block.WriteString("default_tools_approval_mode = \"approve\"\n")
 
-	// Our old table's command and args give way to the block; the user's
-	// other keys in it (env, timeouts...) and its sub-tables stay.
+	// Our old table's keys give way to the block; the user's other keys in
+	// it (env, timeouts...) and its sub-tables stay.
 	lines := strings.SplitAfter(string(old), "\n")
 	var out strings.Builder
 	replaced, inOurs, inArgs := false, false, false
@@ -414,9 +582,9 @@ func (p initPlan) codex() ([]fileChange, error) {
 				inArgs = false
 			}
 			continue
-		case inOurs && tomlKey(l) == "command":
+		case inOurs && (tomlKey(l) == "command" || tomlKey(l) == "default_tools_approval_mode"):
 			continue
-		case inOurs && tomlKey(l) == "args":
+		case inOurs && (tomlKey(l) == "args" || tomlKey(l) == "env_vars"):
 			code := strings.SplitN(l, "#", 2)[0]
 			inArgs = strings.Count(code, "[") > strings.Count(code, "]")
 			continue

@@ -49,7 +49,7 @@ AgentMail), and the server exits when its tmux session goes away.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			tenv, inTmux := tmux.FromEnv()
-			id, err := mcpIdentity(cmd.Context(), g, tenv, inTmux)
+			id, err := g.identity(cmd.Context(), false)
 			if err != nil {
 				return err
 			}
@@ -61,6 +61,11 @@ AgentMail), and the server exits when its tmux session goes away.`,
 			}
 			if profile == "" {
 				profile = os.Getenv("PARLEY_PROFILE")
+			}
+			if id.Agent == "" && needsIdentity(profile) {
+				// The client shows the server connected either way; say why
+				// every send will fail where its user can see it.
+				fmt.Fprintln(g.stderr, "parley mcp serve: no agent identity: this session cannot send or receive messages (\"no sender\"); pass --agent NAME, set PARLEY_AGENT, or run `parley join --name NAME --role ROLE` here")
 			}
 			paths, err := api.HomePaths("")
 			if err != nil {
@@ -151,4 +156,18 @@ re-initializes when the server forgets the session.`,
 	f.StringVar(&url, "url", "", "URL of the server's MCP endpoint")
 	f.StringArrayVar(&headers, "header", nil, "HTTP header for every request, 'Name: value' (repeatable)")
 	return cmd
+}
+
+// needsIdentity reports whether a session of these profiles sends as its
+// agent: native and lean do; sidechat and agentmail name the sender per call.
+func needsIdentity(profiles string) bool {
+	if strings.TrimSpace(profiles) == "" {
+		return true
+	}
+	for _, p := range strings.Split(profiles, ",") {
+		if p = strings.TrimSpace(p); p == "native" || p == "lean" {
+			return true
+		}
+	}
+	return false
 }

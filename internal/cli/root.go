@@ -17,6 +17,7 @@ import (
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/client"
 	"github.com/parley-dev/parley/internal/hub"
+	"github.com/parley-dev/parley/internal/tmux"
 	"github.com/parley-dev/parley/internal/workspace"
 )
 
@@ -88,20 +89,36 @@ func addJSON(cmd *cobra.Command, g *globals) {
 }
 
 // identity resolves who the command acts as. needAgent makes a missing agent an error.
-func (g *globals) identity(needAgent bool) (workspace.Resolved, error) {
+func (g *globals) identity(ctx context.Context, needAgent bool) (workspace.Resolved, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return workspace.Resolved{}, err
 	}
-	return workspace.Resolve(workspace.Lookup{
+	return g.identityIn(ctx, dir, needAgent)
+}
+
+// identityIn resolves the identity in dir as every command does: flag,
+// environment, the single identity file, and last, inside tmux, the tmux
+// window's name, so that `parley send` in a window speaks as the agent whose
+// MCP server and hooks run there.
+func (g *globals) identityIn(ctx context.Context, dir string, needAgent bool) (workspace.Resolved, error) {
+	l := workspace.Lookup{
 		Dir: dir, FlagAgent: g.agent, FlagWS: g.workspace, RequireName: needAgent,
-	}.FromEnv())
+	}.FromEnv()
+	if te, ok := tmux.FromEnv(); ok && l.FlagAgent == "" && l.EnvAgent == "" {
+		w, err := tmux.Client{Socket: te.Socket}.WindowName(ctx, te.Pane)
+		if err != nil {
+			fmt.Fprintf(g.stderr, "parley: warning: cannot read the tmux window name (%v); pass --agent NAME\n", err)
+		}
+		l.AllowTmux, l.TmuxWindow = true, tmux.AgentName(w)
+	}
+	return workspace.Resolve(l)
 }
 
 // client returns a client for the resolved identity, starting the daemon if
 // it is not running.
 func (g *globals) client(ctx context.Context, needAgent bool) (*client.Client, workspace.Resolved, error) {
-	id, err := g.identity(needAgent)
+	id, err := g.identity(ctx, needAgent)
 	if err != nil {
 		return nil, id, err
 	}

@@ -1,0 +1,169 @@
+package e2e
+
+// A first run that always works: what a new user meets in the first minutes.
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pelletier/go-toml/v2"
+
+	"github.com/parley-dev/parley/internal/testenv/standin"
+)
+
+// serverArgs returns the args of the parley server in a JSON client config.
+func serverArgs(t *testing.T, path string) []string {
+	t.Helper()
+	m := readJSON(t, path)
+	p, _ := m["mcpServers"].(map[string]any)["parley"].(map[string]any)
+	var args []string
+	b, _ := json.Marshal(p["args"])
+	json.Unmarshal(b, &args)
+	return args
+}
+
+// TestInitNeverWritesAServerWithoutIdentity: init without --agent derives a
+// name and says so, takes the single identity of the repository, keeps the
+// name a server already has, and stops with the exact command when the
+// choice is not clear.
+func TestInitNeverWritesAServerWithoutIdentity(t *testing.T) {
+	e := newEnv(t)
+	repo := initRepo(t, e)
+	out, errs, code := e.runIn(repo, "init", "claude", "--yes")
+	if code != 0 {
+		t.Fatalf("init claude: exit %d\n%s%s", code, out, errs)
+	}
+	if got := strings.Join(serverArgs(t, filepath.Join(repo, ".mcp.json")), " "); got != "mcp serve --agent repo-claude" {
+		t.Errorf("args: got %q, want mcp serve --agent repo-claude", got)
+	}
+	if !strings.Contains(out, "speaks as repo-claude") || !strings.Contains(out, "--agent NAME") {
+		t.Errorf("init did not say which name it chose and how to choose another:\n%s", out)
+	}
+	settings, _ := os.ReadFile(filepath.Join(repo, ".claude", "settings.json"))
+	if !strings.Contains(string(settings), "hook claude Stop --agent repo-claude") {
+		t.Errorf("hooks do not name the same agent:\n%s", settings)
+	}
+	// The derived name sends: the server it wrote works as written.
+	s := e.SessionIn(repo, nil, serverArgs(t, filepath.Join(repo, ".mcp.json"))[2:]...)
+	mustCall(t, s, "send_message", map[string]any{"to": "bob", "content": "hi"}, nil)
+
+	// Again, without --agent: the name stays.
+	out, _, _ = e.runIn(repo, "init", "claude")
+	if !strings.Contains(out, "nothing to change") {
+		t.Errorf("second run: %q, want nothing to change", out)
+	}
+
+	// Cursor in a repository with one identity takes it.
+	repo2 := filepath.Join(e.home, "repo2")
+	os.MkdirAll(filepath.Join(repo2, ".git"), 0o755)
+	if out, errs, code := e.runIn(repo2, "join", "--name", "dave", "--role", "dev"); code != 0 {
+		t.Fatalf("join: %s %s", out, errs)
+	}
+	out, _, code = e.runIn(repo2, "init", "cursor", "--yes")
+	if got := serverArgs(t, filepath.Join(repo2, ".cursor", "mcp.json")); code != 0 || strings.Join(got, " ") != "mcp serve --agent dave" || !strings.Contains(out, "speaks as dave") {
+		t.Errorf("init cursor with one identity: exit %d, args %v, output %q; want --agent dave", code, got, out)
+	}
+	// Two identities: stop, with the command to run.
+	e.runIn(repo2, "join", "--name", "erin", "--role", "dev")
+	_, errs, code = e.runIn(repo2, "init", "gemini", "--yes")
+	if code == 0 || !strings.Contains(errs, "parley init gemini --agent NAME") || !strings.Contains(errs, "dave, erin") {
+		t.Errorf("init with two identities: exit %d, stderr %q; want a stop naming them and the command", code, errs)
+	}
+	if _, err := os.Stat(filepath.Join(repo2, ".gemini", "settings.json")); err == nil {
+		t.Errorf("init wrote a config although it stopped")
+	}
+	// Gemini: folder trust is said.
+	out, _, code = e.runIn(repo2, "init", "gemini", "--agent", "dave", "--yes")
+	if code != 0 || !strings.Contains(out, "trust") {
+		t.Errorf("init gemini: exit %d, output %q; want a note on folder trust", code, out)
+	}
+}
+
+// TestInitCodexPassesHomeAndApproves: the Codex server gets PARLEY_HOME
+// (Codex forwards no environment by default) and runs its tools without an
+// approval, and the real Codex reads the result.
+func TestInitCodexPassesHomeAndApproves(t *testing.T) {
+	codex := standin.CLI(t, "codex")
+	e := newEnv(t)
+	repo := initRepo(t, e)
+	codexHome := filepath.Join(e.home, "codex")
+	e.extra = append(e.extra, "CODEX_HOME="+codexHome)
+	writeFile(t, filepath.Join(codexHome, "config.toml"), "[mcp_servers.parley]\ncommand = \"old\"\nenv_vars = [\"MINE\"]\n")
+	if out, errs, code := e.runIn(repo, "init", "codex", "--yes"); code != 0 {
+		t.Fatalf("init codex: exit %d\n%s%s", code, out, errs)
+	}
+	b, _ := os.ReadFile(filepath.Join(codexHome, "config.toml"))
+	var conf struct {
+		Servers map[string]struct {
+			Args     []string `toml:"args"`
+			EnvVars  []string `toml:"env_vars"`
+			Approval string   `toml:"default_tools_approval_mode"`
+		} `toml:"mcp_servers"`
+	}
+	if err := toml.Unmarshal(b, &conf); err != nil {
+		t.Fatalf("config.toml: %v\n%s", err, b)
+	}
+	p := conf.Servers["parley"]
+	if strings.Join(p.EnvVars, ",") != "PARLEY_HOME,MINE" || p.Approval != "approve" || strings.Join(p.Args, " ") != "mcp serve --agent repo-codex" {
+		t.Errorf("parley server: got %+v, want env_vars PARLEY_HOME and MINE, approval approve, --agent repo-codex\n%s", p, b)
+	}
+	// The real Codex reads the table as written.
+	c := exec.Command(codex, "mcp", "get", "parley", "--json")
+	c.Dir, c.Env = repo, append(e.environ(), "CODEX_HOME="+codexHome)
+	got, err := c.CombinedOutput()
+	if err != nil || !strings.Contains(string(got), "PARLEY_HOME") {
+		t.Errorf("codex mcp get parley: %v\n%s", err, got)
+	}
+}
+
+// TestMCPServeWithoutIdentitySaysSo: a server without an agent says so on
+// stderr at once (the client shows it "Connected" either way).
+func TestMCPServeWithoutIdentitySaysSo(t *testing.T) {
+	e := newEnv(t)
+	c := e.Cmd("mcp", "serve", "--workspace", "w")
+	stderr := &syncBuffer{}
+	c.Stderr = stderr
+	stdin, _ := c.StdinPipe()
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stdin.Close(); c.Wait() }()
+	pollUntil(t, "the warning on stderr", func() bool { return strings.Contains(stderr.String(), "no agent identity") })
+	if !strings.Contains(stderr.String(), "--agent NAME") {
+		t.Errorf("stderr %q does not say how to fix it", stderr.String())
+	}
+}
+
+// TestSendTakesTmuxWindowName: inside tmux, with no other name, every
+// command speaks as the window's name, as mcp serve and the hooks do.
+func TestSendTakesTmuxWindowName(t *testing.T) {
+	tm := newTmux(t)
+	e := newEnv(t, tm.window("agents", "alice")...)
+	e.Must("send", "bob", "from the window", "--workspace", "w")
+	var inbox struct {
+		Messages []struct {
+			From string `json:"from"`
+		} `json:"messages"`
+	}
+	e.MustJSON(&inbox, "inbox", "--agent", "bob", "--workspace", "w")
+	if len(inbox.Messages) != 1 || inbox.Messages[0].From != "alice" {
+		t.Errorf("bob's inbox: got %+v, want one message from alice", inbox.Messages)
+	}
+}
+
+// pollUntil checks cond until it holds, failing after 20 s.
+func pollUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
