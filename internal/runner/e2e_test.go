@@ -314,11 +314,13 @@ func TestPermissionLoop(t *testing.T) {
 	if w.Status != "idle" || !hasEvent(act, "text", "permission deny: not now") || !hasEvent(act, "permission_resolved", "denied by cli: not now") {
 		t.Errorf("after CLI deny: status %s, activity:\n%s", w.Status, act.Content)
 	}
+	// The session id is read now: while the first permission was pending,
+	// the run's init line may not have been parsed yet.
+	mustCall(t, m, "get_agent_status", map[string]any{"agent_id": "w1"}, &st)
 	runs := e.fakeRuns()
 	if len(runs) != 2 || runs[0]["resume"] != "" || runs[1]["resume"] != st.Snapshot.SessionID || runs[1]["mode"] != "default" || runs[1]["cwd"] != dir {
 		t.Errorf("fake runs: got %v, want the second to resume session %q in %s", runs, st.Snapshot.SessionID, dir)
 	}
-	mustCall(t, m, "get_agent_status", map[string]any{"agent_id": "w1"}, &st)
 	if st.Snapshot.Runs != 2 || st.Snapshot.CostUSD != 0.025 {
 		t.Errorf("status: got %d runs, cost %v; want 2 runs, cost 0.025", st.Snapshot.Runs, st.Snapshot.CostUSD)
 	}
