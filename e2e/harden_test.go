@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"encoding/json"
 	"net"
 	"os"
@@ -142,5 +143,52 @@ func TestForeignIdentityWorkspace(t *testing.T) {
 	}
 	if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list.Agents) != 1 || list.Agents[0].Name != "carol" {
 		t.Errorf("allowed: exit %d %q %q, want their-team's agents", code, out, errOut)
+	}
+}
+
+// TestTerminalEscapesNeutralized: escape sequences in a message reach the
+// terminal as visible text in every command that prints messages, and --json
+// still carries the content exactly.
+func TestTerminalEscapesNeutralized(t *testing.T) {
+	e := newEnv(t)
+	e.Must("daemon", "start")
+	const evil = "\x1b]0;pwned\x07\x1b[2J\x1b[Hall good\rFAKE \u009b31m\u202eevil"
+	watch := e.Cmd("watch", "--workspace", "w")
+	stdout, _ := watch.StdoutPipe()
+	stderr, _ := watch.StderrPipe()
+	if err := watch.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { watch.Process.Kill(); watch.Wait() })
+	if line, err := bufio.NewReader(stderr).ReadString('\n'); err != nil || !strings.HasPrefix(line, "watching") {
+		t.Fatalf("watch: %q %v", line, err)
+	}
+	e.Must("send", "--workspace", "w", "--agent", "mallory", "alice", evil)
+	sc := bufio.NewScanner(stdout)
+	if !sc.Scan() {
+		t.Fatalf("watch ended: %v", sc.Err())
+	}
+	outputs := map[string]string{"watch": sc.Text()}
+	for name, args := range map[string][]string{
+		"inbox":   {"inbox", "--workspace", "w", "--agent", "alice", "--peek"},
+		"history": {"history", "--workspace", "w", "--agent", "alice"},
+		"wait":    {"wait", "--workspace", "w", "--agent", "alice", "--timeout", "5s"},
+	} {
+		outputs[name] = e.Must(args...)
+	}
+	for name, out := range outputs {
+		if strings.ContainsAny(out, "\x1b\x07\r\u009b\u202e") {
+			t.Errorf("%s printed raw control characters: %q", name, out)
+		}
+		if !strings.Contains(out, `\u001b]0;pwned\u0007`) {
+			t.Errorf("%s: got %q, want the escape shown as text", name, out)
+		}
+	}
+	var h struct {
+		Messages []struct{ Content string } `json:"messages"`
+	}
+	e.MustJSON(&h, "history", "--workspace", "w", "--agent", "alice")
+	if len(h.Messages) != 1 || h.Messages[0].Content != evil {
+		t.Errorf("history --json: got %+v, want the content exactly", h.Messages)
 	}
 }

@@ -62,7 +62,7 @@ Set it up with ` + "`parley init claude`" + `, which writes .claude/settings.jso
 					fmt.Fprintf(g.stderr, "parley hook: %v\n", err)
 					return nil
 				}
-				fmt.Fprintln(g.stdout, string(b))
+				fmt.Fprintln(g.raw, string(b))
 			}
 			return nil
 		},

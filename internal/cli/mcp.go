@@ -102,7 +102,7 @@ AgentMail), and the server exits when its tmux session goes away.`,
 				set(api.HeaderTmuxPane, tenv.Pane)
 			}
 			set(api.HeaderNudge, nudge)
-			err = bridge.Run(ctx, cmd.InOrStdin(), g.stdout, &bridge.Options{
+			err = bridge.Run(ctx, cmd.InOrStdin(), g.raw, &bridge.Options{
 				SocketPath: paths.Socket,
 				Header:     h,
 				Logger:     log,
@@ -148,7 +148,7 @@ re-initializes when the server forgets the session.`,
 			log := slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return bridge.Run(ctx, cmd.InOrStdin(), g.stdout, &bridge.Options{SocketPath: socket, URL: url, Header: h, Logger: log})
+			return bridge.Run(ctx, cmd.InOrStdin(), g.raw, &bridge.Options{SocketPath: socket, URL: url, Header: h, Logger: log})
 		},
 	}
 	f := cmd.Flags()

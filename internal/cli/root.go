@@ -29,13 +29,19 @@ type globals struct {
 	agent     string
 	workspace string
 	json      bool
-	stdout    io.Writer
-	stderr    io.Writer
+	// stdout neutralizes terminal control sequences (term.go); raw is the
+	// process's stdout, for commands whose stdout is a protocol (mcp serve,
+	// bridge, hooks).
+	stdout io.Writer
+	raw    io.Writer
+	stderr io.Writer
 }
 
 // Main runs the command line and returns the process exit code.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	g := &globals{stdout: stdout, stderr: stderr}
+	tw := &termWriter{w: stdout}
+	defer tw.Flush()
+	g := &globals{stdout: tw, raw: stdout, stderr: stderr}
 	root := &cobra.Command{
 		Use:   "parley",
 		Short: "A message bus and control room for AI coding agents",
@@ -74,7 +80,8 @@ Quick start:
 		if errors.As(err, &ee) {
 			return ee.code
 		}
-		fmt.Fprintln(stderr, "parley:", err)
+		tw.Flush()
+		fmt.Fprintf(stderr, "parley: %s\n", neutralize([]byte(err.Error())))
 		if hub.KindOf(err) == hub.Invalid || strings.HasPrefix(err.Error(), "unknown ") || strings.Contains(err.Error(), "flag") || strings.Contains(err.Error(), "arg(s)") {
 			return 2
 		}
