@@ -43,15 +43,18 @@ type Health struct {
 
 // Status is GET /api/v1/status.
 type Status struct {
-	PID        int       `json:"pid"`
-	Version    string    `json:"version"`
-	StartedAt  time.Time `json:"started_at"`
-	Uptime     string    `json:"uptime"`
-	Home       string    `json:"home"`
-	Socket     string    `json:"socket"`
-	Database   string    `json:"database"`
-	Workspaces []string  `json:"workspaces"`
-	Sessions   int       `json:"mcp_sessions"`
+	PID       int       `json:"pid"`
+	Version   string    `json:"version"`
+	StartedAt time.Time `json:"started_at"`
+	Uptime    string    `json:"uptime"`
+	Home      string    `json:"home"`
+	Socket    string    `json:"socket"`
+	// Store is "sqlite" or "postgres"; Database is the file, or the URL
+	// without its password.
+	Store      string   `json:"store"`
+	Database   string   `json:"database"`
+	Workspaces []string `json:"workspaces"`
+	Sessions   int      `json:"mcp_sessions"`
 	// Listen is the TCP address served besides the socket, if any.
 	Listen string `json:"listen,omitempty"`
 	// Goroutines is the daemon's goroutine count, for leak checks under load.

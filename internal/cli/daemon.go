@@ -151,7 +151,7 @@ func daemonStatusCmd(g *globals) *cobra.Command {
 				if st.Listen != "" {
 					fmt.Fprintf(w, "  tcp:        http://%s (bearer token in %s)\n", st.Listen, paths.Token)
 				}
-				fmt.Fprintf(w, "  database:   %s\n  sessions:   %d\n  workspaces: %s\n", st.Database, st.Sessions, strings.Join(st.Workspaces, ", "))
+				fmt.Fprintf(w, "  store:      %s\n  database:   %s\n  sessions:   %d\n  workspaces: %s\n", st.Store, st.Database, st.Sessions, strings.Join(st.Workspaces, ", "))
 			})
 		},
 	}

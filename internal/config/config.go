@@ -17,6 +17,10 @@ import (
 
 // Config is the whole of config.toml.
 type Config struct {
+	// Store selects the database: a postgres:// URL for a PostgreSQL database
+	// that daemons on several machines share; empty for SQLite in $PARLEY_HOME.
+	// PARLEY_STORE overrides it.
+	Store string `toml:"store,omitempty"`
 	// Listen is an optional loopback TCP address (host:port) served besides the socket.
 	Listen string `toml:"listen,omitempty"`
 	// AllowRemote permits a non-loopback Listen address (a token is still required).
@@ -78,6 +82,9 @@ func Parse(b []byte, name string) (*Config, error) {
 	}
 	if c.MaxMessageBytes < 0 {
 		return nil, fmt.Errorf("%s: max_message_bytes must not be negative", name)
+	}
+	if c.Store != "" && c.Store != "sqlite" && !strings.HasPrefix(c.Store, "postgres://") && !strings.HasPrefix(c.Store, "postgresql://") {
+		return nil, fmt.Errorf("%s: invalid store: want a postgres:// URL, or nothing for SQLite", name)
 	}
 	if c.Nudge != "" && c.Nudge != "tmux" {
 		return nil, fmt.Errorf("%s: invalid nudge %q: want \"tmux\" or nothing", name, c.Nudge)

@@ -24,7 +24,6 @@ import (
 	"github.com/parley-dev/parley/internal/mcpserver"
 	"github.com/parley-dev/parley/internal/runner"
 	"github.com/parley-dev/parley/internal/safefile"
-	"github.com/parley-dev/parley/internal/store/sqlite"
 	"github.com/parley-dev/parley/internal/web"
 )
 
@@ -55,7 +54,10 @@ type Daemon struct {
 	paths   api.Paths
 	log     *slog.Logger
 	lock    *pidLock
-	db      *sqlite.DB
+	db      store
+	// storeKind is "sqlite" or "postgres"; storeDesc names the database
+	// without secrets. node names this daemon among those sharing a store.
+	storeKind, storeDesc, node string
 	hub     *hub.Hub
 	mcp     *mcpserver.Server
 	gw      *gatewayState
@@ -115,9 +117,10 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	if cfg.MaxContent == 0 {
 		cfg.MaxContent = d.conf.MaxMessageBytes
 	}
-	d.db, err = sqlite.Open(ctx, paths.DB, &sqlite.Options{Logger: d.log.With("subsystem", "store")})
+	d.node = host + ":" + paths.Home
+	d.db, d.storeKind, d.storeDesc, err = d.openStore(ctx, d.conf, d.log.With("subsystem", "store"))
 	if err != nil {
-		return nil, fmt.Errorf("open store: %w", err)
+		return nil, err
 	}
 	d.hub = hub.New(d.db, &hub.Options{Logger: d.log.With("subsystem", "hub"), MaxContent: cfg.MaxContent})
 	d.mcp = mcpserver.New(d.hub, &mcpserver.Options{Logger: d.log.With("subsystem", "mcp"), Version: cfg.Version, ProgressEvery: cfg.ProgressEvery})

@@ -161,7 +161,7 @@ func (d *Daemon) status(r req, _ none) (api.Status, error) {
 	st := api.Status{
 		PID: os.Getpid(), Version: d.cfg.Version, StartedAt: d.started.UTC(),
 		Uptime: time.Since(d.started).Round(time.Second).String(),
-		Home:   d.paths.Home, Socket: d.paths.Socket, Database: d.paths.DB,
+		Home:   d.paths.Home, Socket: d.paths.Socket, Store: d.storeKind, Database: d.storeDesc,
 		Workspaces: wss, Sessions: d.mcp.Sessions(), Listen: d.TCPAddr(), Goroutines: runtime.NumGoroutine(),
 	}
 	return st, nil

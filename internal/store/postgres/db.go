@@ -40,6 +40,10 @@ type Options struct {
 	// MaxConns bounds the connection pool; 0 means 16. Sends are one round
 	// trip each, so the pool bounds how many commit at once.
 	MaxConns int32
+	// Node names this daemon among those that share the database (host and
+	// state directory). The runner's methods see only this node's managed
+	// agents: a managed agent runs on the daemon that launched it.
+	Node string
 }
 
 // DB is a hub.Store and runner.Store on PostgreSQL. Its methods are safe for
@@ -48,6 +52,7 @@ type DB struct {
 	pool *pgxpool.Pool
 	log  *slog.Logger
 	dsn  string // as given: the listener opens its own connection with it
+	node string
 
 	closeOnce sync.Once
 
@@ -105,7 +110,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", Redact(dsn), err)
 	}
-	db := &DB{pool: pool, log: log, dsn: dsn}
+	db := &DB{pool: pool, log: log, dsn: dsn, node: opts.Node}
 	if err := db.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open store %s: %w", Redact(dsn), err)

@@ -117,3 +117,43 @@ func TestServerDown(t *testing.T) {
 		t.Fatalf("Agents after the restart: got %v, %v; want alice", as, err)
 	}
 }
+
+// TestRunnerNodes: daemons sharing a database each recover only the managed
+// agents they launched.
+func TestRunnerNodes(t *testing.T) {
+	dsn := pgtest.Schema(t)
+	ctx := t.Context()
+	open := func(node string) *DB {
+		db, err := Open(ctx, dsn, &Options{Node: node})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+	a, b := open("hostA:/home/u/.parley"), open("hostB:/home/u/.parley")
+	for _, x := range []struct {
+		db *DB
+		id string
+	}{{a, "agent-a"}, {b, "agent-b"}} {
+		if err := x.db.PutManagedAgent(ctx, &runner.Agent{ID: x.id, Workspace: "ws"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := x.db.PutRun(ctx, &runner.Run{AgentID: x.id, Seq: 1, State: runner.RunRunning, PID: 4242}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, x := range []struct {
+		db   *DB
+		want string
+	}{{a, "agent-a"}, {b, "agent-b"}} {
+		as, err := x.db.ManagedAgents(ctx)
+		if err != nil || len(as) != 1 || as[0].ID != x.want {
+			t.Errorf("ManagedAgents of node %s: got %v, %v; want only %s", x.db.node, as, err, x.want)
+		}
+		runs, err := x.db.OpenRuns(ctx)
+		if err != nil || len(runs) != 1 || runs[0].AgentID != x.want {
+			t.Errorf("OpenRuns of node %s: got %v, %v; want only %s's", x.db.node, runs, err, x.want)
+		}
+	}
+}

@@ -22,16 +22,16 @@ func (db *DB) PutManagedAgent(ctx context.Context, a *runner.Agent) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
-	_, err = db.pool.Exec(ctx, `INSERT INTO managed_agents (id, workspace, created_at, data) VALUES ($1, $2, $3, $4::json)
+	_, err = db.pool.Exec(ctx, `INSERT INTO managed_agents (id, workspace, created_at, data, node) VALUES ($1, $2, $3, $4::json, $5)
 		ON CONFLICT (id) DO UPDATE SET workspace = excluded.workspace, data = excluded.data`,
-		a.ID, a.Workspace, a.CreatedAt, string(b))
+		a.ID, a.Workspace, a.CreatedAt, string(b), db.node)
 	return db.mapErr(ctx, op, err)
 }
 
-// ManagedAgents returns every managed agent, oldest first.
+// ManagedAgents returns every managed agent of this node, oldest first.
 func (db *DB) ManagedAgents(ctx context.Context) ([]*runner.Agent, error) {
 	const op = "managed agents"
-	rows, err := db.pool.Query(ctx, `SELECT data::text FROM managed_agents ORDER BY created_at, id`)
+	rows, err := db.pool.Query(ctx, `SELECT data::text FROM managed_agents WHERE node = $1 ORDER BY created_at, id`, db.node)
 	return scanJSON[runner.Agent](ctx, db, op, rows, err)
 }
 
@@ -57,9 +57,11 @@ func (db *DB) Runs(ctx context.Context, agentID string, limit int) ([]*runner.Ru
 	return scanJSON[runner.Run](ctx, db, "runs", rows, err)
 }
 
-// OpenRuns returns the queued and running runs of every agent, oldest first.
+// OpenRuns returns the queued and running runs of every agent of this node,
+// oldest first: another daemon's runs are its own to recover.
 func (db *DB) OpenRuns(ctx context.Context) ([]*runner.Run, error) {
-	rows, err := db.pool.Query(ctx, `SELECT data::text FROM managed_runs WHERE state IN ('queued', 'running') ORDER BY agent_id, seq`)
+	rows, err := db.pool.Query(ctx, `SELECT r.data::text FROM managed_runs r JOIN managed_agents a ON a.id = r.agent_id
+		WHERE r.state IN ('queued', 'running') AND a.node = $1 ORDER BY r.agent_id, r.seq`, db.node)
 	return scanJSON[runner.Run](ctx, db, "open runs", rows, err)
 }
 

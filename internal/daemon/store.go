@@ -1,0 +1,50 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/parley-dev/parley/internal/config"
+	"github.com/parley-dev/parley/internal/hub"
+	"github.com/parley-dev/parley/internal/runner"
+	"github.com/parley-dev/parley/internal/store/postgres"
+	"github.com/parley-dev/parley/internal/store/sqlite"
+)
+
+// EnvStore selects the store, over config.toml's store: a postgres:// URL, or
+// empty for SQLite in $PARLEY_HOME.
+const EnvStore = "PARLEY_STORE"
+
+// store is what the daemon needs of its database: the hub's state and the
+// runner's.
+type store interface {
+	hub.Store
+	runner.Store
+}
+
+// openStore opens the store that PARLEY_STORE or config.toml names: PostgreSQL
+// for a postgres:// URL, else the SQLite file in the state directory. It
+// returns the store's kind and a description without secrets, for status.
+func (d *Daemon) openStore(ctx context.Context, conf *config.Config, log *slog.Logger) (store, string, string, error) {
+	sel := conf.Store
+	if v := os.Getenv(EnvStore); v != "" {
+		sel = v
+	}
+	switch {
+	case sel == "" || sel == "sqlite":
+		db, err := sqlite.Open(ctx, d.paths.DB, &sqlite.Options{Logger: log})
+		if err != nil {
+			return nil, "", "", fmt.Errorf("open store: %w", err)
+		}
+		return db, "sqlite", d.paths.DB, nil
+	case postgres.IsURL(sel):
+		db, err := postgres.Open(ctx, sel, &postgres.Options{Logger: log, Node: d.node})
+		if err != nil {
+			return nil, "", "", err
+		}
+		return db, "postgres", db.Describe(), nil
+	}
+	return nil, "", "", fmt.Errorf("open store: %s %q is neither a postgres:// URL nor empty (SQLite)", EnvStore+" or config.toml's store", postgres.Redact(sel))
+}

@@ -1,0 +1,214 @@
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/parley-dev/parley/internal/hub"
+)
+
+// channel is the LISTEN/NOTIFY channel of wake-ups. Notifications stay inside
+// one database, so daemons on different databases never hear each other.
+const channel = "parley_wake"
+
+// maxPayload keeps a notification under PostgreSQL's 8000-byte limit; a
+// wake-up that would not fit wakes the whole workspace instead.
+const maxPayload = 7900
+
+// Waker is what the notifier needs of the hub: wake the waiters of some
+// inboxes, or of every inbox (after a lost connection, when wake-ups may have
+// been missed).
+type Waker interface {
+	Wake(ws string, recipients []string)
+	WakeAll()
+}
+
+// Notifier is hub.Notifier over LISTEN/NOTIFY: Notify tells every daemon on the
+// database which inboxes have new messages, and Run listens for what the
+// others send and wakes the local waiters. A daemon ignores its own
+// notifications: the hub woke its local waiters already.
+type Notifier struct {
+	db     *DB
+	log    *slog.Logger
+	origin string // this process, so its own notifications are skipped
+
+	reqs    chan *note
+	stopped chan struct{} // closed when Run has ended
+
+	listening atomic.Bool
+	// Reconnects counts how often the listening connection was set up again
+	// after it was lost; each time, every local waiter looked again.
+	Reconnects atomic.Int64
+}
+
+// wire is a notification's payload.
+type wire struct {
+	Origin     string   `json:"o"`
+	Workspace  string   `json:"w"`
+	Recipients []string `json:"r,omitempty"`
+	All        bool     `json:"a,omitempty"` // every inbox of the workspace
+}
+
+type note struct {
+	payload string
+	done    chan error
+}
+
+// NewNotifier returns the notifier of db's database; Run must be running for it
+// to deliver or hear anything.
+func (db *DB) NewNotifier() *Notifier {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return &Notifier{db: db, log: db.log, origin: hex.EncodeToString(b), reqs: make(chan *note), stopped: make(chan struct{})}
+}
+
+// Notify tells the other daemons that the recipients' inboxes in ws have new
+// messages. It returns once the notification is committed, so a send
+// acknowledged to its client has its wake-up on the way. Notifies from
+// concurrent sends share one statement.
+func (n *Notifier) Notify(ctx context.Context, ws string, recipients []string) error {
+	w := wire{Origin: n.origin, Workspace: ws, Recipients: recipients}
+	b, err := json.Marshal(w)
+	if err != nil {
+		return err
+	}
+	if len(b) > maxPayload {
+		w.Recipients, w.All = nil, true
+		if b, err = json.Marshal(w); err != nil {
+			return err
+		}
+	}
+	r := &note{payload: string(b), done: make(chan error, 1)}
+	select {
+	case n.reqs <- r:
+	case <-n.stopped:
+		return hub.Errorf("notify", hub.Unavailable, "the notifier has stopped")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return <-r.done
+}
+
+// Listening reports whether the listening connection is up.
+func (n *Notifier) Listening() bool { return n.listening.Load() }
+
+// Run sends the notifications that Notify queues and listens for the other
+// daemons' until ctx ends. When the listening connection is lost (PostgreSQL
+// restarted, a network cut, pg_terminate_backend), it connects again with
+// backoff and then wakes every local waiter, which looks at the store again:
+// a notification missed meanwhile delays no message.
+func (n *Notifier) Run(ctx context.Context, w Waker) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer close(n.stopped)
+		n.send(ctx)
+	}()
+	n.listen(ctx, w)
+	<-done
+}
+
+// send commits queued notifications, all that arrived during the previous
+// commit in one statement.
+func (n *Notifier) send(ctx context.Context) {
+	var batch []*note
+	for {
+		select {
+		case r := <-n.reqs:
+			batch = append(batch[:0], r)
+		case <-ctx.Done():
+			return
+		}
+	gather:
+		for {
+			select {
+			case r := <-n.reqs:
+				batch = append(batch, r)
+			default:
+				break gather
+			}
+		}
+		payloads := make([]string, len(batch))
+		for i, r := range batch {
+			payloads[i] = r.payload
+		}
+		// Not ctx: the senders are waiting for this outcome. A bound, so a
+		// server that stopped answering does not hold the senders forever.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		_, err := n.db.pool.Exec(sctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, channel, payloads)
+		cancel()
+		if err != nil {
+			err = n.db.mapErr(ctx, "notify", err)
+		}
+		for _, r := range batch {
+			r.done <- err
+		}
+	}
+}
+
+func (n *Notifier) listen(ctx context.Context, w Waker) {
+	const minBackoff, maxBackoff = 50 * time.Millisecond, 5 * time.Second
+	backoff := minBackoff
+	first := true
+	for ctx.Err() == nil {
+		conn, err := pgx.Connect(ctx, n.db.dsn)
+		if err == nil {
+			if _, err = conn.Exec(ctx, "LISTEN "+channel); err != nil {
+				conn.Close(context.Background())
+			}
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			n.log.Warn("listen for other daemons' wake-ups", "err", n.db.mapErr(ctx, "listen", err), "retry_in", backoff)
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+				return
+			}
+			backoff = min(backoff*2, maxBackoff)
+			continue
+		}
+		backoff = minBackoff
+		n.listening.Store(true)
+		if !first {
+			n.Reconnects.Add(1)
+			n.log.Info("listening again for other daemons' wake-ups")
+		}
+		first = false
+		// Whatever was sent while nobody listened is lost to us: every waiter
+		// looks at the store again.
+		w.WakeAll()
+		for {
+			nt, err := conn.WaitForNotification(ctx)
+			if err != nil {
+				if ctx.Err() == nil {
+					n.log.Warn("lost the connection that listens for wake-ups", "err", err)
+				}
+				break
+			}
+			var msg wire
+			if err := json.Unmarshal([]byte(nt.Payload), &msg); err != nil {
+				n.log.Warn("bad wake-up notification", "err", err)
+				continue
+			}
+			switch {
+			case msg.Origin == n.origin:
+			case msg.All:
+				w.WakeAll()
+			default:
+				w.Wake(msg.Workspace, msg.Recipients)
+			}
+		}
+		n.listening.Store(false)
+		conn.Close(context.Background())
+	}
+}
