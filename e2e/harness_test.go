@@ -19,6 +19,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/parley-dev/parley/internal/store/postgres/pgtest"
 	"github.com/parley-dev/parley/internal/testenv"
 )
 
@@ -35,7 +36,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "build parley: %v\n%s", err, out)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := pgtest.Main(m) // stops the PostgreSQL cluster, if a test started one
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/parley-dev/parley/internal/mcpserver"
 	"github.com/parley-dev/parley/internal/runner"
 	"github.com/parley-dev/parley/internal/safefile"
+	"github.com/parley-dev/parley/internal/store/postgres"
 	"github.com/parley-dev/parley/internal/web"
 )
 
@@ -50,20 +51,24 @@ type Config struct {
 
 // Daemon is a running Parley daemon.
 type Daemon struct {
-	cfg     Config
-	paths   api.Paths
-	log     *slog.Logger
-	lock    *pidLock
-	db      store
+	cfg   Config
+	paths api.Paths
+	log   *slog.Logger
+	lock  *pidLock
+	db    store
 	// storeKind is "sqlite" or "postgres"; storeDesc names the database
 	// without secrets. node names this daemon among those sharing a store.
 	storeKind, storeDesc, node string
-	hub     *hub.Hub
-	mcp     *mcpserver.Server
-	gw      *gatewayState
-	ln      net.Listener
-	srv     *http.Server
-	started time.Time
+	// pgNotify wakes waiters across daemons sharing a PostgreSQL store (store.go).
+	pgNotify     *postgres.Notifier
+	notifyCancel context.CancelFunc
+	notifyDone   chan struct{}
+	hub          *hub.Hub
+	mcp          *mcpserver.Server
+	gw           *gatewayState
+	ln           net.Listener
+	srv          *http.Server
+	started      time.Time
 	// stopRequests cancels the context of every request in flight.
 	stopRequests context.CancelFunc
 	conf         *config.Config
@@ -122,7 +127,8 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	if err != nil {
 		return nil, err
 	}
-	d.hub = hub.New(d.db, &hub.Options{Logger: d.log.With("subsystem", "hub"), MaxContent: cfg.MaxContent})
+	d.hub = hub.New(d.db, &hub.Options{Logger: d.log.With("subsystem", "hub"), MaxContent: cfg.MaxContent, Notifier: d.notifier()})
+	d.startNotifier()
 	d.mcp = mcpserver.New(d.hub, &mcpserver.Options{Logger: d.log.With("subsystem", "mcp"), Version: cfg.Version, ProgressEvery: cfg.ProgressEvery})
 	if os.Getenv(conformance.EnvVar) == "1" {
 		d.mcp.Register(conformance.Name, conformance.Profile)
@@ -255,6 +261,7 @@ func (d *Daemon) Close() error {
 	if d.runner != nil {
 		d.runner.Close()
 	}
+	d.stopNotifier()
 	if d.db != nil {
 		errs = append(errs, d.db.Close())
 	}

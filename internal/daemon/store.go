@@ -48,3 +48,35 @@ func (d *Daemon) openStore(ctx context.Context, conf *config.Config, log *slog.L
 	}
 	return nil, "", "", fmt.Errorf("open store: %s %q is neither a postgres:// URL nor empty (SQLite)", EnvStore+" or config.toml's store", postgres.Redact(sel))
 }
+
+// notifier returns the hub's notifier: LISTEN/NOTIFY on PostgreSQL, none on
+// SQLite (one daemon per database: its waiters are all local).
+func (d *Daemon) notifier() hub.Notifier {
+	pg, ok := d.db.(*postgres.DB)
+	if !ok {
+		return nil
+	}
+	d.pgNotify = pg.NewNotifier()
+	return d.pgNotify
+}
+
+// startNotifier runs the notifier until stopNotifier.
+func (d *Daemon) startNotifier() {
+	if d.pgNotify == nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	d.notifyCancel, d.notifyDone = cancel, make(chan struct{})
+	go func() {
+		defer close(d.notifyDone)
+		d.pgNotify.Run(ctx, d.hub)
+	}()
+}
+
+func (d *Daemon) stopNotifier() {
+	if d.notifyCancel != nil {
+		d.notifyCancel()
+		<-d.notifyDone
+		d.notifyCancel = nil
+	}
+}

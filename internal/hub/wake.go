@@ -51,3 +51,19 @@ func (h *Hub) Waiters(ws, agent string) int {
 	defer h.mu.Unlock()
 	return len(h.waiters[inboxKey{ws, agent}])
 }
+
+// WakeAll wakes every waiter in this process. A notifier calls it when it may
+// have missed wake-ups (its connection was lost): each waiter looks at the
+// store again, so no message waits for a wake-up that never came.
+func (h *Hub) WakeAll() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, chans := range h.waiters {
+		for ch := range chans {
+			select {
+			case ch <- struct{}{}:
+			default: // already signalled
+			}
+		}
+	}
+}

@@ -56,6 +56,8 @@ type wire struct {
 	All        bool     `json:"a,omitempty"` // every inbox of the workspace
 }
 
+var _ hub.Notifier = (*Notifier)(nil)
+
 type note struct {
 	payload string
 	done    chan error

@@ -1,0 +1,331 @@
+package e2e
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/client"
+	"github.com/parley-dev/parley/internal/hub"
+	"github.com/parley-dev/parley/internal/store/postgres/pgtest"
+)
+
+// pgEnvs starts two installations (two PARLEY_HOMEs, as on two machines) whose
+// daemons share the PostgreSQL database at dsn.
+func pgEnvs(t *testing.T, dsn string) (*env, *env) {
+	t.Helper()
+	a := newEnv(t, "PARLEY_STORE="+dsn, "PARLEY_WORKSPACE=team")
+	b := newEnv(t, "PARLEY_STORE="+dsn, "PARLEY_WORKSPACE=team")
+	a.Must("daemon", "start")
+	b.Must("daemon", "start")
+	return a, b
+}
+
+func pgClient(t *testing.T, e *env, agent string) *client.Client {
+	t.Helper()
+	paths, err := api.HomePaths(e.home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client.New(paths).As("team", agent)
+}
+
+// withPassword puts a password into a test DSN; the test server trusts every
+// local connection, so it is ignored, but it must never be shown.
+func withPassword(t *testing.T, dsn, pw string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword("postgres", pw)
+	return u.String()
+}
+
+// TestPostgresTwoDaemons: two daemons on one database behave as one bus:
+// presence, roles, groups and @everyone span them, and a wait on one wakes
+// when the other sends.
+func TestPostgresTwoDaemons(t *testing.T) {
+	const secret = "s3cret-pw"
+	dsn := withPassword(t, pgtest.Database(t), secret)
+	a, b := pgEnvs(t, dsn)
+
+	var st struct {
+		Running  bool   `json:"running"`
+		Store    string `json:"store"`
+		Database string `json:"database"`
+	}
+	a.MustJSON(&st, "daemon", "status")
+	if st.Store != "postgres" || !strings.HasPrefix(st.Database, "postgres://") {
+		t.Errorf("status: store %q, database %q; want postgres and its URL", st.Store, st.Database)
+	}
+	if out := a.Must("daemon", "status"); strings.Contains(out, secret) || !strings.Contains(out, "postgres") {
+		t.Errorf("status shows the password, or not the store:\n%s", out)
+	}
+
+	a.Must("join", "--name", "alice", "--role", "planner")
+	b.Must("join", "--name", "bob", "--role", "dev")
+	b.Must("join", "--name", "carol", "--role", "dev")
+
+	// Presence: each daemon lists the agents of the other.
+	var agents struct {
+		Agents []struct {
+			Name   string `json:"name"`
+			Status string `json:"status"`
+		} `json:"agents"`
+	}
+	a.MustJSON(&agents, "agents")
+	var names []string
+	for _, ag := range agents.Agents {
+		names = append(names, ag.Name)
+	}
+	if want := []string{"alice", "bob", "carol"}; !slices.Equal(names, want) {
+		t.Errorf("agents on daemon A: got %v, want %v", names, want)
+	}
+
+	// Groups made on one daemon are seen and used on the other.
+	a.Must("group", "create", "reviewers")
+	a.Must("group", "add", "reviewers", "carol")
+	if out := b.Must("group", "show", "reviewers"); !strings.Contains(out, "carol") {
+		t.Errorf("group made on A, shown on B: want carol in\n%s", out)
+	}
+
+	// A wait on B wakes when A sends: LISTEN/NOTIFY across the daemons.
+	for i := range 5 {
+		wait := b.Cmd("wait", "--agent", "bob", "--timeout", "30s", "--json")
+		var out syncBuffer
+		wait.Stdout = &out
+		if err := wait.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// The wait registers before it looks, so it gets the message whether
+		// it blocked before the send or not; it nearly always has (spawning
+		// the send takes longer), and then only a wake-up from A, across
+		// PostgreSQL, returns it before its timeout.
+		text := fmt.Sprint("cross-daemon ", i)
+		a.Must("send", "bob", text, "--agent", "alice")
+		if err := wait.Wait(); err != nil {
+			t.Fatalf("wait on B: %v (out %s)", err, out.String())
+		}
+		if !strings.Contains(out.String(), text) {
+			t.Fatalf("wait on B: got %s, want %q", out.String(), text)
+		}
+	}
+
+	// @dev sent on A reaches bob and carol (who joined on B); @reviewers and
+	// @everyone sent on B reach agents of A.
+	a.Must("send", "@dev", "role across daemons", "--agent", "alice")
+	b.Must("send", "@reviewers", "group across daemons", "--agent", "bob")
+	b.Must("send", "@everyone", "everyone across daemons", "--agent", "carol")
+	for _, c := range []struct {
+		e     *env
+		agent string
+		want  []string
+	}{
+		{b, "bob", []string{"role across daemons", "everyone across daemons"}},
+		{a, "carol", []string{"role across daemons", "group across daemons"}},
+		{a, "alice", []string{"everyone across daemons"}},
+	} {
+		out := c.e.Must("inbox", "--agent", c.agent)
+		for _, w := range c.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("inbox of %s: want %q in\n%s", c.agent, w, out)
+			}
+		}
+	}
+
+	for _, e := range []*env{a, b} {
+		log, _ := os.ReadFile(e.home + "/daemon.log")
+		if strings.Contains(string(log), secret) {
+			t.Errorf("daemon.log of %s holds the database password", e.home)
+		}
+	}
+}
+
+// waitUntil polls cond, which depends on other processes, for up to 20 s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// privateCluster starts a PostgreSQL cluster of the test's own, which it may
+// stop and start; it skips when PostgreSQL is not installed.
+func privateCluster(t *testing.T) *pgtest.Cluster {
+	t.Helper()
+	if _, err := pgtest.BinDir(); err != nil {
+		t.Skipf("PostgreSQL tests skipped: %v", err)
+	}
+	c, err := pgtest.NewCluster()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// TestPostgresRestartMidStorm restarts PostgreSQL under a storm of sends
+// through two daemons: while it is down sends fail as unavailable (503), none
+// that was acknowledged is lost, a wait blocked across the restart still gets
+// its message, and the daemons carry on without a restart of their own.
+func TestPostgresRestartMidStorm(t *testing.T) {
+	cluster := privateCluster(t)
+	a, b := pgEnvs(t, cluster.DSN("postgres"))
+	ctx := t.Context()
+
+	waiter := make(chan *api.WaitResult, 1)
+	go func() {
+		res, err := pgClient(t, b, "wally").Wait(ctx, api.WaitRequest{Timeout: 120})
+		if err != nil {
+			t.Errorf("wait across the restart: %v", err)
+		}
+		waiter <- res
+	}()
+
+	const senders = 8
+	var (
+		mu          sync.Mutex
+		acked       = map[string]bool{}
+		unavailable int
+		other       []error
+		afterStart  int
+		restarted   bool
+		stop        = make(chan struct{})
+		wg          sync.WaitGroup
+	)
+	for i := range senders {
+		e := a
+		if i%2 == 1 {
+			e = b
+		}
+		c := pgClient(t, e, fmt.Sprint("sender", i))
+		wg.Go(func() {
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				res, err := c.Send(ctx, api.SendRequest{To: "bob", Content: fmt.Sprint("storm ", i, " ", n)})
+				mu.Lock()
+				switch {
+				case err == nil:
+					acked[res.MessageID] = true
+					if restarted {
+						afterStart++
+					}
+				case hub.KindOf(err) == hub.Unavailable:
+					unavailable++
+				default:
+					other = append(other, err)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	count := func(f func() bool) bool { mu.Lock(); defer mu.Unlock(); return f() }
+	waitUntil(t, "200 sends acknowledged", func() bool { return count(func() bool { return len(acked) >= 200 }) })
+	if err := cluster.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "sends refused as unavailable", func() bool { return count(func() bool { return unavailable >= 20 }) })
+	if err := cluster.Start(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	restarted = true
+	mu.Unlock()
+	waitUntil(t, "200 sends acknowledged after the restart", func() bool { return count(func() bool { return afterStart >= 200 }) })
+	close(stop)
+	wg.Wait()
+
+	if _, err := pgClient(t, a, "sender0").Send(ctx, api.SendRequest{To: "wally", Content: "after the restart"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case res := <-waiter:
+		if res == nil || res.Message == nil || res.Message.Content != "after the restart" {
+			t.Errorf("wait across the restart: got %+v, want the message sent after it", res)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("wait across the restart: no wake-up within 30 s")
+	}
+
+	got := map[string]bool{}
+	bob := pgClient(t, b, "bob")
+	for {
+		res, err := bob.Check(ctx, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Messages) == 0 {
+			break
+		}
+		for _, m := range res.Messages {
+			got[m.MessageID] = true
+		}
+	}
+	lost := 0
+	for id := range acked {
+		if !got[id] {
+			lost++
+		}
+	}
+	t.Logf("restart mid storm: %d sends acknowledged, %d refused as unavailable, %d other errors, %d delivered; %d acknowledged lost",
+		len(acked), unavailable, len(other), len(got), lost)
+	if lost != 0 {
+		t.Errorf("%d acknowledged sends lost, want 0", lost)
+	}
+	for _, err := range other[:min(len(other), 5)] {
+		t.Errorf("send failed with an error that is not unavailable: %v (kind %s)", err, hub.KindOf(err))
+	}
+}
+
+// TestPostgresKill9OneDaemon: a daemon killed with SIGKILL takes nothing of
+// the other's with it; what was sent through it is there, and the survivor
+// serves on.
+func TestPostgresKill9OneDaemon(t *testing.T) {
+	a, b := pgEnvs(t, pgtest.Database(t))
+	ctx := t.Context()
+	var ids []string
+	for i := range 20 {
+		e := a
+		if i%2 == 1 {
+			e = b
+		}
+		res, err := pgClient(t, e, "alice").Send(ctx, api.SendRequest{To: "bob", Content: fmt.Sprint("before ", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, res.MessageID)
+	}
+	a.kill9()
+	res, err := pgClient(t, b, "alice").Send(ctx, api.SendRequest{To: "bob", Content: "after"})
+	if err != nil {
+		t.Fatalf("send through the survivor: %v", err)
+	}
+	ids = append(ids, res.MessageID)
+	inbox, err := pgClient(t, b, "bob").Check(ctx, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range inbox.Messages {
+		got = append(got, m.MessageID)
+	}
+	slices.Sort(got)
+	slices.Sort(ids)
+	if !slices.Equal(got, ids) {
+		t.Errorf("bob's inbox on the survivor: got %d messages, want all %d sent through both", len(got), len(ids))
+	}
+}

@@ -1,0 +1,125 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/parley-dev/parley/internal/hub"
+	"github.com/parley-dev/parley/internal/store/postgres/pgtest"
+)
+
+// daemonHub is one daemon's half: its own store connection, notifier and hub,
+// on a database another daemonHub shares.
+type daemonHub struct {
+	db  *DB
+	n   *Notifier
+	hub *hub.Hub
+}
+
+func newDaemonHub(t *testing.T, dsn string) *daemonHub {
+	t.Helper()
+	db, err := Open(t.Context(), dsn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := db.NewNotifier()
+	h := hub.New(db, &hub.Options{Notifier: n})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { n.Run(ctx, h); close(done) }()
+	t.Cleanup(func() { cancel(); <-done; db.Close() })
+	waitFor(t, "notifier listening", n.Listening)
+	return &daemonHub{db: db, n: n, hub: h}
+}
+
+// waitFor polls cond, which depends on another process (PostgreSQL), until it
+// holds or 10 s pass.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitAsync starts a wait for agent on h and returns where its result arrives.
+func waitAsync(h *hub.Hub, ws, agent string) <-chan *hub.Message {
+	got := make(chan *hub.Message, 1)
+	go func() {
+		m, _ := h.Wait(context.Background(), hub.WaitRequest{Workspace: ws, Agent: agent, Timeout: 30 * time.Second})
+		got <- m
+	}()
+	return got
+}
+
+func recv(t *testing.T, what string, ch <-chan *hub.Message) *hub.Message {
+	t.Helper()
+	select {
+	case m := <-ch:
+		if m == nil {
+			t.Fatalf("%s: the wait timed out", what)
+		}
+		return m
+	case <-time.After(20 * time.Second):
+		t.Fatalf("%s: no wake-up within 20 s", what)
+	}
+	return nil
+}
+
+// TestCrossDaemonWake: a send through one daemon's hub wakes a wait on
+// another's, through LISTEN/NOTIFY alone (the waiting hub polls nothing).
+func TestCrossDaemonWake(t *testing.T) {
+	dsn := pgtest.Database(t)
+	a, b := newDaemonHub(t, dsn), newDaemonHub(t, dsn)
+	for i := range 20 {
+		got := waitAsync(b.hub, "ws", "bob")
+		waitFor(t, "bob's wait registered", func() bool { return b.hub.Waiters("ws", "bob") == 1 })
+		want := fmt.Sprint("hello ", i)
+		if _, err := a.hub.Send(t.Context(), hub.SendRequest{Workspace: "ws", From: "alice", To: "bob", Content: want}); err != nil {
+			t.Fatal(err)
+		}
+		if m := recv(t, "cross-daemon wait", got); m.Content != want {
+			t.Fatalf("woke with %q, want %q", m.Content, want)
+		}
+	}
+}
+
+// TestListenConnectionKilled: the listening connection is terminated by the
+// server; sends meanwhile still reach the waiters of the other daemon, and
+// the notifier listens again.
+func TestListenConnectionKilled(t *testing.T) {
+	dsn := pgtest.Database(t)
+	a, b := newDaemonHub(t, dsn), newDaemonHub(t, dsn)
+	ctx := t.Context()
+	const rounds = 10
+	for i := range rounds {
+		got := waitAsync(b.hub, "ws", "bob")
+		waitFor(t, "bob's wait registered", func() bool { return b.hub.Waiters("ws", "bob") == 1 })
+		// Kill every listening connection of the database (both daemons'),
+		// then send at once, while they are down or coming back.
+		var killed int
+		if err := a.db.pool.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+			WHERE datname = current_database() AND query = 'LISTEN `+channel+`'`).Scan(&killed); err != nil {
+			t.Fatal(err)
+		}
+		if killed == 0 {
+			t.Fatalf("round %d: no listening connection to kill", i)
+		}
+		want := fmt.Sprint("during the cut ", i)
+		if _, err := a.hub.Send(ctx, hub.SendRequest{Workspace: "ws", From: "alice", To: "bob", Content: want}); err != nil {
+			t.Fatal(err)
+		}
+		if m := recv(t, "wait across a killed LISTEN connection", got); m.Content != want {
+			t.Fatalf("woke with %q, want %q", m.Content, want)
+		}
+	}
+	waitFor(t, "listening again", func() bool { return a.n.Listening() && b.n.Listening() })
+	if b.n.Reconnects.Load() == 0 {
+		t.Errorf("reconnects of the waiting daemon's listener: got 0, want at least 1")
+	}
+}
