@@ -192,3 +192,21 @@ func TestTerminalEscapesNeutralized(t *testing.T) {
 		t.Errorf("history --json: got %+v, want the content exactly", h.Messages)
 	}
 }
+
+// TestConfusableNameRefused: a homoglyph of an existing agent's name is
+// refused at join, with the character that differs named.
+func TestConfusableNameRefused(t *testing.T) {
+	e := newEnv(t)
+	e.Must("join", "--workspace", "w", "--name", "bob")
+	_, errOut, code := e.Run("join", "--workspace", "w", "--name", "bоb")
+	if code == 0 || !strings.Contains(errOut, `looks like the existing agent "bob"`) || !strings.Contains(errOut, "Cyrillic") {
+		t.Errorf("join bоb: exit %d %q, want a refusal", code, errOut)
+	}
+	var list struct {
+		Agents []struct{ Name string } `json:"agents"`
+	}
+	e.MustJSON(&list, "agents", "--workspace", "w")
+	if len(list.Agents) != 1 {
+		t.Errorf("agents: got %+v, want bob alone", list.Agents)
+	}
+}

@@ -42,6 +42,8 @@ func (h *Hub) Join(ctx context.Context, r JoinRequest) (*Agent, error) {
 		a.CreatedAt = old.CreatedAt
 	} else if !IsNotFound(err) {
 		return nil, withOp(op, err)
+	} else if err := h.checkConfusable(ctx, r.Workspace, r.Name); err != nil {
+		return nil, withOp(op, err)
 	}
 	if err := h.store.PutAgent(ctx, a); err != nil {
 		return nil, withOp(op, err)
@@ -49,6 +51,23 @@ func (h *Hub) Join(ctx context.Context, r JoinRequest) (*Agent, error) {
 	h.markSeen(inboxKey{r.Workspace, r.Name}, now, true)
 	h.publish(Event{Kind: EventAgentJoined, Workspace: r.Workspace, Agent: a.Name, Role: a.Role, Status: string(a.Status)})
 	return a, nil
+}
+
+// checkConfusable refuses a new name that looks like an existing agent's
+// (confusable.go).
+func (h *Hub) checkConfusable(ctx context.Context, ws, name string) error {
+	as, err := h.store.Agents(ctx, ws)
+	if err != nil {
+		return err
+	}
+	names := make([]string, len(as))
+	for i, a := range as {
+		names[i] = a.Name
+	}
+	if other := confusableWith(name, names); other != "" {
+		return Errorf("", Conflict, "agent name %q looks like the existing agent %q (%s): choose a name that reads differently", name, other, describeRunes(name, other))
+	}
+	return nil
 }
 
 // Agent returns a registered agent.
