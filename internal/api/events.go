@@ -32,7 +32,21 @@ type Event struct {
 	// member_added, member_removed).
 	Group  string `json:"group,omitempty"`
 	Change string `json:"change,omitempty"`
+	// For run.event and permission.*: a managed agent's new timeline entry
+	// (its run, kind, text and tool); for managed.status, Status.
+	Run      int    `json:"run,omitempty"`
+	Activity string `json:"activity,omitempty"`
+	Text     string `json:"text,omitempty"`
+	Tool     string `json:"tool,omitempty"`
 }
+
+// Kinds of the managed agents' events (the runner's, not the hub's).
+const (
+	EventRunEvent            = "run.event"            // a new entry of an agent's timeline
+	EventManagedStatus       = "managed.status"       // an agent's status changed
+	EventPermissionRequested = "permission.requested" // an agent waits for a decision
+	EventPermissionResolved  = "permission.resolved"  // a request was answered or expired
+)
 
 // PreviewRunes bounds Event.Preview.
 const PreviewRunes = 120
@@ -41,6 +55,7 @@ const PreviewRunes = 120
 var EventKinds = []string{
 	string(hub.EventAgentJoined), string(hub.EventAgentStatus), string(hub.EventAgentLeft),
 	string(hub.EventMessageSent), string(hub.EventGroupChanged),
+	EventRunEvent, EventManagedStatus, EventPermissionRequested, EventPermissionResolved,
 }
 
 // ParseEventKinds reads a comma-separated list of kinds; "" means all (nil).
@@ -115,6 +130,12 @@ func (e Event) Line() string {
 		return fmt.Sprintf("%s %s  %s left", t, e.Workspace, e.Agent)
 	case hub.EventGroupChanged:
 		return fmt.Sprintf("%s %s  group %s %s", t, e.Workspace, e.Group, strings.ReplaceAll(e.Change, "_", " "))
+	}
+	switch e.Kind {
+	case EventManagedStatus:
+		return fmt.Sprintf("%s %s  %s is %s", t, e.Workspace, e.Agent, strings.ReplaceAll(e.Status, "_", " "))
+	case EventRunEvent, EventPermissionRequested, EventPermissionResolved:
+		return fmt.Sprintf("%s %s  %s run %d %s: %s", t, e.Workspace, e.Agent, e.Run, strings.ReplaceAll(e.Activity, "_", " "), oneLine(e.Text))
 	}
 	return fmt.Sprintf("%s %s  %s %s", t, e.Workspace, e.Kind, e.Agent)
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/pelletier/go-toml/v2"
 
@@ -39,6 +40,11 @@ type Config struct {
 	// CancelGrace is how long a cancelled run has after SIGINT before SIGKILL
 	// (default "5s").
 	CancelGrace string `toml:"cancel_grace,omitempty"`
+	// Notify are the endpoints that push notices to people ([[notify]] tables).
+	Notify []Notify `toml:"notify,omitempty"`
+	// StallAfter is how long a managed agent's run may show no activity
+	// before a notice says it is stalled (a duration; default "10m").
+	StallAfter string `toml:"stall_after,omitempty"`
 }
 
 // maxFile bounds config.toml: it is a settings file, not data.
@@ -93,6 +99,12 @@ func Parse(b []byte, name string) (*Config, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if err := validateRunner(&c); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if d, err := time.ParseDuration(c.StallAfter); c.StallAfter != "" && (err != nil || d <= 0) {
+		return nil, fmt.Errorf("%s: invalid stall_after %q: want a duration such as \"10m\"", name, c.StallAfter)
+	}
+	if err := validateNotify(c.Notify); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return &c, nil

@@ -75,12 +75,13 @@ type Daemon struct {
 	// origins are the browser origins the daemon itself issued (its dashboard).
 	origins map[string]bool
 	// The optional TCP listener (tcp.go) and the live event stream (events.go).
-	tcp    *tcpEndpoint
-	tcpLn  net.Listener
-	tcpSrv *http.Server
-	events *broker
-	runner *runner.Runner // managed agents (runner.go)
-	web    *web.Server    // the dashboard (dashboard.go)
+	tcp     *tcpEndpoint
+	tcpLn   net.Listener
+	tcpSrv  *http.Server
+	events  *broker
+	runner  *runner.Runner // managed agents (runner.go)
+	web     *web.Server    // the dashboard (dashboard.go)
+	notices *notices       // push notifications (notify.go), nil without [[notify]]
 }
 
 // Open prepares a daemon: it makes the state directory, takes the PID lock,
@@ -136,6 +137,7 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	}
 	d.events = newBroker(d.hub, cfg.EventBuffer, d.log.With("subsystem", "events"))
 	d.openGateway(d.conf)
+	d.openNotices(d.conf)
 	if err := d.openRunner(ctx, d.conf); err != nil {
 		return nil, fmt.Errorf("start runner: %w", err)
 	}
@@ -197,6 +199,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 		go func() { errc <- d.tcpSrv.Serve(d.tcpLn) }()
 	}
 	go d.watchConfig(ctx)
+	if d.notices != nil {
+		go d.notices.run(ctx)
+	}
 	d.startNudger(ctx)
 	select {
 	case err := <-errc:
@@ -247,6 +252,9 @@ func (d *Daemon) Close() error {
 	}
 	if d.web != nil {
 		d.web.Close()
+	}
+	if d.notices != nil {
+		d.notices.close()
 	}
 	if d.events != nil {
 		d.events.close()

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"encoding/json"
 	"net"
 	"net/http"
 
@@ -19,19 +20,42 @@ func (d *Daemon) openDashboard(h http.Handler) {
 func (d *Daemon) Dashboard() *web.Server { return d.web }
 
 func (d *Daemon) dashboardRoutes(mux *http.ServeMux) {
-	mux.Handle("POST "+api.Prefix+"/dashboard/login", endpoint(false, d.dashboardLogin))
+	mux.HandleFunc("POST "+api.Prefix+"/dashboard/login", d.dashboardLogin)
 }
 
 // dashboardLogin mints a one-time sign-in link. Only the Unix socket serves
 // it: the socket is the OS user's own, while a TCP token may be an agent's,
-// and a browser session must not be minted from a browser session.
-func (d *Daemon) dashboardLogin(r req, in api.DashboardLoginRequest) (api.DashboardLogin, error) {
+// and a browser session must not mint another.
+func (d *Daemon) dashboardLogin(w http.ResponseWriter, r *http.Request) {
+	l, err := d.login(r)
+	if err != nil {
+		writeAPI(w, api.HTTPStatus(hub.KindOf(err)), api.NewErrorBody(err))
+		return
+	}
+	writeAPI(w, http.StatusOK, l)
+}
+
+func (d *Daemon) login(r *http.Request) (api.DashboardLogin, error) {
+	const op = "dashboard login"
 	if a, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr); a == nil || a.Network() != "unix" {
-		return api.DashboardLogin{}, hub.Errorf("dashboard login", hub.Forbidden, "only the daemon's Unix socket issues dashboard sign-in links: run `parley dashboard` on this machine")
+		return api.DashboardLogin{}, hub.Errorf(op, hub.Forbidden, "only the daemon's Unix socket issues dashboard sign-in links: run `parley dashboard` on this machine")
+	}
+	var in api.DashboardLoginRequest
+	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, 4096))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		return api.DashboardLogin{}, hub.Errorf(op, hub.Invalid, "invalid JSON body: %v", err)
 	}
 	url, exp, err := d.web.Login(in.User)
 	if err != nil {
 		return api.DashboardLogin{}, hub.Errorf("", hub.KindOf(err), "%v", err)
 	}
 	return api.DashboardLogin{URL: url, Addr: d.web.Addr(), User: in.User, Expires: exp.UTC()}, nil
+}
+
+func writeAPI(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(v)
 }

@@ -65,17 +65,28 @@ func newBroker(h *hub.Hub, buf int, log *slog.Logger) *broker {
 }
 
 func (b *broker) publish(e hub.Event) {
+	b.fanout(e.Workspace, string(e.Kind), func() any { return api.EventOf(e) })
+}
+
+// publishEvent sends an event that is not the hub's (the runner's).
+func (b *broker) publishEvent(e api.Event) {
+	b.fanout(e.Workspace, e.Kind, func() any { return e })
+}
+
+// fanout offers the event to every subscriber of its workspace and kind,
+// encoding it once, when the first wants it.
+func (b *broker) fanout(ws, kind string, event func() any) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	var data []byte
 	for s := range b.subs {
-		if s.dropped.Load() || (s.ws != "" && s.ws != e.Workspace) || (s.kinds != nil && !s.kinds[string(e.Kind)]) {
+		if s.dropped.Load() || (s.ws != "" && s.ws != ws) || (s.kinds != nil && !s.kinds[kind]) {
 			continue
 		}
 		if data == nil {
 			var err error
-			if data, err = json.Marshal(api.EventOf(e)); err != nil {
-				b.log.Error("encode event", "kind", e.Kind, "err", err)
+			if data, err = json.Marshal(event()); err != nil {
+				b.log.Error("encode event", "kind", kind, "err", err)
 				return
 			}
 		}

@@ -21,7 +21,7 @@ func (d *Daemon) openRunner(ctx context.Context, conf *config.Config) error {
 	permTimeout, grace := conf.RunnerDurations()
 	rn, err := runner.New(d.hub, d.db, runner.Options{
 		Home: d.paths.Home, Providers: provs, PermissionTimeout: permTimeout, CancelGrace: grace,
-		Logger: d.log.With("subsystem", "runner"),
+		Logger: d.log.With("subsystem", "runner"), Observer: d.observeRunner,
 	})
 	if err != nil {
 		return err

@@ -42,6 +42,21 @@ type Options struct {
 	PermissionTimeout time.Duration
 	CancelGrace       time.Duration
 	Logger            *slog.Logger
+	// Observer, if set, hears of every change of a managed agent: each new
+	// timeline event, and each change of its status. It runs on the
+	// runner's goroutines, some holding its lock: it must neither block
+	// nor call the runner (the dashboard's event stream and push
+	// notifications hand off to queues).
+	Observer func(Change)
+}
+
+// Change is what an Observer hears: a new timeline event of an agent (Event
+// set), or a new status (Event nil).
+type Change struct {
+	Workspace string
+	Agent     string
+	Status    Status
+	Event     *Event
 }
 
 // Runner owns the managed agents of one daemon.
@@ -78,6 +93,8 @@ type agent struct {
 	nextRun  int     // seq of the last run made
 	perms    []*pendingPerm
 	changed  chan struct{} // closed and replaced at every change
+	observe  func(Change)  // Options.Observer, or nil
+	observed Status        // the status last told to observe
 
 	evMu      sync.Mutex
 	nextEvent int64
@@ -132,7 +149,7 @@ func (r *Runner) Start(ctx context.Context) error {
 		return fmt.Errorf("runner: load agents: %w", err)
 	}
 	for _, rec := range recs {
-		st := &agent{rec: *rec, changed: make(chan struct{})}
+		st := &agent{rec: *rec, changed: make(chan struct{}), observe: r.opts.Observer}
 		runs, err := r.store.Runs(ctx, rec.ID, 1)
 		if err != nil {
 			return fmt.Errorf("runner: load runs: %w", err)
@@ -315,7 +332,7 @@ func (r *Runner) Create(ctx context.Context, req CreateRequest) (*api.ManagedAge
 	if err := r.store.PutManagedAgent(ctx, &rec); err != nil {
 		return nil, err
 	}
-	st := &agent{rec: rec, changed: make(chan struct{})}
+	st := &agent{rec: rec, changed: make(chan struct{}), observe: r.opts.Observer}
 	r.mu.Lock()
 	r.agents[id] = st
 	r.mu.Unlock()
@@ -418,10 +435,17 @@ func (st *agent) status() Status {
 	return StatusIdle
 }
 
-// notify wakes everyone waiting for a change of st. Call with r.mu held.
+// notify wakes everyone waiting for a change of st, and tells the observer
+// of a new status. Call with r.mu held.
 func (st *agent) notify() {
 	close(st.changed)
 	st.changed = make(chan struct{})
+	if st.observe != nil {
+		if s := st.status(); s != st.observed {
+			st.observed = s
+			st.observe(Change{Workspace: st.rec.Workspace, Agent: st.rec.ID, Status: s})
+		}
+	}
 }
 
 // Get returns the agent's snapshot.
@@ -623,6 +647,10 @@ func (r *Runner) emit(st *agent, ev *Event) {
 		return
 	}
 	st.nextEvent = ev.Seq
+	if st.observe != nil {
+		cp := *ev
+		st.observe(Change{Workspace: st.rec.Workspace, Agent: st.rec.ID, Event: &cp})
+	}
 }
 
 // ---- cancel, kill, mode ----

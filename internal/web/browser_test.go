@@ -93,7 +93,7 @@ type env struct {
 	home string
 }
 
-func newEnv(t testing.TB) *env {
+func newEnv(t testing.TB, config ...string) *env {
 	t.Helper()
 	home, err := os.MkdirTemp("/tmp", "plw")
 	if err != nil {
@@ -101,7 +101,7 @@ func newEnv(t testing.TB) *env {
 	}
 	e := &env{t: t, home: home}
 	e.Env = &testenv.Env{T: t, Bin: bin, Home: home, Environ: e.environ}
-	conf := fmt.Sprintf("[providers.claude]\ncommand = %q\n", fake)
+	conf := fmt.Sprintf("%s\n[providers.claude]\ncommand = %q\n", strings.Join(config, "\n"), fake)
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -313,12 +313,12 @@ func TestReplyReachesWaitingAgent(t *testing.T) {
 func TestPermissionFromThePage(t *testing.T) {
 	e := newEnv(t)
 	dir := t.TempDir()
-	e.Must("agent", "create", "--provider", "claude", "--cwd", dir, "--name", "w1", "need permission please")
 	ctx := tab(t)
 	e.signIn(t, ctx)
-	must(t, chromedp.Do(ctx, chromedp.Navigate(strings.Split(e.link(), "/login")[0]+"/#/permissions")))
-	waitJS(t, ctx, `document.getElementById("conn").textContent === "live"`, 10*time.Second)
-	// The request arrives live (it may come before or after the page loads).
+	must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`location.hash = "#/permissions"`)))
+	waitJS(t, ctx, `document.querySelector(".empty") !== null`, 5*time.Second)
+	// The request arrives live, through the event stream.
+	e.Must("agent", "create", "--provider", "claude", "--cwd", dir, "--name", "w1", "need permission please")
 	card := `document.querySelector(".perm")`
 	waitJS(t, ctx, card+` !== null`, 15*time.Second)
 	if tool := eval[string](t, ctx, card+`.querySelector(".tool").textContent`); tool != "Bash" {
@@ -326,6 +326,9 @@ func TestPermissionFromThePage(t *testing.T) {
 	}
 	if who := eval[string](t, ctx, card+`.querySelector(".who").textContent`); who != "w1" {
 		t.Errorf("asked by: got %q, want w1", who)
+	}
+	if n := eval[string](t, ctx, `document.getElementById("n-perms").textContent`); n != "1" {
+		t.Errorf("the inbox badge: got %q, want 1", n)
 	}
 	// Allow with an edited input.
 	must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`(() => {
@@ -338,6 +341,10 @@ func TestPermissionFromThePage(t *testing.T) {
 	}
 	must(t, chromedp.Do(ctx, chromedp.Click(".perm .allow")))
 	waitJS(t, ctx, `document.querySelector(".perm") === null`, 10*time.Second)
+	// The managed agents page follows the run to its end, live.
+	must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`location.hash = "#/managed/w1"`)))
+	waitJS(t, ctx, `[...document.querySelectorAll("#timeline .ev .x")].some(el => el.textContent.startsWith("done: need permission"))`, 15*time.Second)
+	waitJS(t, ctx, `document.querySelector(".mhead .chip").textContent === "idle"`, 10*time.Second)
 
 	var w struct {
 		Status      string `json:"status"`

@@ -1,0 +1,169 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/config"
+	"github.com/parley-dev/parley/internal/hub"
+	"github.com/parley-dev/parley/internal/notify"
+	"github.com/parley-dev/parley/internal/runner"
+)
+
+// Defaults of push notifications.
+const (
+	defaultStallAfter = 10 * time.Minute
+	stallCheckEvery   = 30 * time.Second
+)
+
+// observeRunner hears every change of a managed agent (runner.Options.Observer):
+// it goes out on the event stream, and to push notifications. It runs under
+// the runner's lock, so both hand off without blocking.
+func (d *Daemon) observeRunner(c runner.Change) {
+	e := api.Event{Workspace: c.Workspace, Agent: c.Agent, Time: time.Now().UTC()}
+	if c.Event == nil {
+		e.Kind, e.Status = api.EventManagedStatus, string(c.Status)
+	} else {
+		ev := c.Event
+		e.Kind, e.Run, e.Activity, e.Tool, e.Text = api.EventRunEvent, ev.Run, ev.Kind, ev.Tool, api.Preview(ev.Text)
+		switch ev.Kind {
+		case runner.EvPermission:
+			e.Kind = api.EventPermissionRequested
+		case runner.EvPermResolved:
+			e.Kind = api.EventPermissionResolved
+		}
+	}
+	if d.events != nil {
+		d.events.publishEvent(e)
+	}
+	if d.notices != nil {
+		d.notices.offer(e)
+	}
+}
+
+// notices turns what happens into push notifications: critical messages,
+// permission requests, failed runs, stalled runs.
+type notices struct {
+	d     *Daemon
+	n     *notify.Notifier
+	ch    chan api.Event
+	stall time.Duration
+	unsub func()
+	done  chan struct{}
+	asked map[string]bool // permission requests already announced and pending
+}
+
+// openNotices starts push notifications when config.toml has [[notify]]
+// endpoints. Endpoints take effect at the next start.
+func (d *Daemon) openNotices(conf *config.Config) {
+	if len(conf.Notify) == 0 {
+		return
+	}
+	ns := &notices{
+		d:     d,
+		n:     notify.New(config.NotifyEndpoints(conf.Notify), &notify.Options{Logger: d.log.With("subsystem", "notify")}),
+		ch:    make(chan api.Event, 256),
+		stall: defaultStallAfter,
+		done:  make(chan struct{}),
+		asked: map[string]bool{},
+	}
+	if v, err := time.ParseDuration(conf.StallAfter); err == nil && v > 0 {
+		ns.stall = v
+	}
+	ns.unsub = d.hub.Subscribe(func(e hub.Event) {
+		if e.Kind == hub.EventMessageSent && e.Message != nil && e.Message.Priority == hub.Critical {
+			ns.offer(api.EventOf(e))
+		}
+	})
+	d.notices = ns
+}
+
+// offer hands e to the notices' goroutine; it never blocks.
+func (ns *notices) offer(e api.Event) {
+	select {
+	case ns.ch <- e:
+	default:
+		ns.d.log.Warn("notify: behind; an event was not considered", "kind", e.Kind)
+	}
+}
+
+// run turns events into notices until ctx ends, and looks for stalled runs.
+func (ns *notices) run(ctx context.Context) {
+	defer close(ns.done)
+	t := time.NewTicker(min(stallCheckEvery, ns.stall/2))
+	defer t.Stop()
+	last := map[string]time.Time{} // agent id: its latest timeline entry
+	stalled := map[string]int{}    // agent id: the run already reported stalled
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case e := <-ns.ch:
+			if e.Kind == api.EventRunEvent || e.Kind == api.EventPermissionRequested || e.Kind == api.EventPermissionResolved {
+				last[e.Agent] = e.Time
+			}
+			ns.consider(e)
+		case now := <-t.C:
+			for _, a := range ns.d.runner.List("") {
+				r := a.CurrentRun
+				if a.Status != "running" || r == nil || r.StartedAt == nil || stalled[a.AgentID] == r.Seq {
+					continue
+				}
+				since := *r.StartedAt
+				if l := last[a.AgentID]; l.After(since) {
+					since = l
+				}
+				quiet := now.Sub(since)
+				if quiet < ns.stall {
+					continue
+				}
+				stalled[a.AgentID] = r.Seq
+				ns.n.Notify(notify.Notice{Kind: notify.AgentStalled, Workspace: a.Workspace, Agent: a.AgentID,
+					ID: fmt.Sprintf("%s/run-%d", a.AgentID, r.Seq), Title: fmt.Sprintf("%s is stalled", a.AgentID),
+					Message: fmt.Sprintf("Run %d of %s (%s) has shown no activity for %s.", r.Seq, a.AgentID, a.Title, quiet.Round(time.Second))})
+			}
+		}
+	}
+}
+
+func (ns *notices) consider(e api.Event) {
+	switch {
+	case e.Kind == string(hub.EventMessageSent):
+		ns.n.Notify(notify.Notice{Kind: notify.Critical, Workspace: e.Workspace, Agent: e.From, ID: e.ID,
+			Title:   fmt.Sprintf("critical: %s → %s", e.From, e.To),
+			Message: e.Preview})
+	case e.Kind == api.EventPermissionRequested:
+		// The request's details are the runner's; ask it here, off its lock.
+		pending := map[string]bool{}
+		for _, p := range ns.d.runner.Permissions(e.Workspace) {
+			q := p.Request
+			pending[q.RequestID] = true
+			if ns.asked[q.RequestID] {
+				continue
+			}
+			ns.n.Notify(notify.Notice{Kind: notify.Permission, Workspace: q.Workspace, Agent: q.AgentID, ID: q.RequestID,
+				Title: fmt.Sprintf("%s asks to use %s", q.AgentID, q.ToolName),
+				Message: fmt.Sprintf("%s asks to use %s with %s\nAnswer in the dashboard, or: parley allow %s / parley deny %s",
+					q.AgentID, q.ToolName, api.Preview(string(q.Input)), q.RequestID, q.RequestID)})
+		}
+		for id := range ns.asked {
+			if !pending[id] {
+				delete(ns.asked, id)
+			}
+		}
+		for id := range pending {
+			ns.asked[id] = true
+		}
+	case e.Kind == api.EventRunEvent && e.Activity == runner.EvError:
+		ns.n.Notify(notify.Notice{Kind: notify.AgentError, Workspace: e.Workspace, Agent: e.Agent,
+			ID: fmt.Sprintf("%s/run-%d", e.Agent, e.Run), Title: fmt.Sprintf("%s failed", e.Agent),
+			Message: fmt.Sprintf("Run %d of %s failed: %s", e.Run, e.Agent, e.Text)})
+	}
+}
+
+func (ns *notices) close() {
+	ns.unsub()
+	ns.n.Close()
+}
