@@ -73,7 +73,7 @@ Quick start:
 		hookCmd(g), initCmd(g),
 		upstreamCmd(g), toolsCmd(g),
 		agentCmd(g), permissionsCmd(g), allowCmd(g), denyCmd(g),
-		dashboardCmd(g),
+		dashboardCmd(g), tokenCmd(g),
 	)
 	if err := root.ExecuteContext(ctx); err != nil {
 		var ee *exitError

@@ -45,6 +45,7 @@ func (d *Daemon) handler() http.Handler {
 	mux.Handle("DELETE "+p+"/groups/{name}/members", endpoint(false, d.removeMember))
 	d.gatewayRoutes(mux)
 	d.runnerRoutes(mux)
+	d.tokenRoutes(mux)
 	d.dashboardRoutes(mux)
 	return d.checkOrigin(mux)
 }

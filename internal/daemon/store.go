@@ -11,17 +11,19 @@ import (
 	"github.com/parley-dev/parley/internal/runner"
 	"github.com/parley-dev/parley/internal/store/postgres"
 	"github.com/parley-dev/parley/internal/store/sqlite"
+	"github.com/parley-dev/parley/internal/token"
 )
 
 // EnvStore selects the store, over config.toml's store: a postgres:// URL, or
 // empty for SQLite in $PARLEY_HOME.
 const EnvStore = "PARLEY_STORE"
 
-// store is what the daemon needs of its database: the hub's state and the
-// runner's.
+// store is what the daemon needs of its database: the hub's state, the
+// runner's and the agent tokens.
 type store interface {
 	hub.Store
 	runner.Store
+	token.Store
 }
 
 // openStore opens the store that PARLEY_STORE or config.toml names: PostgreSQL

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/hub"
+	"github.com/parley-dev/parley/internal/token"
 )
 
 // tokenBytes is the entropy of a generated bearer token.
@@ -76,7 +78,8 @@ type tcpEndpoint struct {
 	// anyHost admits every Host: a remote listener on a wildcard address is
 	// reached under names the daemon cannot know; the token still guards it.
 	anyHost bool
-	token   []byte
+	token   []byte      // the admin token
+	tokens  token.Store // agent tokens (tokens.go)
 }
 
 // listenTCP opens the TCP listener for addr. A non-loopback address needs
@@ -133,21 +136,43 @@ func (e *tcpEndpoint) guard(next http.Handler) http.Handler {
 			refuse(w, http.StatusForbidden, "forbidden", fmt.Sprintf("host %q refused: this daemon answers only as %s (DNS-rebinding protection)", r.Host, e.addr))
 			return
 		}
-		if !e.authorized(r) {
+		tok := bearer(r)
+		if tok != "" && token.IsAgentToken(tok) && e.tokens != nil {
+			t, err := lookupToken(r.Context(), e.tokens, tok)
+			switch {
+			case err == nil:
+				if why := bindAgent(r, t); why != "" {
+					refuse(w, http.StatusForbidden, "forbidden", why)
+					return
+				}
+				next.ServeHTTP(w, r)
+				return
+			case !hub.IsNotFound(err):
+				writeErr(w, err) // the store cannot say: 503, not 401
+				return
+			}
+		}
+		if !e.authorized(tok) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="parley"`)
-			refuse(w, http.StatusUnauthorized, "unauthorized", "missing or wrong bearer token: send 'Authorization: Bearer TOKEN' with the token in $PARLEY_HOME/token")
+			refuse(w, http.StatusUnauthorized, "unauthorized", "missing, wrong or revoked bearer token: send 'Authorization: Bearer TOKEN' with the admin token in $PARLEY_HOME/token or an agent token from `parley token create`")
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
-func (e *tcpEndpoint) authorized(r *http.Request) bool {
+// bearer returns the request's bearer token, or "".
+func bearer(r *http.Request) string {
 	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return false
+		return ""
 	}
-	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), e.token) == 1
+	return strings.TrimSpace(tok)
+}
+
+// authorized reports whether tok is the admin token.
+func (e *tcpEndpoint) authorized(tok string) bool {
+	return tok != "" && subtle.ConstantTimeCompare([]byte(tok), e.token) == 1
 }
 
 // refuse writes an error body in the API's shape.
@@ -179,6 +204,7 @@ func (d *Daemon) openTCP(h http.Handler) error {
 	if err != nil {
 		return err
 	}
+	d.tcp.tokens = d.db
 	for _, o := range d.tcp.origins() {
 		d.origins[o] = true
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/parley-dev/parley/internal/runner"
 	"github.com/parley-dev/parley/internal/store/postgres/pgtest"
 	"github.com/parley-dev/parley/internal/store/storetest"
+	"github.com/parley-dev/parley/internal/token"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
@@ -156,4 +157,8 @@ func TestRunnerNodes(t *testing.T) {
 			t.Errorf("OpenRuns of node %s: got %v, %v; want only %s's", x.db.node, runs, err, x.want)
 		}
 	}
+}
+
+func TestTokenContract(t *testing.T) {
+	storetest.RunTokens(t, func(t *testing.T) token.Store { return openTest(t) })
 }

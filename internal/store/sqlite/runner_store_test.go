@@ -9,6 +9,7 @@ import (
 
 	"github.com/parley-dev/parley/internal/runner"
 	"github.com/parley-dev/parley/internal/store/storetest"
+	"github.com/parley-dev/parley/internal/token"
 )
 
 // TestRunnerStore round-trips the runner's records and survives a reopen.
@@ -90,4 +91,8 @@ func TestRunnerStore(t *testing.T) {
 
 func TestRunnerContract(t *testing.T) {
 	storetest.RunRunner(t, func(t *testing.T) runner.Store { return openTest(t) })
+}
+
+func TestTokenContract(t *testing.T) {
+	storetest.RunTokens(t, func(t *testing.T) token.Store { return openTest(t) })
 }

@@ -1,0 +1,89 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/parley-dev/parley/internal/api"
+)
+
+func tokenCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "token",
+		Short: "Manage agent tokens: TCP credentials bound to one agent",
+		Long: `An agent token lets a client reach the daemon over TCP as one agent in one
+workspace, and as no other: it cannot claim another name or workspace, nor
+manage tokens. The admin token ($PARLEY_HOME/token) keeps full access; the
+Unix socket trusts its OS user. Only a hash of each token is stored.`,
+	}
+	create := &cobra.Command{
+		Use:   "create --agent NAME [--workspace W]",
+		Short: "Issue a token bound to an agent (printed once; only its hash is kept)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if g.agent == "" {
+				return fmt.Errorf("--agent NAME is required: the agent the token acts as")
+			}
+			c, id, err := g.client(cmd.Context(), false)
+			if err != nil {
+				return err
+			}
+			t, err := c.CreateToken(cmd.Context(), api.TokenRequest{Agent: g.agent, Workspace: id.Workspace})
+			if err != nil {
+				return err
+			}
+			return g.out(t, func(w io.Writer) {
+				fmt.Fprintf(w, "token %s for agent %s in workspace %s:\n\n  %s\n\n", t.ID, t.Agent, t.Workspace, t.Token)
+				fmt.Fprintln(w, "It is shown only now. Send it as 'Authorization: Bearer TOKEN' to the daemon's TCP address;")
+				fmt.Fprintf(w, "revoke it with `parley token revoke %s`.\n", t.ID)
+			})
+		},
+	}
+	addJSON(create, g)
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the agent tokens (never their secrets)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, _, err := g.client(cmd.Context(), false)
+			if err != nil {
+				return err
+			}
+			l, err := c.Tokens(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return g.out(l, func(w io.Writer) {
+				if len(l.Tokens) == 0 {
+					fmt.Fprintln(w, "no agent tokens")
+					return
+				}
+				for _, t := range l.Tokens {
+					fmt.Fprintf(w, "%s  %-16s %s  (created %s)\n", t.ID, t.Agent, t.Workspace, t.CreatedAt.Local().Format(time.DateTime))
+				}
+			})
+		},
+	}
+	addJSON(list, g)
+	revoke := &cobra.Command{
+		Use:   "revoke ID",
+		Short: "Revoke an agent token at once, on every daemon sharing the store",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, _, err := g.client(cmd.Context(), false)
+			if err != nil {
+				return err
+			}
+			if err := c.RevokeToken(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(g.stdout, "revoked token %s\n", args[0])
+			return nil
+		},
+	}
+	cmd.AddCommand(create, list, revoke)
+	return cmd
+}

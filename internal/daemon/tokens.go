@@ -1,0 +1,146 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/hub"
+	"github.com/parley-dev/parley/internal/token"
+)
+
+// The access model, in one place:
+//   - the Unix socket (0600, in a 0700 directory) trusts its OS user: any
+//     identity, every endpoint;
+//   - over TCP the admin token ($PARLEY_HOME/token) has the same full access;
+//   - over TCP an agent token (`parley token create`) acts as its one agent in
+//     its one workspace: a request that names another agent or workspace is
+//     refused, one that names none is given the token's, and only the
+//     endpoints an agent needs for its own messages are open to it.
+
+func (d *Daemon) tokenRoutes(mux *http.ServeMux) {
+	p := api.Prefix
+	mux.Handle("POST "+p+"/tokens", endpoint(false, d.createToken))
+	mux.Handle("GET "+p+"/tokens", endpoint(false, d.listTokens))
+	mux.Handle("DELETE "+p+"/tokens/{id}", endpoint(false, d.revokeToken))
+}
+
+func tokenInfo(t *token.Token) api.TokenInfo {
+	return api.TokenInfo{ID: t.ID, Agent: t.Agent, Workspace: t.Workspace, CreatedAt: t.CreatedAt}
+}
+
+func (d *Daemon) createToken(r req, in api.TokenRequest) (api.TokenInfo, error) {
+	const op = "create token"
+	if err := hub.ValidName("agent name", in.Agent); err != nil {
+		return api.TokenInfo{}, hub.Errorf(op, hub.Invalid, "%v", err)
+	}
+	ws := in.Workspace
+	if ws == "" {
+		ws = r.ws
+	}
+	if err := hub.ValidWorkspace(ws); err != nil {
+		return api.TokenInfo{}, hub.Errorf(op, hub.Invalid, "%v", err)
+	}
+	t, secret, hash := token.New(ws, in.Agent, time.Now())
+	if err := d.db.CreateToken(r.Context(), t, hash); err != nil {
+		return api.TokenInfo{}, err
+	}
+	d.log.Info("agent token created", "id", t.ID, "agent", t.Agent, "workspace", t.Workspace)
+	info := tokenInfo(t)
+	info.Token = secret
+	return info, nil
+}
+
+func (d *Daemon) listTokens(r req, _ none) (api.TokenList, error) {
+	ts, err := d.db.Tokens(r.Context())
+	if err != nil {
+		return api.TokenList{}, err
+	}
+	out := api.TokenList{Tokens: []api.TokenInfo{}}
+	for _, t := range ts {
+		out.Tokens = append(out.Tokens, tokenInfo(t))
+	}
+	return out, nil
+}
+
+func (d *Daemon) revokeToken(r req, _ none) (struct{}, error) {
+	id := r.PathValue("id")
+	if err := d.db.RevokeToken(r.Context(), id); err != nil {
+		return struct{}{}, err
+	}
+	d.log.Info("agent token revoked", "id", id)
+	return struct{}{}, nil
+}
+
+// agentProfiles are the MCP profiles open to an agent token: their tools act
+// as the session's own agent. The others take identities as arguments
+// (sidechat's "as", agentmail's sender) or manage other agents.
+var agentProfiles = []string{"native", "lean", "self", "gateway"}
+
+// agentAllowed reports whether an agent-token request may reach the endpoint:
+// MCP, reading, and what an agent does with its own messages.
+func agentAllowed(r *http.Request, agent string) bool {
+	if r.URL.Path == "/mcp" {
+		return true
+	}
+	p, ok := strings.CutPrefix(r.URL.Path, api.Prefix+"/")
+	if !ok || p == "tokens" || strings.HasPrefix(p, "tokens/") {
+		return false
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		return true
+	case http.MethodPost:
+		return slices.Contains([]string{"messages", "inbox/check", "inbox/wait", "broadcast"}, p)
+	case http.MethodPut:
+		return p == "agents/"+agent+"/status"
+	}
+	return false
+}
+
+// bindAgent checks an agent-token request against the token's identity and
+// makes that identity the request's. It returns the refusal, or "".
+func bindAgent(r *http.Request, t *token.Token) string {
+	q := r.URL.Query()
+	claim := func(header, query string) []string {
+		var vs []string
+		for _, v := range append(r.Header.Values(header), q[query]...) {
+			if v != "" {
+				vs = append(vs, v)
+			}
+		}
+		return vs
+	}
+	for _, a := range claim(api.HeaderAgent, "agent") {
+		if a != t.Agent {
+			return fmt.Sprintf("this token speaks for agent %q only; it cannot act as %q", t.Agent, a)
+		}
+	}
+	for _, w := range claim(api.HeaderWorkspace, "workspace") {
+		if w != t.Workspace {
+			return fmt.Sprintf("this token is for workspace %q only; it cannot reach workspace %q", t.Workspace, w)
+		}
+	}
+	for _, ps := range claim(api.HeaderProfile, "profile") {
+		for _, p := range strings.Split(ps, ",") {
+			if p = strings.TrimSpace(p); p != "" && !slices.Contains(agentProfiles, p) {
+				return fmt.Sprintf("profile %q is not open to an agent token (open: %s); use the admin token", p, strings.Join(agentProfiles, ", "))
+			}
+		}
+	}
+	if !agentAllowed(r, t.Agent) {
+		return fmt.Sprintf("%s %s is not open to an agent token; use the admin token", r.Method, r.URL.Path)
+	}
+	r.Header.Set(api.HeaderAgent, t.Agent)
+	r.Header.Set(api.HeaderWorkspace, t.Workspace)
+	return ""
+}
+
+// lookupToken finds the live agent token with the secret.
+func lookupToken(ctx context.Context, s token.Store, secret string) (*token.Token, error) {
+	return s.TokenByHash(ctx, token.Hash(secret))
+}
