@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // nobody is another user's uid, for the cross-user cases.
@@ -208,5 +209,41 @@ func TestConfusableNameRefused(t *testing.T) {
 	e.MustJSON(&list, "agents", "--workspace", "w")
 	if len(list.Agents) != 1 {
 		t.Errorf("agents: got %+v, want bob alone", list.Agents)
+	}
+}
+
+// TestRetentionPrunesOnline: with retention set, messages every recipient
+// has read are pruned once past it while the daemon runs; unread ones stay.
+func TestRetentionPrunesOnline(t *testing.T) {
+	e := newEnv(t)
+	os.WriteFile(filepath.Join(e.home, "config.toml"), []byte("retention = \"2s\"\n"), 0o600)
+	e.Must("daemon", "start")
+	pid := e.daemonPID()
+	e.Must("send", "--workspace", "w", "--agent", "alice", "bob", "read soon")
+	e.Must("send", "--workspace", "w", "--agent", "alice", "carol", "never read")
+	e.Must("inbox", "--workspace", "w", "--agent", "bob")
+	type history struct {
+		Messages []struct{ Content string } `json:"messages"`
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var h history
+		e.mustAPI("GET", "/messages", "w", "", nil, &h)
+		if len(h.Messages) == 1 {
+			if h.Messages[0].Content != "never read" {
+				t.Fatalf("kept %q, want the unread message", h.Messages[0].Content)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("history after 20 s: got %d messages, want the read one pruned", len(h.Messages))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if e.daemonPID() != pid {
+		t.Error("the daemon restarted; want pruning online")
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.home, "daemon.log")); !strings.Contains(string(b), "purged read messages") {
+		t.Errorf("daemon.log does not report the purge:\n%s", b)
 	}
 }

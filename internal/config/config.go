@@ -45,6 +45,9 @@ type Config struct {
 	// StallAfter is how long a managed agent's run may show no activity
 	// before a notice says it is stalled (a duration; default "10m").
 	StallAfter string `toml:"stall_after,omitempty"`
+	// Retention prunes messages that every recipient has read once they are
+	// older than this (an age such as "30d"; empty keeps everything).
+	Retention string `toml:"retention,omitempty"`
 }
 
 // maxFile bounds config.toml: it is a settings file, not data.
@@ -88,6 +91,11 @@ func Parse(b []byte, name string) (*Config, error) {
 	}
 	if c.MaxMessageBytes < 0 {
 		return nil, fmt.Errorf("%s: max_message_bytes must not be negative", name)
+	}
+	if c.Retention != "" {
+		if _, err := ParseAge(c.Retention); err != nil {
+			return nil, fmt.Errorf("%s: retention: %w", name, err)
+		}
 	}
 	if c.Store != "" && c.Store != "sqlite" && !strings.HasPrefix(c.Store, "postgres://") && !strings.HasPrefix(c.Store, "postgresql://") {
 		return nil, fmt.Errorf("%s: invalid store: want a postgres:// URL, or nothing for SQLite", name)

@@ -203,6 +203,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		go d.notices.run(ctx)
 	}
 	d.startNudger(ctx)
+	d.startRetention(ctx)
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)

@@ -315,30 +315,10 @@ func probe(ctx context.Context, path string, known int, immutable bool) error {
 	case version > known:
 		return fmt.Errorf("%s has schema version %d, newer than this parley knows (%d): upgrade parley; the database was left untouched", path, version, known)
 	}
-	// quick_check reads every page, so corruption surfaces here, with the path
-	// named, rather than later as a failed send.
-	rows, err := p.QueryContext(ctx, "PRAGMA quick_check")
-	if err != nil {
-		return probeErr(path, err)
-	}
-	defer rows.Close()
-	var problems []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return probeErr(path, err)
-		}
-		if s != "ok" && len(problems) < 3 {
-			problems = append(problems, s)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return probeErr(path, err)
-	}
-	if len(problems) > 0 {
-		return fmt.Errorf("%s is corrupt (%s); it was left untouched: restore it from a backup or move it aside", path, strings.Join(problems, "; "))
-	}
-	return nil
+	// Corruption surfaces here, with the path named, rather than later as a
+	// failed send; boundedCheck does so at a cost that does not grow with
+	// the file.
+	return boundedCheck(ctx, p, path)
 }
 
 func probeErr(path string, err error) error {

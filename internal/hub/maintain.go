@@ -1,0 +1,28 @@
+package hub
+
+import (
+	"context"
+	"time"
+)
+
+// Maintainer is what a store offers operators besides Store: pruning old
+// messages, a consistent copy, and a full check. It is apart from Store so
+// that a store may offer it or not; the daemon asks by type assertion.
+type Maintainer interface {
+	// Purge deletes the messages created before cutoff that every recipient
+	// has read, with their deliveries, a bounded batch per transaction so
+	// that sends are not held up. Unread messages are kept, however old.
+	Purge(ctx context.Context, cutoff time.Time) (PurgeResult, error)
+	// Backup writes a consistent copy of the store to path, a file that must
+	// not exist yet.
+	Backup(ctx context.Context, path string) error
+	// Check runs the store's full integrity check and returns its findings
+	// (none: healthy).
+	Check(ctx context.Context) ([]string, error)
+}
+
+// PurgeResult is what a purge removed.
+type PurgeResult struct {
+	Messages   int64
+	Deliveries int64
+}
