@@ -174,8 +174,9 @@ function connect() {
     opened = true;
     backoff = 500;
     setConn("live");
+    performance.mark("parley:live");
     // Whatever happened while we were away: fetch the state again.
-    refreshAll().catch(report);
+    refreshAll().then(() => performance.mark("parley:state"), report);
   };
   sock.onmessage = (m) => {
     let e;
@@ -456,7 +457,7 @@ function drawRoster() {
 function composer() {
   const to = h("input#to", { list: "addrs", placeholder: "to: name, @role, @group, @everyone", autocomplete: "off", "aria-label": "To" });
   const prio = h("select#prio", { "aria-label": "Priority" }, ["normal", "high", "critical", "low"].map((p) => h("option", { value: p, text: p })));
-  const body = h("textarea#body", { placeholder: "Message as " + (S.me ? S.me.sender : "you") + "  (Ctrl+Enter to send)", "aria-label": "Message" });
+  const body = h("textarea#body", { placeholder: "Message as " + (S.me ? S.me.sender : "you") + " · Ctrl+Enter", "aria-label": "Message" });
   const btn = h("button.btn.primary#send", { text: "Send" });
   const send = async () => {
     const content = body.value;
@@ -952,6 +953,7 @@ async function boot() {
     return;
   }
   S.me = await r.json();
+  performance.mark("parley:session");
   document.getElementById("who").textContent = S.me.sender;
   document.getElementById("app").hidden = false;
   document.getElementById("ws").addEventListener("change", (e) => {
