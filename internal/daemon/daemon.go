@@ -130,6 +130,15 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	}
 	d.hub = hub.New(d.db, &hub.Options{Logger: d.log.With("subsystem", "hub"), MaxContent: cfg.MaxContent, Notifier: d.notifier()})
 	d.startNotifier()
+	// The PID lock makes this daemon a SQLite store's only user: whatever is
+	// still out on a lease was handed to a reader of a daemon that stopped
+	// before the reader confirmed it, and goes back to its inbox. (Daemons
+	// sharing PostgreSQL leave each other's leases to run out.)
+	if d.storeKind == "sqlite" {
+		if _, err := d.hub.Recover(ctx); err != nil {
+			return nil, fmt.Errorf("recover deliveries: %w", err)
+		}
+	}
 	d.mcp = mcpserver.New(d.hub, &mcpserver.Options{Logger: d.log.With("subsystem", "mcp"), Version: cfg.Version, ProgressEvery: cfg.ProgressEvery})
 	if os.Getenv(conformance.EnvVar) == "1" {
 		d.mcp.Register(conformance.Name, conformance.Profile)
@@ -202,6 +211,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if d.notices != nil {
 		go d.notices.run(ctx)
 	}
+	// Lease expiry and overdue acks; stopped before the store closes.
+	sweepCtx, stopSweep := context.WithCancel(ctx)
+	swept := make(chan struct{})
+	go func() { d.hub.Run(sweepCtx); close(swept) }()
+	defer func() { stopSweep(); <-swept }()
 	d.startNudger(ctx)
 	d.startRetention(ctx)
 	select {

@@ -7,11 +7,17 @@ type EventKind string
 
 // The events the hub publishes.
 const (
-	EventAgentJoined  EventKind = "agent.joined"
-	EventAgentStatus  EventKind = "agent.status"
-	EventAgentLeft    EventKind = "agent.left"
-	EventMessageSent  EventKind = "message.sent"
-	EventGroupChanged EventKind = "group.changed"
+	EventAgentJoined EventKind = "agent.joined"
+	EventAgentStatus EventKind = "agent.status"
+	EventAgentLeft   EventKind = "agent.left"
+	EventMessageSent EventKind = "message.sent"
+	// Delivery events name one recipient's copy: Agent is the recipient,
+	// MessageID the message, Reader and Count the hand-out.
+	EventMessageDelivered   EventKind = "message.delivered"
+	EventMessageRead        EventKind = "message.read"
+	EventMessageAcked       EventKind = "message.acked"
+	EventMessageRedelivered EventKind = "message.redelivered"
+	EventGroupChanged       EventKind = "group.changed"
 )
 
 // Event is one change in a workspace. Subscribers must not modify it.
@@ -25,6 +31,9 @@ type Event struct {
 	Message    *Message
 	Recipients []string
 	Group      string
+	MessageID  string // for delivery events
+	Reader     string // for message.delivered
+	Count      int    // for delivery events: the copy's delivery count
 	Change     string // for groups: created, deleted, member_added, member_removed
 }
 

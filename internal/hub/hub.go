@@ -33,6 +33,11 @@ type Options struct {
 	// Notifier carries wake-ups to other daemons sharing the store; nil
 	// wakes this process's waiters only.
 	Notifier Notifier
+	// Lease is how long a reader holds a delivery it does not confirm;
+	// 0: DefaultLease.
+	Lease time.Duration
+	// SweepEvery is how often Run sweeps; 0: DefaultSweepEvery.
+	SweepEvery time.Duration
 }
 
 // Hub is the message bus of every workspace the daemon serves.
@@ -42,6 +47,8 @@ type Hub struct {
 	now        func() time.Time
 	maxContent int
 	notifier   Notifier
+	lease      time.Duration
+	sweepEvery time.Duration
 
 	mu       sync.Mutex
 	waiters  map[inboxKey]map[chan struct{}]struct{}
@@ -74,12 +81,20 @@ func New(store Store, opts *Options) *Hub {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.Lease <= 0 {
+		o.Lease = DefaultLease
+	}
+	if o.SweepEvery <= 0 {
+		o.SweepEvery = DefaultSweepEvery
+	}
 	return &Hub{
 		store:      store,
 		log:        o.Logger,
 		now:        o.Now,
 		maxContent: o.MaxContent,
 		notifier:   o.Notifier,
+		lease:      o.Lease,
+		sweepEvery: o.SweepEvery,
 		waiters:    make(map[inboxKey]map[chan struct{}]struct{}),
 		sessions:   make(map[inboxKey]int),
 		seen:       make(map[inboxKey]time.Time),

@@ -5,37 +5,90 @@ import (
 	"time"
 )
 
-// reports how many stay unread.
-func (h *Hub) Check(ctx context.Context, ws, agent string, limit int) (msgs []*Message, remaining int, err error) {
+// ReceiveRequest takes messages from an agent's inbox for a reader.
+type ReceiveRequest struct {
+	Workspace string
+	Agent     string
+	// Reader is who the messages are handed to: an MCP session id or another
+	// key its front door picks. They stay leased to it until it confirms
+	// them (Confirm), and go back to the inbox if it releases them (Release)
+	// or its lease runs out. Empty marks them read at once: only for readers
+	// that have a message the moment the call returns.
+	Reader string
+	Limit  int // 0: DefaultCheckLimit; at most MaxCheckLimit
+	Filter PriorityFilter
+}
+
+// Receive hands up to r.Limit of the agent's messages to r.Reader in inbox
+// order and reports how many stay in the inbox. It does not block.
+func (h *Hub) Receive(ctx context.Context, r ReceiveRequest) (ds []*Delivery, remaining int, err error) {
 	const op = "check messages"
-	if agent == "" {
+	if r.Agent == "" {
 		return nil, 0, Errorf(op, Invalid, "no agent identity: pass --agent, or the Parley-Agent header")
 	}
-	if limit <= 0 {
-		limit = DefaultCheckLimit
+	if r.Limit <= 0 {
+		r.Limit = DefaultCheckLimit
 	}
-	limit = min(limit, MaxCheckLimit)
-	h.Touch(ctx, ws, agent)
-	msgs, err = h.store.Consume(ctx, ws, agent, Low.Rank(), limit)
+	h.Touch(ctx, r.Workspace, r.Agent)
+	ds, err = h.take(ctx, TakeQuery{Workspace: r.Workspace, Recipient: r.Agent, Reader: r.Reader,
+		MaxRank: r.Filter.MaxRank(), Limit: min(r.Limit, MaxCheckLimit)})
 	if err != nil {
 		return nil, 0, withOp(op, err)
 	}
-	remaining, err = h.store.Unread(ctx, ws, agent, Low.Rank())
+	remaining, err = h.store.Unread(ctx, r.Workspace, r.Agent, Low.Rank())
 	if err != nil {
-		return nil, 0, withOp(op, err)
+		return ds, 0, withOp(op, err)
 	}
-	return msgs, remaining, nil
+	return ds, remaining, nil
+}
+
+// Check reads up to limit messages of the agent at once, without a lease, and
+// reports how many stay unread. Front doors that know their reader use
+// Receive.
+func (h *Hub) Check(ctx context.Context, ws, agent string, limit int) (msgs []*Message, remaining int, err error) {
+	ds, remaining, err := h.Receive(ctx, ReceiveRequest{Workspace: ws, Agent: agent, Limit: limit})
+	return messagesOf(ds), remaining, err
+}
+
+// take hands deliveries out, publishes message.delivered (or message.read
+// when there is no reader), and takes them back if ctx ended meanwhile: a
+// caller that is gone must not take anything with it.
+func (h *Hub) take(ctx context.Context, q TakeQuery) ([]*Delivery, error) {
+	now := h.now().UTC()
+	q.Now = now
+	if q.Reader != "" {
+		q.LeaseUntil = now.Add(h.lease)
+	}
+	ds, err := h.store.Take(ctx, q)
+	if err != nil || len(ds) == 0 {
+		return nil, err
+	}
+	kind := EventMessageDelivered
+	if q.Reader == "" {
+		kind = EventMessageRead
+	}
+	h.publishDeliveries(kind, ds)
+	if err := context.Cause(ctx); err != nil && q.Reader != "" {
+		h.release(context.WithoutCancel(ctx), ReleaseQuery{Reader: q.Reader, MessageIDs: idsOf(ds)})
+		return nil, err
+	}
+	return ds, nil
 }
 
 // WaitRequest blocks for the next message of an agent.
 type WaitRequest struct {
 	Workspace string
 	Agent     string
-	Timeout   time.Duration // 0: DefaultWaitTimeout; at most MaxWaitTimeout
-	Filter    PriorityFilter
+	// Reader holds the delivery; see ReceiveRequest.
+	Reader  string
+	Timeout time.Duration // 0: DefaultWaitTimeout; at most MaxWaitTimeout
+	Filter  PriorityFilter
 	// Progress, if set, is called about every ProgressEvery while waiting.
 	Progress      func(waited time.Duration)
 	ProgressEvery time.Duration // 0: 5s
+
+	// thread and after narrow the wait to replies (WaitForReply).
+	thread, after string
 }
 
 // ValidTimeout checks a wait timeout given in seconds; 0 means the default.
@@ -49,10 +102,21 @@ func ValidTimeout(seconds int) (time.Duration, error) {
 	return time.Duration(seconds) * time.Second, nil
 }
 
-// Wait consumes the agent's next message that passes the filter, blocking until
-// one arrives, the timeout passes (nil message, nil error) or ctx ends. It
-// registers interest before it looks, so a message sent at any moment wakes it.
+// Wait is Next without a reader's lease: the message is read once returned.
+// Front doors that know their reader use Next.
 func (h *Hub) Wait(ctx context.Context, r WaitRequest) (*Message, error) {
+	d, err := h.Next(ctx, r)
+	if d == nil {
+		return nil, err
+	}
+	return d.Message, err
+}
+
+// Next hands the agent's next message that passes the filter to r.Reader,
+// blocking until one arrives, the timeout passes (nil delivery, nil error) or
+// ctx ends (an error; nothing is taken). It registers interest before it
+// looks, so a message sent at any moment wakes it.
+func (h *Hub) Next(ctx context.Context, r WaitRequest) (*Delivery, error) {
 	const op = "wait"
 	if r.Agent == "" {
 		return nil, Errorf(op, Invalid, "no agent identity: pass --agent, or the Parley-Agent header")
@@ -62,6 +126,9 @@ func (h *Hub) Wait(ctx context.Context, r WaitRequest) (*Message, error) {
 	}
 	if r.Timeout > MaxWaitTimeout {
 		return nil, Errorf(op, Invalid, "timeout %s is over the maximum %s", r.Timeout, MaxWaitTimeout)
+	}
+	if err := context.Cause(ctx); err != nil {
+		return nil, withOp(op, err)
 	}
 	key := inboxKey{r.Workspace, r.Agent}
 	ch := make(chan struct{}, 1)
@@ -99,13 +166,15 @@ func (h *Hub) Wait(ctx context.Context, r WaitRequest) (*Message, error) {
 		defer t.Stop()
 		tick = t.C
 	}
+	q := TakeQuery{Workspace: r.Workspace, Recipient: r.Agent, Reader: r.Reader,
+		MaxRank: r.Filter.MaxRank(), Thread: r.thread, After: r.after, Limit: 1}
 	for {
-		msgs, err := h.store.Consume(ctx, r.Workspace, r.Agent, r.Filter.MaxRank(), 1)
+		ds, err := h.take(ctx, q)
 		if err != nil {
 			return nil, withOp(op, err)
 		}
-		if len(msgs) > 0 {
-			return msgs[0], nil
+		if len(ds) > 0 {
+			return ds[0], nil
 		}
 	sleep:
 		select {
@@ -121,12 +190,19 @@ func (h *Hub) Wait(ctx context.Context, r WaitRequest) (*Message, error) {
 	}
 }
 
-// Peek lists unread messages without consuming them.
+// Peek lists unread messages without taking them.
 func (h *Hub) Peek(ctx context.Context, ws, agent string, limit int) ([]*Message, int, error) {
+	ds, n, err := h.Inbox(ctx, ws, agent, limit)
+	return messagesOf(ds), n, err
+}
+
+// Inbox lists the agent's inbox (queued and redelivered copies) without
+// taking anything, and counts it.
+func (h *Hub) Inbox(ctx context.Context, ws, agent string, limit int) ([]*Delivery, int, error) {
 	if limit <= 0 {
 		limit = DefaultCheckLimit
 	}
-	msgs, err := h.store.Peek(ctx, ws, agent, min(limit, MaxCheckLimit))
+	ds, err := h.store.Peek(ctx, ws, agent, min(limit, MaxCheckLimit))
 	if err != nil {
 		return nil, 0, withOp("peek", err)
 	}
@@ -134,7 +210,7 @@ func (h *Hub) Peek(ctx context.Context, ws, agent string, limit int) ([]*Message
 	if err != nil {
 		return nil, 0, withOp("peek", err)
 	}
-	return msgs, n, nil
+	return ds, n, nil
 }
 
 // Unread counts the agent's unread messages.
@@ -168,4 +244,23 @@ func (h *Hub) Message(ctx context.Context, ws, id string) (*Message, error) {
 func (h *Hub) Workspaces(ctx context.Context) ([]string, error) {
 	ws, err := h.store.Workspaces(ctx)
 	return ws, withOp("list workspaces", err)
+}
+
+func messagesOf(ds []*Delivery) []*Message {
+	if ds == nil {
+		return nil
+	}
+	ms := make([]*Message, len(ds))
+	for i, d := range ds {
+		ms[i] = d.Message
+	}
+	return ms
+}
+
+func idsOf(ds []*Delivery) []string {
+	ids := make([]string, len(ds))
+	for i, d := range ds {
+		ids[i] = d.MessageID
+	}
+	return ids
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+	"time"
 )
 
 // SendRequest is one message from an agent to an address.
@@ -17,6 +18,11 @@ type SendRequest struct {
 	Priority  string
 	ReplyTo   string
 	Metadata  map[string]string
+	// AckRequired asks each recipient to acknowledge the message.
+	AckRequired bool
+	// AckDeadline, if not zero, is when a missing acknowledgement becomes
+	// overdue and the sender is told; it implies AckRequired.
+	AckDeadline time.Time
 }
 
 // SendResult tells where a message went.
@@ -82,10 +88,14 @@ func (h *Hub) newMessage(ctx context.Context, r SendRequest) (*Message, error) {
 		return nil, err
 	}
 	now := h.now().UTC()
+	if !r.AckDeadline.IsZero() && !r.AckDeadline.After(now) {
+		return nil, Errorf("", Invalid, "ack deadline %s is not in the future", r.AckDeadline.UTC().Format(time.RFC3339))
+	}
 	m := &Message{
 		ID: h.newID(now), Workspace: r.Workspace, From: r.From, To: r.To,
 		Content: r.Content, Payload: r.Payload, Priority: p,
 		ReplyTo: r.ReplyTo, Metadata: r.Metadata, CreatedAt: now,
+		AckRequired: r.AckRequired || !r.AckDeadline.IsZero(), AckDeadline: r.AckDeadline.UTC(),
 	}
 	m.ThreadID = m.ID
 	if r.ReplyTo != "" {

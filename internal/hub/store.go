@@ -24,23 +24,51 @@ type Store interface {
 	// Unknown agents are ignored.
 	TouchAgents(ctx context.Context, ws string, seen map[string]time.Time) error
 
-	// CreateMessage stores m with one unread delivery per recipient, atomically.
+	// CreateMessage stores m with one Queued delivery per recipient, atomically.
 	CreateMessage(ctx context.Context, m *Message, recipients []string) error
 	// Message returns the message with the id in ws, or NotFound.
 	Message(ctx context.Context, ws, id string) (*Message, error)
-	// Consume marks up to limit unread deliveries of recipient read, in inbox
-	// order (priority rank, then oldest first), admitting only ranks <= maxRank,
-	// and returns their messages in that order. Two concurrent calls never
-	// return the same delivery.
-	Consume(ctx context.Context, ws, recipient string, maxRank, limit int) ([]*Message, error)
-	// Unread counts recipient's unread deliveries with rank <= maxRank.
+	// Take hands up to q.Limit of the recipient's inbox deliveries (Queued or
+	// Redelivered, rank <= q.MaxRank, of q.Thread if set) to q.Reader in
+	// inbox order (priority rank, then the order the copies were first
+	// queued: a copy that comes back keeps its place), counting one delivery
+	// each, and returns them with their messages. With a reader they become
+	// Delivered, leased until q.LeaseUntil; without, Read at once. Two
+	// concurrent calls never return the same delivery.
+	Take(ctx context.Context, q TakeQuery) ([]*Delivery, error)
+	// Unread counts recipient's inbox deliveries (Queued or Redelivered) with
+	// rank <= maxRank.
 	Unread(ctx context.Context, ws, recipient string, maxRank int) (int, error)
-	// Peek returns up to limit unread messages of recipient in inbox order
-	// without consuming them.
-	Peek(ctx context.Context, ws, recipient string, limit int) ([]*Message, error)
+	// Peek returns up to limit inbox deliveries of recipient in inbox order,
+	// with their messages, without taking them.
+	Peek(ctx context.Context, ws, recipient string, limit int) ([]*Delivery, error)
+	// Confirm marks Read the deliveries leased to reader (of the messages
+	// with the ids, if any given) and returns them. A delivery no longer
+	// leased to reader (released, or confirmed already) is left alone.
+	Confirm(ctx context.Context, reader string, messageIDs []string, at time.Time) ([]*Delivery, error)
+	// Release puts the leased deliveries that q selects back in their
+	// inboxes, Redelivered, in their places, and returns them.
+	Release(ctx context.Context, q ReleaseQuery) ([]*Delivery, error)
+	// Ack marks recipient's deliveries of the messages acked (and read, if
+	// they were not), whatever their state, and returns those that were not
+	// acked before. Unknown ids are ignored.
+	Ack(ctx context.Context, ws, recipient string, messageIDs []string, at time.Time) ([]*Delivery, error)
+	// Deliveries returns every recipient's delivery of the message (without
+	// the message), ordered by recipient; NotFound if there is no such message.
+	Deliveries(ctx context.Context, ws, messageID string) ([]*Delivery, error)
+	// DueAcks finds the messages whose ack deadline is at or before now and
+	// that were not reported yet, marks them reported, and returns those
+	// with recipients that have not acked. Each message is returned once
+	// over the store's life, even across concurrent calls.
+	DueAcks(ctx context.Context, now time.Time) ([]*Overdue, error)
+	// Overdue lists the messages of ws sent by sender (any sender if empty)
+	// whose ack deadline is at or before now with recipients that have not
+	// acked, oldest first.
+	Overdue(ctx context.Context, ws, sender string, now time.Time) ([]*Overdue, error)
 	// History returns messages of ws, newest first, that match q.
 	History(ctx context.Context, ws string, q HistoryQuery) ([]*Message, error)
-	// ClearInbox marks every unread delivery of recipient read and returns how many.
+	// ClearInbox marks every delivery of recipient that is not Read yet
+	// (in the inbox or leased) Read, and returns how many.
 	ClearInbox(ctx context.Context, ws, recipient string) (int, error)
 
 	// CreateGroup stores a new group; Conflict if one of that name exists.

@@ -137,6 +137,11 @@ type Message struct {
 	ThreadID  string // the id of the first message of the thread
 	Metadata  map[string]string
 	CreatedAt time.Time
+	// AckRequired asks each recipient to acknowledge the message (ack_message).
+	AckRequired bool
+	// AckDeadline, if not zero, is when an unacknowledged copy becomes
+	// overdue: the sender is told once. Set only with AckRequired.
+	AckDeadline time.Time
 }
 
 // MemberType says whether a group member is an agent or a whole role.

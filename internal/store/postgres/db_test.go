@@ -103,7 +103,10 @@ func TestServerDown(t *testing.T) {
 		{"CreateMessage", func() error {
 			return db.CreateMessage(ctx, &hub.Message{ID: "m1", Workspace: "ws", From: "alice", Content: "x", Priority: hub.Normal}, []string{"bob"})
 		}},
-		{"Consume", func() error { _, err := db.Consume(ctx, "ws", "bob", 3, 1); return err }},
+		{"Take", func() error {
+			_, err := db.Take(ctx, hub.TakeQuery{Workspace: "ws", Recipient: "bob", MaxRank: 3, Limit: 1})
+			return err
+		}},
 	} {
 		err := call.do()
 		if hub.KindOf(err) != hub.Unavailable {

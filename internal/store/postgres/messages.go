@@ -16,19 +16,23 @@ import (
 // msgCols are a message's columns as scanMessage reads them, for a messages table
 // aliased m.
 const msgCols = `m.id, m.workspace, m.sender, m.to_addr, m.content, m.payload, m.priority,
-	m.reply_to, m.thread_id, m.metadata, m.created_at`
+	m.reply_to, m.thread_id, m.metadata, m.created_at, m.ack_required, m.ack_deadline`
 
-// scanMessage reads msgCols into a new message.
-func scanMessage(row pgx.Row) (*hub.Message, error) {
+// scanMessage reads msgCols (after any leading dest) into a new message.
+func scanMessage(row pgx.Row, lead ...any) (*hub.Message, error) {
 	var (
 		m        hub.Message
 		payload  []byte
 		metadata []byte
 		prio     string
+		ackDue   *time.Time
 	)
-	if err := row.Scan(&m.ID, &m.Workspace, &m.From, &m.To, &m.Content, &payload, &prio,
-		&m.ReplyTo, &m.ThreadID, &metadata, &m.CreatedAt); err != nil {
+	if err := row.Scan(append(lead, &m.ID, &m.Workspace, &m.From, &m.To, &m.Content, &payload, &prio,
+		&m.ReplyTo, &m.ThreadID, &metadata, &m.CreatedAt, &m.AckRequired, &ackDue)...); err != nil {
 		return nil, err
+	}
+	if ackDue != nil {
+		m.AckDeadline = ackDue.UTC()
 	}
 	if payload != nil {
 		m.Payload = json.RawMessage(payload)
@@ -75,8 +79,8 @@ const createMessage = `WITH ws AS (
 		INSERT INTO workspaces (name) SELECT $1 WHERE $12 ON CONFLICT DO NOTHING
 	), m AS (
 		INSERT INTO messages (id, workspace, sender, to_addr, content, payload, priority,
-			reply_to, thread_id, metadata, created_at)
-		VALUES ($2, $1, $3, $4, $5, $6::json, $7, $8, $9, $10::jsonb, $11)
+			reply_to, thread_id, metadata, created_at, ack_required, ack_deadline)
+		VALUES ($2, $1, $3, $4, $5, $6::json, $7, $8, $9, $10::jsonb, $11, $15, $16)
 		RETURNING seq
 	)
 	INSERT INTO deliveries (workspace, recipient, message_seq, rank)
@@ -95,6 +99,13 @@ func (db *DB) CreateMessage(ctx context.Context, m *hub.Message, recipients []st
 	if m.CreatedAt.IsZero() {
 		m.CreatedAt = time.Now().UTC()
 	}
+	if !m.AckDeadline.IsZero() && !m.AckRequired {
+		return hub.Errorf(op, hub.Invalid, "an ack deadline needs ack_required")
+	}
+	var ackDue *time.Time
+	if !m.AckDeadline.IsZero() {
+		ackDue = &m.AckDeadline
+	}
 	md, err := metadataArg(m.Metadata)
 	if err != nil {
 		return hub.Errorf(op, hub.Invalid, "encode metadata: %w", err)
@@ -105,7 +116,7 @@ func (db *DB) CreateMessage(ctx context.Context, m *hub.Message, recipients []st
 	}
 	_, err = db.pool.Exec(ctx, createMessage, m.Workspace, m.ID, m.From, m.To, m.Content,
 		payloadArg(m.Payload), string(m.Priority), m.ReplyTo, m.ThreadID, md, m.CreatedAt,
-		!known, m.Priority.Rank(), recipients)
+		!known, m.Priority.Rank(), recipients, m.AckRequired, ackDue)
 	if err != nil {
 		err = db.mapErr(ctx, op, err)
 		if hub.KindOf(err) == hub.Conflict {
@@ -128,72 +139,6 @@ func (db *DB) Message(ctx context.Context, ws, id string) (*hub.Message, error) 
 		return nil, db.mapErr(ctx, op, err)
 	}
 	return m, nil
-}
-
-// consume takes the first unread deliveries in inbox order, skipping rows that a
-// concurrent consume holds (so two never return the same delivery, and neither
-// waits for the other), marks them read and returns their messages in order, in
-// one statement.
-const consume = `WITH picked AS (
-		SELECT id FROM deliveries
-		WHERE workspace = $1 AND recipient = $2 AND read_at IS NULL AND rank <= $3
-		ORDER BY rank, id LIMIT $4
-		FOR UPDATE SKIP LOCKED
-	), upd AS (
-		UPDATE deliveries d SET read_at = now() FROM picked WHERE d.id = picked.id
-		RETURNING d.id, d.rank, d.message_seq
-	)
-	SELECT ` + msgCols + ` FROM upd JOIN messages m ON m.seq = upd.message_seq
-	ORDER BY upd.rank, upd.id`
-
-// Consume marks up to limit of recipient's unread deliveries read, in inbox order,
-// and returns their messages.
-func (db *DB) Consume(ctx context.Context, ws, recipient string, maxRank, limit int) ([]*hub.Message, error) {
-	const op = "consume"
-	if limit <= 0 {
-		return nil, nil
-	}
-	rows, err := db.pool.Query(ctx, consume, ws, recipient, maxRank, limit)
-	if err != nil {
-		return nil, db.mapErr(ctx, op, err)
-	}
-	msgs, err := collectMessages(rows)
-	if err != nil {
-		return nil, db.mapErr(ctx, op, err)
-	}
-	return msgs, nil
-}
-
-// Unread counts recipient's unread deliveries with rank <= maxRank.
-func (db *DB) Unread(ctx context.Context, ws, recipient string, maxRank int) (int, error) {
-	var n int
-	err := db.pool.QueryRow(ctx, `SELECT count(*) FROM deliveries
-		WHERE workspace = $1 AND recipient = $2 AND read_at IS NULL AND rank <= $3`,
-		ws, recipient, maxRank).Scan(&n)
-	if err != nil {
-		return 0, db.mapErr(ctx, "count unread", err)
-	}
-	return n, nil
-}
-
-// Peek returns up to limit unread messages of recipient in inbox order, leaving
-// them unread.
-func (db *DB) Peek(ctx context.Context, ws, recipient string, limit int) ([]*hub.Message, error) {
-	const op = "peek"
-	if limit <= 0 {
-		return nil, nil
-	}
-	rows, err := db.pool.Query(ctx, `SELECT `+msgCols+` FROM deliveries d JOIN messages m ON m.seq = d.message_seq
-		WHERE d.workspace = $1 AND d.recipient = $2 AND d.read_at IS NULL
-		ORDER BY d.rank, d.id LIMIT $3`, ws, recipient, limit)
-	if err != nil {
-		return nil, db.mapErr(ctx, op, err)
-	}
-	msgs, err := collectMessages(rows)
-	if err != nil {
-		return nil, db.mapErr(ctx, op, err)
-	}
-	return msgs, nil
 }
 
 // History returns messages of ws, newest first, that match q.
@@ -225,14 +170,4 @@ func (db *DB) History(ctx context.Context, ws string, q hub.HistoryQuery) ([]*hu
 		return nil, db.mapErr(ctx, op, err)
 	}
 	return msgs, nil
-}
-
-// ClearInbox marks every unread delivery of recipient read.
-func (db *DB) ClearInbox(ctx context.Context, ws, recipient string) (int, error) {
-	tag, err := db.pool.Exec(ctx, `UPDATE deliveries SET read_at = now()
-		WHERE workspace = $1 AND recipient = $2 AND read_at IS NULL`, ws, recipient)
-	if err != nil {
-		return 0, db.mapErr(ctx, "clear inbox", err)
-	}
-	return int(tag.RowsAffected()), nil
 }

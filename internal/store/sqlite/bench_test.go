@@ -125,7 +125,7 @@ func seed(b *testing.B, db *DB, ws string, nmsg, nrecip, unreadEvery int) {
 	})
 }
 
-// BenchmarkConsume takes one message at a time from an inbox of b.N.
+// BenchmarkConsume takes one message at a time from an inbox of b.N, read at once.
 func BenchmarkConsume(b *testing.B) {
 	db := openBench(b, nil)
 	ctx := context.Background()
@@ -133,12 +133,33 @@ func BenchmarkConsume(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		ms, err := db.Consume(ctx, "ws", "agent-1", 3, 1)
+		ms, err := db.Take(ctx, hub.TakeQuery{Workspace: "ws", Recipient: "agent-1", MaxRank: 3, Limit: 1})
 		if err != nil {
 			b.Fatal(err)
 		}
 		if len(ms) != 1 {
-			b.Fatalf("Consume: got %d messages, want 1", len(ms))
+			b.Fatalf("Take: got %d messages, want 1", len(ms))
+		}
+	}
+}
+
+// BenchmarkTakeConfirm hands one message at a time to a reader from an inbox
+// of b.N, then confirms it: the two writes of a leased read.
+func BenchmarkTakeConfirm(b *testing.B) {
+	db := openBench(b, nil)
+	ctx := context.Background()
+	seed(b, db, "ws", b.N, 1, 1)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		now := time.Now()
+		ds, err := db.Take(ctx, hub.TakeQuery{Workspace: "ws", Recipient: "agent-1", Reader: "session-1",
+			MaxRank: 3, Limit: 1, Now: now, LeaseUntil: now.Add(time.Minute)})
+		if err != nil || len(ds) != 1 {
+			b.Fatalf("Take: got %d, %v; want 1", len(ds), err)
+		}
+		if cs, err := db.Confirm(ctx, "session-1", nil, now); err != nil || len(cs) != 1 {
+			b.Fatalf("Confirm: got %d, %v; want 1", len(cs), err)
 		}
 	}
 }
@@ -185,9 +206,9 @@ func BenchmarkUnreadWith1MRows(b *testing.B) {
 	b.Run("Consume+Unread", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			ms, err := db.Consume(ctx, "ws", "agent-1", 3, 10)
+			ms, err := db.Take(ctx, hub.TakeQuery{Workspace: "ws", Recipient: "agent-1", MaxRank: 3, Limit: 10})
 			if err != nil || len(ms) != 1 {
-				b.Fatalf("Consume: got %d, %v; want 1", len(ms), err)
+				b.Fatalf("Take: got %d, %v; want 1", len(ms), err)
 			}
 			n, err := db.Unread(ctx, "ws", "agent-1", 3)
 			if err != nil || n != 0 {

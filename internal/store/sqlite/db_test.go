@@ -96,8 +96,8 @@ func TestReopenKeepsData(t *testing.T) {
 	if err := db.CreateMessage(ctx, m, []string{"bob", "carol"}); err != nil {
 		t.Fatalf("CreateMessage: %v", err)
 	}
-	if _, err := db.Consume(ctx, "ws", "carol", 3, 1); err != nil {
-		t.Fatalf("Consume: %v", err)
+	if _, err := db.Take(ctx, hub.TakeQuery{Workspace: "ws", Recipient: "carol", MaxRank: 3, Limit: 1}); err != nil {
+		t.Fatalf("Take: %v", err)
 	}
 	if err := db.CreateGroup(ctx, &hub.Group{Workspace: "ws", Name: "team", CreatedAt: created,
 		Members: []hub.Member{{Type: hub.MemberRole, ID: "dev"}}}); err != nil {
@@ -250,14 +250,14 @@ func TestPragmas(t *testing.T) {
 	}
 }
 
-// TestInboxUsesPartialIndex guards the property that keeps Consume and Unread
-// fast with millions of read deliveries.
+// TestInboxUsesPartialIndex guards the property that keeps Take, Unread and
+// the lease sweeps fast with millions of read deliveries.
 func TestInboxUsesPartialIndex(t *testing.T) {
 	db := openTest(t)
 	for _, q := range []string{
-		`SELECT count(*) FROM deliveries WHERE workspace = 'w' AND recipient = 'r' AND read_at IS NULL AND rank <= 3`,
-		`SELECT d.id, d.rank, ` + msgCols + ` ` + strings.NewReplacer("?1", "'w'", "?2", "'r'", "?3", "3", "?4", "10").Replace(inboxFrom),
-		`SELECT id FROM deliveries WHERE workspace = 'w' AND recipient = 'r' AND read_at IS NULL AND rank <= 3 ORDER BY rank, id LIMIT 5`,
+		`SELECT count(*) FROM deliveries WHERE workspace = 'w' AND recipient = 'r' AND read_at IS NULL AND reader IS NULL AND rank <= 3`,
+		`SELECT d.id, ` + delCols + `, ` + msgCols + ` ` + strings.NewReplacer("?1", "'w'", "?2", "'r'", "?3", "3", "?4", "10", "?5", "''", "?6", "''").Replace(inboxFrom),
+		`SELECT d.id, ` + delCols + `, ` + msgCols + ` ` + strings.NewReplacer("?1", "'w'", "?2", "'r'", "?3", "3", "?4", "10", "?5", "'t'", "?6", "'m'").Replace(inboxFrom),
 	} {
 		rows, err := db.r.Query("EXPLAIN QUERY PLAN " + q)
 		if err != nil {
@@ -274,8 +274,8 @@ func TestInboxUsesPartialIndex(t *testing.T) {
 		}
 		rows.Close()
 		p := strings.Join(plan, "; ")
-		if !strings.Contains(p, "deliveries_unread") || strings.Contains(p, "TEMP B-TREE") {
-			t.Errorf("plan for %q: got %q, want a search of deliveries_unread with no sort", q, p)
+		if !strings.Contains(p, "deliveries_inbox") || strings.Contains(p, "TEMP B-TREE") {
+			t.Errorf("plan for %q: got %q, want a search of deliveries_inbox with no sort", q, p)
 		}
 	}
 }
@@ -411,7 +411,7 @@ func TestErrorKinds(t *testing.T) {
 	ctx := context.Background()
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	_, err := db.Consume(cctx, "ws", "bob", 3, 1)
+	_, err := db.Take(cctx, hub.TakeQuery{Workspace: "ws", Recipient: "bob", MaxRank: 3, Limit: 1})
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("Consume(cancelled): got %v, want context.Canceled in the chain", err)
 	}
@@ -587,7 +587,7 @@ func TestLazyWritesRestoreSync(t *testing.T) {
 	if err := db.CreateMessage(ctx, &hub.Message{ID: "m1", Workspace: "w", From: "a", To: "b", Content: "x", Priority: hub.Normal, ThreadID: "m1"}, []string{"b"}); err != nil {
 		t.Fatal(err)
 	}
-	if ms, err := db.Consume(ctx, "w", "b", 3, 1); err != nil || len(ms) != 1 {
+	if ms, err := db.Take(ctx, hub.TakeQuery{Workspace: "w", Recipient: "b", MaxRank: 3, Limit: 1}); err != nil || len(ms) != 1 {
 		t.Fatalf("consume: %v %v", ms, err)
 	}
 	var mode int

@@ -14,12 +14,15 @@ import (
 // msgCols are a message's columns as scanMessage reads them, for a messages table
 // aliased m.
 const msgCols = `m.id, m.workspace, m.sender, m.to_addr, m.content, m.payload, m.priority,
-	m.reply_to, m.thread_id, m.metadata, m.created_at`
+	m.reply_to, m.thread_id, m.metadata, m.created_at, m.ack_required, m.ack_deadline`
 
-// inboxFrom selects recipient's unread deliveries in inbox order. It repeats the
-// partial index's "read_at IS NULL" so SQLite can use that index.
+// inboxFrom selects recipient's inbox deliveries in inbox order, of thread ?5
+// and stored after message ?6 if they are not empty. It repeats the partial index's condition so that SQLite
+// uses that index.
 const inboxFrom = `FROM deliveries d JOIN messages m ON m.seq = d.message_seq
-	WHERE d.workspace = ?1 AND d.recipient = ?2 AND d.read_at IS NULL AND d.rank <= ?3
+	WHERE d.workspace = ?1 AND d.recipient = ?2 AND d.read_at IS NULL AND d.reader IS NULL
+	AND d.rank <= ?3 AND (?5 = '' OR m.thread_id = ?5)
+	AND (?6 = '' OR m.seq > (SELECT seq FROM messages WHERE id = ?6))
 	ORDER BY d.rank, d.id LIMIT ?4`
 
 // statements are the hot paths' prepared statements: w* on the writer, r* on the
@@ -29,8 +32,9 @@ type statements struct {
 	wInsDelivery   *sql.Stmt
 	wInsDeliveries *sql.Stmt
 	wInsWorkspace  *sql.Stmt
-	wConsumeSel    *sql.Stmt
-	wConsumeUpd    *sql.Stmt
+	wTakeSel       *sql.Stmt
+	wTakeUpd       *sql.Stmt
+	wConfirmAll    *sql.Stmt
 	wTouch         *sql.Stmt
 	rUnread        *sql.Stmt
 	rPeek          *sql.Stmt
@@ -51,8 +55,8 @@ func (s *statements) prepare(ctx context.Context, w *sql.Conn, r *sql.DB) error 
 		sql string
 	}{
 		{&s.wInsMessage, w, `INSERT INTO messages (id, workspace, sender, to_addr, content, payload,
-			priority, reply_to, thread_id, metadata, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+			priority, reply_to, thread_id, metadata, created_at, ack_required, ack_deadline)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
 		{&s.wInsDelivery, w, `INSERT OR IGNORE INTO deliveries (workspace, recipient, message_seq, rank)
 			VALUES (?, ?, ?, ?)`},
 		// One statement for any number of recipients: a broadcast to a thousand
@@ -60,19 +64,19 @@ func (s *statements) prepare(ctx context.Context, w *sql.Conn, r *sql.DB) error 
 		{&s.wInsDeliveries, w, `INSERT OR IGNORE INTO deliveries (workspace, recipient, message_seq, rank)
 			SELECT ?1, value, ?2, ?3 FROM json_each(?4) ORDER BY key`},
 		{&s.wInsWorkspace, w, `INSERT OR IGNORE INTO workspaces (name) VALUES (?)`},
-		{&s.wConsumeSel, w, `SELECT d.id, d.rank, ` + msgCols + ` ` + inboxFrom},
-		// Marks exactly the rows wConsumeSel returned: it walks the same index
-		// in the same order inside the same write transaction, where nothing
-		// can change in between. (A range condition such as (rank, id) <= (r, i)
-		// would scan every unread row of the rank instead of stopping at limit.)
-		{&s.wConsumeUpd, w, `UPDATE deliveries SET read_at = ?5 WHERE id IN (
-			SELECT id FROM deliveries
-			WHERE workspace = ?1 AND recipient = ?2 AND read_at IS NULL AND rank <= ?3
-			ORDER BY rank, id LIMIT ?4)`},
+		{&s.wTakeSel, w, `SELECT d.id, ` + delCols + `, ` + msgCols + ` ` + inboxFrom},
+		// Hands out exactly the rows wTakeSel returned, by rowid.
+		{&s.wTakeUpd, w, `UPDATE deliveries SET reader = ?1, lease_until = ?2, delivered_at = ?3,
+			delivery_count = delivery_count + 1, read_at = ?4
+			WHERE id IN (SELECT value FROM json_each(?5))`},
+		// A bridge confirms each response it wrote: the one delivery write on
+		// the read path besides the hand-out itself.
+		{&s.wConfirmAll, w, `SELECT d.id, ` + delCols + ` FROM deliveries d JOIN messages m ON m.seq = d.message_seq
+			WHERE d.reader = ?`},
 		{&s.wTouch, w, `UPDATE agents SET last_seen = ? WHERE workspace = ? AND name = ?`},
 		{&s.rUnread, r, `SELECT count(*) FROM deliveries
-			WHERE workspace = ? AND recipient = ? AND read_at IS NULL AND rank <= ?`},
-		{&s.rPeek, r, `SELECT d.id, d.rank, ` + msgCols + ` ` + inboxFrom},
+			WHERE workspace = ? AND recipient = ? AND read_at IS NULL AND reader IS NULL AND rank <= ?`},
+		{&s.rPeek, r, `SELECT d.id, ` + delCols + `, ` + msgCols + ` ` + inboxFrom},
 		{&s.rMessage, r, `SELECT ` + msgCols + ` FROM messages m WHERE m.id = ? AND m.workspace = ?`},
 		// Sends read agents to resolve @role and @everyone and to report the
 		// recipient's presence: preparing that SQL each time was most of the
@@ -91,7 +95,7 @@ func (s *statements) prepare(ctx context.Context, w *sql.Conn, r *sql.DB) error 
 
 func (s *statements) close() {
 	for _, st := range []*sql.Stmt{s.wInsMessage, s.wInsDelivery, s.wInsDeliveries, s.wInsWorkspace,
-		s.wConsumeSel, s.wConsumeUpd, s.wTouch, s.rUnread, s.rPeek, s.rMessage, s.rAgent, s.rAgents} {
+		s.wTakeSel, s.wTakeUpd, s.wConfirmAll, s.wTouch, s.rUnread, s.rPeek, s.rMessage, s.rAgent, s.rAgents} {
 		if st != nil {
 			st.Close()
 		}
@@ -144,9 +148,10 @@ func scanMessage(sc rowScanner, lead ...any) (*hub.Message, error) {
 		metadata sql.NullString
 		created  int64
 		prio     string
+		ackDue   int64
 	)
 	dest := append(lead, &m.ID, &m.Workspace, &m.From, &m.To, &m.Content, &payload, &prio,
-		&m.ReplyTo, &m.ThreadID, &metadata, &created)
+		&m.ReplyTo, &m.ThreadID, &metadata, &created, &m.AckRequired, &ackDue)
 	if err := sc.Scan(dest...); err != nil {
 		return nil, err
 	}
@@ -160,6 +165,7 @@ func scanMessage(sc rowScanner, lead ...any) (*hub.Message, error) {
 		}
 	}
 	m.CreatedAt = fromNanos(created)
+	m.AckDeadline = fromNanos(ackDue)
 	return &m, nil
 }
 
@@ -173,6 +179,9 @@ func (db *DB) CreateMessage(ctx context.Context, m *hub.Message, recipients []st
 	}
 	if m.CreatedAt.IsZero() {
 		m.CreatedAt = time.Now().UTC()
+	}
+	if !m.AckDeadline.IsZero() && !m.AckRequired {
+		return hub.Errorf(op, hub.Invalid, "an ack deadline needs ack_required")
 	}
 	md, err := encodeMetadata(m.Metadata)
 	if err != nil {
@@ -197,7 +206,7 @@ func (db *DB) CreateMessage(ctx context.Context, m *hub.Message, recipients []st
 		}
 		res, err := db.stmts.wInsMessage.ExecContext(ctx,
 			m.ID, m.Workspace, m.From, m.To, m.Content, payloadArg(m.Payload), string(m.Priority),
-			m.ReplyTo, m.ThreadID, md, nanos(m.CreatedAt))
+			m.ReplyTo, m.ThreadID, md, nanos(m.CreatedAt), m.AckRequired, nanos(m.AckDeadline))
 		if err != nil {
 			if hub.KindOf(db.mapErr(ctx, op, err)) == hub.Conflict {
 				return hub.Errorf(op, hub.Conflict, "message %s exists already", m.ID)
@@ -239,93 +248,6 @@ func (db *DB) Message(ctx context.Context, ws, id string) (*hub.Message, error) 
 	return m, nil
 }
 
-// Consume marks up to limit of recipient's unread deliveries read, in inbox order,
-// and returns their messages. The select and the update run together on the one
-// writer connection inside one transaction, so concurrent calls never return the
-// same delivery.
-func (db *DB) Consume(ctx context.Context, ws, recipient string, maxRank, limit int) ([]*hub.Message, error) {
-	const op = "consume"
-	if limit <= 0 {
-		return nil, nil
-	}
-	var msgs []*hub.Message
-	err := db.writeLazy(ctx, op, func(ctx context.Context, c *sql.Conn) error {
-		msgs = nil
-		rows, err := db.stmts.wConsumeSel.QueryContext(ctx, ws, recipient, maxRank, limit)
-		if err != nil {
-			return err
-		}
-		var id, rank int64
-		for rows.Next() {
-			m, err := scanMessage(rows, &id, &rank)
-			if err != nil {
-				rows.Close()
-				return err
-			}
-			msgs = append(msgs, m)
-		}
-		if err := rows.Close(); err != nil {
-			return err
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		if len(msgs) == 0 {
-			return nil
-		}
-		res, err := db.stmts.wConsumeUpd.ExecContext(ctx, ws, recipient, maxRank, len(msgs), time.Now().UnixNano())
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n != int64(len(msgs)) {
-			return hub.Errorf(op, hub.Internal, "marked %d deliveries read, want %d (%v)", n, len(msgs), err)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return msgs, nil
-}
-
-// Unread counts recipient's unread deliveries with rank <= maxRank.
-func (db *DB) Unread(ctx context.Context, ws, recipient string, maxRank int) (int, error) {
-	var n int
-	if err := db.stmts.rUnread.QueryRowContext(ctx, ws, recipient, maxRank).Scan(&n); err != nil {
-		return 0, db.mapErr(ctx, "count unread", err)
-	}
-	return n, nil
-}
-
-// Peek returns up to limit unread messages of recipient in inbox order, leaving
-// them unread.
-func (db *DB) Peek(ctx context.Context, ws, recipient string, limit int) ([]*hub.Message, error) {
-	const op = "peek"
-	if limit <= 0 {
-		return nil, nil
-	}
-	rows, err := db.stmts.rPeek.QueryContext(ctx, ws, recipient, hub.Low.Rank(), limit)
-	if err != nil {
-		return nil, db.mapErr(ctx, op, err)
-	}
-	defer rows.Close()
-	var (
-		msgs     []*hub.Message
-		id, rank int64
-	)
-	for rows.Next() {
-		m, err := scanMessage(rows, &id, &rank)
-		if err != nil {
-			return nil, db.mapErr(ctx, op, err)
-		}
-		msgs = append(msgs, m)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, db.mapErr(ctx, op, err)
-	}
-	return msgs, nil
-}
-
 // History returns messages of ws, newest first, that match q.
 func (db *DB) History(ctx context.Context, ws string, q hub.HistoryQuery) ([]*hub.Message, error) {
 	const op = "history"
@@ -360,24 +282,4 @@ func (db *DB) History(ctx context.Context, ws string, q hub.HistoryQuery) ([]*hu
 		return nil, db.mapErr(ctx, op, err)
 	}
 	return msgs, nil
-}
-
-// ClearInbox marks every unread delivery of recipient read.
-func (db *DB) ClearInbox(ctx context.Context, ws, recipient string) (int, error) {
-	const op = "clear inbox"
-	var n int64
-	err := db.write(ctx, op, func(ctx context.Context, c *sql.Conn) error {
-		res, err := c.ExecContext(ctx, `UPDATE deliveries SET read_at = ?
-			WHERE workspace = ? AND recipient = ? AND read_at IS NULL`,
-			time.Now().UnixNano(), ws, recipient)
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
-		return err
-	})
-	if err != nil {
-		return 0, err
-	}
-	return int(n), nil
 }

@@ -51,6 +51,17 @@ func Run(t *testing.T, open func(t *testing.T) hub.Store) {
 		{"WorkspaceIsolation", testWorkspaceIsolation},
 		{"Workspaces", testWorkspaces},
 		{"ContextCanceled", testContextCanceled},
+		{"AckFieldsRoundTrip", testAckFieldsRoundTrip},
+		{"TakeLeases", testTakeLeases},
+		{"Confirm", testConfirm},
+		{"ReleaseKeepsPlace", testReleaseKeepsPlace},
+		{"ReleaseSelects", testReleaseSelects},
+		{"TakeConcurrentReaders", testTakeConcurrentReaders},
+		{"TakeThread", testTakeThread},
+		{"Ack", testAck},
+		{"Deliveries", testDeliveries},
+		{"DueAcksAndOverdue", testDueAcksAndOverdue},
+		{"ClearInboxLeased", testClearInboxLeased},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -106,6 +117,27 @@ func (f *fixture) send(ws, from string, p hub.Priority, content string, to ...st
 }
 
 func ctx(t *testing.T) context.Context { return t.Context() }
+
+// consume takes deliveries without a reader, so that they are read at once,
+// and returns their messages: what reading was before deliveries were leased.
+func consume(c context.Context, s hub.Store, ws, recipient string, maxRank, limit int) ([]*hub.Message, error) {
+	ds, err := s.Take(c, hub.TakeQuery{Workspace: ws, Recipient: recipient, MaxRank: maxRank, Limit: limit, Now: time.Now()})
+	return messagesOf(ds), err
+}
+
+// peek is Peek's messages.
+func peek(c context.Context, s hub.Store, ws, recipient string, limit int) ([]*hub.Message, error) {
+	ds, err := s.Peek(c, ws, recipient, limit)
+	return messagesOf(ds), err
+}
+
+func messagesOf(ds []*hub.Delivery) []*hub.Message {
+	var ms []*hub.Message
+	for _, d := range ds {
+		ms = append(ms, d.Message)
+	}
+	return ms
+}
 
 func ids(ms []*hub.Message) []string {
 	out := make([]string, len(ms))
@@ -356,7 +388,7 @@ func testMessageRoundTrip(t *testing.T, s hub.Store) {
 			}
 			checkMessage(t, "Message", got, &want)
 
-			peeked, err := s.Peek(c, "ws", "bob", 100)
+			peeked, err := peek(c, s, "ws", "bob", 100)
 			if err != nil {
 				t.Fatalf("Peek: %v", err)
 			}
@@ -364,7 +396,7 @@ func testMessageRoundTrip(t *testing.T, s hub.Store) {
 				t.Fatalf("Peek: got %d messages, want 1", len(peeked))
 			}
 			checkMessage(t, "Peek", peeked[0], &want)
-			consumed, err := s.Consume(c, "ws", "bob", 3, 100)
+			consumed, err := consume(c, s, "ws", "bob", 3, 100)
 			if err != nil {
 				t.Fatalf("Consume: %v", err)
 			}
@@ -434,14 +466,14 @@ func testConsumeOrder(t *testing.T, s hub.Store) {
 	}
 	want := []string{"critical-1", "critical-2", "high-1", "high-2", "normal-1", "normal-2", "low-1", "low-2"}
 
-	peeked, err := s.Peek(c, "ws", "bob", 100)
+	peeked, err := peek(c, s, "ws", "bob", 100)
 	if err != nil {
 		t.Fatalf("Peek: %v", err)
 	}
 	if got := contents(peeked); !slices.Equal(got, want) {
 		t.Errorf("Peek order: got %v, want %v", got, want)
 	}
-	got, err := s.Consume(c, "ws", "bob", 3, 100)
+	got, err := consume(c, s, "ws", "bob", 3, 100)
 	if err != nil {
 		t.Fatalf("Consume: %v", err)
 	}
@@ -453,7 +485,7 @@ func testConsumeOrder(t *testing.T, s hub.Store) {
 			t.Errorf("Consume: message %s has workspace %q, want %q", m.ID, m.Workspace, "ws")
 		}
 	}
-	got, err = s.Consume(c, "ws", "bob", 3, 100)
+	got, err = consume(c, s, "ws", "bob", 3, 100)
 	if err != nil || len(got) != 0 {
 		t.Errorf("Consume of an empty inbox: got %v, %v; want no messages, nil", contents(got), err)
 	}
@@ -475,7 +507,7 @@ func testConsumeManyAcrossRanks(t *testing.T, s hub.Store) {
 
 	var got []*hub.Message
 	for {
-		batch, err := s.Consume(c, "ws", "bob", 3, 7)
+		batch, err := consume(c, s, "ws", "bob", 3, 7)
 		if err != nil {
 			t.Fatalf("Consume: %v", err)
 		}
@@ -511,7 +543,7 @@ func testConsumeMaxRank(t *testing.T, s hub.Store) {
 		{"all", 3, []string{"low"}, 0},
 	}
 	for _, tt := range tests {
-		got, err := s.Consume(c, "ws", "bob", tt.maxRank, 100)
+		got, err := consume(c, s, "ws", "bob", tt.maxRank, 100)
 		if err != nil {
 			t.Fatalf("%s: Consume: %v", tt.name, err)
 		}
@@ -539,7 +571,7 @@ func testConsumeLimit(t *testing.T, s hub.Store) {
 		{5, []string{"3", "4"}},
 		{5, nil},
 	} {
-		got, err := s.Consume(c, "ws", "bob", 3, tt.limit)
+		got, err := consume(c, s, "ws", "bob", 3, tt.limit)
 		if err != nil {
 			t.Fatalf("Consume(limit %d): %v", tt.limit, err)
 		}
@@ -565,14 +597,14 @@ func testConsumePerRecipient(t *testing.T, s hub.Store) {
 	for len(remaining) > 0 {
 		r := remaining[0]
 		remaining = remaining[1:]
-		got, err := s.Consume(c, "ws", r, 3, 10)
+		got, err := consume(c, s, "ws", r, 3, 10)
 		if err != nil {
 			t.Fatalf("Consume(%s): %v", r, err)
 		}
 		if g := ids(got); !slices.Equal(g, []string{m.ID}) {
 			t.Errorf("Consume(%s): got %v, want [%s]", r, g, m.ID)
 		}
-		if again, err := s.Consume(c, "ws", r, 3, 10); err != nil || len(again) != 0 {
+		if again, err := consume(c, s, "ws", r, 3, 10); err != nil || len(again) != 0 {
 			t.Errorf("Consume(%s) again: got %v, %v; want nothing", r, ids(again), err)
 		}
 		for _, o := range remaining {
@@ -601,7 +633,7 @@ func testConsumeConcurrent(t *testing.T, s hub.Store) {
 	for w := range workers {
 		wg.Go(func() {
 			for {
-				got, err := s.Consume(c, "ws", "bob", 3, 1+w%3)
+				got, err := consume(c, s, "ws", "bob", 3, 1+w%3)
 				if err != nil {
 					errs <- err
 					return
@@ -655,7 +687,7 @@ func testPeek(t *testing.T, s hub.Store) {
 		f.send("ws", "alice", p, string(p), "bob")
 	}
 	for range 2 {
-		got, err := s.Peek(c, "ws", "bob", 2)
+		got, err := peek(c, s, "ws", "bob", 2)
 		if err != nil {
 			t.Fatalf("Peek: %v", err)
 		}
@@ -666,11 +698,11 @@ func testPeek(t *testing.T, s hub.Store) {
 			t.Errorf("Unread after Peek: got %d, %v; want 3, nil", n, err)
 		}
 	}
-	got, err := s.Consume(c, "ws", "bob", 3, 1)
+	got, err := consume(c, s, "ws", "bob", 3, 1)
 	if err != nil || len(got) != 1 || got[0].Content != "critical" {
 		t.Fatalf("Consume after Peek: got %v, %v; want [critical]", contents(got), err)
 	}
-	got, err = s.Peek(c, "ws", "bob", 10)
+	got, err = peek(c, s, "ws", "bob", 10)
 	if g, w := contents(got), []string{"normal", "low"}; err != nil || !slices.Equal(g, w) {
 		t.Errorf("Peek after Consume: got %v, %v; want %v", g, err, w)
 	}
@@ -688,7 +720,7 @@ func testHistory(t *testing.T, s hub.Store) {
 	}
 	d := f.send("ws", "dave", hub.Critical, "d: dave->bob,carol", "bob", "carol")
 	// Reading does not remove anything from history.
-	if _, err := s.Consume(c, "ws", "bob", 3, 10); err != nil {
+	if _, err := consume(c, s, "ws", "bob", 3, 10); err != nil {
 		t.Fatalf("Consume: %v", err)
 	}
 	tests := []struct {
@@ -741,7 +773,7 @@ func testClearInbox(t *testing.T, s hub.Store) {
 	for _, p := range []hub.Priority{hub.Critical, hub.Normal, hub.Low} {
 		f.send("ws", "alice", p, string(p), "bob", "carol")
 	}
-	if _, err := s.Consume(c, "ws", "bob", 0, 1); err != nil {
+	if _, err := consume(c, s, "ws", "bob", 0, 1); err != nil {
 		t.Fatalf("Consume: %v", err)
 	}
 	n, err := s.ClearInbox(c, "ws", "bob")
@@ -757,7 +789,7 @@ func testClearInbox(t *testing.T, s hub.Store) {
 	if n, err := s.ClearInbox(c, "ws", "bob"); err != nil || n != 0 {
 		t.Errorf("ClearInbox(bob) again: got %d, %v; want 0, nil", n, err)
 	}
-	if got, err := s.Consume(c, "ws", "bob", 3, 10); err != nil || len(got) != 0 {
+	if got, err := consume(c, s, "ws", "bob", 3, 10); err != nil || len(got) != 0 {
 		t.Errorf("Consume(bob) after clear: got %v, %v; want nothing", contents(got), err)
 	}
 	if n, err := s.ClearInbox(c, "ws", "nobody"); err != nil || n != 0 {
@@ -972,14 +1004,14 @@ func testWorkspaceIsolation(t *testing.T, s hub.Store) {
 	if h, err := s.History(c, "one", hub.HistoryQuery{Agent: "bob"}); err != nil || !slices.Equal(ids(h), []string{m1.ID}) {
 		t.Errorf("History(one, bob): got %v, %v; want [%s]", ids(h), err, m1.ID)
 	}
-	got, err := s.Consume(c, "two", "bob", 3, 1)
+	got, err := consume(c, s, "two", "bob", 3, 1)
 	if err != nil || !slices.Equal(ids(got), []string{m2.ID}) {
 		t.Errorf("Consume(two/bob): got %v, %v; want [%s]", ids(got), err, m2.ID)
 	}
 	if n, err := s.ClearInbox(c, "two", "bob"); err != nil || n != 1 {
 		t.Errorf("ClearInbox(two/bob): got %d, %v; want 1", n, err)
 	}
-	if p, err := s.Peek(c, "one", "bob", 10); err != nil || !slices.Equal(ids(p), []string{m1.ID}) {
+	if p, err := peek(c, s, "one", "bob", 10); err != nil || !slices.Equal(ids(p), []string{m1.ID}) {
 		t.Errorf("Peek(one/bob) after two/bob read everything: got %v, %v; want [%s]", ids(p), err, m1.ID)
 	}
 	if err := s.DeleteGroup(c, "two", "team"); err != nil {
@@ -1034,7 +1066,7 @@ func testContextCanceled(t *testing.T, s hub.Store) {
 		{"Agent", func() error { _, err := s.Agent(c, "ws", "alice"); return err }},
 		{"Agents", func() error { _, err := s.Agents(c, "ws"); return err }},
 		{"CreateMessage", func() error { return s.CreateMessage(c, m, []string{"bob"}) }},
-		{"Consume", func() error { _, err := s.Consume(c, "ws", "bob", 3, 10); return err }},
+		{"Consume", func() error { _, err := consume(c, s, "ws", "bob", 3, 10); return err }},
 		{"Unread", func() error { _, err := s.Unread(c, "ws", "bob", 3); return err }},
 		{"Peek", func() error { _, err := s.Peek(c, "ws", "bob", 10); return err }},
 		{"History", func() error { _, err := s.History(c, "ws", hub.HistoryQuery{}); return err }},

@@ -1,0 +1,80 @@
+package hub
+
+import "time"
+
+// DeliveryState is where one recipient's copy of a message stands.
+//
+// A copy starts Queued in the recipient's inbox. Reading it (check, wait,
+// receive) hands it to a reader (an MCP session, or another reader key) as
+// Delivered, leased to that reader until the lease ends. The reader confirms it
+// (Read) once it is known to have it; if the reader goes away, cancels, or
+// lets the lease run out first, the copy goes back to its place in the inbox as
+// Redelivered, and the next reader gets it again with a higher delivery count.
+// Acked is the recipient's explicit acknowledgement, which implies Read.
+type DeliveryState string
+
+// The delivery states.
+const (
+	Queued      DeliveryState = "queued"      // in the inbox, never handed out
+	Delivered   DeliveryState = "delivered"   // handed to a reader, not yet confirmed
+	Redelivered DeliveryState = "redelivered" // back in the inbox after an unconfirmed delivery
+	Read        DeliveryState = "read"        // the reader is known to have it
+	Acked       DeliveryState = "acked"       // the recipient acknowledged it
+)
+
+// Delivery is one recipient's copy of a message and its state.
+type Delivery struct {
+	Workspace string
+	Recipient string
+	MessageID string
+	// Message is the message itself where the call hands out content (Take,
+	// Peek); nil elsewhere.
+	Message *Message
+
+	State DeliveryState
+	// Count is how many times the copy was handed to a reader; a copy with
+	// Count > 1 was handed out before, and its reader may have seen it.
+	Count       int
+	Reader      string    // while Delivered: the reader that holds the lease
+	DeliveredAt time.Time // the latest hand-out; zero if never
+	LeaseUntil  time.Time // while Delivered: when the copy goes back unconfirmed
+	ReadAt      time.Time // zero until Read
+	AckedAt     time.Time // zero until Acked
+}
+
+// Repeat reports whether the copy was handed to a reader before this time.
+func (d *Delivery) Repeat() bool { return d.Count > 1 }
+
+// TakeQuery selects deliveries from a recipient's inbox for a reader.
+type TakeQuery struct {
+	Workspace string
+	Recipient string
+	// Reader holds the lease. Empty means no lease: the copies are Read at
+	// once (for readers that have them the moment the call returns).
+	Reader     string
+	MaxRank    int    // admit only ranks <= MaxRank
+	Thread     string // only messages of this thread; empty: any
+	After      string // only messages stored after the message with this id; empty: any
+	Limit      int
+	Now        time.Time // the hand-out time
+	LeaseUntil time.Time // when an unconfirmed lease ends
+}
+
+// ReleaseQuery selects leased deliveries to put back in their inboxes.
+type ReleaseQuery struct {
+	// Reader releases that reader's leases; empty releases every reader's
+	// leases (with Expired, those that ran out; without, all of them: only
+	// for a store that no other daemon uses, at start).
+	Reader string
+	// MessageIDs narrows a reader's release to these messages; nil: all.
+	MessageIDs []string
+	// Expired, if not zero, releases only leases that end at or before it.
+	Expired time.Time
+}
+
+// Overdue is a message whose acknowledgement deadline passed while some of its
+// recipients had not acknowledged it.
+type Overdue struct {
+	Message *Message
+	Pending []string // recipients that have not acked, sorted
+}

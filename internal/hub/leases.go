@@ -1,0 +1,255 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Delivery defaults.
+const (
+	// DefaultLease is how long a delivery stays with a reader that neither
+	// confirms nor releases it. Front doors release at once when they learn
+	// their reader is gone (a closed connection, a deleted or expired
+	// session); the lease is the backstop for what they cannot learn, and as
+	// long as an idle MCP session lives, so that a reader that is merely
+	// slow does not see its message again.
+	DefaultLease = 30 * time.Minute
+	// DefaultSweepEvery is how often Run looks for ended leases and overdue
+	// acknowledgements.
+	DefaultSweepEvery = time.Second
+)
+
+// Confirm marks read what reader holds (only the messages with the ids, if any
+// are given): the reader is known to have them. Deliveries no longer leased to
+// the reader are left alone. It returns how many were confirmed.
+func (h *Hub) Confirm(ctx context.Context, reader string, messageIDs []string) (int, error) {
+	if reader == "" {
+		return 0, Errorf("confirm", Invalid, "no reader to confirm for")
+	}
+	ds, err := h.store.Confirm(ctx, reader, messageIDs, h.now().UTC())
+	if err != nil {
+		return 0, withOp("confirm", err)
+	}
+	h.publishDeliveries(EventMessageRead, ds)
+	return len(ds), nil
+}
+
+// Release puts back in their inboxes, in their places, the deliveries that
+// reader holds unconfirmed (only the messages with the ids, if any are given),
+// marked redelivered, and wakes their recipients. Front doors call it when a
+// reader is gone: its session ended, or a response could not be written. It
+// returns how many went back.
+func (h *Hub) Release(ctx context.Context, reader string, messageIDs []string) (int, error) {
+	if reader == "" {
+		return 0, Errorf("release", Invalid, "no reader to release for")
+	}
+	return h.release(ctx, ReleaseQuery{Reader: reader, MessageIDs: messageIDs})
+}
+
+func (h *Hub) release(ctx context.Context, q ReleaseQuery) (int, error) {
+	ds, err := h.store.Release(ctx, q)
+	if err != nil {
+		h.log.Warn("release deliveries", "reader", q.Reader, "err", err)
+		return 0, withOp("release", err)
+	}
+	h.publishDeliveries(EventMessageRedelivered, ds)
+	h.wakeDeliveries(ctx, ds)
+	return len(ds), nil
+}
+
+// Recover puts every leased delivery back in its inbox: at the start of a
+// daemon that is its store's only user, every reader of before is gone (the
+// daemon stopped or crashed before they confirmed). It returns how many went
+// back.
+func (h *Hub) Recover(ctx context.Context) (int, error) {
+	n, err := h.release(ctx, ReleaseQuery{})
+	if n > 0 {
+		h.log.Info("returned unconfirmed deliveries to their inboxes", "count", n)
+	}
+	return n, err
+}
+
+// Ack records that agent acknowledges the messages with the ids (which also
+// marks them read). Acking a message twice is not an error; a message that
+// does not exist or was not sent to agent is.
+func (h *Hub) Ack(ctx context.Context, ws, agent string, messageIDs []string) (int, error) {
+	const op = "ack"
+	if agent == "" {
+		return 0, Errorf(op, Invalid, "no agent identity: pass --agent, or the Parley-Agent header")
+	}
+	if len(messageIDs) == 0 {
+		return 0, Errorf(op, Invalid, "no message ids to acknowledge")
+	}
+	ds, err := h.store.Ack(ctx, ws, agent, messageIDs, h.now().UTC())
+	if err != nil {
+		return 0, withOp(op, err)
+	}
+	if len(ds) < len(messageIDs) {
+		// Say which ids were wrong rather than ack silently less than asked.
+		for _, id := range messageIDs {
+			if slices.ContainsFunc(ds, func(d *Delivery) bool { return d.MessageID == id }) {
+				continue
+			}
+			all, err := h.store.Deliveries(ctx, ws, id)
+			if err != nil {
+				if IsNotFound(err) {
+					h.publishDeliveries(EventMessageAcked, ds)
+					return len(ds), Errorf(op, NotFound, "no message %q in this workspace", id)
+				}
+				return len(ds), withOp(op, err)
+			}
+			if !slices.ContainsFunc(all, func(d *Delivery) bool { return d.Recipient == agent }) {
+				h.publishDeliveries(EventMessageAcked, ds)
+				return len(ds), Errorf(op, Forbidden, "message %s was not sent to %s: only its recipients can acknowledge it", id, agent)
+			}
+		}
+	}
+	h.publishDeliveries(EventMessageAcked, ds)
+	return len(ds), nil
+}
+
+// MessageStatus is a message with the state of each recipient's copy.
+type MessageStatus struct {
+	Message    *Message
+	Deliveries []*Delivery // ordered by recipient
+}
+
+// MessageStatus reports where each copy of a message stands. Its sender sees
+// every recipient's copy, a recipient its own, and a caller with no agent
+// identity (the operator) every copy.
+func (h *Hub) MessageStatus(ctx context.Context, ws, agent, messageID string) (*MessageStatus, error) {
+	const op = "message status"
+	m, err := h.store.Message(ctx, ws, messageID)
+	if err != nil {
+		if IsNotFound(err) {
+			return nil, Errorf(op, NotFound, "no message %q in this workspace", messageID)
+		}
+		return nil, withOp(op, err)
+	}
+	ds, err := h.store.Deliveries(ctx, ws, messageID)
+	if err != nil {
+		return nil, withOp(op, err)
+	}
+	if agent != "" && agent != m.From {
+		ds = slices.DeleteFunc(ds, func(d *Delivery) bool { return d.Recipient != agent })
+		if len(ds) == 0 {
+			return nil, Errorf(op, Forbidden, "message %s is neither from nor to %s: only its sender and recipients can see its status", messageID, agent)
+		}
+	}
+	return &MessageStatus{Message: m, Deliveries: ds}, nil
+}
+
+// Overdue lists the messages of ws sent by sender (any sender if empty) whose
+// ack deadline passed with recipients that have not acked, oldest deadline first.
+func (h *Hub) Overdue(ctx context.Context, ws, sender string) ([]*Overdue, error) {
+	od, err := h.store.Overdue(ctx, ws, sender, h.now().UTC())
+	return od, withOp("list overdue", err)
+}
+
+// ReplyWaitRequest blocks for a reply to a message.
+type ReplyWaitRequest struct {
+	Workspace string
+	Agent     string
+	Reader    string // holds the delivery; see ReceiveRequest
+	MessageID string // the message replied to
+	Timeout   time.Duration
+	// Progress, if set, is called about every ProgressEvery while waiting.
+	Progress      func(waited time.Duration)
+	ProgressEvery time.Duration
+}
+
+// WaitForReply hands the agent the first message in the thread of r.MessageID
+// that was sent after it and addressed to the agent, blocking as Next does:
+// request and response between agents in one call. Other messages stay in
+// the inbox.
+func (h *Hub) WaitForReply(ctx context.Context, r ReplyWaitRequest) (*Delivery, error) {
+	const op = "wait for reply"
+	m, err := h.store.Message(ctx, r.Workspace, r.MessageID)
+	if err != nil {
+		if IsNotFound(err) {
+			return nil, Errorf(op, NotFound, "no message %q in this workspace", r.MessageID)
+		}
+		return nil, withOp(op, err)
+	}
+	d, err := h.Next(ctx, WaitRequest{Workspace: r.Workspace, Agent: r.Agent, Reader: r.Reader, Timeout: r.Timeout,
+		Progress: r.Progress, ProgressEvery: r.ProgressEvery, thread: m.ThreadID, after: m.ID})
+	if err != nil {
+		if e, ok := err.(*Error); ok && e.Op == "wait" {
+			e.Op = op
+		}
+	}
+	return d, err
+}
+
+// Run sweeps until ctx ends: deliveries whose lease ran out go back to their
+// inboxes, and the sender of a message whose ack deadline passed unacked gets
+// one notice. A daemon runs it once, beside the hub.
+func (h *Hub) Run(ctx context.Context) error {
+	t := time.NewTicker(h.sweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			h.Sweep(ctx)
+		}
+	}
+}
+
+// Sweep does one round of Run's work now.
+func (h *Hub) Sweep(ctx context.Context) {
+	now := h.now().UTC()
+	h.release(ctx, ReleaseQuery{Expired: now})
+	due, err := h.store.DueAcks(ctx, now)
+	if err != nil {
+		h.log.Warn("find overdue acks", "err", err)
+		return
+	}
+	for _, od := range due {
+		h.noticeOverdue(ctx, od)
+	}
+}
+
+// NoticeSender is the sender of Parley's own notices (overdue acks).
+const NoticeSender = "parley"
+
+// noticeOverdue tells the sender of an overdue message, once, who has not acked.
+func (h *Hub) noticeOverdue(ctx context.Context, od *Overdue) {
+	m := od.Message
+	content := fmt.Sprintf("Ack overdue: your message %s to %s was not acknowledged by %s before its deadline %s.",
+		m.ID, m.To, strings.Join(od.Pending, ", "), m.AckDeadline.UTC().Format(time.RFC3339))
+	n, err := h.newMessage(ctx, SendRequest{Workspace: m.Workspace, From: NoticeSender, To: m.From,
+		Content: content, Priority: string(High),
+		Metadata: map[string]string{"kind": "ack_overdue", "message_id": m.ID, "pending": strings.Join(od.Pending, ",")}})
+	if err == nil {
+		_, err = h.deliver(ctx, n, []string{m.From}, nil)
+	}
+	if err != nil {
+		h.log.Warn("send overdue notice", "workspace", m.Workspace, "message", m.ID, "err", err)
+	}
+}
+
+// publishDeliveries announces one event per delivery.
+func (h *Hub) publishDeliveries(kind EventKind, ds []*Delivery) {
+	for _, d := range ds {
+		h.publish(Event{Kind: kind, Workspace: d.Workspace, Agent: d.Recipient, MessageID: d.MessageID,
+			Reader: d.Reader, Count: d.Count, Message: d.Message})
+	}
+}
+
+// wakeDeliveries wakes the recipients of deliveries back in their inboxes.
+func (h *Hub) wakeDeliveries(ctx context.Context, ds []*Delivery) {
+	byWS := map[string][]string{}
+	for _, d := range ds {
+		if !slices.Contains(byWS[d.Workspace], d.Recipient) {
+			byWS[d.Workspace] = append(byWS[d.Workspace], d.Recipient)
+		}
+	}
+	for ws, names := range byWS {
+		h.wake(ctx, ws, names)
+	}
+}

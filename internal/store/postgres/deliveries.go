@@ -1,0 +1,276 @@
+package postgres
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/parley-dev/parley/internal/hub"
+)
+
+// delCols are a delivery's columns as scanDelivery reads them, for deliveries
+// aliased d joined with their messages aliased m.
+const delCols = `d.workspace, d.recipient, m.id, d.reader, d.lease_until, d.delivered_at,
+	d.delivery_count, d.read_at, d.acked_at`
+
+// scanDelivery reads delCols, then msgCols if withMessage.
+func scanDelivery(row pgx.Row, withMessage bool) (*hub.Delivery, error) {
+	var (
+		d                                 hub.Delivery
+		reader                            *string
+		lease, delivered, readAt, ackedAt *time.Time
+		dest                              = []any{&d.Workspace, &d.Recipient, &d.MessageID, &reader, &lease, &delivered, &d.Count, &readAt, &ackedAt}
+		err                               error
+	)
+	if withMessage {
+		d.Message, err = scanMessage(row, dest...)
+	} else {
+		err = row.Scan(dest...)
+	}
+	if err != nil {
+		return nil, err
+	}
+	utc := func(t *time.Time) time.Time {
+		if t == nil {
+			return time.Time{}
+		}
+		return t.UTC()
+	}
+	d.LeaseUntil, d.DeliveredAt, d.ReadAt, d.AckedAt = utc(lease), utc(delivered), utc(readAt), utc(ackedAt)
+	if reader != nil {
+		d.Reader = *reader
+	}
+	switch {
+	case ackedAt != nil:
+		d.State = hub.Acked
+	case readAt != nil:
+		d.State = hub.Read
+	case reader != nil:
+		d.State = hub.Delivered
+	case d.Count > 0:
+		d.State = hub.Redelivered
+	default:
+		d.State = hub.Queued
+	}
+	return &d, nil
+}
+
+// queryDeliveries runs a query selecting delCols (and msgCols if withMessage).
+func (db *DB) queryDeliveries(ctx context.Context, op string, withMessage bool, q string, args ...any) ([]*hub.Delivery, error) {
+	rows, err := db.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	ds, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*hub.Delivery, error) { return scanDelivery(r, withMessage) })
+	if err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	return ds, nil
+}
+
+// nullTime binds the zero time as NULL.
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// nullText binds the empty string as NULL.
+func nullText(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// inboxWhere selects recipient's inbox deliveries ($1 workspace, $2 recipient,
+// $3 max rank), of thread $5 and stored after message $6 when they are not
+// empty. It repeats the partial index's condition so that the planner uses it.
+const inboxWhere = `d.workspace = $1 AND d.recipient = $2 AND d.read_at IS NULL AND d.reader IS NULL
+	AND d.rank <= $3 AND ($5::text = '' OR m.thread_id = $5)
+	AND ($6::text = '' OR m.seq > (SELECT seq FROM messages WHERE id = $6))`
+
+// take hands out the first inbox deliveries in one statement, skipping rows a
+// concurrent take holds, so two never return the same delivery and neither
+// waits for the other.
+const take = `WITH picked AS (
+		SELECT d.id FROM deliveries d JOIN messages m ON m.seq = d.message_seq
+		WHERE ` + inboxWhere + `
+		ORDER BY d.rank, d.id LIMIT $4
+		FOR UPDATE OF d SKIP LOCKED
+	), d AS (
+		UPDATE deliveries d SET reader = $7, lease_until = $8, delivered_at = $9,
+			delivery_count = d.delivery_count + 1, read_at = $10
+		FROM picked WHERE d.id = picked.id
+		RETURNING d.*
+	)
+	SELECT ` + delCols + `, ` + msgCols + ` FROM d JOIN messages m ON m.seq = d.message_seq
+	ORDER BY d.rank, d.id`
+
+// Take hands inbox deliveries to a reader (see hub.Store).
+func (db *DB) Take(ctx context.Context, q hub.TakeQuery) ([]*hub.Delivery, error) {
+	if q.Limit <= 0 {
+		return nil, nil
+	}
+	now := q.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	var readAt, lease *time.Time
+	if q.Reader == "" {
+		readAt = &now
+	} else {
+		lease = nullTime(q.LeaseUntil)
+	}
+	return db.queryDeliveries(ctx, "take", true, take, q.Workspace, q.Recipient, q.MaxRank, q.Limit,
+		q.Thread, q.After, nullText(q.Reader), lease, now, readAt)
+}
+
+// Unread counts recipient's inbox deliveries with rank <= maxRank.
+func (db *DB) Unread(ctx context.Context, ws, recipient string, maxRank int) (int, error) {
+	var n int
+	err := db.pool.QueryRow(ctx, `SELECT count(*) FROM deliveries
+		WHERE workspace = $1 AND recipient = $2 AND read_at IS NULL AND reader IS NULL AND rank <= $3`,
+		ws, recipient, maxRank).Scan(&n)
+	if err != nil {
+		return 0, db.mapErr(ctx, "count unread", err)
+	}
+	return n, nil
+}
+
+// Peek returns up to limit inbox deliveries of recipient in inbox order,
+// leaving them in the inbox.
+func (db *DB) Peek(ctx context.Context, ws, recipient string, limit int) ([]*hub.Delivery, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	return db.queryDeliveries(ctx, "peek", true, `SELECT `+delCols+`, `+msgCols+`
+		FROM deliveries d JOIN messages m ON m.seq = d.message_seq
+		WHERE `+inboxWhere+` ORDER BY d.rank, d.id LIMIT $4`, ws, recipient, hub.Low.Rank(), limit, "", "")
+}
+
+// Confirm marks read the deliveries leased to reader.
+func (db *DB) Confirm(ctx context.Context, reader string, messageIDs []string, at time.Time) ([]*hub.Delivery, error) {
+	if reader == "" {
+		return nil, hub.Errorf("confirm", hub.Invalid, "no reader")
+	}
+	return db.queryDeliveries(ctx, "confirm", false, `WITH d AS (
+			UPDATE deliveries d SET read_at = $3, reader = NULL, lease_until = NULL
+			FROM messages m WHERE m.seq = d.message_seq
+			AND d.reader = $1 AND ($2::text[] IS NULL OR m.id = ANY($2))
+			RETURNING d.*
+		)
+		SELECT `+delCols+` FROM d JOIN messages m ON m.seq = d.message_seq ORDER BY d.id`,
+		reader, messageIDs, at)
+}
+
+// Release puts leased deliveries back in their inboxes.
+func (db *DB) Release(ctx context.Context, q hub.ReleaseQuery) ([]*hub.Delivery, error) {
+	return db.queryDeliveries(ctx, "release", false, `WITH d AS (
+			UPDATE deliveries d SET reader = NULL, lease_until = NULL
+			FROM messages m WHERE m.seq = d.message_seq AND d.reader IS NOT NULL
+			AND ($1::text = '' OR d.reader = $1)
+			AND ($2::text[] IS NULL OR m.id = ANY($2))
+			AND ($3::timestamptz IS NULL OR d.lease_until <= $3)
+			RETURNING d.*
+		)
+		SELECT `+delCols+` FROM d JOIN messages m ON m.seq = d.message_seq ORDER BY d.id`,
+		q.Reader, q.MessageIDs, nullTime(q.Expired))
+}
+
+// Ack marks recipient's deliveries of the messages acked.
+func (db *DB) Ack(ctx context.Context, ws, recipient string, messageIDs []string, at time.Time) ([]*hub.Delivery, error) {
+	if len(messageIDs) == 0 {
+		return nil, nil
+	}
+	return db.queryDeliveries(ctx, "ack", false, `WITH d AS (
+			UPDATE deliveries d SET acked_at = $4, read_at = coalesce(d.read_at, $4),
+				reader = NULL, lease_until = NULL
+			FROM messages m WHERE m.seq = d.message_seq
+			AND m.id = ANY($1) AND m.workspace = $2 AND d.recipient = $3 AND d.acked_at IS NULL
+			RETURNING d.*
+		)
+		SELECT `+delCols+` FROM d JOIN messages m ON m.seq = d.message_seq ORDER BY m.seq`,
+		messageIDs, ws, recipient, at)
+}
+
+// Deliveries returns every recipient's delivery of the message.
+func (db *DB) Deliveries(ctx context.Context, ws, messageID string) ([]*hub.Delivery, error) {
+	const op = "get deliveries"
+	ds, err := db.queryDeliveries(ctx, op, false, `SELECT `+delCols+`
+		FROM messages m JOIN deliveries d ON d.message_seq = m.seq
+		WHERE m.id = $1 AND m.workspace = $2 ORDER BY d.recipient`, messageID, ws)
+	if err != nil || len(ds) > 0 {
+		return ds, err
+	}
+	var exists bool
+	if err := db.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM messages WHERE id = $1 AND workspace = $2)`,
+		messageID, ws).Scan(&exists); err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	if !exists {
+		return nil, hub.Errorf(op, hub.NotFound, "no message %s in workspace %q", messageID, ws)
+	}
+	return nil, nil
+}
+
+// overdueCols follow msgCols in an overdue query: the recipients that have
+// not acked, sorted.
+const overdueCols = `array(SELECT recipient FROM deliveries p
+	WHERE p.message_seq = m.seq AND p.acked_at IS NULL ORDER BY recipient)`
+
+func (db *DB) queryOverdue(ctx context.Context, op, q string, args ...any) ([]*hub.Overdue, error) {
+	rows, err := db.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	all, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*hub.Overdue, error) {
+		var od hub.Overdue
+		m, err := scanMessage(r, &od.Pending)
+		od.Message = m
+		return &od, err
+	})
+	if err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	var out []*hub.Overdue
+	for _, od := range all {
+		if len(od.Pending) > 0 {
+			out = append(out, od)
+		}
+	}
+	return out, nil
+}
+
+// DueAcks reports, once each, the messages whose ack deadline passed. The
+// update locks the rows, so a concurrent call of another daemon waits, then
+// finds them reported.
+func (db *DB) DueAcks(ctx context.Context, now time.Time) ([]*hub.Overdue, error) {
+	return db.queryOverdue(ctx, "due acks", `WITH m AS (
+			UPDATE messages m SET ack_reported = true
+			WHERE m.ack_deadline IS NOT NULL AND NOT m.ack_reported AND m.ack_deadline <= $1
+			RETURNING m.*
+		)
+		SELECT `+overdueCols+`, `+msgCols+` FROM m ORDER BY m.ack_deadline, m.seq`, now)
+}
+
+// Overdue lists messages past their ack deadline with recipients that have not acked.
+func (db *DB) Overdue(ctx context.Context, ws, sender string, now time.Time) ([]*hub.Overdue, error) {
+	return db.queryOverdue(ctx, "list overdue", `SELECT `+overdueCols+`, `+msgCols+` FROM messages m
+		WHERE m.workspace = $1 AND m.ack_deadline IS NOT NULL AND m.ack_deadline <= $2
+		AND ($3::text = '' OR m.sender = $3)
+		AND EXISTS (SELECT 1 FROM deliveries d WHERE d.message_seq = m.seq AND d.acked_at IS NULL)
+		ORDER BY m.ack_deadline, m.seq`, ws, now, sender)
+}
+
+// ClearInbox marks every delivery of recipient that is not read yet read.
+func (db *DB) ClearInbox(ctx context.Context, ws, recipient string) (int, error) {
+	tag, err := db.pool.Exec(ctx, `UPDATE deliveries SET read_at = now(), reader = NULL, lease_until = NULL
+		WHERE workspace = $1 AND recipient = $2 AND read_at IS NULL`, ws, recipient)
+	if err != nil {
+		return 0, db.mapErr(ctx, "clear inbox", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
