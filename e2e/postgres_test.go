@@ -77,12 +77,17 @@ func TestPostgresTwoDaemons(t *testing.T) {
 		Agents []struct {
 			Name   string `json:"name"`
 			Status string `json:"status"`
+			Host   string `json:"host"`
 		} `json:"agents"`
 	}
 	a.MustJSON(&agents, "agents")
 	var names []string
+	host, _ := os.Hostname()
 	for _, ag := range agents.Agents {
 		names = append(names, ag.Name)
+		if ag.Host != host || ag.Status != "active" {
+			t.Errorf("agent %s on daemon A: host %q, presence %q; want %q, active", ag.Name, ag.Host, ag.Status, host)
+		}
 	}
 	if want := []string{"alice", "bob", "carol"}; !slices.Equal(names, want) {
 		t.Errorf("agents on daemon A: got %v, want %v", names, want)

@@ -78,6 +78,8 @@ type AgentInfo struct {
 	AgentID    string `json:"agent_id" jsonschema:"composite id agent:role:hash"`
 	WorkStatus string `json:"work_status" jsonschema:"self-reported: ready, work or offline"`
 	Workspace  string `json:"workspace"`
+	// Host is the machine whose daemon last saw the agent.
+	Host string `json:"host,omitempty" jsonschema:"the machine whose daemon last saw the agent"`
 }
 
 // ListAgentsResult is GET /api/v1/agents and the list_agents tool result.
@@ -282,7 +284,7 @@ func Agent(a hub.AgentView) AgentInfo {
 	return AgentInfo{
 		Name: a.Name, Role: a.Role, Module: a.Module, Status: st,
 		LastSeenAt: FormatTime(a.LastSeen), AgentID: a.ID(), WorkStatus: string(a.Status),
-		Workspace: a.Workspace,
+		Workspace: a.Workspace, Host: a.Host,
 	}
 }
 

@@ -103,9 +103,9 @@ func agentsCmd(g *globals) *cobra.Command {
 					return
 				}
 				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "NAME\tROLE\tPRESENCE\tSTATUS\tLAST SEEN\tID")
+				fmt.Fprintln(tw, "NAME\tROLE\tPRESENCE\tSTATUS\tLAST SEEN\tHOST\tID")
 				for _, a := range res.Agents {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.Name, a.Role, a.Status, a.WorkStatus, ago(a.LastSeenAt), a.AgentID)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.Name, a.Role, a.Status, a.WorkStatus, ago(a.LastSeenAt), a.Host, a.AgentID)
 				}
 				tw.Flush()
 			})

@@ -58,7 +58,7 @@ type Daemon struct {
 	db    store
 	// storeKind is "sqlite" or "postgres"; storeDesc names the database
 	// without secrets. node names this daemon among those sharing a store.
-	storeKind, storeDesc, node string
+	storeKind, storeDesc, node, host string
 	// pgNotify wakes waiters across daemons sharing a PostgreSQL store (store.go).
 	pgNotify     *postgres.Notifier
 	notifyCancel context.CancelFunc
@@ -123,12 +123,12 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	if cfg.MaxContent == 0 {
 		cfg.MaxContent = d.conf.MaxMessageBytes
 	}
-	d.node = host + ":" + paths.Home
+	d.host, d.node = host, host+":"+paths.Home
 	d.db, d.storeKind, d.storeDesc, err = d.openStore(ctx, d.conf, d.log.With("subsystem", "store"))
 	if err != nil {
 		return nil, err
 	}
-	d.hub = hub.New(d.db, &hub.Options{Logger: d.log.With("subsystem", "hub"), MaxContent: cfg.MaxContent, Notifier: d.notifier()})
+	d.hub = hub.New(d.db, &hub.Options{Logger: d.log.With("subsystem", "hub"), MaxContent: cfg.MaxContent, Notifier: d.notifier(), Host: d.host})
 	d.startNotifier()
 	// The PID lock makes this daemon a SQLite store's only user: whatever is
 	// still out on a lease was handed to a reader of a daemon that stopped

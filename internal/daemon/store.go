@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync"
+	"time"
 
 	"github.com/parley-dev/parley/internal/config"
 	"github.com/parley-dev/parley/internal/hub"
@@ -42,7 +44,7 @@ func (d *Daemon) openStore(ctx context.Context, conf *config.Config, log *slog.L
 		}
 		return db, "sqlite", d.paths.DB, nil
 	case postgres.IsURL(sel):
-		db, err := postgres.Open(ctx, sel, &postgres.Options{Logger: log, Node: d.node})
+		db, err := postgres.Open(ctx, sel, &postgres.Options{Logger: log, Node: d.node, Host: d.host})
 		if err != nil {
 			return nil, "", "", err
 		}
@@ -71,8 +73,27 @@ func (d *Daemon) startNotifier() {
 	d.notifyCancel, d.notifyDone = cancel, make(chan struct{})
 	go func() {
 		defer close(d.notifyDone)
+		var wg sync.WaitGroup
+		wg.Go(func() { d.heartbeat(ctx) })
 		d.pgNotify.Run(ctx, d.hub)
+		wg.Wait()
 	}()
+}
+
+// heartbeat keeps the agents connected here present for the other daemons on
+// the store: they see only last_seen, which a quiet session (a long wait)
+// would otherwise let age past hub.ActiveWindow.
+func (d *Daemon) heartbeat(ctx context.Context) {
+	t := time.NewTicker(hub.ActiveWindow / 4)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			d.hub.TouchConnected(ctx)
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 func (d *Daemon) stopNotifier() {

@@ -114,6 +114,9 @@ func (h *Hub) active(a *Agent) bool {
 }
 
 func (h *Hub) overlaySeen(a *Agent) {
+	if a.Host == "" {
+		a.Host = h.host
+	}
 	h.mu.Lock()
 	if t, ok := h.seen[inboxKey{a.Workspace, a.Name}]; ok && t.After(a.LastSeen) {
 		a.LastSeen = t
@@ -274,5 +277,23 @@ func (h *Hub) SessionClosed(ws, name string) {
 	h.Touch(context.Background(), ws, name)
 	if last {
 		h.publish(Event{Kind: EventAgentLeft, Workspace: ws, Agent: name})
+	}
+}
+
+// TouchConnected records that every agent with an open session or a blocked
+// wait here was just seen. Daemons sharing a store call it periodically, so
+// that an agent connected to one daemon but quiet (a long wait) stays active
+// in the eyes of the others, which know of its session only from the store.
+func (h *Hub) TouchConnected(ctx context.Context) {
+	h.mu.Lock()
+	keys := make([]inboxKey, 0, len(h.sessions))
+	for k, n := range h.sessions {
+		if n > 0 {
+			keys = append(keys, k)
+		}
+	}
+	h.mu.Unlock()
+	for _, k := range keys {
+		h.Touch(ctx, k.ws, k.name)
 	}
 }

@@ -38,6 +38,9 @@ type Options struct {
 	Lease time.Duration
 	// SweepEvery is how often Run sweeps; 0: DefaultSweepEvery.
 	SweepEvery time.Duration
+	// Host names this daemon's machine, shown for agents whose store does
+	// not record where they were seen (SQLite: every agent is local).
+	Host string
 }
 
 // Hub is the message bus of every workspace the daemon serves.
@@ -49,6 +52,7 @@ type Hub struct {
 	notifier   Notifier
 	lease      time.Duration
 	sweepEvery time.Duration
+	host       string
 
 	mu       sync.Mutex
 	waiters  map[inboxKey]map[chan struct{}]struct{}
@@ -95,6 +99,7 @@ func New(store Store, opts *Options) *Hub {
 		notifier:   o.Notifier,
 		lease:      o.Lease,
 		sweepEvery: o.SweepEvery,
+		host:       o.Host,
 		waiters:    make(map[inboxKey]map[chan struct{}]struct{}),
 		sessions:   make(map[inboxKey]int),
 		seen:       make(map[inboxKey]time.Time),

@@ -106,6 +106,9 @@ type Agent struct {
 	Status    Status // self-reported
 	CreatedAt time.Time
 	LastSeen  time.Time
+	// Host is the machine whose daemon last saw the agent, where a store
+	// shared by several records it; the hub fills in its own host otherwise.
+	Host string
 }
 
 // ID is the agent's composite id, agent:{role}:{hash} (seed 000).

@@ -10,7 +10,7 @@ import (
 	"github.com/parley-dev/parley/internal/hub"
 )
 
-const agentCols = `workspace, name, role, module, status, created_at, last_seen`
+const agentCols = `workspace, name, role, module, status, created_at, last_seen, host`
 
 func scanAgent(row pgx.Row) (*hub.Agent, error) {
 	var (
@@ -18,7 +18,7 @@ func scanAgent(row pgx.Row) (*hub.Agent, error) {
 		status   string
 		lastSeen *time.Time
 	)
-	if err := row.Scan(&a.Workspace, &a.Name, &a.Role, &a.Module, &status, &a.CreatedAt, &lastSeen); err != nil {
+	if err := row.Scan(&a.Workspace, &a.Name, &a.Role, &a.Module, &status, &a.CreatedAt, &lastSeen, &a.Host); err != nil {
 		return nil, err
 	}
 	a.Status = hub.Status(status)
@@ -54,11 +54,11 @@ func (db *DB) PutAgent(ctx context.Context, a *hub.Agent) error {
 		if err := db.ensureWorkspace(ctx, tx, a.Workspace); err != nil {
 			return err
 		}
-		return tx.QueryRow(ctx, `INSERT INTO agents (`+agentCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7)
+		return tx.QueryRow(ctx, `INSERT INTO agents (`+agentCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 			ON CONFLICT (workspace, name) DO UPDATE SET role = excluded.role, module = excluded.module,
-				status = excluded.status, last_seen = excluded.last_seen
+				status = excluded.status, last_seen = excluded.last_seen, host = excluded.host
 			RETURNING created_at`,
-			a.Workspace, a.Name, a.Role, a.Module, string(a.Status), created, ts(a.LastSeen),
+			a.Workspace, a.Name, a.Role, a.Module, string(a.Status), created, ts(a.LastSeen), db.host,
 		).Scan(&stored)
 	})
 	if err != nil {
@@ -121,9 +121,10 @@ func (db *DB) TouchAgents(ctx context.Context, ws string, seen map[string]time.T
 		names = append(names, n)
 		times = append(times, t)
 	}
-	_, err := db.pool.Exec(ctx, `UPDATE agents a SET last_seen = s.t
+	// The daemon that saw them last is where they are: their host moves with them.
+	_, err := db.pool.Exec(ctx, `UPDATE agents a SET last_seen = s.t, host = $4
 		FROM unnest($2::text[], $3::timestamptz[]) AS s(name, t)
-		WHERE a.workspace = $1 AND a.name = s.name`, ws, names, times)
+		WHERE a.workspace = $1 AND a.name = s.name`, ws, names, times, db.host)
 	return db.mapErr(ctx, op, err)
 }
 

@@ -44,6 +44,8 @@ type Options struct {
 	// state directory). The runner's methods see only this node's managed
 	// agents: a managed agent runs on the daemon that launched it.
 	Node string
+	// Host is this daemon's machine, recorded on the agents it sees.
+	Host string
 }
 
 // DB is a hub.Store and runner.Store on PostgreSQL. Its methods are safe for
@@ -53,6 +55,7 @@ type DB struct {
 	log  *slog.Logger
 	dsn  string // as given: the listener opens its own connection with it
 	node string
+	host string
 
 	closeOnce sync.Once
 
@@ -110,7 +113,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", Redact(dsn), err)
 	}
-	db := &DB{pool: pool, log: log, dsn: dsn, node: opts.Node}
+	db := &DB{pool: pool, log: log, dsn: dsn, node: opts.Node, host: opts.Host}
 	if err := db.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open store %s: %w", Redact(dsn), err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"strings"
+	"time"
 	"testing"
 
 	"github.com/parley-dev/parley/internal/hub"
@@ -164,4 +165,31 @@ func TestRunnerNodes(t *testing.T) {
 
 func TestTokenContract(t *testing.T) {
 	storetest.RunTokens(t, func(t *testing.T) token.Store { return openTest(t) })
+}
+
+// TestAgentHost: an agent's host is that of the daemon that saw it last.
+func TestAgentHost(t *testing.T) {
+	dsn := pgtest.Schema(t)
+	ctx := t.Context()
+	open := func(host string) *DB {
+		db, err := Open(ctx, dsn, &Options{Host: host})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+	a, b := open("laptop"), open("buildbox")
+	if err := a.PutAgent(ctx, &hub.Agent{Workspace: "ws", Name: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.Agent(ctx, "ws", "alice"); err != nil || got.Host != "laptop" {
+		t.Fatalf("host after a join on laptop: got %+v, %v; want laptop", got, err)
+	}
+	if err := b.TouchAgents(ctx, "ws", map[string]time.Time{"alice": time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := a.Agent(ctx, "ws", "alice"); err != nil || got.Host != "buildbox" {
+		t.Errorf("host after buildbox saw the agent: got %+v, %v; want buildbox", got, err)
+	}
 }
