@@ -34,7 +34,9 @@ type Event struct {
 	MessageID  string // for delivery events
 	Reader     string // for message.delivered
 	Count      int    // for delivery events: the copy's delivery count
-	Change     string // for groups: created, deleted, member_added, member_removed
+	Change     string // for groups: created, deleted, member_added, member_removed; for reservations: granted, renewed, released, force_released
+
+	Reservations []*Reservation // for EventReservations
 }
 
 // Subscribe calls fn for every event until the returned function is called. fn

@@ -1,0 +1,90 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"github.com/parley-dev/parley/internal/hub"
+)
+
+var _ hub.Reservations = (*DB)(nil)
+
+const reservationCols = `id, workspace, agent, pattern, exclusive, reason, created_at, expires_at`
+
+// ChangeReservations runs fn on the writer, so it is serialised with every
+// other write, the conflict check included. Reservations are committed without
+// an fsync (see writeLazy): they coordinate live agents, and a power cut that
+// loses the last of them has ended those agents' sessions too.
+func (db *DB) ChangeReservations(ctx context.Context, ws string, now time.Time, fn func(live []*hub.Reservation) (hub.ReservationChange, error)) error {
+	const op = "change reservations"
+	return db.writeLazy(ctx, op, func(ctx context.Context, c *sql.Conn) error {
+		t := nanos(now)
+		if _, err := c.ExecContext(ctx, `DELETE FROM reservations WHERE workspace = ? AND expires_at <= ?`, ws, t); err != nil {
+			return err
+		}
+		live, err := queryReservations(ctx, c, ws, t)
+		if err != nil {
+			return err
+		}
+		ch, err := fn(live)
+		if err != nil {
+			return err
+		}
+		for _, id := range ch.Delete {
+			if _, err := c.ExecContext(ctx, `DELETE FROM reservations WHERE workspace = ? AND id = ?`, ws, id); err != nil {
+				return err
+			}
+		}
+		for _, r := range ch.Put {
+			if r.Workspace != ws {
+				return hub.Errorf(op, hub.Invalid, "reservation %s is of workspace %q, not %q", r.ID, r.Workspace, ws)
+			}
+			_, err := c.ExecContext(ctx, `INSERT INTO reservations (`+reservationCols+`)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+				ON CONFLICT (id) DO UPDATE SET agent = excluded.agent, pattern = excluded.pattern,
+					exclusive = excluded.exclusive, reason = excluded.reason, expires_at = excluded.expires_at`,
+				r.ID, r.Workspace, r.Agent, r.Pattern, r.Exclusive, r.Reason, nanos(r.CreatedAt), nanos(r.ExpiresAt))
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// LiveReservations reads from the read pool: a conflict check of an edit or a
+// commit never waits for the writer.
+func (db *DB) LiveReservations(ctx context.Context, ws string, now time.Time) ([]*hub.Reservation, error) {
+	rs, err := queryReservations(ctx, db.r, ws, nanos(now))
+	if err != nil {
+		return nil, db.mapErr(ctx, "list reservations", err)
+	}
+	return rs, nil
+}
+
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+func queryReservations(ctx context.Context, q querier, ws string, now int64) ([]*hub.Reservation, error) {
+	rows, err := q.QueryContext(ctx, `SELECT `+reservationCols+` FROM reservations
+		WHERE workspace = ? AND expires_at > ? ORDER BY created_at, id`, ws, now)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*hub.Reservation
+	for rows.Next() {
+		var (
+			r                hub.Reservation
+			created, expires int64
+		)
+		if err := rows.Scan(&r.ID, &r.Workspace, &r.Agent, &r.Pattern, &r.Exclusive, &r.Reason, &created, &expires); err != nil {
+			return nil, err
+		}
+		r.CreatedAt, r.ExpiresAt = fromNanos(created), fromNanos(expires)
+		out = append(out, &r)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,144 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parley-dev/parley/internal/hub"
+	"github.com/parley-dev/parley/internal/store/storetest"
+)
+
+func TestReservationsContract(t *testing.T) {
+	storetest.RunReservations(t, func(t *testing.T) hub.Store { return openTest(t) })
+}
+
+func TestSearchContract(t *testing.T) {
+	storetest.RunSearch(t, func(t *testing.T) hub.Store { return openTest(t) })
+}
+
+func searchCount(t *testing.T, db *DB, ws, query string) int {
+	t.Helper()
+	terms, err := hub.ParseSearchQuery(query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hits, err := db.Search(context.Background(), ws, hub.SearchQuery{Terms: terms, Limit: 100})
+	if err != nil {
+		t.Fatalf("Search(%q): %v", query, err)
+	}
+	return len(hits)
+}
+
+// ftsIntegrity asks FTS5 to compare its index with the content it indexes.
+func ftsIntegrity(t *testing.T, db *DB) {
+	t.Helper()
+	execWriter(t, db, `INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)`)
+}
+
+func TestSearchStems(t *testing.T) {
+	db := openTest(t)
+	ctx := context.Background()
+	m := &hub.Message{ID: "01J00000000000000000000001", Workspace: "w", From: "a", Content: "the parsing of my résumé is failing",
+		Priority: hub.Normal, CreatedAt: time.Now()}
+	if err := db.CreateMessage(ctx, m, []string{"b"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"parse", "resume", "fails", "PARSING"} {
+		if n := searchCount(t, db, "w", q); n != 1 {
+			t.Errorf("search %q: got %d hits, want 1", q, n)
+		}
+	}
+}
+
+// TestSearchFollowsDeletes deletes messages the way a purge does, with plain
+// SQL, and checks that the index forgets them in the same transaction.
+func TestSearchFollowsDeletes(t *testing.T) {
+	db := openTest(t)
+	ctx := context.Background()
+	for i := range 10 {
+		m := &hub.Message{ID: fmt.Sprintf("01J0000000000000000000%04d", i), Workspace: "w", From: "a",
+			Content: fmt.Sprintf("kestrel number %d", i), Payload: []byte(`{"k":"falcon"}`),
+			Metadata: map[string]string{"bird": "osprey"}, Priority: hub.Normal, CreatedAt: time.Now()}
+		if err := db.CreateMessage(ctx, m, []string{"b"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ftsIntegrity(t, db)
+	onWriter(t, db, func(ctx context.Context, c *sql.Conn) error {
+		if _, err := c.ExecContext(ctx, `DELETE FROM deliveries WHERE message_seq IN (SELECT seq FROM messages WHERE content LIKE '%1' OR content LIKE '%2')`); err != nil {
+			return err
+		}
+		_, err := c.ExecContext(ctx, `DELETE FROM messages WHERE content LIKE '%1' OR content LIKE '%2'`)
+		return err
+	})
+	for _, q := range []string{"kestrel", "falcon", "osprey"} {
+		if n := searchCount(t, db, "w", q); n != 8 {
+			t.Errorf("search %q after deleting 2 of 10: got %d, want 8", q, n)
+		}
+	}
+	ftsIntegrity(t, db)
+}
+
+// TestSearchIndexesOlderMessages opens a database written before search
+// existed (the schema version before its migration) and finds its messages.
+func TestSearchIndexesOlderMessages(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "parley.db")
+	raw, err := sql.Open("sqlite", dsn(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	migs, err := loadMigrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := slices.IndexFunc(migs, func(m migration) bool { return strings.Contains(m.name, "_reservations_search") })
+	if before < 0 {
+		t.Fatal("no reservations_search migration")
+	}
+	for _, m := range migs[:before] {
+		if _, err := raw.Exec(m.sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := raw.Exec(fmt.Sprintf(`PRAGMA application_id = %d; PRAGMA user_version = %d;
+		INSERT INTO messages (id, workspace, sender, to_addr, content, payload, priority, metadata, created_at)
+		VALUES ('01J00000000000000000000001', 'w', 'a', 'b', 'an old albatross', CAST('{"x":"petrel"}' AS BLOB), 'normal', '{"k":"gannet"}', 1)`, ApplicationID, before)); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	db, err := Open(context.Background(), path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range []string{"albatross", "petrel", "gannet"} {
+		if n := searchCount(t, db, "w", q); n != 1 {
+			t.Errorf("search %q in a migrated database: got %d, want 1", q, n)
+		}
+	}
+	ftsIntegrity(t, db)
+}
+
+// TestSearchOddPayloads stores payloads that are not JSON objects of text; a
+// send must never fail for the index's sake.
+func TestSearchOddPayloads(t *testing.T) {
+	db := openTest(t)
+	ctx := context.Background()
+	for i, p := range []string{`"bare string wren"`, `[1, "wren", null]`, `42`, `{}`, `not json wren`, ``} {
+		m := &hub.Message{ID: fmt.Sprintf("01J0000000000000000000%04d", i), Workspace: "w", From: "a", Content: "x",
+			Payload: []byte(p), Priority: hub.Normal, CreatedAt: time.Now()}
+		if err := db.CreateMessage(ctx, m, []string{"b"}); err != nil {
+			t.Fatalf("CreateMessage with payload %q: %v", p, err)
+		}
+	}
+	if n := searchCount(t, db, "w", "wren"); n != 2 {
+		t.Errorf("search wren: got %d, want 2 (the JSON string and the array; invalid JSON is not indexed)", n)
+	}
+	ftsIntegrity(t, db)
+}
