@@ -6,7 +6,10 @@
 // MCP-Protocol-Version), the server-to-client GET stream, re-initialization
 // after the server lost the session or was restarted, and turning transport
 // failures into JSON-RPC errors so that no request is left without an answer.
-// It treats JSON-RPC payloads as opaque apart from their id and method.
+// It treats JSON-RPC payloads as opaque apart from their id and method, and one
+// key of a result's _meta: the messages a Parley daemon handed out in it, which
+// the bridge confirms once it has written the response to the client (see
+// MetaDelivered).
 //
 // It is imported by internal/cli (`parley mcp serve` and `parley bridge`).
 package bridge
@@ -73,6 +76,18 @@ const (
 	codeInternalError  = -32603
 
 	msgLost = "connection to the server was lost while the request was in flight; retry it"
+
+	// MetaDelivered is the key of a result's _meta under which a Parley daemon
+	// lists the ids of the messages the result hands to this session. The
+	// daemon keeps them leased to the session until they are confirmed; the
+	// bridge confirms them once the response is written to the client, with a
+	// POST to the endpoint carrying HeaderDelivered.
+	MetaDelivered = "parley/delivered"
+	// HeaderDelivered carries the confirmed message ids, comma-separated, on
+	// a POST whose body is a notifications/parley/delivered notification.
+	HeaderDelivered = "Parley-Delivered"
+	// receiptTimeout bounds a confirmation: one round trip on a local socket.
+	receiptTimeout = 5 * time.Second
 )
 
 // Run copies JSON-RPC messages between in (newline-delimited, from the MCP client)
@@ -921,6 +936,65 @@ func (b *bridge) writeError(id json.RawMessage, code int, text string) {
 // lock, so lines never interleave; the flush after each message is what wakes
 // a client blocked on its stdin.
 func (b *bridge) writeMsg(msg []byte) error {
+	if err := b.writeOut(msg); err != nil {
+		return err
+	}
+	if ids := deliveredIDs(msg); len(ids) > 0 {
+		b.confirm(ids)
+	}
+	return nil
+}
+
+// deliveredIDs returns the message ids a response lists under MetaDelivered.
+func deliveredIDs(msg []byte) []string {
+	if !bytes.Contains(msg, []byte(`"`+MetaDelivered+`"`)) {
+		return nil
+	}
+	var r struct {
+		Result struct {
+			Meta struct {
+				IDs []string `json:"parley/delivered"`
+			} `json:"_meta"`
+		} `json:"result"`
+	}
+	if json.Unmarshal(msg, &r) != nil {
+		return nil
+	}
+	return r.Result.Meta.IDs
+}
+
+// confirm tells the server that the client has the messages with the ids: the
+// response that carried them is written. It runs on the goroutine that wrote
+// the response, so shutdown (which ends the session, putting back whatever is
+// unconfirmed) waits for it, and it is not cut short by shutdown: the client
+// has these messages. A confirmation that fails is only logged: the messages
+// stay leased to the session and come back, marked as repeats, if it ends.
+func (b *bridge) confirm(ids []string) {
+	s := b.sess.Load()
+	if s.id == "" {
+		return
+	}
+	list := strings.Join(ids, ",")
+	h := s.post.Clone()
+	h[HeaderDelivered] = []string{list}
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/parley/delivered",
+		"params": map[string]any{"messageIds": ids}})
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(b.ctx), receiptTimeout)
+	defer cancel()
+	resp, err := b.do(ctx, http.MethodPost, body, h)
+	if err != nil {
+		b.log.Warn("confirm delivered messages", "err", err, "count", len(ids))
+		return
+	}
+	drain(resp)
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		b.log.Warn("confirm delivered messages", "status", resp.StatusCode, "count", len(ids))
+	}
+}
+
+// writeOut writes one message to the client as one line and flushes it.
+func (b *bridge) writeOut(msg []byte) error {
 	msg = bytes.TrimSpace(msg)
 	b.outMu.Lock()
 	defer b.outMu.Unlock()

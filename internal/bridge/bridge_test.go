@@ -40,6 +40,7 @@ type testServer struct {
 	ts      *httptest.Server
 
 	posts, gets, deletes, inits atomic.Int64
+	receipts                    chan receipt  // confirmations of delivered messages
 	entered                     chan string   // a blocking tool reports its start
 	release                     chan struct{} // closing it ends every blocking tool
 	releaseOnce                 sync.Once
@@ -73,6 +74,13 @@ func newMCPServer(ts *testServer) *mcp.Server {
 		}
 		return text(fmt.Sprintf("done %d", in.N)), nil, nil
 	})
+	// deliver answers as a Parley daemon does when it hands out messages:
+	// their ids under _meta, for the bridge to confirm.
+	mcp.AddTool(srv, &mcp.Tool{Name: "deliver"}, func(ctx context.Context, req *mcp.CallToolRequest, in textIn) (*mcp.CallToolResult, any, error) {
+		res := text("messages " + in.Text)
+		res.Meta = mcp.Meta{bridge.MetaDelivered: strings.Split(in.Text, ",")}
+		return res, nil, nil
+	})
 	mcp.AddTool(srv, &mcp.Tool{Name: "block"}, func(ctx context.Context, req *mcp.CallToolRequest, in textIn) (*mcp.CallToolResult, any, error) {
 		select {
 		case ts.entered <- in.Text:
@@ -94,7 +102,7 @@ func text(s string) *mcp.CallToolResult {
 
 func newTestServer(t testing.TB, unix bool) *testServer {
 	t.Helper()
-	ts := &testServer{t: t, entered: make(chan string, 16), release: make(chan struct{})}
+	ts := &testServer{t: t, entered: make(chan string, 16), release: make(chan struct{}), receipts: make(chan receipt, 16)}
 	ts.srv = newMCPServer(ts)
 	ts.handler = ts.newHandler()
 	if unix {
@@ -118,8 +126,20 @@ func (ts *testServer) newHandler() *mcp.StreamableHTTPHandler {
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 }
 
-// ServeHTTP counts requests and passes them to the current handler.
+// receipt is a confirmation the bridge sent: the session and the message ids.
+type receipt struct {
+	session string
+	ids     string
+}
+
+// ServeHTTP counts requests and passes them to the current handler. It
+// answers confirmations itself, as the Parley daemon does in front of the SDK.
 func (ts *testServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if ids := r.Header.Get(bridge.HeaderDelivered); ids != "" && r.Method == http.MethodPost {
+		ts.receipts <- receipt{session: r.Header.Get("Mcp-Session-Id"), ids: ids}
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
 	switch r.Method {
 	case http.MethodPost:
 		ts.posts.Add(1)
@@ -322,7 +342,7 @@ func TestToolsOverBridge(t *testing.T) {
 			if err != nil {
 				t.Fatalf("tools/list: %v", err)
 			}
-			if got, want := len(tools.Tools), 4; got != want {
+			if got, want := len(tools.Tools), 5; got != want {
 				t.Errorf("tools/list: got %d tools, want %d", got, want)
 			}
 			got, err := callText(ctx, cs, "echo", map[string]any{"text": "hi\nthere"})
@@ -579,6 +599,82 @@ func TestReconnectFails(t *testing.T) {
 	_, err := callText(ctx, cs, "echo", map[string]any{"text": "1"})
 	if err == nil || !strings.Contains(err.Error(), "server unreachable at "+ts.sock) || !strings.Contains(err.Error(), "daemon would not start") {
 		t.Fatalf("got %v, want an unreachable error naming the socket and the reconnect failure", err)
+	}
+}
+
+// TestConfirmDelivered: once the bridge has written a response that carries
+// messages, it confirms them for its session; a response it could not write
+// is not confirmed.
+func TestConfirmDelivered(t *testing.T) {
+	checkLeaks(t)
+	ts := newTestServer(t, true)
+	cs := connect(t, ts.opts(), nil)
+	ctx := testCtx(t)
+	if _, err := callText(ctx, cs, "echo", map[string]any{"text": "no messages"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := callText(ctx, cs, "deliver", map[string]any{"text": "m1,m2"})
+	if err != nil || got != "messages m1,m2" {
+		t.Fatalf("deliver: got %q, %v", got, err)
+	}
+	select {
+	case r := <-ts.receipts:
+		var ids []string
+		for ss := range ts.srv.Sessions() {
+			ids = append(ids, ss.ID())
+		}
+		if r.ids != "m1,m2" || len(ids) != 1 || r.session != ids[0] {
+			t.Errorf("receipt: got %+v, want m1,m2 for the one session of %v", r, ids)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no receipt within 5s of the response")
+	}
+	if len(ts.receipts) != 0 {
+		t.Errorf("receipts: got %d more, want one per response that carried messages", len(ts.receipts))
+	}
+}
+
+// failingWriter fails every write that holds marker, as a client whose stdout
+// pipe broke would.
+type failingWriter struct {
+	w      io.Writer
+	marker string
+}
+
+func (f failingWriter) Write(p []byte) (int, error) {
+	if strings.Contains(string(p), f.marker) {
+		return 0, errors.New("broken pipe")
+	}
+	return f.w.Write(p)
+}
+
+func TestNoConfirmWhenWriteFails(t *testing.T) {
+	checkLeaks(t)
+	ts := newTestServer(t, true)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- bridge.Run(context.Background(), inR, failingWriter{outW, "parley/delivered"}, ts.opts())
+		outW.Close()
+	}()
+	c := newRawClient(t, inW, outR)
+	c.initialize()
+	c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"deliver","arguments":{"text":"m1"}}}`)
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "broken pipe") {
+			t.Errorf("Run: got %v, want the write error", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not end after its client's output broke")
+	}
+	inW.Close()
+	if len(ts.receipts) != 0 {
+		t.Errorf("receipts after a failed write: got %d, want 0", len(ts.receipts))
+	}
+	if got := ts.deletes.Load(); got != 1 {
+		t.Errorf("DELETE requests: got %d, want 1 (the session ends, so the daemon puts the messages back)", got)
 	}
 }
 

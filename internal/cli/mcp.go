@@ -73,7 +73,9 @@ AgentMail), and the server exits when its tmux session goes away.`,
 			}
 			log := slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			c := client.New(paths)
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			// SIGHUP too: a terminal or tmux pane that closes sends it, and the
+			// session must end (putting back what it held) as on SIGTERM.
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 			defer stop()
 			ctx, cancel := context.WithCancelCause(ctx)
 			defer cancel(nil)
@@ -146,7 +148,9 @@ re-initializes when the server forgets the session.`,
 				h.Add(strings.TrimSpace(k), strings.TrimSpace(v))
 			}
 			log := slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			// SIGHUP too: a terminal or tmux pane that closes sends it, and the
+			// session must end (putting back what it held) as on SIGTERM.
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 			defer stop()
 			return bridge.Run(ctx, cmd.InOrStdin(), g.raw, &bridge.Options{SocketPath: socket, URL: url, Header: h, Logger: log})
 		},
