@@ -250,6 +250,17 @@ func TestFeedIsLive(t *testing.T) {
 		waitJS(t, ctx, `[...document.querySelectorAll("#feed .msg .text")].some(el => el.textContent === `+js(text)+`)`, time.Second)
 		t.Logf("in the feed %v after the send returned (%v after the CLI started)", time.Since(sent).Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 	}
+
+	// Another workspace appears in the list live, and opens its own feed.
+	e.Must("join", "--name", "carol", "--role", "tester", "--workspace", "other")
+	e.Must("send", "carol", "hello from other", "--agent", "carol", "--workspace", "other")
+	must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`location.hash = "#/workspaces"`)))
+	waitJS(t, ctx, `document.querySelector('#workspaces tr[data-ws="other"] td:nth-child(2)')?.textContent === "1"`, 5*time.Second)
+	must(t, chromedp.Do(ctx, chromedp.Click(`#workspaces tr[data-ws="other"]`)))
+	waitJS(t, ctx, `window.parley.ws === "other" && [...document.querySelectorAll("#feed .msg .text")].some(el => el.textContent === "hello from other")`, 5*time.Second)
+	if n := eval[float64](t, ctx, `document.querySelectorAll("#feed .msg").length`); n != 1 {
+		t.Errorf("feed of workspace other: %v rows, want its 1 message", n)
+	}
 }
 
 func TestReplyReachesWaitingAgent(t *testing.T) {

@@ -79,5 +79,9 @@ url = "http://127.0.0.1:9/mcp"
 	shot("agents", "#/agents", `document.querySelectorAll("#agents tbody tr").length >= 6`)
 	shot("managed", "#/managed/linter", `[...document.querySelectorAll("#timeline .ev")].length > 5`)
 	shot("permissions", "#/permissions", `document.querySelector(".perm") !== null`)
+	e.Must("join", "--name", "orion", "--role", "planner", "--workspace", "mobile-app")
+	e.Must("join", "--name", "pixel", "--role", "implementer", "--workspace", "mobile-app")
+	e.Must("send", "@everyone", "Release 4.2 goes to the store on Thursday.", "--agent", "orion", "--workspace", "mobile-app")
+	shot("workspaces", "#/workspaces", `document.querySelectorAll("#workspaces tbody tr").length >= 2 && [...document.querySelectorAll("#workspaces tbody td:nth-child(2)")].every(td => td.textContent)`)
 	shot("gateway", "#/gateway", `document.querySelector("#upstreams .state.ready") !== null && document.querySelector("#upstreams .state.failed") !== null`)
 }

@@ -24,6 +24,7 @@ const S = {
   page: "feed",
   arg: "",
   conn: "connecting",
+  sock: null, // the event stream
   activity: { id: "", events: [], next: 0 },
   permSel: 0,
   mSel: 0,
@@ -168,7 +169,7 @@ let backoff = 500;
 
 function connect() {
   const proto = location.protocol === "https:" ? "wss:" : "ws:";
-  sock = new WebSocket(`${proto}//${location.host}/api/v1/events?all=true`);
+  sock = S.sock = new WebSocket(`${proto}//${location.host}/api/v1/events?all=true`);
   let opened = false;
   sock.onopen = () => {
     opened = true;
@@ -296,6 +297,7 @@ function drawBadges() {
   setBadge("n-perms", S.perms.length, S.perms.length > 0);
   const bad = S.upstreams.filter((u) => u.enabled && u.state !== "ready").length;
   setBadge("n-up", bad ? `${bad}!` : S.upstreams.length, bad > 0);
+  setBadge("n-ws", S.workspaces.length, false);
   document.title = (S.perms.length ? `(${S.perms.length}) ` : "") + "Parley control room";
 }
 
@@ -313,6 +315,7 @@ function drawWorkspaces() {
     sel.replaceChildren(...S.workspaces.map((w) => h("option", { value: w, text: w })));
   }
   sel.value = S.ws;
+  drawBadges();
 }
 
 function drawSuggestions() {
@@ -328,14 +331,14 @@ function drawSuggestions() {
 
 function route() {
   const [, page = "feed", arg = ""] = /^#\/([\w-]+)?\/?(.*)$/.exec(location.hash) || [];
-  S.page = ["feed", "agents", "managed", "permissions", "gateway"].includes(page) ? page : "feed";
+  S.page = ["feed", "agents", "managed", "permissions", "gateway", "workspaces"].includes(page) ? page : "feed";
   S.arg = decodeURIComponent(arg);
   for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("on", a.dataset.page === S.page);
   drawPage();
 }
 
 function drawPage() {
-  const fn = { feed: pageFeed, agents: pageAgents, managed: pageManaged, permissions: pagePerms, gateway: pageGateway }[S.page];
+  const fn = { feed: pageFeed, agents: pageAgents, managed: pageManaged, permissions: pagePerms, gateway: pageGateway, workspaces: pageWorkspaces }[S.page];
   fn();
 }
 
@@ -830,6 +833,43 @@ function pageGateway() {
         h("tbody", null, rows)) : h("div.empty", { text: "No upstream MCP servers. Add [[upstream]] entries to config.toml." }))));
 }
 
+// ---- workspaces ----
+
+// pageWorkspaces shows every workspace at a glance: agents, managed agents,
+// waiting permissions, the latest message. Each line asks the API for its
+// workspace, so it is drawn as the answers come.
+async function pageWorkspaces() {
+  main.dataset.page = "workspaces";
+  rosterEl = feedList = threadEl = feedCountEl = null;
+  const body = h("tbody");
+  main.replaceChildren(h("div.page.single", null,
+    h("section.pane", null,
+      h("header", null, h("h2", { text: "Workspaces" }), h("span.count", { text: S.workspaces.length }), h("span.spacer"), h("span.hint", { text: "Enter or click: open its feed" })),
+      S.workspaces.length ? h("table.grid#workspaces", null,
+        h("thead", null, h("tr", null, ["Workspace", "Agents", "Active", "Managed", "Running", "Permissions", "Latest message"].map((c) => h("th", { text: c })))),
+        body) : h("div.empty", { text: "No workspace has agents or messages yet." }))));
+  for (const w of S.workspaces) {
+    const row = h("tr", { dataset: { ws: w }, tabindex: "0", class: w === S.ws ? "on" : "",
+      onclick: () => { setWorkspace(w); location.hash = "#/feed"; },
+      onkeydown: (e) => { if (e.key === "Enter") { setWorkspace(w); location.hash = "#/feed"; } } },
+    h("td", null, h("b", { text: w })), h("td.num"), h("td.num"), h("td.num"), h("td.num"), h("td.num"), h("td.mono"));
+    body.append(row);
+    Promise.all([get("/agents", { workspace: w }), get("/messages?limit=1", { workspace: w })]).then(([a, m]) => {
+      const agents = a.agents || [];
+      const managed = S.managed.filter((x) => x.workspace === w);
+      const perms = S.perms.filter((p) => p.request.workspace === w).length;
+      const last = (m.messages || [])[0];
+      const cells = row.children;
+      cells[1].textContent = agents.length;
+      cells[2].textContent = agents.filter((x) => x.status === "active").length;
+      cells[3].textContent = managed.length;
+      cells[4].textContent = managed.filter((x) => x.status === "running" || x.status === "waiting_permission").length;
+      cells[5].replaceChildren(perms ? h("span.chip.waiting_permission", { text: perms }) : "0");
+      cells[6].textContent = last ? `${ago(Date.now() - Date.parse(last.timestamp))} ago · ${last.from} → ${last.to}: ${firstLine(last.content).slice(0, 60)}` : "";
+    }, report);
+  }
+}
+
 // ---- toasts, errors ----
 
 function toast(text, err = false) {
@@ -858,7 +898,7 @@ document.addEventListener("keydown", (e) => {
     return;
   }
   if (typing(e) || e.ctrlKey || e.metaKey || e.altKey) return;
-  const pages = { 1: "feed", 2: "agents", 3: "managed", 4: "permissions", 5: "gateway" };
+  const pages = { 1: "feed", 2: "agents", 3: "managed", 4: "permissions", 5: "gateway", 6: "workspaces" };
   if (pages[e.key]) {
     location.hash = "#/" + pages[e.key];
     return;
