@@ -73,8 +73,13 @@ func (d *Daemon) openNotices(conf *config.Config) {
 		ns.stall = v
 	}
 	ns.unsub = d.hub.Subscribe(func(e hub.Event) {
-		if e.Kind == hub.EventMessageSent && e.Message != nil && e.Message.Priority == hub.Critical {
-			ns.offer(api.EventOf(e))
+		if e.Kind != hub.EventMessageSent || e.Message == nil {
+			return
+		}
+		if e.Message.Priority == hub.Critical || isOverdueNotice(e.Message) {
+			ev := api.EventOf(e)
+			ev.Text = e.Message.Content // the whole notice, not its preview
+			ns.offer(ev)
 		}
 	})
 	d.notices = ns
@@ -128,8 +133,17 @@ func (ns *notices) run(ctx context.Context) {
 	}
 }
 
+// isOverdueNotice reports whether m is the hub's notice to a sender that an
+// ack it asked for is overdue.
+func isOverdueNotice(m *hub.Message) bool {
+	return m.From == hub.NoticeSender && m.Metadata["kind"] == "ack_overdue"
+}
+
 func (ns *notices) consider(e api.Event) {
 	switch {
+	case e.Kind == string(hub.EventMessageSent) && e.From == hub.NoticeSender:
+		ns.n.Notify(notify.Notice{Kind: notify.AckOverdue, Workspace: e.Workspace, Agent: e.To, ID: e.ID,
+			Title: fmt.Sprintf("ack overdue for %s", e.To), Message: e.Text})
 	case e.Kind == string(hub.EventMessageSent):
 		ns.n.Notify(notify.Notice{Kind: notify.Critical, Workspace: e.Workspace, Agent: e.From, ID: e.ID,
 			Title:   fmt.Sprintf("critical: %s → %s", e.From, e.To),
