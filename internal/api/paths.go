@@ -3,7 +3,10 @@ package api
 import (
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
+	"strings"
+	"unicode"
 )
 
 // Paths are the files of a Parley state directory ($PARLEY_HOME).
@@ -50,4 +53,30 @@ func HomePaths(home string) (Paths, error) {
 		return Paths{}, fmt.Errorf("socket path %s is %d bytes, over the %d-byte limit of Unix sockets: set PARLEY_HOME to a shorter directory", p.Socket, len(p.Socket), MaxSocketPath)
 	}
 	return p, nil
+}
+
+// OSUserName is the OS user's name as a Parley name: characters that a name may
+// not hold become '-'.
+func OSUserName() string {
+	name := ""
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	if name == "" {
+		name = os.Getenv("USER")
+	}
+	if i := strings.LastIndexByte(name, '\\'); i >= 0 { // DOMAIN\user
+		name = name[i+1:]
+	}
+	name = strings.Map(func(r rune) rune {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) || r == '.' || r == '_' || r == '-' {
+			return r
+		}
+		return '-'
+	}, name)
+	name = strings.TrimLeft(name, "._-")
+	if name == "" {
+		return "me"
+	}
+	return name
 }

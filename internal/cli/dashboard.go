@@ -5,12 +5,11 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"os/user"
 	"runtime"
-	"strings"
-	"unicode"
 
 	"github.com/spf13/cobra"
+
+	"github.com/parley-dev/parley/internal/api"
 )
 
 func dashboardCmd(g *globals) *cobra.Command {
@@ -33,7 +32,7 @@ OS user name unless --as says otherwise.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if as == "" {
-				as = osUser()
+				as = api.OSUserName()
 			}
 			c, id, err := g.client(cmd.Context(), false)
 			if err != nil {
@@ -69,32 +68,6 @@ OS user name unless --as says otherwise.`,
 	f.StringVar(&as, "as", "", "the name you act as in the page, human:NAME (default: your OS user name)")
 	addJSON(cmd, g)
 	return cmd
-}
-
-// osUser is the OS user's name as a Parley name: characters that a name may
-// not hold become '-'.
-func osUser() string {
-	name := ""
-	if u, err := user.Current(); err == nil {
-		name = u.Username
-	}
-	if name == "" {
-		name = os.Getenv("USER")
-	}
-	if i := strings.LastIndexByte(name, '\\'); i >= 0 { // DOMAIN\user
-		name = name[i+1:]
-	}
-	name = strings.Map(func(r rune) rune {
-		if unicode.IsLetter(r) || unicode.IsDigit(r) || r == '.' || r == '_' || r == '-' {
-			return r
-		}
-		return '-'
-	}, name)
-	name = strings.TrimLeft(name, "._-")
-	if name == "" {
-		return "me"
-	}
-	return name
 }
 
 // openBrowser opens link with the desktop's opener. The link is an argument,

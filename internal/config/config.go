@@ -48,6 +48,11 @@ type Config struct {
 	// Retention prunes messages that every recipient has read once they are
 	// older than this (an age such as "30d"; empty keeps everything).
 	Retention string `toml:"retention,omitempty"`
+	// MaxAutoHops stops auto-wake once a chain of automatic replies between
+	// managed agents is this long (default 10).
+	MaxAutoHops int `toml:"max_auto_hops,omitempty"`
+	// AutoTurnsPerMinute bounds a managed agent's automatic turns (default 10).
+	AutoTurnsPerMinute int `toml:"auto_turns_per_minute,omitempty"`
 }
 
 // maxFile bounds config.toml: it is a settings file, not data.
@@ -91,6 +96,9 @@ func Parse(b []byte, name string) (*Config, error) {
 	}
 	if c.MaxMessageBytes < 0 {
 		return nil, fmt.Errorf("%s: max_message_bytes must not be negative", name)
+	}
+	if c.MaxAutoHops < 0 || c.AutoTurnsPerMinute < 0 || c.AutoTurnsPerMinute > 6000 {
+		return nil, fmt.Errorf("%s: max_auto_hops and auto_turns_per_minute must not be negative (auto_turns_per_minute at most 6000)", name)
 	}
 	if c.Retention != "" {
 		if _, err := ParseAge(c.Retention); err != nil {

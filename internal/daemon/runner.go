@@ -22,6 +22,10 @@ func (d *Daemon) openRunner(ctx context.Context, conf *config.Config) error {
 	rn, err := runner.New(d.hub, d.db, runner.Options{
 		Home: d.paths.Home, Providers: provs, PermissionTimeout: permTimeout, CancelGrace: grace,
 		Logger: d.log.With("subsystem", "runner"), Observer: d.observeRunner,
+		// The person who runs the daemon hears of loops of agents that have
+		// no owner of their own.
+		Owner:       hub.HumanPrefix + api.OSUserName(),
+		MaxAutoHops: conf.MaxAutoHops, AutoTurnsPerMinute: conf.AutoTurnsPerMinute,
 	})
 	if err != nil {
 		return err

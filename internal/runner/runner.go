@@ -42,6 +42,13 @@ type Options struct {
 	PermissionTimeout time.Duration
 	CancelGrace       time.Duration
 	Logger            *slog.Logger
+	// Owner is told when auto-wake stops a loop of an agent that has no
+	// owner of its own: an agent name or human:NAME; empty tells no one.
+	Owner string
+	// MaxAutoHops and AutoTurnsPerMinute bound auto-wake (wake.go); zero
+	// means DefaultMaxAutoHops and DefaultAutoTurnsPerMinute.
+	MaxAutoHops        int
+	AutoTurnsPerMinute int
 	// Observer, if set, hears of every change of a managed agent: each new
 	// timeline event, and each change of its status. It runs on the
 	// runner's goroutines, some holding its lock: it must neither block
@@ -78,6 +85,7 @@ type Runner struct {
 
 	wakeMu  sync.Mutex
 	wakeSet map[string]bool // workspace\x00name of agents with new mail
+	guard   wakeGuard       // loop protection (wake.go)
 	wakeCh  chan struct{}
 	unsub   func()
 }
@@ -137,7 +145,7 @@ func New(h *hub.Hub, store Store, opts Options) (*Runner, error) {
 		hub: h, store: store, log: opts.Logger, opts: opts, provs: provs,
 		ctx: ctx, cancel: cancel,
 		agents: map[string]*agent{}, perms: map[string]*pendingPerm{},
-		wakeSet: map[string]bool{}, wakeCh: make(chan struct{}, 1),
+		wakeSet: map[string]bool{}, wakeCh: make(chan struct{}, 1), guard: newWakeGuard(),
 	}, nil
 }
 
@@ -248,6 +256,9 @@ func (r *Runner) Close() error {
 // CreateRequest creates a managed agent.
 type CreateRequest struct {
 	Workspace string
+	// Owner is who creates it (an agent name, or human:NAME): told when
+	// auto-wake stops a loop of it.
+	Owner string
 	api.CreateManagedAgentRequest
 }
 
@@ -291,7 +302,7 @@ func (r *Runner) Create(ctx context.Context, req CreateRequest) (*api.ManagedAge
 		return nil, err
 	}
 	rec := Agent{Workspace: req.Workspace, Provider: provName, Mode: mode, Role: role, Cwd: cwd, Origin: cwd,
-		Command: req.Command, AutoWake: req.AutoWake == nil || *req.AutoWake}
+		Command: req.Command, AutoWake: req.AutoWake == nil || *req.AutoWake, Owner: req.Owner}
 	if err := p.check(&rec); err != nil {
 		return nil, err
 	}
@@ -553,6 +564,7 @@ func (r *Runner) Prompt(ctx context.Context, ws, id, prompt string) (*api.Prompt
 	if err != nil {
 		return nil, err
 	}
+	r.resumeWake(st.rec.Workspace, st.rec.ID)
 	return r.enqueue(st, prompt, "prompt")
 }
 

@@ -54,6 +54,7 @@ type Agent struct {
 	Branch    string    `json:"branch"`
 	Command   string    `json:"command"` // the command provider's shell command
 	AutoWake  bool      `json:"auto_wake"`
+	Owner     string    `json:"owner,omitempty"` // who created it: told when auto-wake stops a loop
 	SessionID string    `json:"session_id"`
 	Exited    bool      `json:"exited"`
 	LastError string    `json:"last_error"`
@@ -108,6 +109,7 @@ const (
 	EvRunFinished  = "run_finished"
 	EvInterrupted  = "interrupted"
 	EvNote         = "note"
+	EvLoopStopped  = "loop_stopped" // auto-wake stopped a chain of automatic replies
 )
 
 // Store keeps managed agents, their runs and their timelines. The runner owns

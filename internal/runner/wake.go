@@ -17,8 +17,16 @@ func (r *Runner) onHubEvent(e hub.Event) {
 		return
 	}
 	r.wakeMu.Lock()
+	// A message a managed agent sends during an automatic turn is an
+	// automatic reply: it carries the turn's hop count on to its recipients.
+	hop := r.guard.replyHop[e.Workspace+"\x00"+e.Agent]
 	for _, n := range e.Recipients {
-		r.wakeSet[e.Workspace+"\x00"+n] = true
+		k := e.Workspace + "\x00" + n
+		r.wakeSet[k] = true
+		if hop > r.guard.pending[k] {
+			r.guard.pending[k] = hop
+			r.guard.pendingFrom[k] = e.Agent
+		}
 	}
 	r.wakeMu.Unlock()
 	select {
@@ -60,13 +68,59 @@ func (r *Runner) wakeLoop() {
 }
 
 // wake starts a turn for ws/name with its unread messages if it is a managed
-// agent that is idle and wants to be woken.
+// agent that is idle and wants to be woken, unless its mail is the end of a
+// chain of automatic replies too long to be anything but a loop, or it has
+// had its share of automatic turns for now (guard).
 func (r *Runner) wake(ws, name string) {
 	r.mu.Lock()
 	st, err := r.lookup("", ws, name)
 	ok := err == nil && !r.closed && st.rec.AutoWake && !st.rec.Exited && st.run == nil && len(st.queue) == 0
+	owner := ""
+	if ok {
+		owner = st.rec.Owner
+	}
 	r.mu.Unlock()
 	if !ok {
+		return
+	}
+	k := ws + "\x00" + name
+	now := time.Now()
+	r.wakeMu.Lock()
+	hop, from := r.guard.pending[k], r.guard.pendingFrom[k]
+	held := r.guard.held[k]
+	stop := !held && hop >= r.maxHops()
+	if stop {
+		r.guard.held[k] = true
+		delete(r.guard.replyHop, k) // the report below is no automatic reply
+	}
+	var wait time.Duration
+	if !held && !stop {
+		wait = r.guard.bucket(k, r.turnsPerMinute()).take(now)
+		if wait > 0 && r.guard.retry[k] {
+			wait = -1 // a retry is already scheduled
+		}
+		if wait > 0 {
+			r.guard.retry[k] = true
+		}
+	}
+	r.wakeMu.Unlock()
+	switch {
+	case held:
+		return // stopped by a loop: a person's prompt resumes it
+	case stop:
+		r.stopLoop(st, ws, name, owner, from, hop)
+		return
+	case wait < 0:
+		return
+	case wait > 0:
+		r.emit(st, &Event{Kind: EvNote, Text: fmt.Sprintf("auto-wake throttled: at most %d automatic turns a minute; its mail waits %s", r.turnsPerMinute(), wait.Round(time.Second))})
+		r.log.Info("auto-wake throttled", "agent", name, "wait", wait)
+		time.AfterFunc(wait, func() {
+			r.wakeMu.Lock()
+			delete(r.guard.retry, k)
+			r.wakeMu.Unlock()
+			r.markWake(ws, name)
+		})
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.ctx, 10*time.Second)
@@ -79,11 +133,123 @@ func (r *Runner) wake(ws, name string) {
 	if len(msgs) == 0 {
 		return
 	}
+	r.wakeMu.Lock()
+	delete(r.guard.pending, k)
+	delete(r.guard.pendingFrom, k)
+	r.guard.replyHop[k] = hop + 1
+	r.wakeMu.Unlock()
 	if _, err := r.enqueue(st, wakePrompt(msgs), "message"); err != nil {
 		r.log.Warn("wake: queue turn", "agent", name, "err", err)
 		return
 	}
-	r.log.Info("woke managed agent for new messages", "agent", name, "messages", len(msgs))
+	r.log.Info("woke managed agent for new messages", "agent", name, "messages", len(msgs), "hop", hop)
+}
+
+// stopLoop reports a loop that the guard stopped: on the agent's timeline
+// (and so the event stream and the dashboard), in the log, and in a message
+// to the agent's owner. The agent's unread mail stays in its inbox.
+func (r *Runner) stopLoop(st *agent, ws, name, owner, from string, hop int) {
+	text := fmt.Sprintf("auto-wake stopped: its new mail ends a chain of %d automatic replies between managed agents (the last from %s), which looks like a loop. Its unread messages wait in its inbox; prompt it to resume.", hop, from)
+	r.emit(st, &Event{Kind: EvLoopStopped, Text: text, IsError: true})
+	r.log.Warn("auto-wake loop stopped", "agent", name, "hops", hop, "from", from)
+	if owner == "" {
+		owner = r.opts.Owner
+	}
+	if owner == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, 10*time.Second)
+	defer cancel()
+	_, err := r.hub.Send(ctx, hub.SendRequest{Workspace: ws, From: name, To: owner, Priority: string(hub.High),
+		Content:  fmt.Sprintf("Parley stopped waking managed agent %s: %s", name, text),
+		Metadata: map[string]string{"parley.loop_hops": fmt.Sprint(hop), "parley.loop_with": from}})
+	if err != nil {
+		r.log.Warn("auto-wake loop: tell the owner", "agent", name, "owner", owner, "err", err)
+	}
+}
+
+// resumeWake clears what the guard holds against ws/name: a person's (or a
+// manager's) prompt starts a new chain.
+func (r *Runner) resumeWake(ws, name string) {
+	k := ws + "\x00" + name
+	r.wakeMu.Lock()
+	delete(r.guard.held, k)
+	delete(r.guard.pending, k)
+	delete(r.guard.pendingFrom, k)
+	delete(r.guard.replyHop, k)
+	r.wakeMu.Unlock()
+}
+
+// Loop protection defaults.
+const (
+	// DefaultMaxAutoHops is how long a chain of automatic replies may grow
+	// (a person's message starts one at 0) before auto-wake stops.
+	DefaultMaxAutoHops = 10
+	// DefaultAutoTurnsPerMinute bounds one agent's automatic turns.
+	DefaultAutoTurnsPerMinute = 10
+)
+
+func (r *Runner) maxHops() int {
+	if r.opts.MaxAutoHops > 0 {
+		return r.opts.MaxAutoHops
+	}
+	return DefaultMaxAutoHops
+}
+
+func (r *Runner) turnsPerMinute() int {
+	if r.opts.AutoTurnsPerMinute > 0 {
+		return r.opts.AutoTurnsPerMinute
+	}
+	return DefaultAutoTurnsPerMinute
+}
+
+// wakeGuard is the loop protection's state, keyed by workspace\x00name and
+// guarded by Runner.wakeMu.
+type wakeGuard struct {
+	pending     map[string]int     // highest hop of the agent's unread automatic mail
+	pendingFrom map[string]string  // who sent that mail
+	replyHop    map[string]int     // hop its messages carry: its automatic turn's hop + 1
+	held        map[string]bool    // stopped by a loop until prompted
+	retry       map[string]bool    // a throttled wake-up is scheduled
+	buckets     map[string]*bucket // automatic turns
+}
+
+func newWakeGuard() wakeGuard {
+	return wakeGuard{pending: map[string]int{}, pendingFrom: map[string]string{}, replyHop: map[string]int{},
+		held: map[string]bool{}, retry: map[string]bool{}, buckets: map[string]*bucket{}}
+}
+
+func (g *wakeGuard) bucket(k string, perMinute int) *bucket {
+	b := g.buckets[k]
+	if b == nil {
+		b = &bucket{every: time.Minute / time.Duration(perMinute), size: perMinute}
+		g.buckets[k] = b
+	}
+	return b
+}
+
+// bucket is a token bucket: size turns at once, then one every every.
+type bucket struct {
+	every  time.Duration
+	size   int
+	tokens float64
+	last   time.Time
+}
+
+// take spends a token at now and returns 0, or returns how long until one is
+// available without spending it.
+func (b *bucket) take(now time.Time) time.Duration {
+	if b.last.IsZero() {
+		b.tokens = float64(b.size)
+	} else {
+		b.tokens = min(float64(b.size), b.tokens+float64(now.Sub(b.last))/float64(b.every))
+	}
+	b.last = now
+	if b.tokens >= 1 {
+		b.tokens--
+		return 0
+	}
+	return time.Duration((1 - b.tokens) * float64(b.every))
 }
 
 // wakePrompt states the messages a wake-up turn is about, in inbox order
