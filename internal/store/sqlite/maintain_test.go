@@ -127,7 +127,10 @@ func TestPurge(t *testing.T) {
 	old := time.Now().Add(-48 * time.Hour)
 	add := func(id string, at time.Time, to ...string) {
 		t.Helper()
-		m := &hub.Message{ID: id, Workspace: "ws", From: "a", To: to[0], Content: "x", Priority: hub.Normal, CreatedAt: at}
+		// Metadata and a payload: search indexes them, and a purge must take
+		// them out of its index too.
+		m := &hub.Message{ID: id, Workspace: "ws", From: "a", To: to[0], Content: "x", Priority: hub.Normal, CreatedAt: at,
+			Metadata: map[string]string{"k": "needle"}, Payload: []byte(`{"p":"haystack"}`)}
 		if err := db.CreateMessage(ctx, m, to); err != nil {
 			t.Fatal(err)
 		}
@@ -171,6 +174,10 @@ func TestPurge(t *testing.T) {
 	db.r.QueryRow(`SELECT count(*) FROM deliveries`).Scan(&left)
 	if left != 3 {
 		t.Errorf("deliveries left: got %d, want 3", left)
+	}
+	var indexed int
+	if err := db.r.QueryRow(`SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'needle'`).Scan(&indexed); err != nil || indexed != 2 {
+		t.Errorf("search index after the purge: %d matches (%v), want the 2 kept messages", indexed, err)
 	}
 	// Again: nothing more to do.
 	if res, err := db.Purge(ctx, time.Now().Add(-24*time.Hour)); err != nil || res != (hub.PurgeResult{}) {
