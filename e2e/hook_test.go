@@ -80,6 +80,9 @@ func TestClaudeHooks(t *testing.T) {
 			before: func() { send("and another") }, status: "ready"},
 		{name: "session start reports what waits", event: "SessionStart", input: map[string]any{"source": "resume"},
 			status: "ready", golden: "hook_session_start.json"},
+		// Everything was reported by now, but it is still unread.
+		{name: "stop with reported mail unread blocks", event: "Stop", input: map[string]any{"stop_hook_active": false},
+			status: "ready", golden: "hook_stop_unread.json"},
 		{name: "session end", event: "SessionEnd", input: map[string]any{"reason": "exit"}, status: "offline"},
 	}
 	for _, st := range steps {

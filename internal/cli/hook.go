@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -147,9 +148,18 @@ func runClaudeHook(ctx context.Context, g *globals, event string, stdin io.Reade
 	if err != nil {
 		return nil, err
 	}
+	// A message is fresh until it has been reported while in the inbox. The
+	// state keeps the reported ids that are still in the inbox, not the
+	// largest id seen: ids are given before the commit, so a message can
+	// arrive after one with a later id, and a message handed to a session
+	// that went away comes back with its old id.
+	reported := make(map[string]bool, len(st.Reported))
+	for _, id := range st.Reported {
+		reported[id] = true
+	}
 	var fresh []api.MessageInfo
 	for _, m := range peek.Messages {
-		if m.MessageID > st.ReportedUpTo {
+		if !reported[m.MessageID] {
 			fresh = append(fresh, m)
 		}
 	}
@@ -165,10 +175,11 @@ func runClaudeHook(ctx context.Context, g *globals, event string, stdin io.Reade
 		status = string(hub.StatusOffline)
 	case evStop:
 		status = string(hub.StatusReady)
-		// stop_hook_active: Claude Code goes on because a Stop hook blocked
-		// already; blocking again could loop.
-		if len(fresh) > 0 && !in.StopHookActive {
-			out = &claudeHookOutput{Decision: "block", Reason: stopReason(id.Agent, unread, fresh)}
+		// Unread mail, reported or not, keeps the agent from stopping. But
+		// stop_hook_active means Claude Code goes on because a Stop hook
+		// blocked already: blocking again could loop.
+		if unread > 0 && !in.StopHookActive {
+			out = &claudeHookOutput{Decision: "block", Reason: stopReason(id.Agent, unread, fresh, peek.Messages)}
 			status = "" // it goes on working
 		}
 	}
@@ -180,10 +191,16 @@ func runClaudeHook(ctx context.Context, g *globals, event string, stdin io.Reade
 			return nil, err
 		}
 	}
-	if out != nil {
-		for _, m := range fresh {
-			st.ReportedUpTo = max(st.ReportedUpTo, m.MessageID)
+	// Keep the reported ids that are still in the inbox; with output, every
+	// message in it has now been reported.
+	var keep []string
+	for _, m := range peek.Messages {
+		if out != nil || reported[m.MessageID] {
+			keep = append(keep, m.MessageID)
 		}
+	}
+	if !slices.Equal(keep, st.Reported) {
+		st.Reported = keep
 		if err := saveHookState(paths.Home, id.Workspace, id.Agent, st); err != nil {
 			// Better to report a message twice than to lose the report.
 			fmt.Fprintf(g.stderr, "parley hook: %v\n", err)
@@ -231,12 +248,22 @@ func contextSummary(agent string, unread int, fresh []api.MessageInfo) string {
 	return b.String()
 }
 
-func stopReason(agent string, unread int, fresh []api.MessageInfo) string {
+// stopReason names the senders of the new messages, or of the unread ones
+// when none is new.
+func stopReason(agent string, unread int, fresh, all []api.MessageInfo) string {
+	what, from := "new", fresh
+	if len(fresh) == 0 {
+		what, from = "", all
+	}
 	var senders []string
-	for _, m := range fresh {
+	for _, m := range from {
 		if !containsString(senders, m.From) {
 			senders = append(senders, m.From)
 		}
+	}
+	if what == "" {
+		return fmt.Sprintf("you have %s (from %s). Call the parley check_messages tool to read them before you stop.",
+			plural(unread, "unread message"), strings.Join(senders, ", "))
 	}
 	return fmt.Sprintf("you have %s (new from %s). Call the parley check_messages tool to read them before you stop.",
 		plural(unread, "unread message"), strings.Join(senders, ", "))
@@ -253,9 +280,10 @@ func containsString(ss []string, s string) bool {
 
 // hookState is what the hooks have told an agent about.
 type hookState struct {
-	// ReportedUpTo is the largest message id reported; ids are ULIDs, so
-	// every later message sorts after it.
-	ReportedUpTo string `json:"reported_up_to"`
+	// Reported lists the messages reported that are still in the inbox, in
+	// inbox order. (A state file of an older parley, which kept the largest
+	// id, reads as empty: its messages are reported once more.)
+	Reported []string `json:"reported"`
 }
 
 func hookStatePath(home, ws, agent string) string {
