@@ -122,7 +122,7 @@ func (db *DB) TouchAgents(ctx context.Context, ws string, seen map[string]time.T
 		times = append(times, t)
 	}
 	// The daemon that saw them last is where they are: their host moves with them.
-	_, err := db.pool.Exec(ctx, `UPDATE agents a SET last_seen = s.t, host = $4
+	_, err := db.lazy.Exec(ctx, `UPDATE agents a SET last_seen = s.t, host = $4
 		FROM unnest($2::text[], $3::timestamptz[]) AS s(name, t)
 		WHERE a.workspace = $1 AND a.name = s.name`, ws, names, times, db.host)
 	return db.mapErr(ctx, op, err)

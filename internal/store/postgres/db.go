@@ -52,6 +52,13 @@ type Options struct {
 // concurrent use.
 type DB struct {
 	pool *pgxpool.Pool
+	// lazy commits without waiting for the WAL to reach disk
+	// (synchronous_commit off), for state whose loss in a power cut (not a
+	// crash of PostgreSQL or of a daemon: those lose nothing) is harmless:
+	// leases, read marks, last-seen times. It takes the flush off every
+	// wake-up: a send is durable, the take that reads it need not be. At
+	// worst a power cut hands a read message out again, never loses one.
+	lazy *pgxpool.Pool
 	log  *slog.Logger
 	dsn  string // as given: the listener opens its own connection with it
 	node string
@@ -113,9 +120,17 @@ func Open(ctx context.Context, dsn string, opts *Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", Redact(dsn), err)
 	}
-	db := &DB{pool: pool, log: log, dsn: dsn, node: opts.Node, host: opts.Host}
+	lcfg := cfg.Copy()
+	lcfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	lazy, err := pgxpool.NewWithConfig(ctx, lcfg)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open store %s: %w", Redact(dsn), err)
+	}
+	db := &DB{pool: pool, lazy: lazy, log: log, dsn: dsn, node: opts.Node, host: opts.Host}
 	if err := db.migrate(ctx); err != nil {
 		pool.Close()
+		lazy.Close()
 		return nil, fmt.Errorf("open store %s: %w", Redact(dsn), err)
 	}
 	return db, nil
@@ -123,7 +138,10 @@ func Open(ctx context.Context, dsn string, opts *Options) (*DB, error) {
 
 // Close closes every connection. Closing twice is harmless.
 func (db *DB) Close() error {
-	db.closeOnce.Do(db.pool.Close)
+	db.closeOnce.Do(func() {
+		db.pool.Close()
+		db.lazy.Close()
+	})
 	return nil
 }
 

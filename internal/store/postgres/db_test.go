@@ -4,8 +4,8 @@ import (
 	"context"
 	"os"
 	"strings"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/runner"

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/parley-dev/parley/internal/hub"
 )
@@ -58,7 +59,13 @@ func scanDelivery(row pgx.Row, withMessage bool) (*hub.Delivery, error) {
 
 // queryDeliveries runs a query selecting delCols (and msgCols if withMessage).
 func (db *DB) queryDeliveries(ctx context.Context, op string, withMessage bool, q string, args ...any) ([]*hub.Delivery, error) {
-	rows, err := db.pool.Query(ctx, q, args...)
+	return db.queryDeliveriesOn(ctx, db.pool, op, withMessage, q, args...)
+}
+
+// queryDeliveriesOn is queryDeliveries on the pool p (db.lazy for leases and
+// read marks).
+func (db *DB) queryDeliveriesOn(ctx context.Context, p *pgxpool.Pool, op string, withMessage bool, q string, args ...any) ([]*hub.Delivery, error) {
+	rows, err := p.Query(ctx, q, args...)
 	if err != nil {
 		return nil, db.mapErr(ctx, op, err)
 	}
@@ -124,7 +131,7 @@ func (db *DB) Take(ctx context.Context, q hub.TakeQuery) ([]*hub.Delivery, error
 	} else {
 		lease = nullTime(q.LeaseUntil)
 	}
-	return db.queryDeliveries(ctx, "take", true, take, q.Workspace, q.Recipient, q.MaxRank, q.Limit,
+	return db.queryDeliveriesOn(ctx, db.lazy, "take", true, take, q.Workspace, q.Recipient, q.MaxRank, q.Limit,
 		q.Thread, q.After, nullText(q.Reader), lease, now, readAt)
 }
 
@@ -156,7 +163,7 @@ func (db *DB) Confirm(ctx context.Context, reader string, messageIDs []string, a
 	if reader == "" {
 		return nil, hub.Errorf("confirm", hub.Invalid, "no reader")
 	}
-	return db.queryDeliveries(ctx, "confirm", false, `WITH d AS (
+	return db.queryDeliveriesOn(ctx, db.lazy, "confirm", false, `WITH d AS (
 			UPDATE deliveries d SET read_at = $3, reader = NULL, lease_until = NULL
 			FROM messages m WHERE m.seq = d.message_seq
 			AND d.reader = $1 AND ($2::text[] IS NULL OR m.id = ANY($2))
