@@ -16,3 +16,10 @@ type DashboardLogin struct {
 	User    string    `json:"user"`
 	Expires time.Time `json:"expires"`
 }
+
+// UnreadResult is GET /api/v1/dashboard/unread: the unread messages of each
+// agent of the workspace, and of the caller.
+type UnreadResult struct {
+	Workspace string         `json:"workspace"`
+	Unread    map[string]int `json:"unread"`
+}

@@ -21,6 +21,48 @@ func (d *Daemon) Dashboard() *web.Server { return d.web }
 
 func (d *Daemon) dashboardRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST "+api.Prefix+"/dashboard/login", d.dashboardLogin)
+	mux.HandleFunc("GET "+api.Prefix+"/dashboard/unread", d.dashboardUnread)
+}
+
+// dashboardUnread counts the unread messages of every agent of a workspace,
+// and of the caller (the person at the dashboard), for the agent roster.
+func (d *Daemon) dashboardUnread(w http.ResponseWriter, r *http.Request) {
+	out, err := d.unread(r)
+	if err != nil {
+		writeAPI(w, api.HTTPStatus(hub.KindOf(err)), api.NewErrorBody(err))
+		return
+	}
+	writeAPI(w, http.StatusOK, out)
+}
+
+func (d *Daemon) unread(r *http.Request) (api.UnreadResult, error) {
+	ws := r.Header.Get(api.HeaderWorkspace)
+	if ws == "" {
+		ws = r.URL.Query().Get("workspace")
+	}
+	if err := hub.ValidWorkspace(ws); err != nil {
+		return api.UnreadResult{}, err
+	}
+	as, err := d.hub.Agents(r.Context(), ws)
+	if err != nil {
+		return api.UnreadResult{}, err
+	}
+	out := api.UnreadResult{Workspace: ws, Unread: map[string]int{}}
+	names := make([]string, 0, len(as)+1)
+	for _, a := range as {
+		names = append(names, a.Name)
+	}
+	if me := r.Header.Get(api.HeaderAgent); me != "" {
+		names = append(names, me)
+	}
+	for _, n := range names {
+		c, err := d.hub.Unread(r.Context(), ws, n)
+		if err != nil {
+			return api.UnreadResult{}, err
+		}
+		out.Unread[n] = c
+	}
+	return out, nil
 }
 
 // dashboardLogin mints a one-time sign-in link. Only the Unix socket serves

@@ -250,6 +250,10 @@ func TestFeedIsLive(t *testing.T) {
 		waitJS(t, ctx, `[...document.querySelectorAll("#feed .msg .text")].some(el => el.textContent === `+js(text)+`)`, time.Second)
 		t.Logf("in the feed %v after the send returned (%v after the CLI started)", time.Since(sent).Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 	}
+	// Bob has read nothing: four unread in the roster.
+	waitJS(t, ctx, `document.querySelector('#roster .agent[data-name="bob"] .badge')?.textContent === "4"`, 5*time.Second)
+	e.Must("inbox", "--agent", "bob")
+	waitJS(t, ctx, `document.querySelector('#roster .agent[data-name="bob"] .badge') === null`, 5*time.Second)
 
 	// Another workspace appears in the list live, and opens its own feed.
 	e.Must("join", "--name", "carol", "--role", "tester", "--workspace", "other")
@@ -289,6 +293,10 @@ func TestReplyReachesWaitingAgent(t *testing.T) {
 
 	ctx := tab(t)
 	e.signIn(t, ctx)
+	// The person's own unread mail shows, and a click marks it read.
+	waitJS(t, ctx, `document.getElementById("mine").textContent === "1 unread" && !document.getElementById("mine").hidden`, 5*time.Second)
+	must(t, chromedp.Do(ctx, chromedp.Click("#mine")))
+	waitJS(t, ctx, `document.getElementById("mine").hidden`, 5*time.Second)
 	row := `[...document.querySelectorAll("#feed .msg")].find(el => el.querySelector(".text").textContent.includes("which branch"))`
 	waitJS(t, ctx, row, 5*time.Second)
 	must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](row+`.click()`)))

@@ -13,6 +13,7 @@ const S = {
   ws: localStorage.getItem("parley.ws") || "",
   workspaces: [],
   agents: [], // AgentInfo
+  unread: {}, // name: unread messages
   groups: [],
   managed: [], // ManagedAgent
   perms: [], // PendingPermission
@@ -67,7 +68,7 @@ const post = (path, body, opts) => call("POST", path, body, opts);
 // ---- refreshing state ----
 
 async function refreshAll() {
-  await Promise.all([refreshWorkspaces(), refreshAgents(), refreshGroups(), refreshFeed(), refreshManaged(), refreshPerms(), refreshUpstreams()]);
+  await Promise.all([refreshWorkspaces(), refreshAgents(), refreshUnread(), refreshGroups(), refreshFeed(), refreshManaged(), refreshPerms(), refreshUpstreams()]);
   if (S.thread) openThread(S.thread.focus, false);
 }
 
@@ -85,6 +86,20 @@ async function refreshAgents() {
   const r = await get("/agents");
   S.agents = r.agents || [];
   redraw("agents");
+}
+
+async function refreshUnread() {
+  if (!S.ws) return;
+  const ws = S.ws;
+  const r = await get("/dashboard/unread");
+  if (ws !== S.ws) return;
+  S.unread = r.unread || {};
+  redraw("agents");
+  const me = S.me ? S.unread[S.me.sender] || 0 : 0;
+  document.getElementById("who").textContent = S.me.sender;
+  const mine = document.getElementById("mine");
+  mine.hidden = !me;
+  mine.textContent = `${me} unread`;
 }
 
 async function refreshGroups() {
@@ -141,6 +156,7 @@ const soon = (fn, ms = 150) => {
   };
 };
 const agentsSoon = soon(refreshAgents);
+const unreadSoon = soon(refreshUnread, 300);
 const groupsSoon = soon(refreshGroups);
 const managedSoon = soon(refreshManaged, 100);
 const permsSoon = soon(refreshPerms, 50);
@@ -217,11 +233,16 @@ function onEvent(e) {
   switch (kind) {
     case "message.sent":
       addMessage(fromEvent(e));
+      unreadSoon();
       if (S.thread && e.thread_id === S.thread.root) threadSoon();
       if (S.me && (e.to === S.me.sender || (e.recipients || []).includes(S.me.sender))) toast(`${e.from}: ${firstLine(e.preview)}`);
       break;
-    case "message.delivery":
-      if (S.thread && e.thread_id === S.thread.root) threadSoon();
+    case "message.delivered":
+    case "message.read":
+    case "message.acked":
+    case "message.redelivered":
+      unreadSoon();
+      if (S.thread) threadSoon();
       break;
     case "agent.joined":
     case "agent.status":
@@ -452,7 +473,7 @@ function drawRoster() {
       h("span", { class: "dot" + (a.status === "active" ? " active" : "") }),
       h("span.name", { text: a.name }),
       h("span", null, m ? h("span", { class: "chip " + m.status, text: m.status.replace("_", " ") }) : null,
-        a.unread ? h("span.badge", { title: "unread", text: a.unread }) : null),
+        S.unread[a.name] ? h("span.badge", { title: "unread messages", text: S.unread[a.name] }) : null),
       h("span.sub", { text: sub.filter(Boolean).join(" · ") + (m && m.current_run ? ` · run ${m.current_run.seq}` : "") }));
   }));
 }
@@ -588,7 +609,7 @@ function pageAgents() {
       h("td", { text: a.module || "" }),
       h("td", null, h("span", { class: "chip " + a.status, text: a.status })),
       h("td", null, h("span", { class: "chip " + a.work_status, text: a.work_status })),
-      h("td.num", { text: a.unread ?? "" }),
+      h("td.num", { text: S.unread[a.name] ?? "" }),
       h("td", null, m ? h("a", { href: "#/managed/" + encodeURIComponent(m.agent_id) }, h("span", { class: "chip " + m.status, text: m.status.replace("_", " ") })) : ""),
       h("td", { text: m && m.current_run ? `#${m.current_run.seq} ${firstLine(m.current_run.prompt).slice(0, 60)}` : "" }),
       h("td.mono", { text: a.last_seen_at ? ago(Date.now() - Date.parse(a.last_seen_at)) + " ago" : "" }),
@@ -976,7 +997,8 @@ function setWorkspace(ws, reload = true) {
   main.dataset.page = "";
   drawWorkspaces();
   route();
-  if (reload) Promise.all([refreshAgents(), refreshGroups(), refreshFeed()]).catch(report);
+  S.unread = {};
+  if (reload) Promise.all([refreshAgents(), refreshUnread(), refreshGroups(), refreshFeed()]).catch(report);
 }
 
 function signedOut() {
@@ -1001,6 +1023,15 @@ async function boot() {
     e.target.blur();
   });
   document.getElementById("help-btn").addEventListener("click", () => document.getElementById("help").showModal());
+  // Messages to the person are in the feed already: this marks them read.
+  document.getElementById("mine").addEventListener("click", async () => {
+    try {
+      await post("/inbox/check", { limit: 1000 });
+      await refreshUnread();
+    } catch (e) {
+      report(e);
+    }
+  });
   const q = new URLSearchParams(location.search).get("workspace");
   if (q) S.ws = q;
   window.addEventListener("hashchange", route);
