@@ -125,13 +125,21 @@ func (r *Runner) wake(ws, name string) {
 	}
 	ctx, cancel := context.WithTimeout(r.ctx, 10*time.Second)
 	defer cancel()
-	msgs, _, err := r.hub.Check(ctx, ws, name, wakeBatch)
+	// The messages are leased to the wake until its turn is queued (the
+	// prompt that carries them is then stored), and go back to the inbox if
+	// it cannot be.
+	reader := "runner:" + ws + "/" + name
+	ds, _, err := r.hub.Receive(ctx, hub.ReceiveRequest{Workspace: ws, Agent: name, Reader: reader, Limit: wakeBatch})
 	if err != nil {
 		r.log.Warn("wake: read inbox", "agent", name, "err", err)
 		return
 	}
-	if len(msgs) == 0 {
+	if len(ds) == 0 {
 		return
+	}
+	msgs := make([]*hub.Message, len(ds))
+	for i, d := range ds {
+		msgs[i] = d.Message
 	}
 	r.wakeMu.Lock()
 	delete(r.guard.pending, k)
@@ -140,7 +148,13 @@ func (r *Runner) wake(ws, name string) {
 	r.wakeMu.Unlock()
 	if _, err := r.enqueue(st, wakePrompt(msgs), "message"); err != nil {
 		r.log.Warn("wake: queue turn", "agent", name, "err", err)
+		if _, err := r.hub.Release(context.WithoutCancel(ctx), reader, nil); err != nil {
+			r.log.Warn("wake: put messages back", "agent", name, "err", err)
+		}
 		return
+	}
+	if _, err := r.hub.Confirm(context.WithoutCancel(ctx), reader, nil); err != nil {
+		r.log.Warn("wake: confirm messages", "agent", name, "err", err)
 	}
 	r.log.Info("woke managed agent for new messages", "agent", name, "messages", len(msgs), "hop", hop)
 }
