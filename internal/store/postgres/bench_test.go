@@ -25,66 +25,61 @@ func reportLatency(b *testing.B, prefix string, lat []time.Duration) {
 
 // BenchmarkCrossDaemonWake measures send->wake between two daemons' hubs on
 // one database: a hub.Send on A until a hub.Wait blocked on B returns the
-// message (through the store, NOTIFY, LISTEN and a consume). The floor, in the
-// same run: one raw INSERT plus NOTIFY on one connection until another
-// connection that LISTENs receives it.
+// message (through the store, NOTIFY, LISTEN and a take). The floor is one raw
+// INSERT plus NOTIFY on one connection until another connection that LISTENs
+// receives it. Each iteration runs one round of each, so that both see the
+// same machine load: floor-p50-ms and p50-ms are comparable.
 func BenchmarkCrossDaemonWake(b *testing.B) {
 	dsn := pgtest.Database(b)
-	b.Run("floor-insert-notify-listen", func(b *testing.B) {
-		ctx := context.Background()
-		listen, err := pgx.Connect(ctx, dsn)
-		if err != nil {
+	ctx := context.Background()
+	listen, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer listen.Close(ctx)
+	send, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer send.Close(ctx)
+	if _, err := send.Exec(ctx, `CREATE TABLE floor_msgs (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, body text)`); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := listen.Exec(ctx, "LISTEN floor"); err != nil {
+		b.Fatal(err)
+	}
+	a, w := newBenchHub(b, dsn), newBenchHub(b, dsn)
+	floor := make([]time.Duration, 0, b.N)
+	lat := make([]time.Duration, 0, b.N)
+	for b.Loop() {
+		start := time.Now()
+		if _, err := send.Exec(ctx, `WITH i AS (INSERT INTO floor_msgs (body) VALUES ('x') RETURNING id) SELECT pg_notify('floor', id::text) FROM i`); err != nil {
 			b.Fatal(err)
 		}
-		defer listen.Close(ctx)
-		send, err := pgx.Connect(ctx, dsn)
-		if err != nil {
+		if _, err := listen.WaitForNotification(ctx); err != nil {
 			b.Fatal(err)
 		}
-		defer send.Close(ctx)
-		if _, err := send.Exec(ctx, `CREATE TABLE IF NOT EXISTS floor_msgs (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, body text)`); err != nil {
+		floor = append(floor, time.Since(start))
+
+		got := make(chan time.Time, 1)
+		go func() {
+			m, err := w.hub.Wait(ctx, hub.WaitRequest{Workspace: "ws", Agent: "bob", Timeout: time.Minute})
+			if err != nil || m == nil {
+				b.Errorf("wait: %v, %v", m, err)
+			}
+			got <- time.Now()
+		}()
+		for w.hub.Waiters("ws", "bob") == 0 { // the wait registers within microseconds
+			time.Sleep(50 * time.Microsecond)
+		}
+		start = time.Now()
+		if _, err := a.hub.Send(ctx, hub.SendRequest{Workspace: "ws", From: "alice", To: "bob", Content: "x"}); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := listen.Exec(ctx, "LISTEN floor"); err != nil {
-			b.Fatal(err)
-		}
-		lat := make([]time.Duration, 0, b.N)
-		for b.Loop() {
-			start := time.Now()
-			if _, err := send.Exec(ctx, `WITH i AS (INSERT INTO floor_msgs (body) VALUES ('x') RETURNING id) SELECT pg_notify('floor', id::text) FROM i`); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := listen.WaitForNotification(ctx); err != nil {
-				b.Fatal(err)
-			}
-			lat = append(lat, time.Since(start))
-		}
-		reportLatency(b, "", lat)
-	})
-	b.Run("parley-hub-to-hub", func(b *testing.B) {
-		a, w := newBenchHub(b, dsn), newBenchHub(b, dsn)
-		ctx := context.Background()
-		lat := make([]time.Duration, 0, b.N)
-		for b.Loop() {
-			got := make(chan time.Time, 1)
-			go func() {
-				m, err := w.hub.Wait(ctx, hub.WaitRequest{Workspace: "ws", Agent: "bob", Timeout: time.Minute})
-				if err != nil || m == nil {
-					b.Errorf("wait: %v, %v", m, err)
-				}
-				got <- time.Now()
-			}()
-			for w.hub.Waiters("ws", "bob") == 0 { // spin: the wait registers within microseconds
-				time.Sleep(50 * time.Microsecond)
-			}
-			start := time.Now()
-			if _, err := a.hub.Send(ctx, hub.SendRequest{Workspace: "ws", From: "alice", To: "bob", Content: "x"}); err != nil {
-				b.Fatal(err)
-			}
-			lat = append(lat, (<-got).Sub(start))
-		}
-		reportLatency(b, "", lat)
-	})
+		lat = append(lat, (<-got).Sub(start))
+	}
+	reportLatency(b, "floor-", floor)
+	reportLatency(b, "", lat)
 }
 
 func newBenchHub(b *testing.B, dsn string) *daemonHub {
@@ -106,25 +101,42 @@ func newBenchHub(b *testing.B, dsn string) *daemonHub {
 
 // BenchmarkDurableSends64 measures durable sends (each committed with
 // synchronous_commit on before it returns) from 64 concurrent senders through
-// one hub with the notifier, in messages per second. The floor, in the same
-// run: 64 connections each committing one-row INSERTs into a plain table.
+// one hub with the notifier, in messages per second. The floor: 64 connections
+// each committing one-row INSERTs into a plain table. The two alternate in
+// phases of 512 operations, so that both see the same machine load.
 func BenchmarkDurableSends64(b *testing.B) {
-	const senders = 64
+	const senders, phase = 64, 512
 	dsn := pgtest.Database(b)
-	run := func(b *testing.B, send func(ctx context.Context, i int) error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	db, err := Open(ctx, dsn, &Options{MaxConns: senders})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.pool.Exec(ctx, `CREATE TABLE floor_sends (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, body text)`); err != nil {
+		b.Fatal(err)
+	}
+	n := db.NewNotifier()
+	h := hub.New(db, &hub.Options{Notifier: n})
+	done := make(chan struct{})
+	go func() { n.Run(ctx, h); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	// run does ops operations from 64 goroutines and returns how long they took.
+	run := func(ops int, op func(i int) error) time.Duration {
 		var next atomic.Int64
-		b.ResetTimer()
-		start := time.Now()
-		var wg sync.WaitGroup
 		var failed atomic.Value
+		var wg sync.WaitGroup
+		start := time.Now()
 		for range senders {
 			wg.Go(func() {
 				for {
 					i := next.Add(1)
-					if i > int64(b.N) {
+					if i > int64(ops) {
 						return
 					}
-					if err := send(context.Background(), int(i)); err != nil {
+					if err := op(int(i)); err != nil {
 						failed.Store(err)
 						return
 					}
@@ -135,36 +147,23 @@ func BenchmarkDurableSends64(b *testing.B) {
 		if err, _ := failed.Load().(error); err != nil {
 			b.Fatal(err)
 		}
-		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msg/s")
+		return time.Since(start)
 	}
-	b.Run("floor-pgx-insert", func(b *testing.B) {
-		db, err := Open(context.Background(), dsn, &Options{MaxConns: senders})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer db.Close()
-		if _, err := db.pool.Exec(context.Background(), `CREATE TABLE IF NOT EXISTS floor_sends (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, body text)`); err != nil {
-			b.Fatal(err)
-		}
-		run(b, func(ctx context.Context, i int) error {
-			_, err := db.pool.Exec(ctx, `INSERT INTO floor_sends (body) VALUES ($1)`, "x")
-			return err
-		})
-	})
-	b.Run("parley-hub-send", func(b *testing.B) {
-		db, err := Open(context.Background(), dsn, &Options{MaxConns: senders})
-		if err != nil {
-			b.Fatal(err)
-		}
-		n := db.NewNotifier()
-		h := hub.New(db, &hub.Options{Notifier: n})
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { n.Run(ctx, h); close(done) }()
-		defer func() { cancel(); <-done; db.Close() }()
-		run(b, func(ctx context.Context, i int) error {
-			_, err := h.Send(ctx, hub.SendRequest{Workspace: "ws", From: fmt.Sprint("s", i%senders), To: fmt.Sprint("r", i%senders), Content: "x"})
-			return err
-		})
-	})
+	floor := func(i int) error {
+		_, err := db.pool.Exec(ctx, `INSERT INTO floor_sends (body) VALUES ($1)`, "x")
+		return err
+	}
+	send := func(i int) error {
+		_, err := h.Send(ctx, hub.SendRequest{Workspace: "ws", From: fmt.Sprint("s", i%senders), To: fmt.Sprint("r", i%senders), Content: "x"})
+		return err
+	}
+	var tFloor, tSend time.Duration
+	b.ResetTimer()
+	for left := b.N; left > 0; left -= phase {
+		ops := min(left, phase)
+		tFloor += run(ops, floor)
+		tSend += run(ops, send)
+	}
+	b.ReportMetric(float64(b.N)/tFloor.Seconds(), "floor-msg/s")
+	b.ReportMetric(float64(b.N)/tSend.Seconds(), "msg/s")
 }
