@@ -70,17 +70,20 @@ type ActivityEvent struct {
 	Truncated bool            `json:"truncated,omitempty"`
 }
 
-// Permission is a pending permission request of a managed agent.
+// Permission is a pending permission request of an agent, managed or not.
 type Permission struct {
-	RequestID   string          `json:"request_id"`
-	AgentID     string          `json:"agent_id"`
-	Workspace   string          `json:"workspace"`
-	Run         int             `json:"run"`
-	ToolName    string          `json:"tool_name"`
-	Input       json.RawMessage `json:"input"`
-	ToolUseID   string          `json:"tool_use_id,omitempty"`
-	RequestedAt time.Time       `json:"requested_at"`
-	ExpiresAt   time.Time       `json:"expires_at"`
+	RequestID string          `json:"request_id"`
+	AgentID   string          `json:"agent_id"`
+	Workspace string          `json:"workspace"`
+	Run       int             `json:"run"`
+	ToolName  string          `json:"tool_name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id,omitempty"`
+	// Source is who asked: managed, claude-hook, codex-hook, channel, codex-app.
+	Source      string    `json:"source,omitempty"`
+	Description string    `json:"description,omitempty"`
+	RequestedAt time.Time `json:"requested_at"`
+	ExpiresAt   time.Time `json:"expires_at"`
 }
 
 // CreateManagedAgentRequest is POST /api/v1/managed/agents.
@@ -198,4 +201,27 @@ type PermissionAnswer struct {
 	Behavior     string          `json:"behavior"`
 	UpdatedInput json.RawMessage `json:"updatedInput,omitempty"`
 	Message      string          `json:"message,omitempty"`
+}
+
+// AskPermissionRequest is POST /api/v1/permissions: an agent's client (a
+// PermissionRequest hook, a channel relay) files a request in the inbox and
+// waits up to Wait seconds for the first decision.
+type AskPermissionRequest struct {
+	ToolName    string          `json:"tool_name"`
+	Input       json.RawMessage `json:"input,omitempty"`
+	ToolUseID   string          `json:"tool_use_id,omitempty"`
+	Description string          `json:"description,omitempty"`
+	Source      string          `json:"source,omitempty" jsonschema:"claude-hook, codex-hook or channel"`
+	Wait        int             `json:"wait,omitempty" jsonschema:"seconds to wait for a decision (default 60, max 600)"`
+}
+
+// PermissionOutcome is how a request ended: State pending (nobody decided in
+// time: the request is closed as expired), allowed or denied.
+type PermissionOutcome struct {
+	Permission
+	State        string          `json:"state"`
+	Behavior     string          `json:"behavior,omitempty"` // allow or deny, when decided
+	Message      string          `json:"message,omitempty"`
+	UpdatedInput json.RawMessage `json:"updated_input,omitempty"`
+	By           string          `json:"by,omitempty"`
 }

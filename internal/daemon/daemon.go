@@ -22,6 +22,7 @@ import (
 	"github.com/parley-dev/parley/internal/conformance"
 	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/mcpserver"
+	"github.com/parley-dev/parley/internal/permission"
 	"github.com/parley-dev/parley/internal/runner"
 	"github.com/parley-dev/parley/internal/safefile"
 	"github.com/parley-dev/parley/internal/store/postgres"
@@ -79,9 +80,10 @@ type Daemon struct {
 	tcpLn   net.Listener
 	tcpSrv  *http.Server
 	events  *broker
-	runner  *runner.Runner // managed agents (runner.go)
-	web     *web.Server    // the dashboard (dashboard.go)
-	notices *notices       // push notifications (notify.go), nil without [[notify]]
+	runner  *runner.Runner    // managed agents (runner.go)
+	perms   *permission.Inbox // every agent's permission requests
+	web     *web.Server       // the dashboard (dashboard.go)
+	notices *notices          // push notifications (notify.go), nil without [[notify]]
 }
 
 // Open prepares a daemon: it makes the state directory, takes the PID lock,

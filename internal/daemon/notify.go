@@ -9,6 +9,7 @@ import (
 	"github.com/parley-dev/parley/internal/config"
 	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/notify"
+	"github.com/parley-dev/parley/internal/permission"
 	"github.com/parley-dev/parley/internal/runner"
 )
 
@@ -27,14 +28,22 @@ func (d *Daemon) observeRunner(c runner.Change) {
 		e.Kind, e.Status = api.EventManagedStatus, string(c.Status)
 	} else {
 		ev := c.Event
+		// Permission requests are the inbox's events (observePermission),
+		// for every agent: here they stay timeline entries.
 		e.Kind, e.Run, e.Activity, e.Tool, e.Text = api.EventRunEvent, ev.Run, ev.Kind, ev.Tool, api.Preview(ev.Text)
-		switch ev.Kind {
-		case runner.EvPermission:
-			e.Kind = api.EventPermissionRequested
-		case runner.EvPermResolved:
-			e.Kind = api.EventPermissionResolved
-		}
 	}
+	if d.events != nil {
+		d.events.publishEvent(e)
+	}
+	if d.notices != nil {
+		d.notices.offer(e)
+	}
+}
+
+// observePermission hears the permission inbox: every agent's requests, and
+// how each ended, go out on the event stream and to push notifications.
+func (d *Daemon) observePermission(pe permission.Event) {
+	e := api.PermissionEventOf(pe)
 	if d.events != nil {
 		d.events.publishEvent(e)
 	}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/config"
 	"github.com/parley-dev/parley/internal/hub"
+	"github.com/parley-dev/parley/internal/permission"
 	"github.com/parley-dev/parley/internal/runner"
 )
 
@@ -19,9 +21,11 @@ func (d *Daemon) openRunner(ctx context.Context, conf *config.Config) error {
 		provs[name] = runner.ProviderConfig{Kind: p.Kind, Command: p.Command, Args: p.Args, Env: p.Env}
 	}
 	permTimeout, grace := conf.RunnerDurations()
+	d.perms = permission.New(d.db, &permission.Options{Timeout: permTimeout, Logger: d.log.With("subsystem", "permissions")})
+	d.perms.Subscribe(d.observePermission)
 	rn, err := runner.New(d.hub, d.db, runner.Options{
 		Home: d.paths.Home, Providers: provs, PermissionTimeout: permTimeout, CancelGrace: grace,
-		Logger: d.log.With("subsystem", "runner"), Observer: d.observeRunner,
+		Permissions: d.perms, Logger: d.log.With("subsystem", "runner"), Observer: d.observeRunner,
 		// The person who runs the daemon hears of loops of agents that have
 		// no owner of their own.
 		Owner:       hub.HumanPrefix + api.OSUserName(),
@@ -54,6 +58,7 @@ func (d *Daemon) runnerRoutes(mux *http.ServeMux) {
 	mux.Handle("GET "+p+"/{id}/activity", endpoint(false, d.managedActivity))
 	mux.Handle("PUT "+p+"/{id}/mode", endpoint(false, d.managedMode))
 	mux.Handle("GET "+api.Prefix+"/permissions", endpoint(false, d.permissions))
+	mux.Handle("POST "+api.Prefix+"/permissions", endpoint(true, d.askPermission))
 	mux.Handle("POST "+api.Prefix+"/permissions/{id}", endpoint(false, d.respondPermission))
 }
 
@@ -137,4 +142,46 @@ func (d *Daemon) respondPermission(r req, in api.PermissionDecision) (api.Succes
 		err = d.runner.Respond("", r.PathValue("id"), dec)
 	}
 	return api.SuccessResult{Success: true}, err
+}
+
+// DefaultAskWait is how long POST /api/v1/permissions waits for a decision
+// by default: under Claude Code's default hook timeout (60 s).
+const DefaultAskWait = 50 * time.Second
+
+// askPermission files a request of the calling agent (a hook, a channel
+// relay) and waits for the first decision, or closes it as expired so that
+// the client falls back to its own prompt.
+func (d *Daemon) askPermission(r req, in api.AskPermissionRequest) (api.PermissionOutcome, error) {
+	switch in.Source {
+	case "":
+		in.Source = "api"
+	case permission.SourceClaudeHook, permission.SourceCodexHook, permission.SourceChannel:
+	default:
+		return api.PermissionOutcome{}, hub.Errorf("request_permission", hub.Invalid, "invalid source %q: want claude-hook, codex-hook or channel", in.Source)
+	}
+	wait := DefaultAskWait
+	if in.Wait != 0 {
+		var err error
+		if wait, err = hub.ValidTimeout(in.Wait); err != nil {
+			return api.PermissionOutcome{}, err
+		}
+	}
+	got, err := d.perms.Ask(r.Context(), permission.Request{Workspace: r.ws, Agent: r.agent, Source: in.Source, Tool: in.ToolName,
+		Input: in.Input, ToolUseID: in.ToolUseID, Description: in.Description}, wait)
+	if err != nil {
+		return api.PermissionOutcome{}, err
+	}
+	return PermissionOutcome(got), nil
+}
+
+// PermissionOutcome is a request's outcome as the API shows it.
+func PermissionOutcome(p *permission.Request) api.PermissionOutcome {
+	out := api.PermissionOutcome{Permission: runner.PermissionView(p), State: string(p.State)}
+	if d := p.Decision; d != nil {
+		out.Message, out.By = d.Message, d.By
+		if p.State == permission.Allowed || p.State == permission.Denied {
+			out.Behavior, out.UpdatedInput = d.Behavior(), d.UpdatedInput
+		}
+	}
+	return out
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/parley-dev/parley/internal/config"
 	"github.com/parley-dev/parley/internal/hub"
+	"github.com/parley-dev/parley/internal/permission"
 	"github.com/parley-dev/parley/internal/runner"
 	"github.com/parley-dev/parley/internal/store/postgres"
 	"github.com/parley-dev/parley/internal/store/sqlite"
@@ -21,11 +22,12 @@ import (
 const EnvStore = "PARLEY_STORE"
 
 // store is what the daemon needs of its database: the hub's state, the
-// runner's and the agent tokens.
+// runner's, the agent tokens and the permission inbox's.
 type store interface {
 	hub.Store
 	runner.Store
 	token.Store
+	permission.Store
 }
 
 // openStore opens the store that PARLEY_STORE or config.toml names: PostgreSQL

@@ -251,8 +251,8 @@ func TestPermissionLoop(t *testing.T) {
 	}
 	mustCall(t, m, "respond_to_permission", map[string]any{"request_id": w.Permission.RequestID, "behavior": "allow",
 		"updated_input": map[string]any{"command": "rm -rf build/tmp"}}, nil)
-	if msg := toolError(t, m, "respond_to_permission", map[string]any{"request_id": w.Permission.RequestID, "behavior": "deny"}); !strings.Contains(msg, "no pending permission request") {
-		t.Errorf("second answer: got %q, want no pending permission request", msg)
+	if msg := toolError(t, m, "respond_to_permission", map[string]any{"request_id": w.Permission.RequestID, "behavior": "deny"}); !strings.Contains(msg, "already decided: allowed by manager") {
+		t.Errorf("second answer: got %q, want it told the request was already allowed by the manager", msg)
 	}
 
 	w = wait(t, m, "w1")
@@ -306,8 +306,8 @@ func TestPermissionLoop(t *testing.T) {
 	if out := e.Must("deny", w.Permission.RequestID, "--message", "not now"); !strings.Contains(out, "denied") {
 		t.Errorf("parley deny: got %q", out)
 	}
-	if _, errs, code := e.Run("allow", w.Permission.RequestID); code == 0 || !strings.Contains(errs, "no pending permission request") {
-		t.Errorf("parley allow after deny: exit %d, %q; want a not-found error", code, errs)
+	if _, errs, code := e.Run("allow", w.Permission.RequestID); code == 0 || !strings.Contains(errs, "already decided: denied by cli") {
+		t.Errorf("parley allow after deny: exit %d, %q; want it told the request was already denied", code, errs)
 	}
 	w = wait(t, m, "w1")
 	act = activity(t, m, "w1")

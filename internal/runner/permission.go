@@ -1,24 +1,15 @@
 package runner
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/hub"
+	"github.com/parley-dev/parley/internal/permission"
 )
-
-// pendingPerm is a permission request waiting for an answer.
-type pendingPerm struct {
-	p      api.Permission
-	st     *agent
-	answer chan Decision // buffered; sent once, by whoever removed the request
-}
 
 // Decision answers a permission request.
 type Decision struct {
@@ -52,20 +43,11 @@ func ParseDecision(d api.PermissionDecision, by string) (Decision, error) {
 }
 
 // RequestPermission is the self profile's request_permission: the agent ws/id
-// asks whether it may run tool with input. It blocks until someone answers,
-// the permission timeout denies it, or ctx ends (the agent went away).
+// asks whether it may run tool with input. The request goes to the
+// permission inbox, where anyone may decide it; it blocks until someone
+// does, the permission timeout denies it, or ctx ends (the agent went away).
 func (r *Runner) RequestPermission(ctx context.Context, ws, id, tool string, input json.RawMessage, toolUseID string) (*api.PermissionAnswer, error) {
 	const op = "request_permission"
-	if strings.TrimSpace(tool) == "" {
-		return nil, hub.Errorf(op, hub.Invalid, "tool_name must not be empty")
-	}
-	input = bytes.TrimSpace(input)
-	if len(input) == 0 || string(input) == "null" {
-		input = json.RawMessage("{}")
-	}
-	if !json.Valid(input) {
-		return nil, hub.Errorf(op, hub.Invalid, "input must be JSON")
-	}
 	r.mu.Lock()
 	st, err := r.lookup(op, ws, id)
 	if err != nil {
@@ -76,128 +58,127 @@ func (r *Runner) RequestPermission(ctx context.Context, ws, id, tool string, inp
 		r.mu.Unlock()
 		return &api.PermissionAnswer{Behavior: "deny", Message: "the agent was killed"}, nil
 	}
-	now := time.Now().UTC()
-	pp := &pendingPerm{st: st, answer: make(chan Decision, 1), p: api.Permission{
-		RequestID: "perm-" + strings.TrimPrefix(newID(), "ag-"), AgentID: id, Workspace: ws, ToolName: tool, Input: input,
-		ToolUseID: toolUseID, RequestedAt: now, ExpiresAt: now.Add(r.opts.PermissionTimeout),
-	}}
+	run := 0
 	if st.run != nil {
-		pp.p.Run = st.run.run.Seq
+		run = st.run.run.Seq
 	}
-	r.perms[pp.p.RequestID] = pp
-	st.perms = append(st.perms, pp)
+	r.mu.Unlock()
+
+	req, err := r.inbox.File(ctx, permission.Request{Workspace: ws, Agent: id, Source: permission.SourceManaged, Tool: tool,
+		Input: input, ToolUseID: toolUseID, Run: run, ExpiresAt: time.Now().UTC().Add(r.opts.PermissionTimeout)})
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	st.perms = append(st.perms, req)
 	st.notify()
 	r.mu.Unlock()
-	r.emit(st, &Event{Run: pp.p.Run, Kind: EvPermission, Tool: tool, ToolUseID: toolUseID, Data: input,
-		Text: fmt.Sprintf("%s asks to use %s (request %s)", id, tool, pp.p.RequestID)})
-	r.log.Info("permission requested", "agent", id, "request", pp.p.RequestID, "tool", tool)
+	r.emit(st, &Event{Run: run, Kind: EvPermission, Tool: tool, ToolUseID: toolUseID, Data: req.Input,
+		Text: fmt.Sprintf("%s asks to use %s (request %s)", id, tool, req.ID)})
 
-	timer := time.NewTimer(r.opts.PermissionTimeout)
-	defer timer.Stop()
-	var d Decision
-	select {
-	case d = <-pp.answer:
-	case <-timer.C:
-		d = r.expire(pp, Decision{Message: fmt.Sprintf("no answer within %s: denied", r.opts.PermissionTimeout), By: "timeout"})
-	case <-ctx.Done():
-		d = r.expire(pp, Decision{Message: "the request was abandoned", By: "agent"})
-	case <-r.ctx.Done():
-		d = r.expire(pp, Decision{Message: "the daemon is stopping", By: "daemon"})
+	// The request ends with the run's context, its expiry or the daemon.
+	wctx, cancel := context.WithDeadline(ctx, req.ExpiresAt)
+	defer cancel()
+	stop := context.AfterFunc(r.ctx, cancel)
+	defer stop()
+	got, err := r.inbox.Wait(wctx, req.ID)
+	if err != nil {
+		state, why := permission.Expired, fmt.Sprintf("no answer within %s: denied", r.opts.PermissionTimeout)
+		switch {
+		case r.ctx.Err() != nil:
+			state, why = permission.Abandoned, "the daemon is stopping"
+		case ctx.Err() != nil:
+			state, why = permission.Abandoned, "the request was abandoned"
+		}
+		if got, err = r.inbox.Close(context.WithoutCancel(ctx), req.ID, state, why); err != nil {
+			got = &permission.Request{ID: req.ID, State: state, Decision: &permission.Decision{Message: why, By: string(state)}}
+		}
+	}
+	r.mu.Lock()
+	for i, p := range st.perms {
+		if p.ID == req.ID {
+			st.perms = append(st.perms[:i], st.perms[i+1:]...)
+			break
+		}
+	}
+	st.notify()
+	r.mu.Unlock()
+
+	d := got.Decision
+	if d == nil {
+		d = &permission.Decision{By: "daemon"}
 	}
 	ans := &api.PermissionAnswer{Behavior: "deny", Message: d.Message}
-	if d.Allow {
-		ans = &api.PermissionAnswer{Behavior: "allow", UpdatedInput: input}
+	if got.State == permission.Allowed {
+		ans = &api.PermissionAnswer{Behavior: "allow", UpdatedInput: req.Input}
 		if d.UpdatedInput != nil {
 			ans.UpdatedInput = d.UpdatedInput
 		}
 	} else if ans.Message == "" {
 		ans.Message = "denied"
 	}
-	r.emit(st, &Event{Run: pp.p.Run, Kind: EvPermResolved, Tool: tool, ToolUseID: toolUseID,
-		Text: fmt.Sprintf("%s %s by %s%s", pp.p.RequestID, map[string]string{"allow": "allowed", "deny": "denied"}[ans.Behavior], d.By, ifSet(": ", d.Message, "")),
-		Data: mustJSON(map[string]any{"request_id": pp.p.RequestID, "behavior": ans.Behavior, "message": d.Message, "by": d.By, "updated_input": d.UpdatedInput})})
+	by := d.By
+	if got.State == permission.Expired {
+		by = "timeout"
+	}
+	r.emit(st, &Event{Run: run, Kind: EvPermResolved, Tool: tool, ToolUseID: toolUseID,
+		Text: fmt.Sprintf("%s %s by %s%s", req.ID, map[string]string{"allow": "allowed", "deny": "denied"}[ans.Behavior], by, ifSet(": ", d.Message, "")),
+		Data: mustJSON(map[string]any{"request_id": req.ID, "behavior": ans.Behavior, "message": d.Message, "by": by, "updated_input": d.UpdatedInput})})
 	return ans, nil
 }
 
-// expire removes pp unanswered and returns fallback, or the answer that won
-// the race to it.
-func (r *Runner) expire(pp *pendingPerm, fallback Decision) Decision {
-	if r.take(pp.p.RequestID, "") != nil {
-		return fallback
-	}
-	return <-pp.answer
-}
-
-// take removes the pending request id (of workspace ws, or any when ws is "")
-// and returns it; nil when it is not pending.
-func (r *Runner) take(id, ws string) *pendingPerm {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	pp := r.perms[id]
-	if pp == nil || (ws != "" && pp.p.Workspace != ws) {
-		return nil
-	}
-	delete(r.perms, id)
-	st := pp.st
-	for i, q := range st.perms {
-		if q == pp {
-			st.perms = append(st.perms[:i], st.perms[i+1:]...)
-			break
-		}
-	}
-	st.notify()
-	return pp
-}
-
-// Respond answers the pending request id. ws scopes it to a workspace; ""
-// finds it in any (the CLI's parley allow/deny).
+// Respond decides the permission request id. ws scopes it to a workspace;
+// "" finds it in any (the CLI's parley allow/deny). Requests of any agent,
+// managed or not, are in the one inbox; the first decision wins.
 func (r *Runner) Respond(ws, id string, d Decision) error {
-	pp := r.take(id, ws)
-	if pp == nil {
-		where := ""
-		if ws != "" {
-			where = " in workspace " + ws
-		}
-		return hub.Errorf("respond_to_permission", hub.NotFound, "no pending permission request %q%s: it was answered, timed out, or its run ended (see list_pending_permissions)", id, where)
-	}
-	r.log.Info("permission answered", "agent", pp.p.AgentID, "request", id, "allow", d.Allow, "by", d.By)
-	pp.answer <- d
-	return nil
+	_, err := r.inbox.Decide(context.Background(), ws, id, permission.Decision{Allow: d.Allow, Message: d.Message, UpdatedInput: d.UpdatedInput, By: d.By})
+	return err
 }
 
-// denyAll denies the pending requests of agent id (of every agent when id
-// is "").
+// denyAll ends the pending requests of agent id (of every agent when id is
+// ""): their asker is gone or going.
 func (r *Runner) denyAll(id, why string) {
 	r.mu.Lock()
 	var ids []string
-	for rid, pp := range r.perms {
-		if id == "" || pp.p.AgentID == id {
-			ids = append(ids, rid)
+	for _, st := range r.agents {
+		if id == "" || st.rec.ID == id {
+			for _, p := range st.perms {
+				ids = append(ids, p.ID)
+			}
 		}
 	}
 	r.mu.Unlock()
 	for _, rid := range ids {
-		if pp := r.take(rid, ""); pp != nil {
-			pp.answer <- Decision{Message: why, By: "daemon"}
+		if _, err := r.inbox.Close(context.Background(), rid, permission.Abandoned, why); err != nil {
+			r.log.Warn("close permission request", "request", rid, "err", err)
 		}
 	}
 }
 
 // Permissions lists pending requests of ws (all workspaces when ws is ""),
-// oldest first.
+// oldest first: those of every agent, managed or not.
 func (r *Runner) Permissions(ws string) []api.PendingPermission {
+	out := []api.PendingPermission{}
+	reqs, err := r.inbox.Pending(context.Background(), ws)
+	if err != nil {
+		r.log.Error("list pending permissions", "err", err)
+		return out
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := []api.PendingPermission{}
-	for _, pp := range r.perms {
-		if ws != "" && pp.p.Workspace != ws {
-			continue
+	for _, p := range reqs {
+		status := string(StatusWaitingPermission)
+		if st := r.agents[p.Agent]; st == nil || st.rec.Workspace != p.Workspace {
+			status = "waiting" // not managed: its client waits for the answer
 		}
-		out = append(out, api.PendingPermission{AgentID: pp.p.AgentID, Status: string(pp.st.status()), Request: pp.p})
+		out = append(out, api.PendingPermission{AgentID: p.Agent, Status: status, Request: PermissionView(p)})
 	}
-	sort.Slice(out, func(i, j int) bool {
-		return out[i].Request.RequestedAt.Before(out[j].Request.RequestedAt) ||
-			out[i].Request.RequestedAt.Equal(out[j].Request.RequestedAt) && out[i].Request.RequestID < out[j].Request.RequestID
-	})
 	return out
+}
+
+// PermissionView is a request as the API shows it.
+func PermissionView(p *permission.Request) api.Permission {
+	return api.Permission{RequestID: p.ID, AgentID: p.Agent, Workspace: p.Workspace, Run: p.Run, ToolName: p.Tool,
+		Input: p.Input, ToolUseID: p.ToolUseID, Source: p.Source, Description: p.Description,
+		RequestedAt: p.RequestedAt, ExpiresAt: p.ExpiresAt}
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/hub"
+	"github.com/parley-dev/parley/internal/permission"
 )
 
 // Defaults.
@@ -41,7 +42,10 @@ type Options struct {
 	Providers         map[string]ProviderConfig
 	PermissionTimeout time.Duration
 	CancelGrace       time.Duration
-	Logger            *slog.Logger
+	// Permissions is the daemon's permission inbox, where managed agents'
+	// requests go; nil makes one over the runner's store.
+	Permissions *permission.Inbox
+	Logger      *slog.Logger
 	// Owner is told when auto-wake stops a loop of an agent that has no
 	// owner of its own: an agent name or human:NAME; empty tells no one.
 	Owner string
@@ -78,9 +82,10 @@ type Runner struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	inbox *permission.Inbox
+
 	mu     sync.Mutex
-	agents map[string]*agent       // by id
-	perms  map[string]*pendingPerm // by request id
+	agents map[string]*agent // by id
 	closed bool
 
 	wakeMu  sync.Mutex
@@ -94,15 +99,15 @@ type Runner struct {
 // except that evMu orders its timeline and saveMu its writes to the store.
 type agent struct {
 	rec      Agent
-	run      *active // the run in progress
-	queue    []*Run  // prompts waiting, oldest first
-	lastRun  *Run    // the latest run that ended
-	finished int     // the highest seq of a run that ended
-	nextRun  int     // seq of the last run made
-	perms    []*pendingPerm
-	changed  chan struct{} // closed and replaced at every change
-	observe  func(Change)  // Options.Observer, or nil
-	observed Status        // the status last told to observe
+	run      *active               // the run in progress
+	queue    []*Run                // prompts waiting, oldest first
+	lastRun  *Run                  // the latest run that ended
+	finished int                   // the highest seq of a run that ended
+	nextRun  int                   // seq of the last run made
+	perms    []*permission.Request // pending, oldest first
+	changed  chan struct{}         // closed and replaced at every change
+	observe  func(Change)          // Options.Observer, or nil
+	observed Status                // the status last told to observe
 
 	evMu      sync.Mutex
 	nextEvent int64
@@ -136,6 +141,13 @@ func New(h *hub.Hub, store Store, opts Options) (*Runner, error) {
 		}
 		opts.Exe = exe
 	}
+	if opts.Permissions == nil {
+		ps, ok := store.(permission.Store)
+		if !ok {
+			return nil, fmt.Errorf("runner: no permission inbox, and the store keeps no permissions")
+		}
+		opts.Permissions = permission.New(ps, &permission.Options{Timeout: opts.PermissionTimeout, Logger: opts.Logger})
+	}
 	provs, err := providers(opts.Providers)
 	if err != nil {
 		return nil, err
@@ -144,7 +156,7 @@ func New(h *hub.Hub, store Store, opts Options) (*Runner, error) {
 	return &Runner{
 		hub: h, store: store, log: opts.Logger, opts: opts, provs: provs,
 		ctx: ctx, cancel: cancel,
-		agents: map[string]*agent{}, perms: map[string]*pendingPerm{},
+		agents: map[string]*agent{}, inbox: opts.Permissions,
 		wakeSet: map[string]bool{}, wakeCh: make(chan struct{}, 1), guard: newWakeGuard(),
 	}, nil
 }
@@ -528,7 +540,7 @@ func (st *agent) view() api.ManagedAgent {
 		v.LastMessage = st.lastRun.LastMessage
 	}
 	for _, p := range st.perms {
-		v.PendingPermissions = append(v.PendingPermissions, p.p)
+		v.PendingPermissions = append(v.PendingPermissions, PermissionView(p))
 	}
 	return v
 }
@@ -854,7 +866,7 @@ func (r *Runner) Wait(ctx context.Context, ws, id string, timeout, every time.Du
 	defer r.mu.Unlock()
 	out := &api.WaitAgentResult{AgentID: id, Status: string(st.status()), TimedOut: timedOut, Waited: time.Since(start).Seconds()}
 	if len(st.perms) > 0 {
-		p := st.perms[0].p
+		p := PermissionView(st.perms[0])
 		out.Permission = &p
 	}
 	switch {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/parley-dev/parley/internal/hub"
+	"github.com/parley-dev/parley/internal/permission"
+	"github.com/parley-dev/parley/internal/permission/permtest"
 	"github.com/parley-dev/parley/internal/runner"
 	"github.com/parley-dev/parley/internal/store/postgres/pgtest"
 	"github.com/parley-dev/parley/internal/store/storetest"
@@ -192,4 +194,8 @@ func TestAgentHost(t *testing.T) {
 	if got, err := a.Agent(ctx, "ws", "alice"); err != nil || got.Host != "buildbox" {
 		t.Errorf("host after buildbox saw the agent: got %+v, %v; want buildbox", got, err)
 	}
+}
+
+func TestPermissionContract(t *testing.T) {
+	permtest.Run(t, func(t *testing.T) permission.Store { return openTest(t) })
 }
