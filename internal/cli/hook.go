@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -24,7 +25,7 @@ import (
 
 func hookCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "hook", Short: "Hooks that keep an agent's status and wake it for new messages"}
-	cmd.AddCommand(hookClaudeCmd(g))
+	cmd.AddCommand(hookClaudeCmd(g), hookCodexCmd(g))
 	return cmd
 }
 
@@ -33,41 +34,177 @@ func hookCmd(g *globals) *cobra.Command {
 const hookTimeout = 3 * time.Second
 
 func hookClaudeCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var wait time.Duration
+	cmd := &cobra.Command{
 		Use:   "claude EVENT",
 		Short: "Claude Code hook: set the agent's status and report new messages",
 		Long: `A Claude Code hook (SessionStart, UserPromptSubmit, PostToolUse, Stop,
-SessionEnd). It reads the hook's JSON input on stdin, sets the agent's status
+SessionEnd, PermissionRequest). It reads the hook's JSON input on stdin, sets the agent's status
 (ready at session start and on Stop, work on UserPromptSubmit, offline on
 SessionEnd), and when new messages wait for the agent it prints Claude Code's
 hook output: context that names them (SessionStart, UserPromptSubmit,
 PostToolUse), or a decision to block Stop so that the agent reads them first.
 Each message is reported once; the state is kept in $PARLEY_HOME/hooks/.
 
+PermissionRequest files the request in Parley's permission inbox and waits up
+to --wait for a decision (parley allow|deny, a manager agent, the dashboard),
+then answers Claude Code with it; with none it prints nothing, and Claude Code
+shows its own prompt.
+
 It never fails the session: on any error it prints nothing on stdout, a note on
 stderr, and exits 0. It does not start the daemon.
 
-Set it up with ` + "`parley init claude`" + `, which writes .claude/settings.json.`,
+Set it up with ` + "`parley init claude`" + ` (and --permissions), which writes
+.claude/settings.json.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if args[0] == evPermissionRequest {
+				return printHook(g, func() (any, error) { return runPermissionHook(cmd.Context(), g, "claude", wait, cmd.InOrStdin()) })
+			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), hookTimeout)
 			defer cancel()
-			out, err := runClaudeHook(ctx, g, args[0], cmd.InOrStdin())
-			if err != nil {
-				fmt.Fprintf(g.stderr, "parley hook: %v\n", err)
-				return nil
-			}
-			if out != nil {
-				b, err := json.Marshal(out)
-				if err != nil {
-					fmt.Fprintf(g.stderr, "parley hook: %v\n", err)
-					return nil
-				}
-				fmt.Fprintln(g.raw, string(b))
-			}
-			return nil
+			return printHook(g, func() (any, error) { return runClaudeHook(ctx, g, args[0], cmd.InOrStdin()) })
 		},
 	}
+	cmd.Flags().DurationVar(&wait, "wait", defaultPermissionWait, "PermissionRequest: how long to wait for a decision before falling back to the client's own prompt (keep it under the hook's timeout)")
+	return cmd
+}
+
+func hookCodexCmd(g *globals) *cobra.Command {
+	var wait time.Duration
+	cmd := &cobra.Command{
+		Use:   "codex PermissionRequest",
+		Short: "Codex hook: send Codex's permission requests to Parley's permission inbox",
+		Long: `A Codex PermissionRequest hook. It files the request in Parley's permission
+inbox and waits up to --wait for a decision (parley allow|deny, a manager
+agent, the dashboard), then answers Codex with it; with none it prints nothing,
+and Codex goes on as it would without the hook.
+
+Add it to Codex's config.toml as a [[hooks.PermissionRequest]] command
+(matcher "*"); Codex runs only hooks it trusts, so review and trust it in Codex
+(/hooks). It never fails the session: on any error
+it prints nothing on stdout, a note on stderr, and exits 0.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if args[0] != evPermissionRequest {
+				fmt.Fprintf(g.stderr, "parley hook: codex event %q is not handled: want PermissionRequest\n", args[0])
+				return nil
+			}
+			return printHook(g, func() (any, error) { return runPermissionHook(cmd.Context(), g, "codex", wait, cmd.InOrStdin()) })
+		},
+	}
+	cmd.Flags().DurationVar(&wait, "wait", defaultPermissionWait, "how long to wait for a decision before Codex goes on without one (keep it under the hook's timeout)")
+	return cmd
+}
+
+// printHook prints what a hook answers, as one JSON line; nothing when it
+// answers nil or fails (then with a note on stderr): a hook never fails the
+// session.
+func printHook(g *globals, run func() (any, error)) error {
+	out, err := run()
+	if err != nil {
+		fmt.Fprintf(g.stderr, "parley hook: %v\n", err)
+		return nil
+	}
+	if out == nil || reflect.ValueOf(out).IsNil() {
+		return nil
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		fmt.Fprintf(g.stderr, "parley hook: %v\n", err)
+		return nil
+	}
+	fmt.Fprintln(g.raw, string(b)) // JSON for the client, not text for a terminal
+	return nil
+}
+
+// defaultPermissionWait is how long a PermissionRequest hook waits for a
+// decision: under Claude Code's default hook timeout of 60 s.
+const defaultPermissionWait = 50 * time.Second
+
+// permissionHookInput is what the PermissionRequest hooks of Claude Code and
+// Codex both send.
+type permissionHookInput struct {
+	SessionID string          `json:"session_id"`
+	Cwd       string          `json:"cwd"`
+	ToolName  string          `json:"tool_name"`
+	ToolInput json.RawMessage `json:"tool_input"`
+	ToolUseID string          `json:"tool_use_id"`
+}
+
+// permissionHookOutput is the PermissionRequest answer, the same for both.
+type permissionHookOutput struct {
+	HookSpecificOutput struct {
+		HookEventName string             `json:"hookEventName"`
+		Decision      permissionDecision `json:"decision"`
+	} `json:"hookSpecificOutput"`
+}
+
+type permissionDecision struct {
+	Behavior     string          `json:"behavior"`
+	Message      string          `json:"message,omitempty"`
+	UpdatedInput json.RawMessage `json:"updatedInput,omitempty"`
+}
+
+// runPermissionHook files the client's permission request in the inbox and
+// returns the decision in the hook's shape, or nil to fall through.
+func runPermissionHook(ctx context.Context, g *globals, clientName string, wait time.Duration, stdin io.Reader) (*permissionHookOutput, error) {
+	b, err := io.ReadAll(io.LimitReader(stdin, maxHookInput))
+	if err != nil {
+		return nil, fmt.Errorf("read hook input: %w", err)
+	}
+	var in permissionHookInput
+	if err := json.Unmarshal(b, &in); err != nil {
+		return nil, fmt.Errorf("hook input is not %s's PermissionRequest JSON: %v", clientName, err)
+	}
+	if in.ToolName == "" {
+		return nil, errors.New("hook input has no tool_name")
+	}
+	secs := int(wait.Round(time.Second) / time.Second)
+	if secs < 1 || time.Duration(secs)*time.Second > hub.MaxWaitTimeout {
+		return nil, fmt.Errorf("--wait %s is out of range: want 1s to %s", wait, hub.MaxWaitTimeout)
+	}
+	dir := in.Cwd
+	if dir == "" {
+		if dir, err = os.Getwd(); err != nil {
+			return nil, err
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait+10*time.Second)
+	defer cancel()
+	id, err := g.identityIn(ctx, dir, false)
+	if err != nil {
+		return nil, err
+	}
+	if id.Agent == "" {
+		return nil, errors.New("no agent identity here: pass --agent NAME in the hook command, set PARLEY_AGENT, or run `parley join`")
+	}
+	paths, err := api.HomePaths("")
+	if err != nil {
+		return nil, err
+	}
+	var desc struct {
+		Description string `json:"description"`
+	}
+	json.Unmarshal(in.ToolInput, &desc)
+	got, err := client.New(paths).As(id.Workspace, id.Agent).AskPermission(ctx, api.AskPermissionRequest{
+		ToolName: in.ToolName, Input: in.ToolInput, ToolUseID: in.ToolUseID, Description: desc.Description,
+		Source: clientName + "-hook", Wait: secs,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if got.Behavior == "" {
+		fmt.Fprintf(g.stderr, "parley hook: permission request %s: no decision within %s; falling back to %s's own prompt\n", got.RequestID, wait, clientName)
+		return nil, nil
+	}
+	out := &permissionHookOutput{}
+	out.HookSpecificOutput.HookEventName = evPermissionRequest
+	out.HookSpecificOutput.Decision = permissionDecision{Behavior: got.Behavior, Message: got.Message, UpdatedInput: got.UpdatedInput}
+	if got.Behavior == "deny" && got.Message == "" {
+		out.HookSpecificOutput.Decision.Message = "denied by " + got.By + " through Parley"
+	}
+	return out, nil
 }
 
 // claudeHookInput is the part of Claude Code's hook input that the hook reads.
@@ -97,6 +234,8 @@ const (
 	evPostToolUse      = "PostToolUse"
 	evStop             = "Stop"
 	evSessionEnd       = "SessionEnd"
+
+	evPermissionRequest = "PermissionRequest"
 )
 
 // maxHookInput bounds what is read of the hook input (tool results can be big;

@@ -26,7 +26,7 @@ import (
 
 func initCmd(g *globals) *cobra.Command {
 	var role string
-	var yes bool
+	var yes, permissions bool
 	cmd := &cobra.Command{
 		Use:   "init claude|codex|cursor|gemini",
 		Short: "Add Parley to an MCP client's configuration for this repository",
@@ -34,9 +34,11 @@ func initCmd(g *globals) *cobra.Command {
 there: other servers and settings are kept.
 
   claude   .mcp.json, plus hooks in .claude/settings.json (status and wake-ups,
-           see ` + "`parley hook claude`" + `) and the message-listener sub-agent in
-           .claude/agents/message-listener.md
-  codex    [mcp_servers.parley] in $CODEX_HOME/config.toml (default ~/.codex)
+           see ` + "`parley hook claude`" + `; with --permissions, permission
+           prompts go to Parley's inbox), a rule that allows Parley's own tools,
+           and the message-listener sub-agent in .claude/agents/message-listener.md
+  codex    [mcp_servers.parley] in $CODEX_HOME/config.toml (default ~/.codex),
+           with PARLEY_HOME passed on and Parley's tools approved
   cursor   .cursor/mcp.json
   gemini   .gemini/settings.json
 
@@ -57,7 +59,10 @@ are passed on to ` + "`parley mcp serve`" + ` (and the hooks).`,
 			if err != nil {
 				return err
 			}
-			p := initPlan{root: loc.Root, command: parleyCommand(), agent: g.agent, role: role, client: args[0]}
+			p := initPlan{root: loc.Root, command: parleyCommand(), agent: g.agent, role: role, client: args[0], permissions: permissions}
+			if permissions && args[0] != "claude" {
+				return fmt.Errorf("--permissions is for claude: for Codex, add `parley hook codex PermissionRequest` as a [[hooks.PermissionRequest]] command in config.toml and trust it in Codex (/hooks)")
+			}
 			if err := p.settleIdentity(g, dir); err != nil {
 				return err
 			}
@@ -91,6 +96,7 @@ are passed on to ` + "`parley mcp serve`" + ` (and the hooks).`,
 	}
 	cmd.Flags().StringVar(&role, "role", "", "the agent's role, passed on to parley mcp serve --role")
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "write without asking")
+	cmd.Flags().BoolVar(&permissions, "permissions", false, "claude: also send Claude Code's permission prompts to Parley's permission inbox (a PermissionRequest hook), where parley allow|deny, a manager agent or the dashboard can answer them")
 	return cmd
 }
 
@@ -111,11 +117,12 @@ func parleyCommand() string {
 }
 
 type initPlan struct {
-	root    string
-	command string
-	agent   string
-	role    string
-	client  string
+	root        string
+	command     string
+	agent       string
+	role        string
+	client      string
+	permissions bool // install the PermissionRequest hook
 }
 
 // settleIdentity makes sure the server init writes has an agent name: a
@@ -395,7 +402,11 @@ func (p initPlan) claude() ([]fileChange, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, ev := range claudeHookEvents {
+	events := claudeHookEvents
+	if p.permissions {
+		events = append(slices.Clip(events), evPermissionRequest)
+	}
+	for _, ev := range events {
 		want := p.hookCommand(ev)
 		var groups []any
 		switch v := hooks[ev].(type) {
@@ -418,8 +429,13 @@ func (p initPlan) claude() ([]fileChange, error) {
 			}
 		}
 		if !found {
-			gr := map[string]any{"hooks": []any{map[string]any{"type": "command", "command": want, "timeout": json.Number("10")}}}
-			if ev == "PostToolUse" {
+			timeout := json.Number("10")
+			if ev == evPermissionRequest {
+				// It waits for a person (up to its --wait of 50 s).
+				timeout = json.Number("60")
+			}
+			gr := map[string]any{"hooks": []any{map[string]any{"type": "command", "command": want, "timeout": timeout}}}
+			if ev == "PostToolUse" || ev == evPermissionRequest {
 				gr["matcher"] = "*"
 			}
 			groups = append(groups, gr)

@@ -93,3 +93,10 @@ func (c *Client) Permissions(ctx context.Context, all bool) (*api.PermissionsRes
 func (c *Client) RespondPermission(ctx context.Context, id string, d api.PermissionDecision) error {
 	return c.do(ctx, http.MethodPost, "/permissions/"+url.PathEscape(id), nil, d, nil)
 }
+
+// AskPermission files a permission request as the client's agent and waits
+// for its outcome (up to r.Wait seconds).
+func (c *Client) AskPermission(ctx context.Context, r api.AskPermissionRequest) (*api.PermissionOutcome, error) {
+	var out api.PermissionOutcome
+	return &out, c.do(ctx, http.MethodPost, "/permissions", nil, r, &out)
+}
