@@ -10,7 +10,7 @@ import (
 	"github.com/parley-dev/parley/internal/permission"
 )
 
-// The permission inbox's store (migration 0005).
+// The permission inbox's store (migration 0006).
 
 var _ permission.Store = (*DB)(nil)
 

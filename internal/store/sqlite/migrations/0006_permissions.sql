@@ -1,4 +1,4 @@
--- The permission inbox (internal/permission), schema version 5. data keeps
+-- The permission inbox (internal/permission), schema version 6. data keeps
 -- the request as filed (JSON); state and decision change once, from pending,
 -- so that the first decision wins.
 
