@@ -2,7 +2,10 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	osexec "os/exec"
@@ -245,5 +248,163 @@ func TestRetentionPrunesOnline(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(e.home, "daemon.log")); !strings.Contains(string(b), "purged read messages") {
 		t.Errorf("daemon.log does not report the purge:\n%s", b)
+	}
+}
+
+type doctorOut struct {
+	Findings []struct{ Check, Status, Detail, Fix string } `json:"findings"`
+	Failed   int                                           `json:"failed"`
+}
+
+func (e *env) doctor() (doctorOut, int) {
+	e.t.Helper()
+	out, errOut, code := e.Run("doctor", "--json")
+	var d doctorOut
+	if err := json.Unmarshal([]byte(out), &d); err != nil {
+		e.t.Fatalf("doctor --json: %v\n%s\n%s", err, out, errOut)
+	}
+	return d, code
+}
+
+func (d doctorOut) find(check string) (status, detail, fix string) {
+	for _, f := range d.Findings {
+		if f.Check == check {
+			return f.Status, f.Detail, f.Fix
+		}
+	}
+	return "", "", ""
+}
+
+// TestDoctor: a healthy installation passes; each planted problem is found,
+// with a fix, and fails the exit status.
+func TestDoctor(t *testing.T) {
+	e := newEnv(t)
+	e.Must("join", "--workspace", "w", "--name", "alice")
+	e.Must("send", "--workspace", "w", "--agent", "alice", "bob", "hi")
+	d, code := e.doctor()
+	for _, check := range []string{"state directory", "config.toml", "daemon", "socket", "database", "identity"} {
+		if st, detail, _ := d.find(check); st != "ok" {
+			t.Errorf("healthy %s: got %s %q, want ok", check, st, detail)
+		}
+	}
+	if code != 0 || d.Failed != 0 {
+		t.Errorf("healthy: exit %d, %d failed", code, d.Failed)
+	}
+
+	for _, tt := range []struct {
+		name, check, want string
+		plant, undo       func()
+	}{
+		{"home writable by others", "state directory", "writable by other users",
+			func() { os.Chmod(e.home, 0o777) }, func() { os.Chmod(e.home, 0o700) }},
+		{"log a link", "daemon.log", "symbolic link",
+			func() {
+				os.Rename(filepath.Join(e.home, "daemon.log"), filepath.Join(e.home, "log.keep"))
+				os.Symlink("/etc/passwd", filepath.Join(e.home, "daemon.log"))
+			},
+			func() {
+				os.Remove(filepath.Join(e.home, "daemon.log"))
+				os.Rename(filepath.Join(e.home, "log.keep"), filepath.Join(e.home, "daemon.log"))
+			}},
+		{"bad config", "config.toml", "unknown key",
+			func() { os.WriteFile(filepath.Join(e.home, "config.toml"), []byte("retentoin = \"1d\"\n"), 0o600) },
+			func() { os.Remove(filepath.Join(e.home, "config.toml")) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.plant()
+			defer tt.undo()
+			d, code := e.doctor()
+			st, detail, fix := d.find(tt.check)
+			if st != "fail" || !strings.Contains(detail, tt.want) || fix == "" || code != 1 {
+				t.Errorf("%s: got %s %q (fix %q), exit %d; want a failure with %q and a fix", tt.check, st, detail, fix, code, tt.want)
+			}
+		})
+	}
+	// A database damaged in the middle, where the start-up check does not
+	// look: doctor reads every page.
+	e.Must("daemon", "stop")
+	db := filepath.Join(e.home, "parley.db")
+	for i := range 300 {
+		e.Must("send", "--workspace", "w", "--agent", "alice", "bob", fmt.Sprintf("%d %s", i, strings.Repeat("x", 2000)))
+	}
+	e.Must("daemon", "stop")
+	b, _ := os.ReadFile(db)
+	mid := len(b) / 2 / 4096 * 4096
+	copy(b[mid:mid+4096], bytes.Repeat([]byte{0xAA}, 4096))
+	os.WriteFile(db, b, 0o600)
+	d, code = e.doctor()
+	if st, detail, _ := d.find("database"); st != "fail" || !strings.Contains(detail, "corrupt") || code != 1 {
+		t.Errorf("damaged database: got %s %q exit %d, want a failure", st, detail, code)
+	}
+}
+
+// TestBackupRestore: a backup taken while the daemon runs and takes sends is
+// a consistent Parley database; restore refuses a running daemon, a foreign
+// file and a newer one, and puts the backup back.
+func TestBackupRestore(t *testing.T) {
+	e := newEnv(t)
+	for i := range 20 {
+		e.Must("send", "--workspace", "w", "--agent", "alice", "bob", fmt.Sprintf("before %d", i))
+	}
+	// Sends go on during the backup.
+	stop := make(chan struct{})
+	done := make(chan int)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-stop:
+				done <- n
+				return
+			default:
+			}
+			if _, _, code := e.Run("send", "--workspace", "w", "--agent", "alice", "bob", "during"); code == 0 {
+				n++
+			}
+		}
+	}()
+	backup := filepath.Join(t.TempDir(), "b.db")
+	e.Must("backup", backup)
+	close(stop)
+	during := <-done
+	if _, errOut, code := e.Run("backup", backup); code == 0 || !strings.Contains(errOut, "exists") {
+		t.Errorf("backup over an existing file: exit %d %q", code, errOut)
+	}
+	if _, errOut, code := e.Run("restore", backup); code == 0 || !strings.Contains(errOut, "daemon is running") {
+		t.Errorf("restore beside a running daemon: exit %d %q", code, errOut)
+	}
+	e.Must("send", "--workspace", "w", "--agent", "alice", "bob", "after the backup")
+	e.Must("daemon", "stop")
+
+	foreign := filepath.Join(t.TempDir(), "notes.db")
+	os.WriteFile(foreign, []byte("SQLite format 3\x00 but not really, and long enough"), 0o600)
+	if _, errOut, code := e.Run("restore", foreign); code == 0 || !strings.Contains(errOut, "refusing") {
+		t.Errorf("restore a foreign file: exit %d %q", code, errOut)
+	}
+	newer := filepath.Join(t.TempDir(), "newer.db")
+	b, _ := os.ReadFile(backup)
+	binary.BigEndian.PutUint32(b[60:64], 999) // the header's user_version: the schema version
+	os.WriteFile(newer, b, 0o600)
+	if _, errOut, code := e.Run("restore", newer); code == 0 || !strings.Contains(errOut, "newer than this parley") {
+		t.Errorf("restore a newer file: exit %d %q", code, errOut)
+	}
+
+	out := e.Must("restore", backup)
+	if !strings.Contains(out, "before-restore") {
+		t.Errorf("restore: got %q, want where the old database went", out)
+	}
+	var h struct {
+		Messages []struct{ Content string } `json:"messages"`
+	}
+	e.MustJSON(&h, "history", "--workspace", "w", "--limit", "1000")
+	before, got := 0, map[string]bool{}
+	for _, m := range h.Messages {
+		got[m.Content] = true
+		if strings.HasPrefix(m.Content, "before") {
+			before++
+		}
+	}
+	if before != 20 || got["after the backup"] || len(h.Messages) > 20+during {
+		t.Errorf("restored history: %d messages, %d of the 20 before, after-the-backup %v (sends during: %d)", len(h.Messages), before, got["after the backup"], during)
 	}
 }

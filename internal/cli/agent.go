@@ -37,7 +37,11 @@ Joining again updates the role and module and keeps the inbox.`,
 			if err != nil {
 				return err
 			}
-			path, err := workspace.SaveIdentity(id.Root, workspace.Identity{
+			paths, err := api.HomePaths("")
+			if err != nil {
+				return err
+			}
+			path, err := workspace.SaveIdentity(id.Root, paths.Home, workspace.Identity{
 				Name: a.Name, Role: a.Role, Module: a.Module, Workspace: id.Workspace, AgentID: a.AgentID, JoinedAt: time.Now().UTC(),
 			})
 			if err != nil {

@@ -73,6 +73,7 @@ Quick start:
 		hookCmd(g), initCmd(g),
 		upstreamCmd(g), toolsCmd(g),
 		agentCmd(g), permissionsCmd(g), allowCmd(g), denyCmd(g),
+		backupCmd(g), restoreCmd(g), doctorCmd(g),
 		dashboardCmd(g), tokenCmd(g),
 	)
 	if err := root.ExecuteContext(ctx); err != nil {

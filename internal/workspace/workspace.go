@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/safefile"
 )
 
@@ -94,6 +95,8 @@ type Identity struct {
 	Workspace string    `json:"workspace"`
 	AgentID   string    `json:"agent_id,omitempty"`
 	JoinedAt  time.Time `json:"joined_at,omitempty"`
+	// Seal proves that this user's join wrote the workspace (seal.go).
+	Seal string `json:"seal,omitempty"`
 }
 
 // maxIdentityFile bounds what is read of an identity file.
@@ -158,10 +161,16 @@ func Identities(root string) ([]string, error) {
 // A repository is not to be trusted with where that lands: .parley and its
 // identities directory must be real directories, not links, and the file
 // itself replaces whatever link sits at its name instead of writing through it.
-func SaveIdentity(root string, id Identity) (string, error) {
+// The name and workspace are sealed with the key in home (seal.go).
+func SaveIdentity(root, home string, id Identity) (string, error) {
 	if strings.ContainsAny(id.Name, `/\`) || id.Name == "" || id.Name == "." || id.Name == ".." {
 		return "", fmt.Errorf("save identity: invalid agent name %q", id.Name)
 	}
+	key, err := loadKey(home, true)
+	if err != nil {
+		return "", fmt.Errorf("save identity: seal key: %w", err)
+	}
+	id.Seal = seal(key, id.Name, id.Workspace)
 	dir := IdentityDir(root)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("save identity: %w", err)
@@ -226,6 +235,8 @@ type Lookup struct {
 	// TrustFileWorkspace honours an identity file naming a workspace other
 	// than the directory's own (EnvTrustWorkspace=1).
 	TrustFileWorkspace bool
+	// Home is the state directory, whose key verifies identity files' seals.
+	Home string
 }
 
 // EnvTrustWorkspace is the environment variable that, set to 1, lets an
@@ -236,6 +247,9 @@ const EnvTrustWorkspace = "PARLEY_TRUST_IDENTITY_WORKSPACE"
 func (l Lookup) FromEnv() Lookup {
 	l.EnvAgent, l.EnvRole, l.EnvWS = os.Getenv("PARLEY_AGENT"), os.Getenv("PARLEY_ROLE"), os.Getenv("PARLEY_WORKSPACE")
 	l.TrustFileWorkspace = os.Getenv(EnvTrustWorkspace) == "1"
+	if p, err := api.HomePaths(""); err == nil {
+		l.Home = p.Home
+	}
 	return l
 }
 
@@ -246,7 +260,8 @@ func (l Lookup) FromEnv() Lookup {
 // names another workspace than the repository's is refused unless the flag or
 // the environment names one or l.TrustFileWorkspace is set: a cloned
 // repository could otherwise ship one that joins its user to a workspace of
-// the author's choosing.
+// the author's choosing. A file that this user's join wrote carries a seal
+// that the key in l.Home verifies, and is honoured.
 func Resolve(l Lookup) (Resolved, error) {
 	loc, err := Locate(l.Dir)
 	if err != nil {
@@ -291,8 +306,8 @@ func Resolve(l Lookup) (Resolved, error) {
 	fileWS := ""
 	if file != nil {
 		fileWS = file.Workspace
-		if fileWS != "" && fileWS != loc.Workspace && l.FlagWS == "" && l.EnvWS == "" && !l.TrustFileWorkspace {
-			return r, fmt.Errorf("identity file %s names workspace %q, not this directory's (%s): refusing it, since a repository can ship such a file; if you meant it, pass --workspace %s, set PARLEY_WORKSPACE, or set %s=1",
+		if fileWS != "" && fileWS != loc.Workspace && l.FlagWS == "" && l.EnvWS == "" && !l.TrustFileWorkspace && !sealed(l.Home, file) {
+			return r, fmt.Errorf("identity file %s names workspace %q, not this directory's (%s), and was not written by your `parley join`: refusing it, since a repository can ship such a file; if you meant it, pass --workspace %s, set PARLEY_WORKSPACE, set %s=1, or join again",
 				filepath.Join(IdentityDir(loc.Root), file.Name+".json"), fileWS, loc.Workspace, fileWS, EnvTrustWorkspace)
 		}
 	}

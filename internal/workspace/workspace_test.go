@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,7 +60,7 @@ func TestLocateSharesWorkspaceAcrossWorktrees(t *testing.T) {
 }
 
 func TestResolve(t *testing.T) {
-	dir := t.TempDir()
+	dir, home := t.TempDir(), t.TempDir()
 	// No identity at all.
 	if _, err := Resolve(Lookup{Dir: dir, RequireName: true}); err == nil || !strings.Contains(err.Error(), "no agent identity") {
 		t.Errorf("no identity: got %v", err)
@@ -69,7 +70,7 @@ func TestResolve(t *testing.T) {
 		t.Errorf("optional identity: got %+v %v", r, err)
 	}
 	// One identity file: it is used, with its role and workspace.
-	if _, err := SaveIdentity(dir, Identity{Name: "alice", Role: "planner", Workspace: "team"}); err != nil {
+	if _, err := SaveIdentity(dir, home, Identity{Name: "alice", Role: "planner", Workspace: "team"}); err != nil {
 		t.Fatal(err)
 	}
 	st, _ := os.Stat(filepath.Join(IdentityDir(dir), "alice.json"))
@@ -84,11 +85,28 @@ func TestResolve(t *testing.T) {
 	if r.Agent != "alice" || r.Role != "planner" || r.Workspace != "team" || r.Source != "identity file" {
 		t.Errorf("single identity: got %+v", r)
 	}
+	// Written by this user's join, it carries a seal that the user's key
+	// verifies: honoured.
+	r, err = Resolve(Lookup{Dir: dir, RequireName: true, Home: home})
+	if err != nil || r.Workspace != "team" {
+		t.Errorf("sealed identity naming another workspace: got %+v %v", r, err)
+	}
+	// The same file from elsewhere (another user's key), or changed by hand: refused.
+	if _, err := Resolve(Lookup{Dir: dir, RequireName: true, Home: t.TempDir()}); err == nil {
+		t.Error("identity sealed with another key: got no error")
+	}
+	path := filepath.Join(IdentityDir(dir), "alice.json")
+	b, _ := os.ReadFile(path)
+	os.WriteFile(path, bytes.Replace(b, []byte(`"team"`), []byte(`"other"`), 1), 0o600)
+	if _, err := Resolve(Lookup{Dir: dir, RequireName: true, Home: home}); err == nil {
+		t.Error("sealed identity edited to name another workspace: got no error")
+	}
+	SaveIdentity(dir, home, Identity{Name: "alice", Role: "planner", Workspace: "team"})
 	r, _ = Resolve(Lookup{Dir: dir, RequireName: true, EnvWS: "team"})
 	if r.Agent != "alice" || r.Workspace != "team" {
 		t.Errorf("single identity, workspace named in the environment: got %+v", r)
 	}
-	SaveIdentity(dir, Identity{Name: "alice", Role: "planner", Workspace: dir})
+	SaveIdentity(dir, home, Identity{Name: "alice", Role: "planner", Workspace: dir})
 	r, _ = Resolve(Lookup{Dir: dir, RequireName: true})
 	if r.Agent != "alice" || r.Role != "planner" || r.Workspace != dir || r.Source != "identity file" {
 		t.Errorf("single identity of this directory: got %+v", r)
@@ -108,7 +126,7 @@ func TestResolve(t *testing.T) {
 		t.Errorf("named identity: got %+v", r)
 	}
 	// Two identities: ambiguous unless named.
-	SaveIdentity(dir, Identity{Name: "bob", Role: "dev", Workspace: "team"})
+	SaveIdentity(dir, home, Identity{Name: "bob", Role: "dev", Workspace: "team"})
 	if _, err := Resolve(Lookup{Dir: dir, RequireName: true}); err == nil || !strings.Contains(err.Error(), "alice, bob") {
 		t.Errorf("two identities: got %v", err)
 	}
@@ -161,7 +179,7 @@ func TestSaveIdentityIgnoresPlantedLinks(t *testing.T) {
 	os.MkdirAll(dir, 0o755)
 	os.Symlink(victim, filepath.Join(dir, "bob.json.tmp"))
 	os.Symlink(victim, filepath.Join(repo, ".parley", ".gitignore"))
-	if _, err := SaveIdentity(repo, Identity{Name: "bob", Role: "dev", Workspace: repo}); err != nil {
+	if _, err := SaveIdentity(repo, t.TempDir(), Identity{Name: "bob", Role: "dev", Workspace: repo}); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(victim); string(b) != "precious" {
@@ -176,7 +194,7 @@ func TestSaveIdentityIgnoresPlantedLinks(t *testing.T) {
 	repo2 := t.TempDir()
 	os.Mkdir(filepath.Join(repo2, ".parley"), 0o755)
 	os.Symlink(elsewhere, IdentityDir(repo2))
-	if _, err := SaveIdentity(repo2, Identity{Name: "bob", Workspace: repo2}); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+	if _, err := SaveIdentity(repo2, t.TempDir(), Identity{Name: "bob", Workspace: repo2}); err == nil || !strings.Contains(err.Error(), "symbolic link") {
 		t.Errorf("identities directory is a link: got %v", err)
 	}
 	if ents, _ := os.ReadDir(elsewhere); len(ents) != 0 {

@@ -109,18 +109,27 @@ func (db *DB) purgeCandidates(ctx context.Context, after, cut int64) ([]int64, b
 	return seqs, n == purgeBatch, rows.Err()
 }
 
-// Backup writes a consistent copy of the database to path with VACUUM INTO
-// on a read-only connection of its own: a snapshot as of one read
-// transaction, which neither blocks writers nor waits for them. The copy is
-// made under a temporary name beside path and linked into place, so path
-// never holds half a copy and an existing file is never replaced.
+// Backup writes a consistent copy of the database to path (BackupFile).
 func (db *DB) Backup(ctx context.Context, path string) error {
+	return BackupFile(ctx, db.path, path)
+}
+
+// BackupFile writes a consistent copy of the database at src to path with
+// VACUUM INTO on a read-only connection of its own: a snapshot as of one read
+// transaction, which neither blocks a daemon's writes nor waits for them, so
+// it works while the daemon runs. The copy is made under a temporary name
+// beside path and linked into place, so path never holds half a copy and an
+// existing file is never replaced.
+func BackupFile(ctx context.Context, src, path string) error {
 	const op = "backup"
 	if !filepath.IsAbs(path) {
 		return hub.Errorf(op, hub.Invalid, "backup path %q is not absolute", path)
 	}
 	if _, err := os.Lstat(path); err == nil {
 		return hub.Errorf(op, hub.Conflict, "%s exists: choose a new file name", path)
+	}
+	if err := Verify(ctx, src, false); err != nil {
+		return hub.Errorf(op, hub.Invalid, "%w", err)
 	}
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -129,14 +138,14 @@ func (db *DB) Backup(ctx context.Context, path string) error {
 	tmp := f.Name()
 	f.Close()
 	defer os.Remove(tmp)
-	ro, err := sql.Open("sqlite", dsn(db.path, "mode=ro", "_pragma=busy_timeout("+fmt.Sprint(busyTimeoutMS)+")"))
+	ro, err := sql.Open("sqlite", dsn(src, "mode=ro", "_pragma=busy_timeout("+fmt.Sprint(busyTimeoutMS)+")"))
 	if err != nil {
-		return db.mapErr(ctx, op, err)
+		return hub.Errorf(op, hub.Internal, "%w", err)
 	}
 	defer ro.Close()
 	// VACUUM INTO accepts an empty file: the one made exclusively above.
 	if _, err := ro.ExecContext(ctx, `VACUUM INTO ?`, tmp); err != nil {
-		return db.mapErr(ctx, op, fmt.Errorf("copy to %s: %w", path, err))
+		return hub.Errorf(op, hub.Internal, "copy %s to %s: %w", src, path, err)
 	}
 	if err := syncFile(tmp); err != nil {
 		return hub.Errorf(op, hub.Internal, "sync %s: %w", tmp, err)
@@ -146,6 +155,61 @@ func (db *DB) Backup(ctx context.Context, path string) error {
 			return hub.Errorf(op, hub.Conflict, "%s exists: choose a new file name", path)
 		}
 		return hub.Errorf(op, hub.Internal, "%w", err)
+	}
+	return nil
+}
+
+// Verify checks that the file at path is a Parley database that this version
+// can open: SQLite, Parley's application id, a schema version no newer than
+// this Parley's. With full it also runs PRAGMA quick_check over every page.
+// It never writes to path (a read-only connection).
+func Verify(ctx context.Context, path string, full bool) error {
+	migs, err := loadMigrations()
+	if err != nil {
+		return err
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	var hdr [len(sqliteMagic)]byte
+	_, err = io.ReadFull(f, hdr[:])
+	f.Close()
+	if err != nil || string(hdr[:]) != sqliteMagic {
+		return fmt.Errorf("%s is not a Parley database: it is not an SQLite file", path)
+	}
+	_, werr := os.Stat(path + "-wal")
+	if err := probe(ctx, path, len(migs), werr != nil); err != nil {
+		return err
+	}
+	p, err := sql.Open("sqlite", dsn(path, "mode=ro", "_pragma=busy_timeout("+fmt.Sprint(busyTimeoutMS)+")"))
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	var appID int
+	if err := p.QueryRowContext(ctx, `SELECT application_id FROM pragma_application_id`).Scan(&appID); err != nil {
+		return probeErr(path, err)
+	}
+	if appID != ApplicationID {
+		return fmt.Errorf("%s is not a Parley database: an empty SQLite file", path)
+	}
+	if !full {
+		return nil
+	}
+	problems, err := quickCheck(ctx, p)
+	if err != nil {
+		return probeErr(path, err)
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%s is corrupt (%s)", path, strings.Join(problems[:min(3, len(problems))], "; "))
 	}
 	return nil
 }
@@ -161,22 +225,27 @@ func syncFile(path string) error {
 // Check runs PRAGMA quick_check over the whole file, on the read pool. It
 // reads every page: for doctor, not for start-up (see boundedCheck).
 func (db *DB) Check(ctx context.Context) ([]string, error) {
-	rows, err := db.r.QueryContext(ctx, `PRAGMA quick_check`)
+	problems, err := quickCheck(ctx, db.r)
+	return problems, db.mapErr(ctx, "check", err)
+}
+
+func quickCheck(ctx context.Context, p *sql.DB) ([]string, error) {
+	rows, err := p.QueryContext(ctx, `PRAGMA quick_check`)
 	if err != nil {
-		return nil, db.mapErr(ctx, "check", err)
+		return nil, err
 	}
 	defer rows.Close()
 	var problems []string
 	for rows.Next() {
 		var s string
 		if err := rows.Scan(&s); err != nil {
-			return nil, db.mapErr(ctx, "check", err)
+			return nil, err
 		}
 		if s != "ok" {
 			problems = append(problems, s)
 		}
 	}
-	return problems, db.mapErr(ctx, "check", rows.Err())
+	return problems, rows.Err()
 }
 
 // boundedCheck is the start-up check of an existing database: its cost does

@@ -251,3 +251,45 @@ func BenchmarkReopen(b *testing.B) {
 		db.Close()
 	}
 }
+
+func TestVerify(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.db")
+	fill(t, good, 50, 100)
+	if err := Verify(ctx, good, true); err != nil {
+		t.Errorf("a healthy database: %v", err)
+	}
+	mk := func(name string, prep func(raw *sql.DB)) string {
+		path := filepath.Join(dir, name)
+		raw, err := sql.Open("sqlite", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prep(raw)
+		raw.Close()
+		return path
+	}
+	newer := filepath.Join(dir, "newer.db")
+	fill(t, newer, 1, 10)
+	mk("newer.db", func(raw *sql.DB) { raw.Exec(`PRAGMA user_version = 999`) })
+	text := filepath.Join(dir, "notes.txt")
+	os.WriteFile(text, []byte("just some notes, long enough to have a header of sorts...."), 0o600)
+	b, _ := os.ReadFile(good)
+	cut := filepath.Join(dir, "cut.db")
+	os.WriteFile(cut, b[:len(b)/2], 0o600)
+	for _, tt := range []struct{ name, path, want string }{
+		{"foreign", mk("recipes.db", func(raw *sql.DB) { raw.Exec(`CREATE TABLE recipes (name TEXT)`) }), "another application"},
+		{"empty SQLite", mk("empty.db", func(raw *sql.DB) { raw.Exec(`PRAGMA user_version = 0; CREATE TABLE x (y); DROP TABLE x`) }), "not a Parley database"},
+		{"newer", newer, "newer than this parley"},
+		{"text", text, "not an SQLite file"},
+		{"cut short", cut, "corrupt"},
+		{"missing", filepath.Join(dir, "nope.db"), "no such file"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := Verify(ctx, tt.path, true); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got %v, want an error with %q", err, tt.want)
+			}
+		})
+	}
+}
