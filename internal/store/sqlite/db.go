@@ -422,6 +422,9 @@ func (db *DB) mapErr(ctx context.Context, op string, err error) error {
 		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
 			return hub.Errorf(op, hub.Unavailable, "database %s is locked by another process: %w", db.path, err)
 		case sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM:
+			if err := outOfFiles(); err != nil {
+				return hub.Errorf(op, hub.Unavailable, "cannot open %s: %v", db.path, err)
+			}
 			return hub.Errorf(op, hub.Unavailable, "cannot write %s: %w", db.path, err)
 		case sqlite3.SQLITE_CONSTRAINT:
 			if code == sqlite3.SQLITE_CONSTRAINT_UNIQUE || code == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/parley-dev/parley/internal/hub"
@@ -326,4 +327,21 @@ func checkHeader(path string) error {
 		return fmt.Errorf("%s is corrupt (%d bytes, but its header records %d pages of %d bytes: the file was cut short); it was left untouched: restore it from a backup or move it aside", path, st.Size(), pages, pageSize)
 	}
 	return nil
+}
+
+// outOfFiles tells whether the process has run out of file descriptors, the
+// usual cause of SQLITE_CANTOPEN in a daemon that serves many clients, by
+// trying to open one more file. It returns the explanation, or nil.
+func outOfFiles() error {
+	f, err := os.Open(os.DevNull)
+	if err == nil {
+		f.Close()
+		return nil
+	}
+	if !errors.Is(err, syscall.EMFILE) && !errors.Is(err, syscall.ENFILE) {
+		return nil
+	}
+	var lim syscall.Rlimit
+	syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim)
+	return fmt.Errorf("the daemon has run out of file descriptors (too many open files; its limit is %d): close idle clients, or raise the limit (ulimit -n) and restart the daemon", lim.Cur)
 }
