@@ -23,3 +23,20 @@ type UnreadResult struct {
 	Workspace string         `json:"workspace"`
 	Unread    map[string]int `json:"unread"`
 }
+
+// DashboardSearchResult is GET /api/v1/dashboard/search?q=: messages of the
+// whole workspace that match, best first.
+type DashboardSearchResult struct {
+	Hits []DashboardSearchHit `json:"hits"`
+}
+
+// DashboardSearchHit is one match; Snippet marks the matched words with **.
+type DashboardSearchHit struct {
+	MessageID string `json:"message_id"`
+	ThreadID  string `json:"thread_id"`
+	From      string `json:"from"`
+	To        string `json:"to"`
+	Priority  string `json:"priority"`
+	Timestamp string `json:"timestamp"`
+	Snippet   string `json:"snippet"`
+}

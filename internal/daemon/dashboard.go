@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"strconv"
 
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/hub"
@@ -22,6 +23,45 @@ func (d *Daemon) Dashboard() *web.Server { return d.web }
 func (d *Daemon) dashboardRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST "+api.Prefix+"/dashboard/login", d.dashboardLogin)
 	mux.HandleFunc("GET "+api.Prefix+"/dashboard/unread", d.dashboardUnread)
+	mux.HandleFunc("GET "+api.Prefix+"/dashboard/search", d.dashboardSearch)
+}
+
+// dashboardSearch finds messages of a workspace by words, as a person sees
+// it: the whole workspace, not one agent's mail.
+func (d *Daemon) dashboardSearch(w http.ResponseWriter, r *http.Request) {
+	out, err := d.search(r)
+	if err != nil {
+		writeAPI(w, api.HTTPStatus(hub.KindOf(err)), api.NewErrorBody(err))
+		return
+	}
+	writeAPI(w, http.StatusOK, out)
+}
+
+func (d *Daemon) search(r *http.Request) (api.DashboardSearchResult, error) {
+	q := r.URL.Query()
+	ws := r.Header.Get(api.HeaderWorkspace)
+	if ws == "" {
+		ws = q.Get("workspace")
+	}
+	limit := 0
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return api.DashboardSearchResult{}, hub.Errorf("search", hub.Invalid, "invalid limit %q: want a number", v)
+		}
+		limit = n
+	}
+	hits, err := d.hub.Search(r.Context(), hub.SearchRequest{Workspace: ws, Query: q.Get("q"), From: q.Get("from"), Limit: limit})
+	if err != nil {
+		return api.DashboardSearchResult{}, err
+	}
+	out := api.DashboardSearchResult{Hits: []api.DashboardSearchHit{}}
+	for _, h := range hits {
+		m := h.Message
+		out.Hits = append(out.Hits, api.DashboardSearchHit{MessageID: m.ID, ThreadID: m.ThreadID, From: m.From, To: m.To,
+			Priority: string(m.Priority), Timestamp: api.FormatTime(m.CreatedAt), Snippet: h.Snippet})
+	}
+	return out, nil
 }
 
 // dashboardUnread counts the unread messages of every agent of a workspace,

@@ -459,3 +459,22 @@ func TestRefusals(t *testing.T) {
 func toolCall(name string, args map[string]any) *mcp.CallToolParams {
 	return &mcp.CallToolParams{Name: name, Arguments: args}
 }
+
+func TestSearch(t *testing.T) {
+	e := newEnv(t)
+	e.Must("join", "--name", "alice", "--role", "planner")
+	e.Must("join", "--name", "bob", "--role", "reviewer")
+	e.Must("send", "bob", "please review the deployment script", "--agent", "alice")
+	e.Must("send", "alice", "lunch at noon?", "--agent", "bob")
+	ctx := tab(t)
+	e.signIn(t, ctx)
+	must(t, chromedp.Do(ctx, chromedp.KeyEvent("/")))
+	waitJS(t, ctx, `document.activeElement?.id === "q"`, 5*time.Second)
+	must(t, chromedp.Do(ctx, chromedp.SendKeys("#q", "deployment\r")))
+	waitJS(t, ctx, `document.querySelectorAll("#results .hit").length === 1`, 5*time.Second)
+	if m := eval[string](t, ctx, `document.querySelector("#results .hit mark").textContent`); m != "deployment" {
+		t.Errorf("marked match: got %q, want deployment", m)
+	}
+	must(t, chromedp.Do(ctx, chromedp.Click("#results .hit")))
+	waitJS(t, ctx, `[...document.querySelectorAll("#thread .tmsg .body")].some(el => el.textContent === "please review the deployment script")`, 5*time.Second)
+}

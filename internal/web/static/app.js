@@ -352,14 +352,14 @@ function drawSuggestions() {
 
 function route() {
   const [, page = "feed", arg = ""] = /^#\/([\w-]+)?\/?(.*)$/.exec(location.hash) || [];
-  S.page = ["feed", "agents", "managed", "permissions", "gateway", "workspaces"].includes(page) ? page : "feed";
+  S.page = ["feed", "agents", "managed", "permissions", "gateway", "workspaces", "search"].includes(page) ? page : "feed";
   S.arg = decodeURIComponent(arg);
   for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("on", a.dataset.page === S.page);
   drawPage();
 }
 
 function drawPage() {
-  const fn = { feed: pageFeed, agents: pageAgents, managed: pageManaged, permissions: pagePerms, gateway: pageGateway, workspaces: pageWorkspaces }[S.page];
+  const fn = { feed: pageFeed, agents: pageAgents, managed: pageManaged, permissions: pagePerms, gateway: pageGateway, workspaces: pageWorkspaces, search: pageSearch }[S.page];
   fn();
 }
 
@@ -516,9 +516,9 @@ function composeTo(name) {
 
 // ---- threads ----
 
-async function openThread(id, focusReply = false) {
+async function openThread(id, focusReply = false, thread = "") {
   const m = S.feed.find((x) => x.id === id);
-  const root = m ? m.thread : id;
+  const root = thread || (m ? m.thread : id);
   try {
     const r = await get("/messages?thread=" + encodeURIComponent(root) + "&limit=1000");
     const msgs = (r.messages || []).slice().reverse();
@@ -891,6 +891,55 @@ async function pageWorkspaces() {
   }
 }
 
+// ---- search ----
+
+let lastQuery = "";
+
+function pageSearch() {
+  main.dataset.page = "search";
+  rosterEl = feedList = threadEl = feedCountEl = null;
+  const q = h("input#q.field", { placeholder: 'words, "a phrase", prefix*  (Enter)', value: lastQuery, autocomplete: "off", "aria-label": "Search" });
+  const results = h("div.scroll.results#results");
+  const run = async () => {
+    lastQuery = q.value;
+    if (!q.value.trim()) {
+      results.replaceChildren();
+      return;
+    }
+    try {
+      const r = await get("/dashboard/search?limit=100&q=" + encodeURIComponent(q.value));
+      results.replaceChildren(...(r.hits.length ? r.hits.map(hit) : [h("div.empty", { text: "No message matches." })]));
+    } catch (e) {
+      results.replaceChildren(h("div.empty", { text: e.message }));
+    }
+  };
+  q.addEventListener("keydown", (e) => {
+    if (e.key === "Enter") run();
+  });
+  main.replaceChildren(h("div.page.single", null,
+    h("section.pane", null,
+      h("header", null, h("h2", { text: "Search" }), q, h("span.hint", { text: `in ${S.ws}` })),
+      results)));
+  q.focus();
+  if (lastQuery) run();
+}
+
+function hit(x) {
+  // The snippet marks matches with **: bold them, as text.
+  const parts = x.snippet.split("**").map((p, i) => (i % 2 ? h("mark", { text: p }) : p));
+  return h("article.hit", { dataset: { id: x.message_id }, tabindex: "0",
+    onclick: () => showHit(x), onkeydown: (e) => { if (e.key === "Enter") showHit(x); } },
+  h("div.h", null, h("span.from", { class: isHuman(x.from) ? "human" : "", text: x.from }), h("span.to", { text: "→ " + x.to }),
+    x.priority !== "normal" ? h("span", { class: "chip " + x.priority, text: x.priority }) : null,
+    h("span.t", { text: new Date(x.timestamp).toLocaleString() })),
+  h("div.snip", null, parts));
+}
+
+function showHit(x) {
+  location.hash = "#/feed";
+  openThread(x.message_id, false, x.thread_id);
+}
+
 // ---- toasts, errors ----
 
 function toast(text, err = false) {
@@ -931,6 +980,11 @@ document.addEventListener("keydown", (e) => {
     case "w":
       e.preventDefault();
       document.getElementById("ws").focus();
+      return;
+    case "/":
+      e.preventDefault();
+      if (S.page !== "search") location.hash = "#/search";
+      else document.getElementById("q")?.focus();
       return;
   }
   if (S.page === "feed") {
