@@ -478,3 +478,54 @@ func TestSearch(t *testing.T) {
 	must(t, chromedp.Do(ctx, chromedp.Click("#results .hit")))
 	waitJS(t, ctx, `[...document.querySelectorAll("#thread .tmsg .body")].some(el => el.textContent === "please review the deployment script")`, 5*time.Second)
 }
+
+// TestHookPermissionFromThePage: a Claude Code session's PermissionRequest
+// hook files its request in the inbox; the page shows where it comes from,
+// and the d key denies it with a message, which the hook prints for Claude.
+func TestHookPermissionFromThePage(t *testing.T) {
+	e := newEnv(t)
+	e.Must("join", "--name", "cc1", "--role", "implementer")
+	ctx := tab(t)
+	e.signIn(t, ctx)
+	must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`location.hash = "#/permissions"`)))
+	waitJS(t, ctx, `document.querySelector(".empty") !== null`, 5*time.Second)
+
+	hook := e.Cmd("hook", "claude", "PermissionRequest", "--agent", "cc1")
+	hook.Stdin = strings.NewReader(`{"session_id":"s1","cwd":"` + e.home + `","hook_event_name":"PermissionRequest","tool_name":"Bash",` +
+		`"tool_input":{"command":"git push --force","description":"Force-push the rebased branch"},"tool_use_id":"toolu_9"}`)
+	var out bytes.Buffer
+	hook.Stdout = &out
+	must(t, hook.Start())
+	done := make(chan error, 1)
+	go func() { done <- hook.Wait() }()
+
+	card := `document.querySelector(".perm")`
+	waitJS(t, ctx, card+` !== null`, 15*time.Second)
+	if src := eval[string](t, ctx, card+`.querySelector(".chip").textContent`); src != "claude-hook" {
+		t.Errorf("source: got %q, want claude-hook", src)
+	}
+	if d := eval[string](t, ctx, card+`.querySelector(".desc").textContent`); d != "Force-push the rebased branch" {
+		t.Errorf("description: got %q", d)
+	}
+	must(t, chromedp.Do(ctx, chromedp.SendKeys(".perm .msgin", "no force pushes to shared branches")))
+	must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.activeElement.blur()`)))
+	must(t, chromedp.Do(ctx, chromedp.KeyEvent("d")))
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the hook: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the hook did not return after the decision")
+	}
+	var got struct {
+		HookSpecificOutput struct {
+			Decision struct{ Behavior, Message string } `json:"decision"`
+		} `json:"hookSpecificOutput"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil || got.HookSpecificOutput.Decision.Behavior != "deny" ||
+		got.HookSpecificOutput.Decision.Message != "no force pushes to shared branches" {
+		t.Fatalf("the hook printed %q (%v), want a deny with the page's message", out.String(), err)
+	}
+	waitJS(t, ctx, card+` === null`, 10*time.Second)
+}

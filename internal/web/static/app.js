@@ -803,8 +803,12 @@ function permCard(p, i, draft) {
   tickAge(age);
   return h("article.perm", { class: i === S.permSel ? "sel" : "", dataset: { id: req.request_id }, onclick: () => { S.permSel = i; markPermSel(); } },
     h("div.row", null, h("span.tool", { text: req.tool_name }), h("span", { text: "asked by" }),
-      h("a.who", { href: "#/managed/" + encodeURIComponent(req.agent_id), text: req.agent_id }),
+      S.managed.some((m) => m.agent_id === req.agent_id && m.workspace === req.workspace)
+        ? h("a.who", { href: "#/managed/" + encodeURIComponent(req.agent_id), text: req.agent_id })
+        : h("span.who", { text: req.agent_id }),
+      req.source && req.source !== "managed" ? h("span.chip", { title: "where the request comes from", text: req.source }) : null,
       req.workspace !== S.ws ? h("span.chip", { text: req.workspace }) : null, age),
+    req.description ? h("div.desc", { text: req.description }) : null,
     input,
     h("div.row", null, msg, deny, allow));
 }
