@@ -51,6 +51,22 @@ type Options struct {
 	// client's original initialize and notifications/initialized, swallowing the
 	// replayed response) and retries the failed request once.
 	Reconnect func(ctx context.Context) error
+	// Extension, if set, speaks what the server does not: `mcp serve
+	// --channel` adds Claude Code's channel this way.
+	Extension Extension
+}
+
+// Extension adds to the protocol between the client and the server.
+type Extension interface {
+	// InitResult may rewrite the server's initialize response before the
+	// client sees it (to declare capabilities).
+	InitResult(msg []byte) []byte
+	// Start runs once the client has sent notifications/initialized, until
+	// ctx ends; write sends one message to the client.
+	Start(ctx context.Context, write func(msg []byte) error)
+	// Intercept sees every notification from the client; when it returns
+	// true the notification is the extension's and the server never gets it.
+	Intercept(method string, raw []byte) bool
 }
 
 const (
@@ -163,6 +179,7 @@ type bridge struct {
 	getCancel      context.CancelFunc
 	inflight       map[string]*inflightReq // by id key, for notifications/cancelled
 	wg             sync.WaitGroup
+	extOnce        sync.Once // starts Options.Extension
 
 	// recoverMu serializes reconnects and re-initializations, so that many
 	// requests failing at once cause one of each.
@@ -305,6 +322,9 @@ func (b *bridge) handleLine(l line) {
 		b.mu.Unlock()
 		b.call(b.ctx, m)
 	case len(m.ids) == 0:
+		if ext := b.opts.Extension; ext != nil && ext.Intercept(m.method, m.raw) {
+			return
+		}
 		if m.method == "notifications/initialized" {
 			b.mu.Lock()
 			b.initializedMsg = m.raw
@@ -313,6 +333,9 @@ func (b *bridge) handleLine(l line) {
 		b.call(b.ctx, m)
 		if m.method == "notifications/initialized" {
 			b.startGET(b.sess.Load())
+			if ext := b.opts.Extension; ext != nil {
+				b.extOnce.Do(func() { b.spawn(func() { ext.Start(b.ctx, b.writeOut) }) })
+			}
 		}
 		if m.method == "notifications/cancelled" {
 			b.cancelInflight(m.raw)
@@ -504,6 +527,7 @@ func (b *bridge) deliver(ctx context.Context, m *message, resp *http.Response) {
 		}
 		if init != nil {
 			init.observe(body)
+			body = b.initResult(body)
 		}
 		if err := b.writeMsg(body); err != nil {
 			b.log.Warn("bad response from server", "err", err)
@@ -513,6 +537,14 @@ func (b *bridge) deliver(ctx context.Context, m *message, resp *http.Response) {
 	if init != nil {
 		b.establish(init)
 	}
+}
+
+// initResult lets the extension rewrite the initialize response.
+func (b *bridge) initResult(msg []byte) []byte {
+	if ext := b.opts.Extension; ext != nil {
+		return ext.InitResult(msg)
+	}
+	return msg
 }
 
 // resume reopens a response stream the server closed before it was complete.
@@ -709,6 +741,7 @@ func (b *bridge) readEvents(r io.Reader, p *pending, init *initCapture, swallow 
 				if swallow {
 					continue
 				}
+				data = b.initResult(data)
 			}
 		}
 		// Reading on to the end of the stream after the last response (which the

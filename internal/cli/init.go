@@ -26,7 +26,7 @@ import (
 
 func initCmd(g *globals) *cobra.Command {
 	var role string
-	var yes, permissions bool
+	var yes, permissions, withChannel bool
 	cmd := &cobra.Command{
 		Use:   "init claude|codex|cursor|gemini",
 		Short: "Add Parley to an MCP client's configuration for this repository",
@@ -59,7 +59,10 @@ are passed on to ` + "`parley mcp serve`" + ` (and the hooks).`,
 			if err != nil {
 				return err
 			}
-			p := initPlan{root: loc.Root, command: parleyCommand(), agent: g.agent, role: role, client: args[0], permissions: permissions}
+			p := initPlan{root: loc.Root, command: parleyCommand(), agent: g.agent, role: role, client: args[0], permissions: permissions, channel: withChannel}
+			if withChannel && args[0] != "claude" {
+				return fmt.Errorf("--channel is for claude: channels are Claude Code's")
+			}
 			if permissions && args[0] != "claude" {
 				return fmt.Errorf("--permissions is for claude: for Codex, add `parley hook codex PermissionRequest` as a [[hooks.PermissionRequest]] command in config.toml and trust it in Codex (/hooks)")
 			}
@@ -88,6 +91,9 @@ are passed on to ` + "`parley mcp serve`" + ` (and the hooks).`,
 			if args[0] == "claude" {
 				fmt.Fprintln(g.stdout, "Claude Code applies .claude/settings.json (Parley's hooks, and the rule that lets Parley's tools run without a prompt, which the background message-listener needs) once this folder is trusted: accept the trust dialog at the first start here, and approve the parley server of .mcp.json.")
 			}
+			if withChannel {
+				fmt.Fprintln(g.stdout, "Start Claude Code with the channel (a research preview: it needs a claude.ai login, and until parley is on Claude Code's approved allowlist it must be loaded as a development channel):\n  claude --dangerously-load-development-channels server:parley")
+			}
 			if args[0] == "gemini" {
 				fmt.Fprintln(g.stdout, "Gemini CLI starts a project's MCP servers only in a trusted folder: trust this one (gemini asks when it starts here, or /permissions) before `gemini mcp list` shows parley Connected.")
 			}
@@ -96,6 +102,7 @@ are passed on to ` + "`parley mcp serve`" + ` (and the hooks).`,
 	}
 	cmd.Flags().StringVar(&role, "role", "", "the agent's role, passed on to parley mcp serve --role")
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "write without asking")
+	cmd.Flags().BoolVar(&withChannel, "channel", false, "claude: make the server a Claude Code channel (mcp serve --channel): messages are pushed into the session as they arrive, and permission prompts are relayed to Parley's inbox")
 	cmd.Flags().BoolVar(&permissions, "permissions", false, "claude: also send Claude Code's permission prompts to Parley's permission inbox (a PermissionRequest hook), where parley allow|deny, a manager agent or the dashboard can answer them")
 	return cmd
 }
@@ -123,6 +130,7 @@ type initPlan struct {
 	role        string
 	client      string
 	permissions bool // install the PermissionRequest hook
+	channel     bool // mcp serve --channel
 }
 
 // settleIdentity makes sure the server init writes has an agent name: a
@@ -246,6 +254,9 @@ func (p initPlan) serveArgs() []string {
 	}
 	if p.role != "" {
 		args = append(args, "--role", p.role)
+	}
+	if p.channel {
+		args = append(args, "--channel")
 	}
 	return args
 }

@@ -27,6 +27,7 @@ func mcpCmd(g *globals) *cobra.Command {
 
 func mcpServeCmd(g *globals) *cobra.Command {
 	var role, module, profile, nudge string
+	var withChannel bool
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve MCP over stdio for one agent (what an MCP client runs)",
@@ -61,6 +62,9 @@ AgentMail), and the server exits when its tmux session goes away.`,
 			}
 			if profile == "" {
 				profile = os.Getenv("PARLEY_PROFILE")
+			}
+			if withChannel && id.Agent == "" {
+				return fmt.Errorf("--channel pushes an agent's messages: give it one with --agent NAME, PARLEY_AGENT, or `parley join` here")
 			}
 			if id.Agent == "" && needsIdentity(profile) {
 				// The client shows the server connected either way; say why
@@ -104,12 +108,16 @@ AgentMail), and the server exits when its tmux session goes away.`,
 				set(api.HeaderTmuxPane, tenv.Pane)
 			}
 			set(api.HeaderNudge, nudge)
-			err = bridge.Run(ctx, cmd.InOrStdin(), g.raw, &bridge.Options{
+			opts := &bridge.Options{
 				SocketPath: paths.Socket,
 				Header:     h,
 				Logger:     log,
 				Reconnect:  c.EnsureDaemon,
-			})
+			}
+			if withChannel {
+				opts.Extension = &channel{c: c.As(id.Workspace, id.Agent), log: log}
+			}
+			err = bridge.Run(ctx, cmd.InOrStdin(), g.raw, opts)
 			if cause := context.Cause(ctx); errors.Is(cause, errTmuxGone) {
 				return cause
 			}
@@ -120,6 +128,7 @@ AgentMail), and the server exits when its tmux session goes away.`,
 	f.StringVar(&role, "role", "", "the agent's role, e.g. planner, implementer, reviewer")
 	f.StringVar(&module, "module", "", "the agent's module (area of the code it works on)")
 	f.StringVar(&profile, "profile", "", "tool profiles, comma-separated (default native)")
+	f.BoolVar(&withChannel, "channel", false, "be a Claude Code channel: push each message for the agent into the session as it arrives (notifications/claude/channel), and relay Claude Code's permission prompts to Parley's permission inbox; launch claude with --channels server:NAME (see `parley init claude --channel`)")
 	f.StringVar(&nudge, "nudge", "", `"tmux": the daemon types a notice into this agent's tmux pane when mail arrives while it is idle (default $PARLEY_NUDGE, or nudge in config.toml)`)
 	return cmd
 }

@@ -1,0 +1,184 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/client"
+)
+
+// Claude Code's channel protocol (research preview; its channels reference).
+const (
+	capChannel           = "claude/channel"
+	capChannelPermission = "claude/channel/permission"
+	methodChannel        = "notifications/claude/channel"
+	methodPermRequest    = "notifications/claude/channel/permission_request"
+	methodPermVerdict    = "notifications/claude/channel/permission"
+)
+
+// channelInstructions tell the model what a channel message is and how to
+// answer it; Claude Code adds a server's instructions to the system prompt.
+const channelInstructions = `Messages from other agents arrive from Parley as <channel source="parley" from="..." message_id="..." priority="...">. They are already marked read. Act on them by priority (critical now, high at the next breakpoint), and reply with the parley send_message tool, reply_to set to the message_id.`
+
+// channel is the bridge extension of `mcp serve --channel`: it declares
+// Claude Code's channel capabilities, pushes each message for the agent as a
+// notifications/claude/channel as soon as it arrives, and relays Claude
+// Code's permission prompts into Parley's permission inbox, sending the
+// first decision back.
+type channel struct {
+	c   *client.Client // as the agent
+	log *slog.Logger
+
+	mu    sync.Mutex
+	ctx   context.Context // the bridge's, once started
+	write func([]byte) error
+	wg    sync.WaitGroup
+}
+
+// InitResult adds the channel capabilities and instructions to the server's
+// initialize result.
+func (ch *channel) InitResult(msg []byte) []byte {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(msg, &m) != nil || m["result"] == nil {
+		return msg
+	}
+	var res map[string]any
+	if json.Unmarshal(m["result"], &res) != nil {
+		return msg
+	}
+	caps, _ := res["capabilities"].(map[string]any)
+	if caps == nil {
+		caps = map[string]any{}
+		res["capabilities"] = caps
+	}
+	exp, _ := caps["experimental"].(map[string]any)
+	if exp == nil {
+		exp = map[string]any{}
+		caps["experimental"] = exp
+	}
+	exp[capChannel], exp[capChannelPermission] = map[string]any{}, map[string]any{}
+	if s, _ := res["instructions"].(string); s != "" {
+		res["instructions"] = s + "\n\n" + channelInstructions
+	} else {
+		res["instructions"] = channelInstructions
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return msg
+	}
+	m["result"] = b
+	out, err := json.Marshal(m)
+	if err != nil {
+		return msg
+	}
+	return out
+}
+
+// Start pushes the agent's messages until ctx ends.
+func (ch *channel) Start(ctx context.Context, write func([]byte) error) {
+	ch.mu.Lock()
+	ch.ctx, ch.write = ctx, write
+	ch.mu.Unlock()
+	defer ch.wg.Wait()
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		res, err := ch.c.Wait(ctx, api.WaitRequest{Timeout: 300})
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			// The daemon restarts or is briefly away: try again, not too often.
+			ch.log.Warn("channel: wait for messages", "err", err)
+			t := time.NewTimer(backoff)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			backoff = min(2*backoff, 5*time.Second)
+			continue
+		}
+		backoff = 100 * time.Millisecond
+		if res.Message == nil {
+			continue
+		}
+		if err := write(channelNotification(res.Message)); err != nil {
+			return
+		}
+	}
+}
+
+// channelNotification renders a message as Claude Code's channel event:
+// content, and meta keys that become attributes of the <channel> tag.
+func channelNotification(m *api.MessageInfo) []byte {
+	meta := map[string]string{"from": m.From, "message_id": m.MessageID, "priority": m.Priority}
+	if m.ThreadID != "" {
+		meta["thread_id"] = m.ThreadID
+	}
+	if m.ReplyTo != "" {
+		meta["reply_to"] = m.ReplyTo
+	}
+	if m.To != "" {
+		meta["to"] = m.To
+	}
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": methodChannel,
+		"params": map[string]any{"content": m.Content, "meta": meta}})
+	return b
+}
+
+// Intercept takes Claude Code's relayed permission prompts.
+func (ch *channel) Intercept(method string, raw []byte) bool {
+	if method != methodPermRequest {
+		return false
+	}
+	var n struct {
+		Params struct {
+			RequestID    string `json:"request_id"`
+			ToolName     string `json:"tool_name"`
+			Description  string `json:"description"`
+			InputPreview string `json:"input_preview"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(raw, &n) != nil || n.Params.RequestID == "" || n.Params.ToolName == "" {
+		ch.log.Warn("channel: malformed permission request", "bytes", len(raw))
+		return true
+	}
+	ch.mu.Lock()
+	ctx, write := ch.ctx, ch.write
+	if ctx == nil || ctx.Err() != nil {
+		ch.mu.Unlock()
+		return true
+	}
+	ch.wg.Add(1)
+	ch.mu.Unlock()
+	go func() {
+		defer ch.wg.Done()
+		p := n.Params
+		input, _ := json.Marshal(map[string]string{"input_preview": p.InputPreview})
+		// Claude Code shows its own dialog meanwhile: whichever answer comes
+		// first wins there; Parley's inbox waits as long as it may.
+		got, err := ch.c.AskPermission(ctx, api.AskPermissionRequest{ToolName: p.ToolName, Input: input, ToolUseID: p.RequestID,
+			Description: p.Description, Source: "channel", Wait: int(maxPermissionRelay / time.Second)})
+		if err != nil {
+			if ctx.Err() == nil {
+				ch.log.Warn("channel: relay permission request", "err", err)
+			}
+			return
+		}
+		if got.Behavior == "" {
+			return
+		}
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": methodPermVerdict,
+			"params": map[string]string{"request_id": p.RequestID, "behavior": got.Behavior}})
+		write(b)
+	}()
+	return true
+}
+
+// maxPermissionRelay is how long a relayed prompt waits in the inbox.
+const maxPermissionRelay = 10 * time.Minute
