@@ -190,7 +190,7 @@ func TestPostgresRestartMidStorm(t *testing.T) {
 
 	waiter := make(chan *api.WaitResult, 1)
 	go func() {
-		res, err := pgClient(t, b, "wally").Wait(ctx, api.WaitRequest{Timeout: 120})
+		res, err := pgClient(t, b, "wally").Wait(ctx, api.WaitRequest{Timeout: new(120)})
 		if err != nil {
 			t.Errorf("wait across the restart: %v", err)
 		}

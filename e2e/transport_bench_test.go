@@ -14,6 +14,7 @@ import (
 
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/hub"
+	"github.com/parley-dev/parley/internal/ops"
 	"github.com/parley-dev/parley/internal/store/sqlite"
 )
 
@@ -54,7 +55,7 @@ func runDirectServer(dir string) error {
 		if err != nil {
 			return nil, api.CheckResult{}, err
 		}
-		return nil, api.CheckResult{Status: "empty", Messages: api.Messages(msgs), Remaining: remaining}, nil
+		return nil, api.CheckResult{Status: "empty", Messages: ops.Messages(msgs), Remaining: remaining}, nil
 	})
 	return srv.Run(ctx, &mcp.StdioTransport{})
 }

@@ -1,7 +1,8 @@
-// Package api holds the JSON wire types of the daemon's /api/v1 endpoints and of
-// the native MCP profile's results, shared by the daemon's handlers, the MCP
-// tools and the Go client. It converts hub values to wire values and maps error
-// kinds to HTTP statuses (the one table). It imports only hub.
+// Package api holds the JSON wire types of the daemon: the inputs and results
+// of every operation (ops), which the /api/v1 endpoints, the MCP tools and the
+// Go client share, and the one table from error kinds to HTTP statuses. The
+// jsonschema tags describe the inputs to MCP clients. ops alone turns hub
+// values into these types. It imports only hub, for the error kinds.
 package api
 
 import (
@@ -68,6 +69,11 @@ type JoinRequest struct {
 	Module string `json:"module,omitempty"`
 }
 
+// AgentRequest is GET /api/v1/agents/{name}.
+type AgentRequest struct {
+	Name string `json:"name"`
+}
+
 // AgentInfo describes an agent (seed 000's AgentInfo plus Parley's fields).
 type AgentInfo struct {
 	Name       string `json:"name"`
@@ -82,25 +88,49 @@ type AgentInfo struct {
 	Host string `json:"host,omitempty" jsonschema:"the machine whose daemon last saw the agent"`
 }
 
+// ListAgentsRequest is the list_agents input and GET /api/v1/agents.
+type ListAgentsRequest struct {
+	IncludeOffline *bool `json:"include_offline,omitempty" jsonschema:"include agents that are not active (default true)"`
+}
+
 // ListAgentsResult is GET /api/v1/agents and the list_agents tool result.
 type ListAgentsResult struct {
 	Agents []AgentInfo `json:"agents"`
 	Count  int         `json:"count"`
 }
 
-// StatusRequest is PUT /api/v1/agents/{name}/status.
+// StatusRequest is the set_status input and PUT /api/v1/agents/{name}/status.
 type StatusRequest struct {
-	Status string `json:"status"`
+	Status string `json:"status" jsonschema:"ready, work or offline"`
 }
 
-// SendRequest is POST /api/v1/messages.
+// StatusResult is the set_status result.
+type StatusResult struct {
+	Status string `json:"status"`
+	Agent  string `json:"agent"`
+}
+
+// WhoamiResult is the whoami result.
+type WhoamiResult struct {
+	Agent     string   `json:"agent"`
+	Role      string   `json:"role"`
+	Module    string   `json:"module"`
+	AgentID   string   `json:"agent_id"`
+	Workspace string   `json:"workspace"`
+	Profiles  []string `json:"profiles"`
+	Unread    int      `json:"unread"`
+}
+
+// SendRequest is the send_message input and POST /api/v1/messages.
 type SendRequest struct {
-	To       string            `json:"to"`
-	Content  string            `json:"content"`
-	Priority string            `json:"priority,omitempty"`
-	ReplyTo  string            `json:"reply_to,omitempty"`
-	Metadata map[string]string `json:"metadata,omitempty"`
-	Payload  json.RawMessage   `json:"payload,omitempty"`
+	To       string            `json:"to" jsonschema:"recipient: an agent name, @role, @group, @everyone, or a composite id agent:role:hash"`
+	Content  string            `json:"content" jsonschema:"message text (markdown)"`
+	ReplyTo  string            `json:"reply_to,omitempty" jsonschema:"id of the message this replies to (threads the reply)"`
+	Priority string            `json:"priority,omitempty" jsonschema:"critical, high, normal (default) or low"`
+	Metadata map[string]string `json:"metadata,omitempty" jsonschema:"key-value metadata"`
+	// Payload is a JSON value carried beside the content (Sidechat's
+	// objects). The JSON API takes it; the native tool does not offer it.
+	Payload json.RawMessage `json:"payload,omitempty"`
 }
 
 // SendResult is the send_message result (seed 000 plus recipients and thread).
@@ -127,9 +157,10 @@ type MessageInfo struct {
 	Payload   json.RawMessage   `json:"payload,omitempty"`
 }
 
-// CheckRequest is POST /api/v1/inbox/check.
+// CheckRequest is the check_messages input, POST /api/v1/inbox/check and
+// GET /api/v1/inbox.
 type CheckRequest struct {
-	Limit int `json:"limit,omitempty"`
+	Limit int `json:"limit,omitempty" jsonschema:"most messages to return (default 50)"`
 }
 
 // CheckResult is the check_messages result and GET /api/v1/inbox.
@@ -139,10 +170,10 @@ type CheckResult struct {
 	Remaining int           `json:"remaining"`
 }
 
-// WaitRequest is POST /api/v1/inbox/wait.
+// WaitRequest is the wait_for_message input and POST /api/v1/inbox/wait.
 type WaitRequest struct {
-	Timeout        int    `json:"timeout,omitempty"`
-	PriorityFilter string `json:"priority_filter,omitempty"`
+	Timeout        *int   `json:"timeout,omitempty" jsonschema:"most seconds to wait (default 300, max 600)"`
+	PriorityFilter string `json:"priority_filter,omitempty" jsonschema:"all (default), critical, high_and_above or normal_and_above"`
 }
 
 // WaitResult is the wait_for_message result.
@@ -158,11 +189,11 @@ type BroadcastFilter struct {
 	Exclude []string `json:"exclude,omitempty" jsonschema:"agent names or roles to leave out"`
 }
 
-// BroadcastRequest is POST /api/v1/broadcast.
+// BroadcastRequest is the broadcast_message input and POST /api/v1/broadcast.
 type BroadcastRequest struct {
-	Content  string           `json:"content"`
-	Priority string           `json:"priority,omitempty"`
-	Filter   *BroadcastFilter `json:"filter,omitempty"`
+	Content  string           `json:"content" jsonschema:"message text to broadcast"`
+	Priority string           `json:"priority,omitempty" jsonschema:"critical, high, normal (default) or low"`
+	Filter   *BroadcastFilter `json:"filter,omitempty" jsonschema:"optional recipient filters"`
 }
 
 // BroadcastResult is the broadcast_message result.
@@ -174,10 +205,43 @@ type BroadcastResult struct {
 	MessageIDs []string `json:"message_ids"`
 }
 
-// GroupRequest is POST /api/v1/groups.
+// HistoryRequest is GET /api/v1/messages.
+type HistoryRequest struct {
+	Thread string `json:"thread,omitempty"`
+	With   string `json:"with,omitempty"`
+	Limit  int    `json:"limit,omitempty"`
+}
+
+// MessageRequest is GET /api/v1/messages/{id}.
+type MessageRequest struct {
+	ID string `json:"id"`
+}
+
+// ThreadRequest is the get_thread input.
+type ThreadRequest struct {
+	MessageID string `json:"message_id" jsonschema:"any message of the thread"`
+}
+
+// HistoryResult is GET /api/v1/messages and the get_thread result.
+type HistoryResult struct {
+	Messages []MessageInfo `json:"messages"`
+}
+
+// GroupRequest is the create_group input and POST /api/v1/groups.
 type GroupRequest struct {
-	Name        string `json:"name"`
-	Description string `json:"description,omitempty"`
+	Name        string `json:"name" jsonschema:"group name, e.g. reviewers"`
+	Description string `json:"description,omitempty" jsonschema:"what the group is for"`
+}
+
+// GroupNameRequest is the delete_group input and DELETE /api/v1/groups/{name}.
+type GroupNameRequest struct {
+	Name string `json:"name" jsonschema:"group name"`
+}
+
+// GetGroupRequest is the get_group input and GET /api/v1/groups/{name}.
+type GetGroupRequest struct {
+	Name   string `json:"name" jsonschema:"group name"`
+	Expand bool   `json:"expand,omitempty" jsonschema:"resolve roles to the agents they hold now"`
 }
 
 // GroupResult is the create_group and delete_group result.
@@ -186,10 +250,12 @@ type GroupResult struct {
 	Name   string `json:"name"`
 }
 
-// MemberRequest is POST and DELETE /api/v1/groups/{name}/members.
+// MemberRequest is the add_group_member and remove_group_member input, and
+// POST and DELETE /api/v1/groups/{group}/members (the path names the group).
 type MemberRequest struct {
-	MemberType string `json:"member_type"`
-	MemberID   string `json:"member_id"`
+	Group      string `json:"group" jsonschema:"group name"`
+	MemberType string `json:"member_type" jsonschema:"agent or role"`
+	MemberID   string `json:"member_id" jsonschema:"agent name or role name"`
 }
 
 // MemberResult is the add_group_member and remove_group_member result.
@@ -231,10 +297,8 @@ type GroupDetail struct {
 	ExpandedAgentsCount *int         `json:"expanded_agents_count,omitempty"`
 }
 
-// HistoryResult is GET /api/v1/messages.
-type HistoryResult struct {
-	Messages []MessageInfo `json:"messages"`
-}
+// Empty is the input of an operation that takes none.
+type Empty struct{}
 
 // ErrorBody is the body of every non-2xx JSON API response.
 type ErrorBody struct {
@@ -243,8 +307,6 @@ type ErrorBody struct {
 		Message string `json:"message"`
 	} `json:"error"`
 }
-
-// ---- conversions ----
 
 // TimeFormat is how times go on the wire.
 const TimeFormat = time.RFC3339Nano
@@ -255,47 +317,6 @@ func FormatTime(t time.Time) string {
 		return ""
 	}
 	return t.UTC().Format(TimeFormat)
-}
-
-// Message converts a hub message.
-func Message(m *hub.Message) MessageInfo {
-	return MessageInfo{
-		MessageID: m.ID, From: m.From, To: m.To, Content: m.Content,
-		Priority: string(m.Priority), Timestamp: FormatTime(m.CreatedAt),
-		ReplyTo: m.ReplyTo, ThreadID: m.ThreadID, Metadata: m.Metadata, Payload: m.Payload,
-	}
-}
-
-// Messages converts a slice, never returning nil.
-func Messages(ms []*hub.Message) []MessageInfo {
-	out := make([]MessageInfo, len(ms))
-	for i, m := range ms {
-		out[i] = Message(m)
-	}
-	return out
-}
-
-// Agent converts a hub agent view.
-func Agent(a hub.AgentView) AgentInfo {
-	st := "offline"
-	if a.Active {
-		st = "active"
-	}
-	return AgentInfo{
-		Name: a.Name, Role: a.Role, Module: a.Module, Status: st,
-		LastSeenAt: FormatTime(a.LastSeen), AgentID: a.ID(), WorkStatus: string(a.Status),
-		Workspace: a.Workspace, Host: a.Host,
-	}
-}
-
-// Group converts a hub group to its detail form.
-func Group(g *hub.Group) GroupDetail {
-	d := GroupDetail{Name: g.Name, Description: g.Description, CreatedAt: FormatTime(g.CreatedAt),
-		CreatedBy: g.CreatedBy, Members: make([]MemberInfo, len(g.Members))}
-	for i, m := range g.Members {
-		d.Members[i] = MemberInfo{Type: string(m.Type), ID: m.ID}
-	}
-	return d
 }
 
 // ---- errors ----

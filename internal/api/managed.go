@@ -86,18 +86,37 @@ type Permission struct {
 	ExpiresAt   time.Time `json:"expires_at"`
 }
 
-// CreateManagedAgentRequest is POST /api/v1/managed/agents.
+// CreateManagedAgentRequest is the create_agent input and POST /api/v1/managed/agents.
 type CreateManagedAgentRequest struct {
-	Provider string `json:"provider"`
-	Cwd      string `json:"cwd"`
-	Title    string `json:"title,omitempty"`
-	Mode     string `json:"mode,omitempty"`
-	Prompt   string `json:"prompt,omitempty"`
-	Worktree bool   `json:"worktree,omitempty"`
-	Command  string `json:"command,omitempty"`
-	Name     string `json:"name,omitempty"`
-	Role     string `json:"role,omitempty"`
-	AutoWake *bool  `json:"auto_wake,omitempty"`
+	Provider string `json:"provider,omitempty" jsonschema:"claude (default), codex, command, or a provider from config.toml"`
+	Cwd      string `json:"cwd" jsonschema:"absolute working directory of the agent"`
+	Title    string `json:"title,omitempty" jsonschema:"short title of the agent's task"`
+	Mode     string `json:"mode,omitempty" jsonschema:"permission mode: default, acceptEdits, plan or bypassPermissions"`
+	Prompt   string `json:"prompt,omitempty" jsonschema:"first task, run at once"`
+	Worktree bool   `json:"worktree,omitempty" jsonschema:"run the agent in a new git worktree and branch parley/<id> of cwd's repository"`
+	Command  string `json:"command,omitempty" jsonschema:"for provider command: the shell command run once per turn, with the prompt on stdin or as {prompt}"`
+	Name     string `json:"name,omitempty" jsonschema:"the agent's id and bus name (default: a fresh id)"`
+	Role     string `json:"role,omitempty" jsonschema:"the agent's role on the bus, addressable as @role (default agent)"`
+	AutoWake *bool  `json:"auto_wake,omitempty" jsonschema:"start a turn when a message arrives while the agent is idle (default true)"`
+}
+
+// ManagedListRequest is the manager's list_agents input and GET
+// /api/v1/managed/agents; also GET /api/v1/permissions.
+type ManagedListRequest struct {
+	// All lists every workspace's (the JSON API offers it, the tools do not).
+	All bool `json:"all,omitempty"`
+}
+
+// AgentIDRequest names a managed agent: the get_agent_status, cancel_agent
+// and kill_agent input, and GET /api/v1/managed/agents/{agent_id}.
+type AgentIDRequest struct {
+	AgentID string `json:"agent_id" jsonschema:"the agent's id, from create_agent or list_agents"`
+}
+
+// AgentStatusResult is get_agent_status's result (seed 003: status and snapshot).
+type AgentStatusResult struct {
+	Status   string       `json:"status"`
+	Snapshot ManagedAgent `json:"snapshot"`
 }
 
 // ManagedAgentsResult is GET /api/v1/managed/agents and list_agents (manager).
@@ -113,9 +132,11 @@ type ManagedAgentDetail struct {
 	RecentRuns []ManagedRun `json:"recent_runs"`
 }
 
-// PromptRequest is POST /api/v1/managed/agents/{id}/prompt.
+// PromptRequest is the send_agent_prompt input and POST
+// /api/v1/managed/agents/{agent_id}/prompt.
 type PromptRequest struct {
-	Prompt string `json:"prompt"`
+	AgentID string `json:"agent_id" jsonschema:"the agent's id"`
+	Prompt  string `json:"prompt" jsonschema:"the task; queued when a run is in progress"`
 }
 
 // PromptResult says what became of a prompt.
@@ -127,9 +148,11 @@ type PromptResult struct {
 	Queued  bool   `json:"queued" jsonschema:"true when it waits for the run in progress to end"`
 }
 
-// WaitAgentRequest is POST /api/v1/managed/agents/{id}/wait.
+// WaitAgentRequest is the wait_for_agent input and POST
+// /api/v1/managed/agents/{agent_id}/wait.
 type WaitAgentRequest struct {
-	Timeout int `json:"timeout,omitempty"`
+	AgentID string `json:"agent_id" jsonschema:"the agent's id"`
+	Timeout *int   `json:"timeout,omitempty" jsonschema:"most seconds to wait (default 300, max 600)"`
 }
 
 // WaitAgentResult is what wait_for_agent returns.
@@ -144,6 +167,14 @@ type WaitAgentResult struct {
 	Waited      float64     `json:"waited_seconds"`
 }
 
+// ActivityRequest is the get_agent_activity input and GET
+// /api/v1/managed/agents/{agent_id}/activity.
+type ActivityRequest struct {
+	AgentID string `json:"agent_id" jsonschema:"the agent's id"`
+	Offset  *int   `json:"offset,omitempty" jsonschema:"first event, 0 being the oldest (default: the latest events)"`
+	Limit   int    `json:"limit,omitempty" jsonschema:"most events to return (default 50, max 1000)"`
+}
+
 // ActivityResult is GET /api/v1/managed/agents/{id}/activity and get_agent_activity.
 type ActivityResult struct {
 	AgentID     string          `json:"agent_id"`
@@ -155,9 +186,14 @@ type ActivityResult struct {
 	Events      []ActivityEvent `json:"events"`
 }
 
-// ModeRequest is PUT /api/v1/managed/agents/{id}/mode.
+// Text is the result's rendering for a model: the readable summary.
+func (r ActivityResult) Text() string { return r.Content }
+
+// ModeRequest is the set_agent_mode input and PUT
+// /api/v1/managed/agents/{agent_id}/mode.
 type ModeRequest struct {
-	Mode string `json:"mode"`
+	AgentID string `json:"agent_id" jsonschema:"the agent's id"`
+	Mode    string `json:"mode" jsonschema:"default, acceptEdits, plan or bypassPermissions; applies from the next run"`
 }
 
 // ModeResult is set_agent_mode's result.
@@ -185,14 +221,41 @@ type PermissionsResult struct {
 	Permissions []PendingPermission `json:"permissions"`
 }
 
-// PermissionDecision is POST /api/v1/permissions/{id}: allow or deny, with an
-// optional message (shown to the agent) or replacement tool input.
+// PermissionDecision is the respond_to_permission input and POST
+// /api/v1/permissions/{request_id}: allow or deny, with an optional message
+// (shown to the agent) or replacement tool input.
 type PermissionDecision struct {
-	Behavior     string          `json:"behavior"`
-	Message      string          `json:"message,omitempty"`
-	UpdatedInput json.RawMessage `json:"updated_input,omitempty"`
-	// By says who answers (cli, dashboard...), for the timeline.
+	RequestID    string          `json:"request_id" jsonschema:"the permission request's id"`
+	Behavior     string          `json:"behavior" jsonschema:"allow or deny"`
+	Message      string          `json:"message,omitempty" jsonschema:"why (shown to the agent when denying)"`
+	UpdatedInput json.RawMessage `json:"updated_input,omitempty" jsonschema:"with allow: the tool input to use instead of the requested one"`
+	// By says who answers (cli, dashboard...), for the timeline; the
+	// manager's tool answers as "manager".
 	By string `json:"by,omitempty"`
+}
+
+// TitleRequest is the set_title input.
+type TitleRequest struct {
+	Title string `json:"title" jsonschema:"a short title of what you work on"`
+}
+
+// BranchRequest is the set_branch input.
+type BranchRequest struct {
+	Branch string `json:"branch" jsonschema:"the new name of your worktree's git branch"`
+}
+
+// BranchResult is the set_branch result.
+type BranchResult struct {
+	Success bool   `json:"success"`
+	Branch  string `json:"branch"`
+}
+
+// PermissionRequest is the request_permission input (Claude Code's
+// --permission-prompt-tool calls it).
+type PermissionRequest struct {
+	ToolName  string          `json:"tool_name" jsonschema:"the tool that needs permission"`
+	Input     json.RawMessage `json:"input" jsonschema:"the tool's input"`
+	ToolUseID string          `json:"tool_use_id,omitempty" jsonschema:"the tool call's id"`
 }
 
 // PermissionAnswer is the JSON text request_permission returns, in the shape

@@ -86,7 +86,7 @@ func (ch *channel) Start(ctx context.Context, write func([]byte) error) {
 	defer ch.wg.Wait()
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
-		res, err := ch.c.Wait(ctx, api.WaitRequest{Timeout: 300})
+		res, err := ch.c.Wait(ctx, api.WaitRequest{Timeout: new(300)})
 		if err != nil {
 			if ctx.Err() != nil {
 				return

@@ -134,7 +134,7 @@ or the timeout passes. Exit status 0 with a message, 3 on timeout.`,
 			if err != nil {
 				return err
 			}
-			res, err := c.Wait(cmd.Context(), api.WaitRequest{Timeout: secs, PriorityFilter: filter})
+			res, err := c.Wait(cmd.Context(), api.WaitRequest{Timeout: &secs, PriorityFilter: filter})
 			if err != nil {
 				return err
 			}

@@ -41,10 +41,15 @@ func (c *Client) PromptAgent(ctx context.Context, id, prompt string) (*api.Promp
 	return &out, c.do(ctx, http.MethodPost, managedPath(id)+"/prompt", nil, api.PromptRequest{Prompt: prompt}, &out)
 }
 
-// WaitAgent blocks until the agent's run ends or it asks for permission.
+// WaitAgent blocks until the agent's run ends or it asks for permission,
+// at most timeout seconds (0: the daemon's default).
 func (c *Client) WaitAgent(ctx context.Context, id string, timeout int) (*api.WaitAgentResult, error) {
 	var out api.WaitAgentResult
-	return &out, c.do(ctx, http.MethodPost, managedPath(id)+"/wait", nil, api.WaitAgentRequest{Timeout: timeout}, &out)
+	in := api.WaitAgentRequest{}
+	if timeout != 0 {
+		in.Timeout = &timeout
+	}
+	return &out, c.do(ctx, http.MethodPost, managedPath(id)+"/wait", nil, in, &out)
 }
 
 // CancelAgent interrupts the agent's current run.

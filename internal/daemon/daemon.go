@@ -22,6 +22,7 @@ import (
 	"github.com/parley-dev/parley/internal/conformance"
 	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/mcpserver"
+	"github.com/parley-dev/parley/internal/ops"
 	"github.com/parley-dev/parley/internal/permission"
 	"github.com/parley-dev/parley/internal/runner"
 	"github.com/parley-dev/parley/internal/safefile"
@@ -65,6 +66,7 @@ type Daemon struct {
 	notifyCancel context.CancelFunc
 	notifyDone   chan struct{}
 	hub          *hub.Hub
+	ops          *ops.Ops
 	mcp          *mcpserver.Server
 	gw           *gatewayState
 	ln           net.Listener
@@ -141,17 +143,20 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 			return nil, fmt.Errorf("recover deliveries: %w", err)
 		}
 	}
-	d.mcp = mcpserver.New(d.hub, &mcpserver.Options{Logger: d.log.With("subsystem", "mcp"), Version: cfg.Version, ProgressEvery: cfg.ProgressEvery})
-	if os.Getenv(conformance.EnvVar) == "1" {
-		d.mcp.Register(conformance.Name, conformance.Profile)
-		d.mcp.RegisterOptions(conformance.Name, conformance.Options)
-	}
+	// The runner's observer publishes on the event stream from the start.
 	d.events = newBroker(d.hub, cfg.EventBuffer, d.log.With("subsystem", "events"))
-	d.openGateway(d.conf)
-	d.openNotices(d.conf)
 	if err := d.openRunner(ctx, d.conf); err != nil {
 		return nil, fmt.Errorf("start runner: %w", err)
 	}
+	d.ops = ops.New(d.hub, &ops.Options{Logger: d.log.With("subsystem", "ops"), ProgressEvery: cfg.ProgressEvery, Runner: d.runner, Permissions: d.perms})
+	d.mcp = mcpserver.New(d.ops, &mcpserver.Options{Logger: d.log.With("subsystem", "mcp"), Version: cfg.Version})
+	d.mcp.Register("manager", d.mcp.Manager())
+	d.mcp.Register("self", d.mcp.Self())
+	if os.Getenv(conformance.EnvVar) == "1" {
+		d.mcp.Register(conformance.Name, mcpserver.Profile{Attach: conformance.Profile, Options: conformance.Options})
+	}
+	d.openGateway(d.conf)
+	d.openNotices(d.conf)
 
 	// We hold the lock, so a socket file left behind is stale.
 	if err := os.Remove(paths.Socket); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -15,6 +15,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/httpapi"
 	"github.com/parley-dev/parley/internal/hub"
 )
 
@@ -159,7 +160,7 @@ func (d *Daemon) eventsStream(w http.ResponseWriter, r *http.Request) {
 		sub, err = d.events.subscribe(ws, kinds)
 	}
 	if err != nil {
-		writeErr(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
 	defer d.events.unsubscribe(sub)

@@ -14,7 +14,9 @@ import (
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/config"
 	"github.com/parley-dev/parley/internal/gateway"
+	"github.com/parley-dev/parley/internal/httpapi"
 	"github.com/parley-dev/parley/internal/hub"
+	"github.com/parley-dev/parley/internal/mcpserver"
 )
 
 // configPoll is how often the daemon looks for a changed config.toml.
@@ -49,7 +51,7 @@ func (d *Daemon) openGateway(conf *config.Config) {
 		mgr:   gateway.New(&gateway.Options{Logger: d.log.With("subsystem", "gateway"), Version: d.cfg.Version}),
 		stamp: stampOf(d.paths.Config),
 	}
-	d.mcp.Register("gateway", d.gw.mgr.Profile)
+	d.mcp.Register("gateway", mcpserver.Profile{Attach: d.gw.mgr.Profile})
 	d.gw.mgr.Apply(conf.Upstreams)
 }
 
@@ -105,21 +107,21 @@ func (d *Daemon) gatewayRoutes(mux *http.ServeMux) {
 
 func (d *Daemon) reload(w http.ResponseWriter, r *http.Request) {
 	if err := d.Reload(); err != nil {
-		writeErr(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, api.ReloadResult{Upstreams: d.gw.mgr.Status()})
+	httpapi.WriteJSON(w, http.StatusOK, api.ReloadResult{Upstreams: d.gw.mgr.Status()})
 }
 
 func (d *Daemon) upstreams(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, api.UpstreamsResult{Upstreams: d.gw.mgr.Status()})
+	httpapi.WriteJSON(w, http.StatusOK, api.UpstreamsResult{Upstreams: d.gw.mgr.Status()})
 }
 
 func (d *Daemon) tools(w http.ResponseWriter, r *http.Request) {
 	server := r.URL.Query().Get("server")
 	if server != "" {
 		if err := config.ValidUpstreamName(server); err != nil {
-			writeErr(w, hub.Errorf("tools", hub.Invalid, "%v", err))
+			httpapi.WriteError(w, hub.Errorf("tools", hub.Invalid, "%v", err))
 			return
 		}
 	}
@@ -127,18 +129,18 @@ func (d *Daemon) tools(w http.ResponseWriter, r *http.Request) {
 	for _, t := range d.gw.mgr.Tools(server) {
 		b, err := json.Marshal(t)
 		if err != nil {
-			writeErr(w, err)
+			httpapi.WriteError(w, err)
 			return
 		}
 		out.Tools = append(out.Tools, b)
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpapi.WriteJSON(w, http.StatusOK, out)
 }
 
 func (d *Daemon) callTool(w http.ResponseWriter, r *http.Request) {
 	var req api.CallToolRequest
-	if err := decode(w, r, &req); err != nil {
-		writeErr(w, err)
+	if err := httpapi.Decode(w, r, &req); err != nil {
+		httpapi.WriteError(w, err)
 		return
 	}
 	res, err := d.gw.mgr.Call(r.Context(), req.Name, req.Arguments)
@@ -148,8 +150,8 @@ func (d *Daemon) callTool(w http.ResponseWriter, r *http.Request) {
 			// The upstream refused the request: its message is for the user.
 			err = hub.Errorf("", hub.Invalid, "the upstream answered with error %d: %s", je.Code, je.Message)
 		}
-		writeErr(w, err)
+		httpapi.WriteError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, res)
+	httpapi.WriteJSON(w, http.StatusOK, res)
 }

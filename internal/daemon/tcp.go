@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/httpapi"
 	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/token"
 )
@@ -148,7 +149,7 @@ func (e *tcpEndpoint) guard(next http.Handler) http.Handler {
 				next.ServeHTTP(w, r)
 				return
 			case !hub.IsNotFound(err):
-				writeErr(w, err) // the store cannot say: 503, not 401
+				httpapi.WriteError(w, err) // the store cannot say: 503, not 401
 				return
 			}
 		}

@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/httpapi"
 	"github.com/parley-dev/parley/internal/hub"
+	"github.com/parley-dev/parley/internal/ops"
 	"github.com/parley-dev/parley/internal/token"
 )
 
@@ -24,29 +26,29 @@ import (
 
 func (d *Daemon) tokenRoutes(mux *http.ServeMux) {
 	p := api.Prefix
-	mux.Handle("POST "+p+"/tokens", endpoint(false, d.createToken))
-	mux.Handle("GET "+p+"/tokens", endpoint(false, d.listTokens))
-	mux.Handle("DELETE "+p+"/tokens/{id}", endpoint(false, d.revokeToken))
+	httpapi.Handle(mux, "POST "+p+"/tokens", d.createToken)
+	httpapi.Handle(mux, "GET "+p+"/tokens", d.listTokens)
+	httpapi.Handle(mux, "DELETE "+p+"/tokens/{id}", d.revokeToken)
 }
 
 func tokenInfo(t *token.Token) api.TokenInfo {
 	return api.TokenInfo{ID: t.ID, Agent: t.Agent, Workspace: t.Workspace, CreatedAt: t.CreatedAt}
 }
 
-func (d *Daemon) createToken(r req, in api.TokenRequest) (api.TokenInfo, error) {
+func (d *Daemon) createToken(ctx context.Context, c *ops.Caller, in api.TokenRequest) (api.TokenInfo, error) {
 	const op = "create token"
 	if err := hub.ValidName("agent name", in.Agent); err != nil {
 		return api.TokenInfo{}, hub.Errorf(op, hub.Invalid, "%v", err)
 	}
 	ws := in.Workspace
 	if ws == "" {
-		ws = r.ws
+		ws = c.Workspace
 	}
 	if err := hub.ValidWorkspace(ws); err != nil {
 		return api.TokenInfo{}, hub.Errorf(op, hub.Invalid, "%v", err)
 	}
 	t, secret, hash := token.New(ws, in.Agent, time.Now())
-	if err := d.db.CreateToken(r.Context(), t, hash); err != nil {
+	if err := d.db.CreateToken(ctx, t, hash); err != nil {
 		return api.TokenInfo{}, err
 	}
 	d.log.Info("agent token created", "id", t.ID, "agent", t.Agent, "workspace", t.Workspace)
@@ -55,8 +57,8 @@ func (d *Daemon) createToken(r req, in api.TokenRequest) (api.TokenInfo, error) 
 	return info, nil
 }
 
-func (d *Daemon) listTokens(r req, _ none) (api.TokenList, error) {
-	ts, err := d.db.Tokens(r.Context())
+func (d *Daemon) listTokens(ctx context.Context, _ *ops.Caller, _ api.Empty) (api.TokenList, error) {
+	ts, err := d.db.Tokens(ctx)
 	if err != nil {
 		return api.TokenList{}, err
 	}
@@ -67,9 +69,14 @@ func (d *Daemon) listTokens(r req, _ none) (api.TokenList, error) {
 	return out, nil
 }
 
-func (d *Daemon) revokeToken(r req, _ none) (struct{}, error) {
-	id := r.PathValue("id")
-	if err := d.db.RevokeToken(r.Context(), id); err != nil {
+// tokenID names a token: DELETE /api/v1/tokens/{id}.
+type tokenID struct {
+	ID string `json:"id"`
+}
+
+func (d *Daemon) revokeToken(ctx context.Context, _ *ops.Caller, in tokenID) (struct{}, error) {
+	id := in.ID
+	if err := d.db.RevokeToken(ctx, id); err != nil {
 		return struct{}{}, err
 	}
 	d.log.Info("agent token revoked", "id", id)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/hub"
+	"github.com/parley-dev/parley/internal/ops"
 )
 
 // The agentmail profile keeps seed 002's four tools and its error codes: bad or
@@ -35,8 +37,8 @@ type amReceiveOut struct {
 	Timestamp string `json:"timestamp"`
 }
 
-// agentmail registers seed 002's tools.
-func (s *Server) agentmail(srv *mcp.Server) {
+// agentmail is seed 002's tools, over ops, with raw handlers for its error codes.
+func (s *Server) agentmail() Profile {
 	str := func(desc string) *jsonschema.Schema { return &jsonschema.Schema{Type: "string", Description: desc} }
 	obj := func(props map[string]*jsonschema.Schema, required ...string) *jsonschema.Schema {
 		if props == nil {
@@ -46,18 +48,22 @@ func (s *Server) agentmail(srv *mcp.Server) {
 	}
 	status := str("ready (idle, can take work), work (busy) or offline")
 	status.Enum = []any{"ready", "work", "offline"}
-	srv.AddTool(&mcp.Tool{Name: "send", Description: "Send a message to another agent (by name: a tmux window name, or any agent of this workspace). Returns the message id.",
-		InputSchema: obj(map[string]*jsonschema.Schema{
-			"recipient": str("the receiving agent's name"),
-			"message":   str("message text"),
-		}, "recipient", "message")}, s.amSend)
-	srv.AddTool(&mcp.Tool{Name: "receive", Description: `Read your oldest unread message (higher priorities first) and mark it read; "No unread messages" when there is none.`,
-		InputSchema: obj(nil)}, s.amReceive)
-	srv.AddTool(&mcp.Tool{Name: "status", Description: "Set your status: ready, work or offline.",
-		InputSchema: obj(map[string]*jsonschema.Schema{"status": status}, "status")}, s.amStatus)
-	srv.AddTool(&mcp.Tool{Name: "list-recipients", Description: "List the agents you can send to (every agent of this workspace but you).",
-		InputSchema: obj(nil)}, s.amRecipients)
-	srv.AddReceivingMiddleware(unknownToolNotFound)
+	return Profile{
+		Tools: []Tool{
+			raw(s, &mcp.Tool{Name: "send", Description: "Send a message to another agent (by name: a tmux window name, or any agent of this workspace). Returns the message id.",
+				InputSchema: obj(map[string]*jsonschema.Schema{
+					"recipient": str("the receiving agent's name"),
+					"message":   str("message text"),
+				}, "recipient", "message")}, s.amSend),
+			raw(s, &mcp.Tool{Name: "receive", Description: `Read your oldest unread message (higher priorities first) and mark it read; "No unread messages" when there is none.`,
+				InputSchema: obj(nil)}, s.amReceive),
+			raw(s, &mcp.Tool{Name: "status", Description: "Set your status: ready, work or offline.",
+				InputSchema: obj(map[string]*jsonschema.Schema{"status": status}, "status")}, s.amStatus),
+			raw(s, &mcp.Tool{Name: "list-recipients", Description: "List the agents you can send to (every agent of this workspace but you).",
+				InputSchema: obj(nil)}, s.amRecipients),
+		},
+		Middleware: unknownToolNotFound,
+	}
 }
 
 // unknownToolNotFound turns the SDK's answer to an unknown tool (-32602) into
@@ -90,7 +96,7 @@ func amArgs(req *mcp.CallToolRequest, keys ...string) (map[string]string, error)
 	}
 	out := map[string]string{}
 	for k, v := range m {
-		if !containsStr(keys, k) {
+		if !slices.Contains(keys, k) {
 			if len(keys) == 0 {
 				return nil, invalidParams("%s takes no arguments, got %q", req.Params.Name, k)
 			}
@@ -110,23 +116,13 @@ func amArgs(req *mcp.CallToolRequest, keys ...string) (map[string]string, error)
 	return out, nil
 }
 
-func containsStr(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
+// amSelf refuses a caller without an agent, with a tool error that says how
+// to name it.
+func amSelf(c *ops.Caller, op string) *mcp.CallToolResult {
+	if c.Agent == "" {
+		return toolError(hub.Errorf(op, hub.Invalid, "no agent identity: run inside tmux (the window name is the agent), or pass --agent NAME"))
 	}
-	return false
-}
-
-// amSelf is the calling agent; a session without one gets a tool error that
-// says how to name it.
-func amSelf(ctx context.Context, op string) (*Identity, *mcp.CallToolResult) {
-	id := IdentityFrom(ctx)
-	if id.Agent == "" {
-		return nil, toolError(hub.Errorf(op, hub.Invalid, "no agent identity: run inside tmux (the window name is the agent), or pass --agent NAME"))
-	}
-	return id, nil
+	return nil
 }
 
 // textResult is a tool result with a text rendering and, if v is not nil, a
@@ -139,7 +135,7 @@ func textResult(text string, v any) *mcp.CallToolResult {
 	return r
 }
 
-func (s *Server) amSend(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (s *Server) amSend(ctx context.Context, c *ops.Caller, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	args, err := amArgs(req, "recipient", "message")
 	if err != nil {
 		return nil, err
@@ -148,71 +144,66 @@ func (s *Server) amSend(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Cal
 	if err := hub.ValidName("recipient", rcpt); err != nil {
 		return nil, invalidParams("%v", err)
 	}
-	id, errRes := amSelf(ctx, "send")
-	if errRes != nil {
-		return errRes, nil
+	if r := amSelf(c, "send"); r != nil {
+		return r, nil
 	}
-	res, err := s.hub.Send(ctx, hub.SendRequest{Workspace: id.Workspace, From: id.Agent, To: rcpt, Content: args["message"]})
+	res, err := s.ops.Send(ctx, c, api.SendRequest{To: rcpt, Content: args["message"]})
 	if err != nil {
 		return toolError(err), nil
 	}
-	return textResult(fmt.Sprintf("Message #%s sent", res.Message.ID), map[string]string{"message_id": res.Message.ID}), nil
+	return textResult(fmt.Sprintf("Message #%s sent", res.MessageID), map[string]string{"message_id": res.MessageID}), nil
 }
 
-func (s *Server) amReceive(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (s *Server) amReceive(ctx context.Context, c *ops.Caller, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	if _, err := amArgs(req); err != nil {
 		return nil, err
 	}
-	id, errRes := amSelf(ctx, "receive")
-	if errRes != nil {
-		return errRes, nil
+	if r := amSelf(c, "receive"); r != nil {
+		return r, nil
 	}
-	ms, _, err := s.hub.Check(ctx, id.Workspace, id.Agent, 1)
+	m, err := s.ops.Receive(ctx, c, 0)
 	if err != nil {
 		return toolError(err), nil
 	}
-	if len(ms) == 0 {
+	if m == nil {
 		return textResult("No unread messages", nil), nil
 	}
-	m := ms[0]
-	out := amReceiveOut{ID: m.ID, From: m.From, To: id.Agent, Message: m.Content, Priority: string(m.Priority), Timestamp: api.FormatTime(m.CreatedAt)}
+	out := amReceiveOut{ID: m.MessageID, From: m.From, To: c.Agent, Message: m.Content, Priority: m.Priority, Timestamp: m.Timestamp}
 	if out.Message == "" && len(m.Payload) > 0 {
 		out.Message = string(m.Payload)
 	}
-	return textResult(fmt.Sprintf("From: %s\nID: %s\n\n%s", m.From, m.ID, out.Message), out), nil
+	return textResult(fmt.Sprintf("From: %s\nID: %s\n\n%s", m.From, m.MessageID, out.Message), out), nil
 }
 
-func (s *Server) amStatus(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (s *Server) amStatus(ctx context.Context, c *ops.Caller, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	args, err := amArgs(req, "status")
 	if err != nil {
 		return nil, err
 	}
-	st, err := hub.ParseStatus(args["status"])
-	if err != nil {
+	if _, err := hub.ParseStatus(args["status"]); err != nil {
 		return nil, invalidParams("%v", err)
 	}
-	id, errRes := amSelf(ctx, "status")
-	if errRes != nil {
-		return errRes, nil
+	if r := amSelf(c, "status"); r != nil {
+		return r, nil
 	}
-	if err := s.hub.SetStatus(ctx, id.Workspace, id.Agent, st); err != nil {
+	res, err := s.ops.SetStatus(ctx, c, api.StatusRequest{Status: args["status"]})
+	if err != nil {
 		return toolError(err), nil
 	}
-	return textResult(fmt.Sprintf("Status set to %s", st), map[string]string{"status": string(st), "agent": id.Agent}), nil
+	return textResult(fmt.Sprintf("Status set to %s", res.Status), map[string]string{"status": res.Status, "agent": res.Agent}), nil
 }
 
-func (s *Server) amRecipients(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (s *Server) amRecipients(ctx context.Context, c *ops.Caller, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	if _, err := amArgs(req); err != nil {
 		return nil, err
 	}
-	id := IdentityFrom(ctx)
-	as, err := s.hub.Agents(ctx, id.Workspace)
+	res, err := s.ops.ListAgents(ctx, c, api.ListAgentsRequest{})
 	if err != nil {
 		return toolError(err), nil
 	}
 	names := []string{}
-	for _, a := range as {
-		if a.Name != id.Agent {
+	for _, a := range res.Agents {
+		if a.Name != c.Agent {
 			names = append(names, a.Name)
 		}
 	}

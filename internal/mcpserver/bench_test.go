@@ -12,6 +12,7 @@ import (
 
 	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/mcpserver"
+	"github.com/parley-dev/parley/internal/ops"
 	"github.com/parley-dev/parley/internal/store/sqlite"
 )
 
@@ -28,7 +29,7 @@ func BenchmarkToolCallInProcess(b *testing.B) {
 	}
 	defer db.Close()
 	h := hub.New(db, nil)
-	srv := mcpserver.New(h, nil)
+	srv := mcpserver.New(ops.New(h, nil), nil)
 	sock := filepath.Join(dir, "s")
 	ln, _ := net.Listen("unix", sock)
 	hs := &http.Server{Handler: srv}

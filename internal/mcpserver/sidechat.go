@@ -4,20 +4,20 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"time"
 	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/hub"
+	"github.com/parley-dev/parley/internal/ops"
 )
 
 // The sidechat profile keeps seed 001's tools, parameters and results, so that
 // a Sidechat user switches by changing the server command only. A Sidechat
-// session is a Parley workspace: sessions stay isolated, and agents in other
-// processes and other MCP servers reach each other through the daemon.
+// session is a Parley workspace and its agent IDs are the caller: each tool is
+// an operation of ops run for (session, agent), with Sidechat's names.
 
 // sidechatSender signs messages sent by a session that has no agent identity:
 // Sidechat messages have no sender, Parley's do.
@@ -57,45 +57,54 @@ type (
 // sidechatSummary bounds the text rendering stored as a message's content.
 const sidechatSummary = 200
 
-// sidechat registers seed 001's tools and its "future" has_messages and clear_messages.
-func (s *Server) sidechat(srv *mcp.Server) {
-	send := &mcp.Tool{Name: "send_message", Description: "Send a message (any JSON object) to an agent's inbox in a session. The agent need not exist yet: its inbox keeps the message until it is received.",
-		InputSchema: cachedSchema[scSendIn](), OutputSchema: cachedSchema[scSendOut]()}
-	send.InputSchema.(*jsonschema.Schema).Properties["message"] = &jsonschema.Schema{Type: "object", Description: "message payload (any JSON object)"}
-	mcp.AddTool(srv, send, s.scSend)
-	// receive_message returns null on timeout, which a typed result cannot say
-	// (the SDK renders a nil result as the zero object): it has no output schema.
-	recvIn := cachedSchema[scReceiveIn]()
-	// A plain number, not the ["null","number"] union a pointer infers: some
-	// clients reject unions, and an absent timeout already means "forever".
-	if t := recvIn.Properties["timeout"]; t != nil {
-		t.Type, t.Types = "number", nil
-	}
-	srv.AddTool(&mcp.Tool{Name: "receive_message", Description: "Receive the next message from an agent's inbox, oldest first, and remove it from the inbox. Blocks until a message arrives or the timeout (milliseconds) passes; returns null on timeout. Without a timeout it blocks until a message arrives.",
-		InputSchema: recvIn}, s.scReceive)
-	addTool(srv, "has_messages", "Report whether an agent's inbox in a session holds messages, without receiving them.", s.scHas)
-	addTool(srv, "clear_messages", "Delete every pending message of an agent's inbox in a session.", s.scClear)
+// sidechat is seed 001's tools and its "future" has_messages and clear_messages.
+func (s *Server) sidechat() Profile {
+	return Profile{Tools: []Tool{
+		typed(s, "send_message", "Send a message (any JSON object) to an agent's inbox in a session. The agent need not exist yet: its inbox keeps the message until it is received.",
+			s.scSend, editInput(func(in *jsonschema.Schema) {
+				in.Properties["message"] = &jsonschema.Schema{Type: "object", Description: "message payload (any JSON object)"}
+			})),
+		// receive_message returns null on timeout, which an output schema
+		// cannot say.
+		typed(s, "receive_message", "Receive the next message from an agent's inbox, oldest first, and remove it from the inbox. Blocks until a message arrives or the timeout (milliseconds) passes; returns null on timeout. Without a timeout it blocks until a message arrives.",
+			s.scReceive, noOutputSchema()),
+		typed(s, "has_messages", "Report whether an agent's inbox in a session holds messages, without receiving them.", s.scHas),
+		typed(s, "clear_messages", "Delete every pending message of an agent's inbox in a session.", s.scClear),
+	}}
 }
 
-func (s *Server) scSend(ctx context.Context, req *mcp.CallToolRequest, in scSendIn) (*mcp.CallToolResult, scSendOut, error) {
+// scCaller is the caller a Sidechat tool runs for: the agent of the session,
+// both named by the arguments. Agent IDs are plain names: Sidechat has no
+// roles or groups, so "@x" is refused rather than expanded.
+func scCaller(c *ops.Caller, op, session, what, agent string) (*ops.Caller, error) {
+	if err := hub.ValidWorkspace(session); err != nil {
+		return nil, hub.Errorf(op, hub.Invalid, "session: %v", err)
+	}
+	if err := hub.ValidName(what, agent); err != nil {
+		return nil, hub.Errorf(op, hub.Invalid, "%v", err)
+	}
+	return &ops.Caller{Workspace: session, Agent: agent, Session: c.Session, Progress: c.Progress}, nil
+}
+
+func (s *Server) scSend(ctx context.Context, c *ops.Caller, in scSendIn) (scSendOut, error) {
 	const op = "send_message"
-	if err := scCheck(op, in.Session, "to", in.To); err != nil {
-		return nil, scSendOut{}, err
+	if _, err := scCaller(c, op, in.Session, "to", in.To); err != nil {
+		return scSendOut{}, err
 	}
 	msg := bytes.TrimSpace(in.Message)
 	if len(msg) == 0 || msg[0] != '{' || !json.Valid(msg) {
-		return nil, scSendOut{}, hub.Errorf(op, hub.Invalid, "message must be a JSON object")
+		return scSendOut{}, hub.Errorf(op, hub.Invalid, "message must be a JSON object")
 	}
-	from := IdentityFrom(ctx).Agent
+	from := c.Agent
 	if from == "" {
 		from = sidechatSender
 	}
-	res, err := s.hub.Send(ctx, hub.SendRequest{Workspace: in.Session, From: from, To: in.To,
-		Content: summarize(msg), Payload: json.RawMessage(msg), Metadata: map[string]string{"profile": "sidechat"}})
+	res, err := s.ops.Send(ctx, &ops.Caller{Workspace: in.Session, Agent: from, Session: c.Session},
+		api.SendRequest{To: in.To, Content: summarize(msg), Payload: json.RawMessage(msg), Metadata: map[string]string{"profile": "sidechat"}})
 	if err != nil {
-		return nil, scSendOut{}, err
+		return scSendOut{}, err
 	}
-	return nil, scSendOut{MessageID: res.Message.ID}, nil
+	return scSendOut{MessageID: res.MessageID}, nil
 }
 
 // summarize renders a payload as compact JSON cut to sidechatSummary bytes:
@@ -117,144 +126,59 @@ func summarize(payload []byte) string {
 	return s[:cut] + "…"
 }
 
-func (s *Server) scReceive(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (s *Server) scReceive(ctx context.Context, c *ops.Caller, in scReceiveIn) (*scReceiveOut, error) {
 	const op = "receive_message"
-	var in scReceiveIn
-	if err := unmarshalArgs(req, &in); err != nil {
-		return toolError(hub.Errorf(op, hub.Invalid, "%v", err)), nil
-	}
-	if err := scCheck(op, in.Session, "as", in.As); err != nil {
-		return toolError(err), nil
-	}
-	var m *hub.Message
-	var err error
-	switch {
-	case in.Timeout != nil && *in.Timeout < 0:
-		return toolError(hub.Errorf(op, hub.Invalid, "timeout must not be negative (milliseconds; omit it to block until a message arrives)")), nil
-	case in.Timeout != nil && *in.Timeout == 0:
-		var ms []*hub.Message
-		ms, _, err = s.hub.Check(ctx, in.Session, in.As, 1)
-		if len(ms) > 0 {
-			m = ms[0]
-		}
-	default:
-		var total time.Duration // 0: forever
-		if in.Timeout != nil {
-			total = max(time.Duration(*in.Timeout*float64(time.Millisecond)), time.Millisecond)
-		}
-		m, err = s.scWait(ctx, req, in.Session, in.As, total)
-	}
+	rc, err := scCaller(c, op, in.Session, "as", in.As)
 	if err != nil {
-		return toolError(err), nil
+		return nil, err
 	}
-	if m == nil {
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "null"}}}, nil
-	}
-	out := scReceiveOut{MessageID: m.ID, Message: sidechatMessage(m)}
-	b, err := json.Marshal(out)
-	if err != nil {
-		return toolError(err), nil
-	}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}, StructuredContent: json.RawMessage(b)}, nil
-}
-
-// scWait blocks for the next message, forever when total is 0. The hub bounds
-// one wait to hub.MaxWaitTimeout, so a longer one is a chain of waits, with
-// progress notifications across the whole chain.
-func (s *Server) scWait(ctx context.Context, req *mcp.CallToolRequest, ws, agent string, total time.Duration) (*hub.Message, error) {
-	start := time.Now()
-	token := req.Params.GetProgressToken()
-	for {
-		chunk := hub.MaxWaitTimeout
-		if total > 0 {
-			left := total - time.Since(start)
-			if left <= 0 {
-				return nil, nil
-			}
-			chunk = min(chunk, left)
+	timeout := ops.Forever
+	if in.Timeout != nil {
+		if *in.Timeout < 0 {
+			return nil, hub.Errorf(op, hub.Invalid, "timeout must not be negative (milliseconds; omit it to block until a message arrives)")
 		}
-		wr := hub.WaitRequest{Workspace: ws, Agent: agent, Timeout: chunk}
-		if token != nil {
-			wr.ProgressEvery = s.opts.ProgressEvery
-			wr.Progress = func(time.Duration) {
-				waited := time.Since(start)
-				p := &mcp.ProgressNotificationParams{ProgressToken: token, Progress: waited.Seconds(),
-					Message: fmt.Sprintf("waiting for a message for %s (%ds)", agent, int(waited.Seconds()))}
-				if total > 0 {
-					p.Total = total.Seconds()
-				}
-				if err := req.Session.NotifyProgress(ctx, p); err != nil {
-					s.log.Debug("progress notification", "err", err)
-				}
-			}
-		}
-		m, err := s.hub.Wait(ctx, wr)
-		if err != nil || m != nil {
-			return m, err
+		timeout = time.Duration(*in.Timeout * float64(time.Millisecond))
+		if *in.Timeout > 0 {
+			timeout = max(timeout, time.Millisecond)
 		}
 	}
+	m, err := s.ops.Receive(ctx, rc, timeout)
+	if err != nil || m == nil {
+		return nil, err
+	}
+	return &scReceiveOut{MessageID: m.MessageID, Message: sidechatMessage(m)}, nil
 }
 
 // sidechatMessage is the object a Sidechat reader gets: the payload as sent,
 // or, for a message sent with another profile, its text and sender.
-func sidechatMessage(m *hub.Message) json.RawMessage {
+func sidechatMessage(m *api.MessageInfo) json.RawMessage {
 	if len(m.Payload) > 0 {
 		return m.Payload
 	}
-	b, _ := json.Marshal(map[string]string{"from": m.From, "content": m.Content, "priority": string(m.Priority)})
+	b, _ := json.Marshal(map[string]string{"from": m.From, "content": m.Content, "priority": m.Priority})
 	return b
 }
 
-func (s *Server) scHas(ctx context.Context, req *mcp.CallToolRequest, in scAgentIn) (*mcp.CallToolResult, scHasOut, error) {
-	if err := scCheck("has_messages", in.Session, "agent", in.Agent); err != nil {
-		return nil, scHasOut{}, err
-	}
-	n, err := s.hub.Unread(ctx, in.Session, in.Agent)
+func (s *Server) scHas(ctx context.Context, c *ops.Caller, in scAgentIn) (scHasOut, error) {
+	ac, err := scCaller(c, "has_messages", in.Session, "agent", in.Agent)
 	if err != nil {
-		return nil, scHasOut{}, err
+		return scHasOut{}, err
 	}
-	return nil, scHasOut{HasMessages: n > 0, Count: n}, nil
-}
-
-func (s *Server) scClear(ctx context.Context, req *mcp.CallToolRequest, in scAgentIn) (*mcp.CallToolResult, scClearOut, error) {
-	if err := scCheck("clear_messages", in.Session, "agent", in.Agent); err != nil {
-		return nil, scClearOut{}, err
-	}
-	n, err := s.hub.ClearInbox(ctx, in.Session, in.Agent)
+	n, err := s.ops.Unread(ctx, ac)
 	if err != nil {
-		return nil, scClearOut{}, err
+		return scHasOut{}, err
 	}
-	return nil, scClearOut{Cleared: n}, nil
+	return scHasOut{HasMessages: n > 0, Count: n}, nil
 }
 
-// scCheck validates a session and an agent ID. Agent IDs are plain names:
-// Sidechat has no roles or groups, so "@x" is refused rather than expanded.
-func scCheck(op, session, what, agent string) error {
-	if err := hub.ValidWorkspace(session); err != nil {
-		return hub.Errorf(op, hub.Invalid, "session: %v", err)
+func (s *Server) scClear(ctx context.Context, c *ops.Caller, in scAgentIn) (scClearOut, error) {
+	ac, err := scCaller(c, "clear_messages", in.Session, "agent", in.Agent)
+	if err != nil {
+		return scClearOut{}, err
 	}
-	if err := hub.ValidName(what, agent); err != nil {
-		return hub.Errorf(op, hub.Invalid, "%v", err)
+	n, err := s.ops.Clear(ctx, ac)
+	if err != nil {
+		return scClearOut{}, err
 	}
-	return nil
-}
-
-// unmarshalArgs decodes a raw handler's arguments; none is an empty object.
-func unmarshalArgs(req *mcp.CallToolRequest, v any) error {
-	args := req.Params.Arguments
-	if len(args) == 0 || string(args) == "null" {
-		args = []byte("{}")
-	}
-	if err := json.Unmarshal(args, v); err != nil {
-		return fmt.Errorf("invalid arguments: %v", err)
-	}
-	return nil
-}
-
-// toolError is a tool result with isError, for a raw handler, whose returned
-// errors would be protocol errors.
-func toolError(err error) *mcp.CallToolResult {
-	var r mcp.CallToolResult
-	r.SetError(err)
-	return &r
+	return scClearOut{Cleared: n}, nil
 }

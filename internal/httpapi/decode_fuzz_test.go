@@ -1,4 +1,4 @@
-package daemon
+package httpapi
 
 import (
 	"bytes"
@@ -53,7 +53,7 @@ func FuzzDecode(f *testing.F) {
 		mk := decodeTargets[int(which)%len(decodeTargets)]
 		v := mk()
 		r := httptest.NewRequest("POST", "/api/v1/x", bytes.NewReader(body))
-		err := decode(httptest.NewRecorder(), r, v)
+		err := Decode(httptest.NewRecorder(), r, v)
 		if err != nil {
 			if k := hub.KindOf(err); k != hub.Invalid && k != hub.TooLarge {
 				t.Fatalf("decode %T of %q: error kind %v, want invalid or too large: %v", v, body, k, err)
@@ -65,7 +65,7 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("decoded %T %+v does not encode: %v", v, v, err)
 		}
 		w := mk()
-		if err := decode(httptest.NewRecorder(), httptest.NewRequest("POST", "/api/v1/x", bytes.NewReader(enc)), w); err != nil {
+		if err := Decode(httptest.NewRecorder(), httptest.NewRequest("POST", "/api/v1/x", bytes.NewReader(enc)), w); err != nil {
 			t.Fatalf("re-decode %T of %s: %v", v, enc, err)
 		}
 		enc2, _ := json.Marshal(w)

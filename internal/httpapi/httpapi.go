@@ -1,0 +1,260 @@
+// Package httpapi is the daemon's JSON API, /api/v1: one route table over
+// the operations of package ops. Each endpoint is a thin adapter: it finds
+// the caller in the request's headers, decodes the operation's input from
+// the body, the query and the path (by the fields' json names), runs the
+// operation and writes its result, or its error with the status of its kind.
+// The daemon imports it; it imports ops, hub and api.
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/hub"
+	"github.com/parley-dev/parley/internal/ops"
+)
+
+// MaxBody bounds a JSON API request body: a message at the size limit plus
+// room for its envelope. Bigger bodies are refused before they are parsed.
+const MaxBody = 4 << 20
+
+// Routes adds the endpoints of the operations to mux.
+func Routes(mux *http.ServeMux, o *ops.Ops) {
+	p := api.Prefix
+	Handle(mux, "POST "+p+"/agents", o.Join)
+	Handle(mux, "GET "+p+"/agents", o.ListAgents)
+	Handle(mux, "GET "+p+"/agents/{name}", o.GetAgent)
+	// The path names the agent whose status changes: the caller itself.
+	Handle(mux, "PUT "+p+"/agents/{name}/status", func(ctx context.Context, c *ops.Caller, in api.StatusRequest) (api.StatusResult, error) {
+		c.Agent = pathValue(ctx, "name")
+		return o.SetStatus(ctx, c, in)
+	})
+	Handle(mux, "POST "+p+"/messages", o.Send)
+	Handle(mux, "GET "+p+"/messages", o.History)
+	Handle(mux, "GET "+p+"/messages/{id}", o.GetMessage)
+	Handle(mux, "GET "+p+"/inbox", o.Peek)
+	Handle(mux, "POST "+p+"/inbox/check", o.Check)
+	Handle(mux, "POST "+p+"/inbox/wait", o.Wait)
+	Handle(mux, "POST "+p+"/broadcast", o.Broadcast)
+	Handle(mux, "GET "+p+"/groups", o.ListGroups)
+	Handle(mux, "POST "+p+"/groups", o.CreateGroup)
+	Handle(mux, "GET "+p+"/groups/{name}", o.GetGroup)
+	Handle(mux, "DELETE "+p+"/groups/{name}", o.DeleteGroup)
+	Handle(mux, "POST "+p+"/groups/{group}/members", o.AddMember)
+	Handle(mux, "DELETE "+p+"/groups/{group}/members", o.RemoveMember)
+
+	m := p + "/managed/agents"
+	Handle(mux, "GET "+m, o.ListManaged)
+	Handle(mux, "POST "+m, o.CreateAgent)
+	Handle(mux, "GET "+m+"/{agent_id}", o.AgentDetail)
+	Handle(mux, "POST "+m+"/{agent_id}/prompt", o.PromptAgent)
+	Handle(mux, "POST "+m+"/{agent_id}/wait", o.WaitAgent)
+	Handle(mux, "POST "+m+"/{agent_id}/cancel", o.CancelAgent)
+	Handle(mux, "POST "+m+"/{agent_id}/kill", o.KillAgent)
+	Handle(mux, "GET "+m+"/{agent_id}/activity", o.Activity)
+	Handle(mux, "PUT "+m+"/{agent_id}/mode", o.SetMode)
+	Handle(mux, "GET "+p+"/permissions", o.Permissions)
+	Handle(mux, "POST "+p+"/permissions", o.AskPermission)
+	// A request is answered by its id in any workspace: ids are unique, and
+	// the people at the CLI and the dashboard watch every workspace.
+	Handle(mux, "POST "+p+"/permissions/{request_id}", func(ctx context.Context, c *ops.Caller, in api.PermissionDecision) (api.SuccessResult, error) {
+		c.Workspace = ""
+		return o.Respond(ctx, c, in)
+	})
+}
+
+// Handle adds the endpoint pattern (a ServeMux pattern with a method) that
+// runs fn. fn's input is decoded from the JSON body, then the query, then the
+// path's wildcards, each matched to the input's fields by their json names.
+func Handle[In, Out any](mux *http.ServeMux, pattern string, fn func(context.Context, *ops.Caller, In) (Out, error)) {
+	wild := wildcards(pattern)
+	mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		c, err := CallerOf(r)
+		var in In
+		if err == nil {
+			err = decodeInput(w, r, wild, &in)
+		}
+		if err != nil {
+			WriteError(w, err)
+			return
+		}
+		ctx := context.WithValue(r.Context(), requestKey{}, r)
+		out, err := fn(ctx, c, in)
+		if err != nil {
+			WriteError(w, err)
+			return
+		}
+		WriteJSON(w, http.StatusOK, out)
+	})
+}
+
+type requestKey struct{}
+
+// pathValue is a wildcard of the request an endpoint serves.
+func pathValue(ctx context.Context, name string) string {
+	r, _ := ctx.Value(requestKey{}).(*http.Request)
+	if r == nil {
+		return ""
+	}
+	return r.PathValue(name)
+}
+
+var wildcardRE = regexp.MustCompile(`\{([A-Za-z_][A-Za-z0-9_]*)(\.\.\.)?\}`)
+
+func wildcards(pattern string) []string {
+	var names []string
+	for _, m := range wildcardRE.FindAllStringSubmatch(pattern, -1) {
+		names = append(names, m[1])
+	}
+	return names
+}
+
+var readers atomic.Uint64
+
+// CallerOf is the caller a JSON API request speaks for: the workspace and
+// agent of its headers (or query). Each request is its own reader.
+func CallerOf(r *http.Request) (*ops.Caller, error) {
+	q := r.URL.Query()
+	get := func(header, query string) string {
+		if v := r.Header.Get(header); v != "" {
+			return v
+		}
+		return q.Get(query)
+	}
+	c := &ops.Caller{Workspace: get(api.HeaderWorkspace, "workspace"), Agent: get(api.HeaderAgent, "agent")}
+	if c.Workspace == "" {
+		c.Workspace = ops.DefaultWorkspace
+	}
+	if err := hub.ValidWorkspace(c.Workspace); err != nil {
+		return nil, err
+	}
+	c.Session = "api-" + strconv.FormatUint(readers.Add(1), 36)
+	return c, nil
+}
+
+// decodeInput fills v from r's body (when it has one), query and path.
+func decodeInput(w http.ResponseWriter, r *http.Request, wild []string, v any) error {
+	if r.Method != http.MethodGet && r.Body != nil {
+		if err := Decode(w, r, v); err != nil {
+			return err
+		}
+	}
+	if len(r.URL.RawQuery) == 0 && len(wild) == 0 {
+		return nil
+	}
+	return setFields(v, r.URL.Query(), func(name string) (string, bool) {
+		for _, w := range wild {
+			if w == name {
+				return r.PathValue(name), true
+			}
+		}
+		return "", false
+	})
+}
+
+// Decode reads a JSON body into v; an empty body leaves v as it is.
+func Decode(w http.ResponseWriter, r *http.Request, v any) error {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return hub.Errorf("decode request", hub.TooLarge, "request body over %d bytes", mbe.Limit)
+		}
+		return hub.Errorf("decode request", hub.Invalid, "read body: %v", err)
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return hub.Errorf("decode request", hub.Invalid, "invalid JSON body: %v", err)
+	}
+	return nil
+}
+
+// setFields sets the fields of the struct v points to from the query and the
+// path, by json name; the path wins. Fields of other kinds than strings,
+// numbers and booleans (or pointers to them) are left alone.
+func setFields(v any, q url.Values, path func(string) (string, bool)) error {
+	rv := reflect.ValueOf(v).Elem()
+	if rv.Kind() != reflect.Struct {
+		return nil
+	}
+	rt := rv.Type()
+	for i := range rt.NumField() {
+		f := rt.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		s, ok := path(name)
+		if !ok {
+			if !q.Has(name) {
+				continue
+			}
+			s = q.Get(name)
+		}
+		if err := setField(rv.Field(i), s); err != nil {
+			return hub.Errorf("decode request", hub.Invalid, "invalid %s %q: %v", name, s, err)
+		}
+	}
+	return nil
+}
+
+func setField(fv reflect.Value, s string) error {
+	if fv.Kind() == reflect.Pointer {
+		switch fv.Type().Elem().Kind() {
+		case reflect.String, reflect.Int, reflect.Bool:
+		default:
+			return nil
+		}
+		p := reflect.New(fv.Type().Elem())
+		if err := setField(p.Elem(), s); err != nil {
+			return err
+		}
+		fv.Set(p)
+		return nil
+	}
+	switch fv.Kind() {
+	case reflect.String:
+		fv.SetString(s)
+	case reflect.Int:
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return fmt.Errorf("want a whole number")
+		}
+		fv.SetInt(int64(n))
+	case reflect.Bool:
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return fmt.Errorf("want true or false")
+		}
+		fv.SetBool(b)
+	}
+	return nil
+}
+
+// WriteJSON writes v as the JSON body of a response with status code.
+func WriteJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(v)
+}
+
+// WriteError writes err as an api.ErrorBody with the status of its kind.
+func WriteError(w http.ResponseWriter, err error) {
+	WriteJSON(w, api.HTTPStatus(hub.KindOf(err)), api.NewErrorBody(err))
+}

@@ -1,0 +1,398 @@
+package mcpserver_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/httpapi"
+	"github.com/parley-dev/parley/internal/hub"
+	"github.com/parley-dev/parley/internal/mcpserver"
+	"github.com/parley-dev/parley/internal/ops"
+	"github.com/parley-dev/parley/internal/store/sqlite"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// env is a real hub on a SQLite file with the operations served through
+// both doors: MCP sessions over in-memory transports, and the JSON API.
+type env struct {
+	t   *testing.T
+	hub *hub.Hub
+	ops *ops.Ops
+	mcp *mcpserver.Server
+	api *httptest.Server
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "p.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	h := hub.New(db, nil)
+	o := ops.New(h, &ops.Options{ProgressEvery: 10 * time.Millisecond})
+	srv := mcpserver.New(o, nil)
+	srv.Register("manager", srv.Manager())
+	srv.Register("self", srv.Self())
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", srv)
+	httpapi.Routes(mux, o)
+	hs := httptest.NewServer(mux)
+	t.Cleanup(hs.Close)
+	return &env{t: t, hub: h, ops: o, mcp: srv, api: hs}
+}
+
+// session opens an MCP session of caller over in-memory transports.
+func (e *env) session(c ops.Caller, opts *mcp.ClientOptions) *mcp.ClientSession {
+	e.t.Helper()
+	st, ct := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := e.mcp.Connect(ctx, st, c)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, opts).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() {
+		cs.Close()
+		ss.Wait()
+	})
+	return cs
+}
+
+// call calls a tool and decodes its structured result into out; it returns
+// the result, whose IsError the caller checks.
+func call(t *testing.T, s *mcp.ClientSession, name string, args any, out any) *mcp.CallToolResult {
+	t.Helper()
+	res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if out != nil && !res.IsError {
+		b, _ := json.Marshal(res.StructuredContent)
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("%s: decode %s: %v", name, b, err)
+		}
+	}
+	return res
+}
+
+func text(res *mcp.CallToolResult) string {
+	if len(res.Content) == 0 {
+		return ""
+	}
+	if tc, ok := res.Content[0].(*mcp.TextContent); ok {
+		return tc.Text
+	}
+	return ""
+}
+
+// do makes a JSON API request as agent of ws; it returns the status and body.
+func (e *env) do(method, path, ws, agent string, body any) (int, []byte) {
+	e.t.Helper()
+	var rd *bytes.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	} else {
+		rd = bytes.NewReader(nil)
+	}
+	req, _ := http.NewRequest(method, e.api.URL+api.Prefix+path, rd)
+	req.Header.Set(api.HeaderWorkspace, ws)
+	if agent != "" {
+		req.Header.Set(api.HeaderAgent, agent)
+	}
+	resp, err := e.api.Client().Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var buf bytes.Buffer
+	buf.ReadFrom(resp.Body)
+	return resp.StatusCode, buf.Bytes()
+}
+
+// TestToolsGolden freezes every profile's tools/list: names, inputs and
+// outputs are a contract with users' prompts. Refresh with -update.
+func TestToolsGolden(t *testing.T) {
+	e := newEnv(t)
+	for _, p := range []string{"native", "sidechat", "agentmail", "manager", "self"} {
+		t.Run(p, func(t *testing.T) {
+			s := e.session(ops.Caller{Workspace: "w", Agent: "a", Profiles: []string{p}}, nil)
+			res, err := s.ListTools(context.Background(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := json.MarshalIndent(res.Tools, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, "tools-"+p+".json", append(got, '\n'))
+		})
+	}
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		os.MkdirAll("testdata", 0o755)
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (run go test -update after checking the change):\n%s", name, got)
+	}
+}
+
+// TestDoorsAgree runs each operation's refusals through /mcp and /api/v1:
+// both doors give the same error, word for word (they once disagreed).
+func TestDoorsAgree(t *testing.T) {
+	e := newEnv(t)
+	s := e.session(ops.Caller{Workspace: "w", Agent: "alice"}, nil)
+	for _, tc := range []struct {
+		name         string
+		tool         string
+		args         map[string]any
+		method, path string
+		body         any
+		want         string
+	}{
+		{"zero timeout", "wait_for_message", map[string]any{"timeout": 0}, "POST", "/inbox/wait", map[string]any{"timeout": 0}, "timeout 0 is out of range: want between 1 and 600 seconds, or none for the default 300"},
+		{"long timeout", "wait_for_message", map[string]any{"timeout": 601}, "POST", "/inbox/wait", map[string]any{"timeout": 601}, "timeout 601 is out of range"},
+		{"negative timeout", "wait_for_message", map[string]any{"timeout": -1}, "POST", "/inbox/wait", map[string]any{"timeout": -1}, "timeout -1 is out of range"},
+		{"bad priority filter", "wait_for_message", map[string]any{"timeout": 1, "priority_filter": "loud"}, "POST", "/inbox/wait", map[string]any{"timeout": 1, "priority_filter": "loud"}, "invalid priority_filter"},
+		{"negative limit", "check_messages", map[string]any{"limit": -1}, "POST", "/inbox/check", map[string]any{"limit": -1}, "limit must not be negative"},
+		{"bad broadcast filter", "broadcast_message", map[string]any{"content": "x", "filter": map[string]any{"status": "idle"}}, "POST", "/broadcast", map[string]any{"content": "x", "filter": map[string]any{"status": "idle"}}, `invalid filter.status "idle": want all or active`},
+		{"bad status", "set_status", map[string]any{"status": "asleep"}, "PUT", "/agents/alice/status", map[string]any{"status": "asleep"}, `invalid status "asleep"`},
+		{"unknown group", "get_group", map[string]any{"name": "nope"}, "GET", "/groups/nope", nil, "nope"},
+		{"bad member type", "add_group_member", map[string]any{"group": "everyone", "member_type": "robot", "member_id": "x"}, "POST", "/groups/everyone/members", map[string]any{"member_type": "robot", "member_id": "x"}, "robot"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := call(t, s, tc.tool, tc.args, nil)
+			if !res.IsError {
+				t.Fatalf("mcp %s: got success %s, want an error", tc.tool, text(res))
+			}
+			mcpErr := text(res)
+			code, body := e.do(tc.method, tc.path, "w", "alice", tc.body)
+			var eb api.ErrorBody
+			if code/100 == 2 || json.Unmarshal(body, &eb) != nil {
+				t.Fatalf("api %s %s: got %d %s, want an error", tc.method, tc.path, code, body)
+			}
+			if mcpErr != eb.Error.Message {
+				t.Errorf("the doors disagree:\n mcp: %s\n api: %s", mcpErr, eb.Error.Message)
+			}
+			if !strings.Contains(mcpErr, tc.want) {
+				t.Errorf("got %q, want it to contain %q", mcpErr, tc.want)
+			}
+		})
+	}
+}
+
+// TestSendThroughBothDoors: a send says where it went and how present the
+// recipient is, over either door; group creators are named the same way.
+func TestSendThroughBothDoors(t *testing.T) {
+	e := newEnv(t)
+	alice := e.session(ops.Caller{Workspace: "w", Agent: "alice", Role: "planner"}, nil)
+	e.session(ops.Caller{Workspace: "w", Agent: "bob", Role: "dev"}, nil) // bob is connected
+	if code, body := e.do("POST", "/agents", "w", "", api.JoinRequest{Name: "dave"}); code != 200 {
+		t.Fatalf("join dave: %d %s", code, body)
+	}
+
+	for _, tc := range []struct{ to, want string }{
+		{"bob", "active"},
+		{"carol", "unregistered"},
+		{"@everyone", "mixed"},
+	} {
+		var viaMCP api.SendResult
+		if res := call(t, alice, "send_message", map[string]any{"to": tc.to, "content": "hi"}, &viaMCP); res.IsError {
+			t.Fatalf("send to %s: %s", tc.to, text(res))
+		}
+		code, body := e.do("POST", "/messages", "w", "alice", api.SendRequest{To: tc.to, Content: "hi"})
+		var viaAPI api.SendResult
+		if code != 200 || json.Unmarshal(body, &viaAPI) != nil {
+			t.Fatalf("api send to %s: %d %s", tc.to, code, body)
+		}
+		if viaMCP.RecipientStatus != tc.want || viaAPI.RecipientStatus != tc.want {
+			t.Errorf("send to %s: recipient_status mcp %q, api %q, want %q", tc.to, viaMCP.RecipientStatus, viaAPI.RecipientStatus, tc.want)
+		}
+	}
+
+	// The native tool does not offer a payload; the JSON API does.
+	if res := call(t, alice, "send_message", map[string]any{"to": "bob", "content": "x", "payload": map[string]any{"a": 1}}, nil); !res.IsError {
+		t.Errorf("send_message with a payload: got success, want a refusal")
+	}
+
+	call(t, alice, "create_group", map[string]any{"name": "g1"}, nil)
+	if code, body := e.do("POST", "/groups", "w", "alice", api.GroupRequest{Name: "g2"}); code != 200 {
+		t.Fatalf("api create group: %d %s", code, body)
+	}
+	want := hub.CompositeID("w", "planner", "alice")
+	for _, g := range []string{"g1", "g2"} {
+		var d api.GroupDetail
+		call(t, alice, "get_group", map[string]any{"name": g}, &d)
+		if d.CreatedBy != want {
+			t.Errorf("group %s created_by %q, want %q", g, d.CreatedBy, want)
+		}
+	}
+}
+
+// TestWaitWakesAndKeepsAlive: a blocked wait returns the message sent to it,
+// sending progress notifications meanwhile when asked.
+func TestWaitWakesAndKeepsAlive(t *testing.T) {
+	e := newEnv(t)
+	var mu sync.Mutex
+	progress := 0
+	bob := e.session(ops.Caller{Workspace: "w", Agent: "bob"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			progress++
+			mu.Unlock()
+		},
+	})
+	alice := e.session(ops.Caller{Workspace: "w", Agent: "alice"}, nil)
+	done := make(chan api.WaitResult)
+	go func() {
+		params := &mcp.CallToolParams{Name: "wait_for_message", Arguments: map[string]any{"timeout": 30}}
+		params.SetProgressToken("p1")
+		res, err := bob.CallTool(context.Background(), params)
+		var w api.WaitResult
+		if err == nil && !res.IsError {
+			b, _ := json.Marshal(res.StructuredContent)
+			json.Unmarshal(b, &w)
+		}
+		done <- w
+	}()
+	waitFor(t, "bob's wait and two keep-alives", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return e.hub.Waiters("w", "bob") == 1 && progress >= 2
+	})
+	call(t, alice, "send_message", map[string]any{"to": "bob", "content": "wake"}, nil)
+	w := <-done
+	if w.Status != "message_received" || w.Message == nil || w.Message.Content != "wake" {
+		t.Fatalf("wait: got %+v, want the message", w)
+	}
+}
+
+// TestAbandonedWaitEnds: a wait whose HTTP request is gone stops waiting,
+// though the go-sdk does not cancel it for this protocol version. The client
+// here hangs up without a notifications/cancelled, as a killed process does.
+func TestAbandonedWaitEnds(t *testing.T) {
+	e := newEnv(t)
+	post := func(ctx context.Context, sid, body string) (*http.Response, error) {
+		req, _ := http.NewRequestWithContext(ctx, "POST", e.api.URL+"/mcp?workspace=w&agent=bob", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+		}
+		return e.api.Client().Do(req)
+	}
+	ctx := context.Background()
+	resp, err := post(ctx, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != 200 || sid == "" {
+		t.Fatalf("initialize: %s, session %q", resp.Status, sid)
+	}
+	if resp, err = post(ctx, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		resp, err := post(cctx, sid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"wait_for_message","arguments":{"timeout":600}}}`)
+		if err == nil {
+			resp.Body.Close()
+		}
+	}()
+	waitFor(t, "bob's wait", func() bool { return e.hub.Waiters("w", "bob") == 1 })
+	cancel()
+	<-done
+	waitFor(t, "the abandoned wait to end", func() bool { return e.hub.Waiters("w", "bob") == 0 })
+}
+
+// TestSidechatAndAgentmail: the seed profiles are renamings of the same
+// operations, with their own shapes and error codes.
+func TestSidechatAndAgentmail(t *testing.T) {
+	e := newEnv(t)
+	sc := e.session(ops.Caller{Workspace: "w", Profiles: []string{"sidechat"}}, nil)
+	var sent struct {
+		MessageID string `json:"message_id"`
+	}
+	if res := call(t, sc, "send_message", map[string]any{"session": "s1", "to": "scribe", "message": map[string]any{"n": 1}}, &sent); res.IsError || sent.MessageID == "" {
+		t.Fatalf("sidechat send: %s", text(res))
+	}
+	var has struct {
+		HasMessages bool `json:"has_messages"`
+		Count       int  `json:"count"`
+	}
+	call(t, sc, "has_messages", map[string]any{"session": "s1", "agent": "scribe"}, &has)
+	if !has.HasMessages || has.Count != 1 {
+		t.Fatalf("has_messages: got %+v, want 1", has)
+	}
+	res := call(t, sc, "receive_message", map[string]any{"session": "s1", "as": "scribe", "timeout": 0}, nil)
+	if got := text(res); !strings.Contains(got, `"message":{"n":1}`) || !strings.Contains(got, sent.MessageID) {
+		t.Fatalf("receive_message: got %s", got)
+	}
+	if got := text(call(t, sc, "receive_message", map[string]any{"session": "s1", "as": "scribe", "timeout": 0}, nil)); got != "null" {
+		t.Fatalf("receive_message on an empty inbox: got %s, want null", got)
+	}
+
+	am := e.session(ops.Caller{Workspace: "w", Agent: "win1", Profiles: []string{"agentmail"}}, nil)
+	if res := call(t, am, "send", map[string]any{"recipient": "win2", "message": "hello"}, nil); res.IsError || !strings.HasPrefix(text(res), "Message #") {
+		t.Fatalf("agentmail send: %s", text(res))
+	}
+	var rpcErr *jsonrpc.Error
+	_, err := am.CallTool(context.Background(), &mcp.CallToolParams{Name: "send", Arguments: map[string]any{"recipient": "win2"}})
+	if !errors.As(err, &rpcErr) || rpcErr.Code != jsonrpc.CodeInvalidParams {
+		t.Errorf("agentmail send without message: got %v, want JSON-RPC %d", err, jsonrpc.CodeInvalidParams)
+	}
+	_, err = am.CallTool(context.Background(), &mcp.CallToolParams{Name: "nope", Arguments: map[string]any{}})
+	if !errors.As(err, &rpcErr) || rpcErr.Code != jsonrpc.CodeMethodNotFound {
+		t.Errorf("agentmail unknown tool: got %v, want JSON-RPC %d", err, jsonrpc.CodeMethodNotFound)
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -1,0 +1,77 @@
+package ops
+
+import (
+	"context"
+
+	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/hub"
+)
+
+// Join registers an agent in the caller's workspace, or updates its role and module.
+func (o *Ops) Join(ctx context.Context, c *Caller, in api.JoinRequest) (api.AgentInfo, error) {
+	a, err := o.hub.Join(ctx, hub.JoinRequest{Workspace: c.Workspace, Name: in.Name, Role: in.Role, Module: in.Module})
+	if err != nil {
+		return api.AgentInfo{}, err
+	}
+	return agentInfo(hub.AgentView{Agent: a, Active: o.hub.Active(a)}), nil
+}
+
+// GetAgent returns one agent of the caller's workspace.
+func (o *Ops) GetAgent(ctx context.Context, c *Caller, in api.AgentRequest) (api.AgentInfo, error) {
+	a, err := o.hub.Agent(ctx, c.Workspace, in.Name)
+	if err != nil {
+		return api.AgentInfo{}, err
+	}
+	return agentInfo(hub.AgentView{Agent: a, Active: o.hub.Active(a)}), nil
+}
+
+// ListAgents lists the agents of the caller's workspace with their presence.
+func (o *Ops) ListAgents(ctx context.Context, c *Caller, in api.ListAgentsRequest) (api.ListAgentsResult, error) {
+	as, err := o.hub.Agents(ctx, c.Workspace)
+	if err != nil {
+		return api.ListAgentsResult{}, err
+	}
+	activeOnly := in.IncludeOffline != nil && !*in.IncludeOffline
+	out := api.ListAgentsResult{Agents: []api.AgentInfo{}}
+	for _, a := range as {
+		if activeOnly && !a.Active {
+			continue
+		}
+		out.Agents = append(out.Agents, agentInfo(a))
+	}
+	out.Count = len(out.Agents)
+	return out, nil
+}
+
+// SetStatus sets the caller's self-reported status.
+func (o *Ops) SetStatus(ctx context.Context, c *Caller, in api.StatusRequest) (api.StatusResult, error) {
+	const op = "set_status"
+	st, err := hub.ParseStatus(in.Status)
+	if err != nil {
+		return api.StatusResult{}, err
+	}
+	if err := c.needAgent(op); err != nil {
+		return api.StatusResult{}, err
+	}
+	if err := o.hub.SetStatus(ctx, c.Workspace, c.Agent, st); err != nil {
+		return api.StatusResult{}, err
+	}
+	return api.StatusResult{Status: string(st), Agent: c.Agent}, nil
+}
+
+// Whoami shows the identity the caller speaks for.
+func (o *Ops) Whoami(ctx context.Context, c *Caller, _ api.Empty) (api.WhoamiResult, error) {
+	out := api.WhoamiResult{Agent: c.Agent, Role: c.Role, Module: c.Module, Workspace: c.Workspace, Profiles: c.Profiles}
+	if out.Profiles == nil {
+		out.Profiles = []string{}
+	}
+	if c.Agent != "" {
+		out.AgentID = hub.CompositeID(c.Workspace, c.Role, c.Agent)
+		n, err := o.hub.Unread(ctx, c.Workspace, c.Agent)
+		if err != nil {
+			return api.WhoamiResult{}, err
+		}
+		out.Unread = n
+	}
+	return out, nil
+}

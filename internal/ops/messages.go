@@ -1,0 +1,235 @@
+package ops
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/hub"
+)
+
+// Send stores a message from the caller to in.To and says where it went.
+func (o *Ops) Send(ctx context.Context, c *Caller, in api.SendRequest) (api.SendResult, error) {
+	res, err := o.hub.Send(ctx, hub.SendRequest{Workspace: c.Workspace, From: c.Agent, To: in.To,
+		Content: in.Content, Payload: in.Payload, Priority: in.Priority, ReplyTo: in.ReplyTo, Metadata: in.Metadata})
+	if err != nil {
+		return api.SendResult{}, err
+	}
+	return api.SendResult{Status: "delivered", MessageID: res.Message.ID, Recipients: res.Recipients,
+		ThreadID: res.Message.ThreadID, RecipientStatus: recipientStatus(res)}, nil
+}
+
+// recipientStatus is a send's recipient_status: the presence of its one
+// recipient, or "mixed" for several.
+func recipientStatus(res *hub.SendResult) string {
+	if len(res.Presence) != 1 {
+		return "mixed"
+	}
+	return string(res.Presence[0])
+}
+
+// Check consumes up to in.Limit of the caller's unread messages.
+func (o *Ops) Check(ctx context.Context, c *Caller, in api.CheckRequest) (api.CheckResult, error) {
+	const op = "check_messages"
+	if err := limitArg(op, "limit", in.Limit); err != nil {
+		return api.CheckResult{}, err
+	}
+	if err := c.needAgent(op); err != nil {
+		return api.CheckResult{}, err
+	}
+	ms, remaining, err := o.hub.Check(ctx, c.Workspace, c.Agent, in.Limit)
+	if err != nil {
+		return api.CheckResult{}, err
+	}
+	return checkResult(ms, remaining), nil
+}
+
+// Peek lists up to in.Limit of the caller's unread messages, leaving them unread.
+func (o *Ops) Peek(ctx context.Context, c *Caller, in api.CheckRequest) (api.CheckResult, error) {
+	const op = "peek"
+	if err := limitArg(op, "limit", in.Limit); err != nil {
+		return api.CheckResult{}, err
+	}
+	if err := c.needAgent(op); err != nil {
+		return api.CheckResult{}, err
+	}
+	ms, n, err := o.hub.Peek(ctx, c.Workspace, c.Agent, in.Limit)
+	if err != nil {
+		return api.CheckResult{}, err
+	}
+	return checkResult(ms, n-len(ms)), nil
+}
+
+// Wait blocks until a message for the caller passes the filter, or the
+// timeout passes, and consumes it.
+func (o *Ops) Wait(ctx context.Context, c *Caller, in api.WaitRequest) (api.WaitResult, error) {
+	const op = "wait_for_message"
+	timeout, err := secondsArg(op, in.Timeout, hub.DefaultWaitTimeout, hub.MaxWaitTimeout)
+	if err != nil {
+		return api.WaitResult{}, err
+	}
+	filter, err := hub.ParsePriorityFilter(in.PriorityFilter)
+	if err != nil {
+		return api.WaitResult{}, err
+	}
+	if err := c.needAgent(op); err != nil {
+		return api.WaitResult{}, err
+	}
+	start := time.Now()
+	m, err := o.receive(ctx, c, timeout, filter)
+	if err != nil {
+		return api.WaitResult{}, err
+	}
+	out := api.WaitResult{Status: "timeout", WaitedSeconds: int(time.Since(start).Seconds())}
+	if m != nil {
+		mi := Message(m)
+		out.Status, out.Message = "message_received", &mi
+	}
+	return out, nil
+}
+
+// Forever, as a Receive timeout, waits until a message comes.
+const Forever time.Duration = -1
+
+// Receive consumes the caller's next message: at once when timeout is 0,
+// else waiting up to timeout, or without bound when it is Forever. It
+// returns nil when none came.
+func (o *Ops) Receive(ctx context.Context, c *Caller, timeout time.Duration) (*api.MessageInfo, error) {
+	if err := c.needAgent("receive"); err != nil {
+		return nil, err
+	}
+	var m *hub.Message
+	var err error
+	if timeout == 0 {
+		var ms []*hub.Message
+		ms, _, err = o.hub.Check(ctx, c.Workspace, c.Agent, 1)
+		if len(ms) > 0 {
+			m = ms[0]
+		}
+	} else {
+		m, err = o.receive(ctx, c, timeout, hub.PriorityFilter{})
+	}
+	if err != nil || m == nil {
+		return nil, err
+	}
+	mi := Message(m)
+	return &mi, nil
+}
+
+// receive waits for the caller's next message, up to total or Forever. The
+// hub bounds one wait to hub.MaxWaitTimeout, so a longer one is a chain of
+// waits, with one keep-alive across the whole chain.
+func (o *Ops) receive(ctx context.Context, c *Caller, total time.Duration, filter hub.PriorityFilter) (*hub.Message, error) {
+	start := time.Now()
+	bound := total
+	if total == Forever {
+		bound = 0
+	}
+	progress := o.keepAlive(c, bound, func(time.Duration) string {
+		waited := int(time.Since(start).Seconds())
+		if bound == 0 {
+			return fmt.Sprintf("waiting for a message (%ds)", waited)
+		}
+		return fmt.Sprintf("waiting for a message (%ds of %ds)", waited, int(bound.Seconds()))
+	})
+	for {
+		chunk := hub.MaxWaitTimeout
+		if total != Forever {
+			left := total - time.Since(start)
+			if left <= 0 {
+				return nil, nil
+			}
+			chunk = min(chunk, left)
+		}
+		wr := hub.WaitRequest{Workspace: c.Workspace, Agent: c.Agent, Timeout: chunk, Filter: filter}
+		if progress != nil {
+			wr.ProgressEvery = o.progressEvery
+			wr.Progress = func(time.Duration) { progress(time.Since(start)) }
+		}
+		m, err := o.hub.Wait(ctx, wr)
+		if err != nil || m != nil {
+			return m, err
+		}
+	}
+}
+
+// Unread counts the caller's unread messages.
+func (o *Ops) Unread(ctx context.Context, c *Caller) (int, error) {
+	return o.hub.Unread(ctx, c.Workspace, c.Agent)
+}
+
+// Clear deletes the caller's unread messages and counts them.
+func (o *Ops) Clear(ctx context.Context, c *Caller) (int, error) {
+	return o.hub.ClearInbox(ctx, c.Workspace, c.Agent)
+}
+
+// Broadcast sends one message to every other agent of the workspace that
+// passes the filter.
+func (o *Ops) Broadcast(ctx context.Context, c *Caller, in api.BroadcastRequest) (api.BroadcastResult, error) {
+	const op = "broadcast_message"
+	br := hub.BroadcastRequest{Workspace: c.Workspace, From: c.Agent, Content: in.Content, Priority: in.Priority}
+	if f := in.Filter; f != nil {
+		switch f.Status {
+		case "", "all":
+		case "active":
+			br.ActiveOnly = true
+		default:
+			return api.BroadcastResult{}, hub.Errorf(op, hub.Invalid, "invalid filter.status %q: want all or active", f.Status)
+		}
+		br.Exclude = f.Exclude
+	}
+	if err := c.needAgent(op); err != nil {
+		return api.BroadcastResult{}, err
+	}
+	res, err := o.hub.Broadcast(ctx, br)
+	if err != nil {
+		return api.BroadcastResult{}, err
+	}
+	out := api.BroadcastResult{Status: "no_recipients", SentTo: []string{}, FailedTo: []string{}, MessageIDs: []string{}}
+	if res.Message != nil {
+		out.Status = "sent"
+		out.SentTo = res.Recipients
+		out.TotalSent = len(res.Recipients)
+		out.MessageIDs = []string{res.Message.ID}
+	}
+	return out, nil
+}
+
+// History lists messages of the workspace, newest first.
+func (o *Ops) History(ctx context.Context, c *Caller, in api.HistoryRequest) (api.HistoryResult, error) {
+	if err := limitArg("history", "limit", in.Limit); err != nil {
+		return api.HistoryResult{}, err
+	}
+	ms, err := o.hub.History(ctx, c.Workspace, hub.HistoryQuery{Thread: in.Thread, Agent: in.With, Limit: in.Limit})
+	if err != nil {
+		return api.HistoryResult{}, err
+	}
+	return api.HistoryResult{Messages: Messages(ms)}, nil
+}
+
+// GetMessage returns one message by its id.
+func (o *Ops) GetMessage(ctx context.Context, c *Caller, in api.MessageRequest) (api.MessageInfo, error) {
+	m, err := o.hub.Message(ctx, c.Workspace, in.ID)
+	if err != nil {
+		return api.MessageInfo{}, err
+	}
+	return Message(m), nil
+}
+
+// Thread returns every message of the thread a message belongs to, oldest first.
+func (o *Ops) Thread(ctx context.Context, c *Caller, in api.ThreadRequest) (api.HistoryResult, error) {
+	m, err := o.hub.Message(ctx, c.Workspace, in.MessageID)
+	if err != nil {
+		return api.HistoryResult{}, err
+	}
+	ms, err := o.hub.History(ctx, c.Workspace, hub.HistoryQuery{Thread: m.ThreadID, Limit: 1000})
+	if err != nil {
+		return api.HistoryResult{}, err
+	}
+	// History is newest first; a thread reads oldest first.
+	for i, j := 0, len(ms)-1; i < j; i, j = i+1, j-1 {
+		ms[i], ms[j] = ms[j], ms[i]
+	}
+	return api.HistoryResult{Messages: Messages(ms)}, nil
+}

@@ -1,0 +1,121 @@
+// Package ops defines every operation of the daemon once: its input and
+// output (wire types of package api), its validation, and its call into hub,
+// runner or gateway. The MCP profiles (mcpserver) and the JSON API (httpapi)
+// are thin adapters over these functions, so an operation behaves the same
+// through either door. It is the one place that turns domain values into wire
+// values. mcpserver and httpapi import it; it imports hub, runner, gateway and
+// api.
+package ops
+
+import (
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/parley-dev/parley/internal/hub"
+	"github.com/parley-dev/parley/internal/permission"
+	"github.com/parley-dev/parley/internal/runner"
+)
+
+// DefaultWorkspace is the workspace of a caller that names none.
+const DefaultWorkspace = "default"
+
+// Caller is who an operation runs for, and how it can talk back while it
+// runs. The MCP server fills it from the session's identity; the JSON API
+// from the request's headers.
+type Caller struct {
+	Workspace string
+	Agent     string // may be empty: such a caller can read lists but not send
+	Role      string
+	Module    string
+	// Session is the reader key: the MCP session id, or a key the JSON API
+	// gives one request. Reads are leased to it.
+	Session string
+	// Profiles are the MCP profiles of the session (none over the JSON API).
+	Profiles []string
+	// Progress, when not nil, is told that a blocking operation still runs;
+	// the MCP adapter sends it as a progress notification (a keep-alive for
+	// clients that time out idle calls).
+	Progress Progress
+}
+
+// Progress reports how long a blocking operation has waited, out of total
+// (0: no bound), with a line for people.
+type Progress func(waited, total time.Duration, message string)
+
+// needAgent refuses a caller without an agent identity for op.
+func (c *Caller) needAgent(op string) error {
+	if c.Agent == "" {
+		return hub.Errorf(op, hub.Invalid, "no agent identity: pass --agent NAME (or set PARLEY_AGENT, or the Parley-Agent header)")
+	}
+	return nil
+}
+
+// Options configure Ops; nil means defaults.
+type Options struct {
+	Logger *slog.Logger // nil: discard
+	// ProgressEvery is the keep-alive interval of blocking operations
+	// (default 5s).
+	ProgressEvery time.Duration
+	// Runner serves the managed-agent operations; nil: they are unavailable.
+	Runner *runner.Runner
+	// Permissions is every agent's permission inbox; nil: asking is unavailable.
+	Permissions *permission.Inbox
+}
+
+// Ops holds what the operations need.
+type Ops struct {
+	hub           *hub.Hub
+	runner        *runner.Runner
+	perms         *permission.Inbox
+	log           *slog.Logger
+	progressEvery time.Duration
+}
+
+// New returns the operations over h.
+func New(h *hub.Hub, opts *Options) *Ops {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.ProgressEvery == 0 {
+		o.ProgressEvery = 5 * time.Second
+	}
+	return &Ops{hub: h, runner: o.Runner, perms: o.Permissions, log: o.Logger, progressEvery: o.ProgressEvery}
+}
+
+// Hub returns the hub the operations run on.
+func (o *Ops) Hub() *hub.Hub { return o.hub }
+
+// keepAlive adapts the caller's progress reporter to the domain's
+// "still waiting" callback, or returns nil when the caller has none.
+func (o *Ops) keepAlive(c *Caller, total time.Duration, message func(waited time.Duration) string) func(time.Duration) {
+	if c.Progress == nil {
+		return nil
+	}
+	return func(waited time.Duration) { c.Progress(waited, total, message(waited)) }
+}
+
+// secondsArg reads an optional timeout in seconds: nil is the default, else
+// 1 to max. The one message serves every door and every blocking operation.
+func secondsArg(op string, secs *int, def, most time.Duration) (time.Duration, error) {
+	if secs == nil {
+		return def, nil
+	}
+	if *secs < 1 || time.Duration(*secs)*time.Second > most {
+		return 0, hub.Errorf(op, hub.Invalid, "timeout %d is out of range: want between 1 and %d seconds, or none for the default %d",
+			*secs, int(most/time.Second), int(def/time.Second))
+	}
+	return time.Duration(*secs) * time.Second, nil
+}
+
+// limitArg checks an optional count: 0 means the default, negative is refused.
+func limitArg(op, what string, n int) error {
+	if n < 0 {
+		return hub.Errorf(op, hub.Invalid, "%s must not be negative", what)
+	}
+	return nil
+}

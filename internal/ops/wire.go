@@ -1,0 +1,55 @@
+package ops
+
+import (
+	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/hub"
+)
+
+// Conversions from hub values to wire values; nothing else makes them.
+
+// Message renders a hub message for the wire.
+func Message(m *hub.Message) api.MessageInfo {
+	return api.MessageInfo{
+		MessageID: m.ID, From: m.From, To: m.To, Content: m.Content,
+		Priority: string(m.Priority), Timestamp: api.FormatTime(m.CreatedAt),
+		ReplyTo: m.ReplyTo, ThreadID: m.ThreadID, Metadata: m.Metadata, Payload: m.Payload,
+	}
+}
+
+// Messages renders a slice of messages, never returning nil.
+func Messages(ms []*hub.Message) []api.MessageInfo {
+	out := make([]api.MessageInfo, len(ms))
+	for i, m := range ms {
+		out[i] = Message(m)
+	}
+	return out
+}
+
+func agentInfo(a hub.AgentView) api.AgentInfo {
+	st := "offline"
+	if a.Active {
+		st = "active"
+	}
+	return api.AgentInfo{
+		Name: a.Name, Role: a.Role, Module: a.Module, Status: st,
+		LastSeenAt: api.FormatTime(a.LastSeen), AgentID: a.ID(), WorkStatus: string(a.Status),
+		Workspace: a.Workspace, Host: a.Host,
+	}
+}
+
+func groupDetail(g *hub.Group) api.GroupDetail {
+	d := api.GroupDetail{Name: g.Name, Description: g.Description, CreatedAt: api.FormatTime(g.CreatedAt),
+		CreatedBy: g.CreatedBy, Members: make([]api.MemberInfo, len(g.Members))}
+	for i, m := range g.Members {
+		d.Members[i] = api.MemberInfo{Type: string(m.Type), ID: m.ID}
+	}
+	return d
+}
+
+func checkResult(ms []*hub.Message, remaining int) api.CheckResult {
+	out := api.CheckResult{Status: "empty", Messages: Messages(ms), Remaining: max(remaining, 0)}
+	if len(ms) > 0 {
+		out.Status = "messages"
+	}
+	return out
+}
