@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -406,5 +407,41 @@ func TestBackupRestore(t *testing.T) {
 	}
 	if before != 20 || got["after the backup"] || len(h.Messages) > 20+during {
 		t.Errorf("restored history: %d messages, %d of the 20 before, after-the-backup %v (sends during: %d)", len(h.Messages), before, got["after the backup"], during)
+	}
+}
+
+// TestLimitsCountEverything: metadata counts towards the size limit, and a
+// check with a high limit over many large messages returns about 4 MiB
+// and says how many remain, instead of building one response of them all.
+func TestLimitsCountEverything(t *testing.T) {
+	e := newEnv(t)
+	e.Must("daemon", "start")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	hc := e.httpClient()
+	code, body, err := e.apiCall(ctx, hc, "POST", "/messages", "w", "mallory", map[string]any{
+		"to": "bob", "content": "hi", "metadata": map[string]string{"k": strings.Repeat("m", 300<<10)}})
+	if err != nil || code != 413 || !strings.Contains(string(body), "metadata") {
+		t.Errorf("300 KiB of metadata: got %d %s %v, want 413 naming what counts", code, body, err)
+	}
+	const n = 40
+	for i := range n {
+		code, body, err := e.apiCall(ctx, hc, "POST", "/messages", "w", "alice", map[string]any{"to": "bob", "content": fmt.Sprintf("%02d%s", i, strings.Repeat("x", 250<<10))})
+		if err != nil || code != 200 {
+			t.Fatalf("send %d: %d %s %v", i, code, body, err)
+		}
+	}
+	code, body, err = e.apiCall(ctx, hc, "POST", "/inbox/check", "w", "bob", map[string]any{"limit": 1000})
+	if err != nil || code != 200 {
+		t.Fatalf("check: %d %v", code, err)
+	}
+	var res struct {
+		Messages  []struct{ Content string } `json:"messages"`
+		Remaining int                        `json:"remaining"`
+	}
+	json.Unmarshal(body, &res)
+	t.Logf("check(limit=1000) over %d x 250 KiB: %d bytes, %d messages, %d remaining", n, len(body), len(res.Messages), res.Remaining)
+	if len(body) > 6<<20 || len(res.Messages) == 0 || len(res.Messages)+res.Remaining != n {
+		t.Errorf("check: %d bytes with %d messages and %d remaining; want at most ~4 MiB and the rest counted", len(body), len(res.Messages), res.Remaining)
 	}
 }

@@ -41,6 +41,9 @@ type Options struct {
 	// Host names this daemon's machine, shown for agents whose store does
 	// not record where they were seen (SQLite: every agent is local).
 	Host string
+	// ResponseBudget bounds the bytes of messages one check or peek hands
+	// out (limits.go); 0: DefaultResponseBudget.
+	ResponseBudget int
 }
 
 // Hub is the message bus of every workspace the daemon serves.
@@ -49,6 +52,7 @@ type Hub struct {
 	log        *slog.Logger
 	now        func() time.Time
 	maxContent int
+	budget     int
 	notifier   Notifier
 	lease      time.Duration
 	sweepEvery time.Duration
@@ -85,6 +89,9 @@ func New(store Store, opts *Options) *Hub {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.ResponseBudget <= 0 {
+		o.ResponseBudget = DefaultResponseBudget
+	}
 	if o.Lease <= 0 {
 		o.Lease = DefaultLease
 	}
@@ -96,6 +103,7 @@ func New(store Store, opts *Options) *Hub {
 		log:        o.Logger,
 		now:        o.Now,
 		maxContent: o.MaxContent,
+		budget:     o.ResponseBudget,
 		notifier:   o.Notifier,
 		lease:      o.Lease,
 		sweepEvery: o.SweepEvery,

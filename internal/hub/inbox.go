@@ -30,7 +30,7 @@ func (h *Hub) Receive(ctx context.Context, r ReceiveRequest) (ds []*Delivery, re
 		r.Limit = DefaultCheckLimit
 	}
 	h.Touch(ctx, r.Workspace, r.Agent)
-	ds, err = h.take(ctx, TakeQuery{Workspace: r.Workspace, Recipient: r.Agent, Reader: r.Reader,
+	ds, err = h.takeBudgeted(ctx, TakeQuery{Workspace: r.Workspace, Recipient: r.Agent, Reader: r.Reader,
 		MaxRank: r.Filter.MaxRank(), Limit: min(r.Limit, MaxCheckLimit)})
 	if err != nil {
 		return nil, 0, withOp(op, err)
@@ -206,6 +206,7 @@ func (h *Hub) Inbox(ctx context.Context, ws, agent string, limit int) ([]*Delive
 	if err != nil {
 		return nil, 0, withOp("peek", err)
 	}
+	ds = h.trimBudget(ds)
 	n, err := h.store.Unread(ctx, ws, agent, Low.Rank())
 	if err != nil {
 		return nil, 0, withOp("peek", err)

@@ -74,8 +74,8 @@ func (h *Hub) newMessage(ctx context.Context, r SendRequest) (*Message, error) {
 	if strings.TrimSpace(r.Content) == "" && len(r.Payload) == 0 {
 		return nil, Errorf("", Invalid, "content must not be empty")
 	}
-	if n := len(r.Content) + len(r.Payload); n > h.maxContent {
-		return nil, Errorf("", TooLarge, "message is %d bytes; the limit is %d bytes", n, h.maxContent)
+	if n := r.size(); n > h.maxContent {
+		return nil, Errorf("", TooLarge, "message is %d bytes (content, payload, metadata and addresses); the limit is %d bytes", n, h.maxContent)
 	}
 	if len(r.Payload) > 0 && !json.Valid(r.Payload) {
 		return nil, Errorf("", Invalid, "payload is not valid JSON")
