@@ -199,3 +199,7 @@ func TestAgentHost(t *testing.T) {
 func TestPermissionContract(t *testing.T) {
 	permtest.Run(t, func(t *testing.T) permission.Store { return openTest(t) })
 }
+
+func TestReservationsContract(t *testing.T) {
+	storetest.RunReservations(t, func(t *testing.T) hub.Store { return openTest(t) })
+}
