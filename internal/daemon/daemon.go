@@ -133,7 +133,6 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		return nil, err
 	}
 	d.hub = hub.New(d.db, &hub.Options{Logger: d.log.With("subsystem", "hub"), MaxContent: cfg.MaxContent, Notifier: d.notifier(), Host: d.host})
-	d.startNotifier()
 	// The PID lock makes this daemon a SQLite store's only user: whatever is
 	// still out on a lease was handed to a reader of a daemon that stopped
 	// before the reader confirmed it, and goes back to its inbox. (Daemons
@@ -157,6 +156,7 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	}
 	d.openGateway(d.conf)
 	d.openNotices(d.conf)
+	d.startNotifier()
 
 	// We hold the lock, so a socket file left behind is stale.
 	if err := os.Remove(paths.Socket); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -66,10 +66,22 @@ func (d *Daemon) notifier() hub.Notifier {
 	return d.pgNotify
 }
 
-// startNotifier runs the notifier until stopNotifier.
+// startNotifier runs the notifier until stopNotifier. Besides the hub's
+// wake-ups it carries the permission inbox's decisions: a request filed here
+// may be decided on another daemon, whose notice wakes the wait here.
 func (d *Daemon) startNotifier() {
 	if d.pgNotify == nil {
 		return
+	}
+	if d.perms != nil {
+		d.pgNotify.Permissions = d.perms
+		n := d.pgNotify
+		d.perms.Subscribe(func(e permission.Event) {
+			if e.Kind == permission.EventResolved {
+				// Subscribers must not block: the notice is a round trip.
+				go n.NotifyPermission(context.Background(), e.Request.ID)
+			}
+		})
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	d.notifyCancel, d.notifyDone = cancel, make(chan struct{})

@@ -387,3 +387,21 @@ func (in *Inbox) Get(ctx context.Context, ws, id string) (*Request, error) {
 	}
 	return r, err
 }
+
+// Wake makes the waits for request id look at the store again. A notifier
+// calls it when another daemon sharing the store decided the request.
+func (in *Inbox) Wake(id string) { in.wake(id) }
+
+// WakeAll makes every wait look at the store again: after a notifier lost its
+// connection, decisions made elsewhere meanwhile may have gone unheard.
+func (in *Inbox) WakeAll() {
+	in.mu.Lock()
+	ids := make([]string, 0, len(in.waiters))
+	for id := range in.waiters {
+		ids = append(ids, id)
+	}
+	in.mu.Unlock()
+	for _, id := range ids {
+		in.wake(id)
+	}
+}

@@ -30,6 +30,12 @@ type Waker interface {
 	WakeAll()
 }
 
+// PermissionWaker is what the notifier needs of the permission inbox.
+type PermissionWaker interface {
+	Wake(id string)
+	WakeAll()
+}
+
 // Notifier is hub.Notifier over LISTEN/NOTIFY: Notify tells every daemon on the
 // database which inboxes have new messages, and Run listens for what the
 // others send and wakes the local waiters. A daemon ignores its own
@@ -41,6 +47,10 @@ type Notifier struct {
 
 	reqs    chan *note
 	stopped chan struct{} // closed when Run has ended
+
+	// Permissions, if set before Run, hears of permission requests decided
+	// on other daemons (NotifyPermission there).
+	Permissions PermissionWaker
 
 	listening atomic.Bool
 	// Reconnects counts how often the listening connection was set up again
@@ -54,6 +64,7 @@ type wire struct {
 	Workspace  string   `json:"w"`
 	Recipients []string `json:"r,omitempty"`
 	All        bool     `json:"a,omitempty"` // every inbox of the workspace
+	Permission string   `json:"p,omitempty"` // a permission request was decided
 }
 
 var _ hub.Notifier = (*Notifier)(nil)
@@ -76,7 +87,16 @@ func (db *DB) NewNotifier() *Notifier {
 // acknowledged to its client has its wake-up on the way. Notifies from
 // concurrent sends share one statement.
 func (n *Notifier) Notify(ctx context.Context, ws string, recipients []string) error {
-	w := wire{Origin: n.origin, Workspace: ws, Recipients: recipients}
+	return n.send1(ctx, wire{Origin: n.origin, Workspace: ws, Recipients: recipients})
+}
+
+// NotifyPermission tells the other daemons that permission request id was
+// decided, so that the one whose agent waits for it looks at the store.
+func (n *Notifier) NotifyPermission(ctx context.Context, id string) error {
+	return n.send1(ctx, wire{Origin: n.origin, Permission: id})
+}
+
+func (n *Notifier) send1(ctx context.Context, w wire) error {
 	b, err := json.Marshal(w)
 	if err != nil {
 		return err
@@ -189,6 +209,9 @@ func (n *Notifier) listen(ctx context.Context, w Waker) {
 		// Whatever was sent while nobody listened is lost to us: every waiter
 		// looks at the store again.
 		w.WakeAll()
+		if n.Permissions != nil {
+			n.Permissions.WakeAll()
+		}
 		for {
 			nt, err := conn.WaitForNotification(ctx)
 			if err != nil {
@@ -204,6 +227,10 @@ func (n *Notifier) listen(ctx context.Context, w Waker) {
 			}
 			switch {
 			case msg.Origin == n.origin:
+			case msg.Permission != "":
+				if n.Permissions != nil {
+					n.Permissions.Wake(msg.Permission)
+				}
 			case msg.All:
 				w.WakeAll()
 			default:

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/parley-dev/parley/internal/hub"
+	"github.com/parley-dev/parley/internal/permission"
 	"github.com/parley-dev/parley/internal/store/postgres/pgtest"
 )
 
@@ -121,5 +122,55 @@ func TestListenConnectionKilled(t *testing.T) {
 	waitFor(t, "listening again", func() bool { return a.n.Listening() && b.n.Listening() })
 	if b.n.Reconnects.Load() == 0 {
 		t.Errorf("reconnects of the waiting daemon's listener: got 0, want at least 1")
+	}
+}
+
+// TestCrossDaemonPermission: an agent's permission request filed on daemon A
+// is listed and decided on daemon B, and A's waiting agent hears the decision
+// through the notifier at once, not at its timeout.
+func TestCrossDaemonPermission(t *testing.T) {
+	dsn := pgtest.Database(t)
+	a, b := newDaemonHub(t, dsn), newDaemonHub(t, dsn)
+	inA, inB := permission.New(a.db, nil), permission.New(b.db, nil)
+	// Set before Run reads it: newDaemonHub started Run already, so this
+	// test wires its own notifier for A's inbox.
+	na := a.db.NewNotifier()
+	na.Permissions = inA
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { na.Run(ctx, a.hub); close(done) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, "A's permission notifier listening", na.Listening)
+
+	got := make(chan *permission.Request, 1)
+	go func() {
+		r, err := inA.Ask(context.Background(), permission.Request{Workspace: "ws", Agent: "alice", Source: permission.SourceManaged,
+			Tool: "Bash", Input: []byte(`{"command":"ls"}`)}, time.Minute)
+		if err != nil {
+			t.Errorf("ask on A: %v", err)
+		}
+		got <- r
+	}()
+	var pending []*permission.Request
+	waitFor(t, "the request listed on B", func() bool {
+		var err error
+		pending, err = inB.Pending(t.Context(), "ws")
+		return err == nil && len(pending) == 1
+	})
+	start := time.Now()
+	if _, err := inB.Decide(t.Context(), "ws", pending[0].ID, permission.Decision{Allow: true, By: "cli"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.n.NotifyPermission(t.Context(), pending[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-got:
+		if r == nil || r.State != permission.Allowed {
+			t.Fatalf("A's request after B allowed it: got %+v, want allowed", r)
+		}
+		t.Logf("decided on B, heard on A after %v", time.Since(start))
+	case <-time.After(20 * time.Second):
+		t.Fatal("A's request was not woken by B's decision within 20 s")
 	}
 }
