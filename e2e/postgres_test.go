@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
@@ -332,5 +333,47 @@ func TestPostgresKill9OneDaemon(t *testing.T) {
 	slices.Sort(ids)
 	if !slices.Equal(got, ids) {
 		t.Errorf("bob's inbox on the survivor: got %d messages, want all %d sent through both", len(got), len(ids))
+	}
+}
+
+// TestPostgresPermissionAcrossDaemons: an agent on daemon A asks permission;
+// daemon B lists the request and `parley allow` there decides it; the agent
+// on A gets the decision at once (through NOTIFY), not at its timeout.
+func TestPostgresPermissionAcrossDaemons(t *testing.T) {
+	a, b := pgEnvs(t, pgtest.Database(t))
+	type outcome struct {
+		State string `json:"state"`
+	}
+	got := make(chan outcome, 1)
+	go func() {
+		var out outcome
+		code, body, err := a.apiCall(t.Context(), a.httpClient(), "POST", "/permissions", "team", "alice",
+			api.AskPermissionRequest{ToolName: "Bash", Input: []byte(`{"command":"make"}`), Source: "claude-hook", Wait: 120})
+		if err != nil || code != 200 {
+			t.Errorf("ask on A: %d %v %s", code, err, body)
+		} else if err := json.Unmarshal(body, &out); err != nil {
+			t.Errorf("ask on A: %v", err)
+		}
+		got <- out
+	}()
+	var id string
+	waitUntil(t, "the request listed on B", func() bool {
+		var res api.PermissionsResult
+		b.mustAPI("GET", "/permissions", "team", "", nil, &res)
+		if len(res.Permissions) == 1 {
+			id = res.Permissions[0].Request.RequestID
+		}
+		return id != ""
+	})
+	start := time.Now()
+	b.Must("allow", id)
+	select {
+	case out := <-got:
+		if out.State != "allowed" {
+			t.Errorf("A's request after `parley allow` on B: state %q, want allowed", out.State)
+		}
+		t.Logf("allowed on B, answered on A after %v", time.Since(start))
+	case <-time.After(60 * time.Second):
+		t.Fatal("A's request was not answered within 60 s of the decision on B")
 	}
 }
