@@ -203,3 +203,7 @@ func TestPermissionContract(t *testing.T) {
 func TestReservationsContract(t *testing.T) {
 	storetest.RunReservations(t, func(t *testing.T) hub.Store { return openTest(t) })
 }
+
+func TestSearchContract(t *testing.T) {
+	storetest.RunSearch(t, func(t *testing.T) hub.Store { return openTest(t) })
+}
