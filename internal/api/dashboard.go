@@ -40,3 +40,19 @@ type DashboardSearchHit struct {
 	Timestamp string `json:"timestamp"`
 	Snippet   string `json:"snippet"`
 }
+
+// DeliveriesResult is GET /api/v1/dashboard/deliveries?ids=: for each message,
+// each recipient's copy.
+type DeliveriesResult struct {
+	Deliveries map[string][]DeliveryInfo `json:"deliveries"`
+}
+
+// DeliveryInfo is where one recipient's copy stands: queued, delivered,
+// redelivered, read or acked, and how many times it was handed out.
+type DeliveryInfo struct {
+	Recipient string `json:"recipient"`
+	State     string `json:"state"`
+	Count     int    `json:"count"`
+	ReadAt    string `json:"read_at,omitempty"`
+	AckedAt   string `json:"acked_at,omitempty"`
+}

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/hub"
@@ -24,6 +25,54 @@ func (d *Daemon) dashboardRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST "+api.Prefix+"/dashboard/login", d.dashboardLogin)
 	mux.HandleFunc("GET "+api.Prefix+"/dashboard/unread", d.dashboardUnread)
 	mux.HandleFunc("GET "+api.Prefix+"/dashboard/search", d.dashboardSearch)
+	mux.HandleFunc("GET "+api.Prefix+"/dashboard/deliveries", d.dashboardDeliveries)
+}
+
+// maxDeliveryIDs bounds one deliveries request: a thread as the page shows it.
+const maxDeliveryIDs = 500
+
+// dashboardDeliveries reports where each recipient's copy of the messages
+// ?ids=a,b,c stands (queued, delivered, redelivered, read, acked), as the
+// person at the dashboard sees the whole workspace.
+func (d *Daemon) dashboardDeliveries(w http.ResponseWriter, r *http.Request) {
+	out, err := d.deliveries(r)
+	if err != nil {
+		writeAPI(w, api.HTTPStatus(hub.KindOf(err)), api.NewErrorBody(err))
+		return
+	}
+	writeAPI(w, http.StatusOK, out)
+}
+
+func (d *Daemon) deliveries(r *http.Request) (api.DeliveriesResult, error) {
+	const op = "deliveries"
+	ws := r.Header.Get(api.HeaderWorkspace)
+	if ws == "" {
+		ws = r.URL.Query().Get("workspace")
+	}
+	if err := hub.ValidWorkspace(ws); err != nil {
+		return api.DeliveriesResult{}, err
+	}
+	ids := strings.Split(r.URL.Query().Get("ids"), ",")
+	if len(ids) > maxDeliveryIDs {
+		return api.DeliveriesResult{}, hub.Errorf(op, hub.Invalid, "%d ids: at most %d at once", len(ids), maxDeliveryIDs)
+	}
+	out := api.DeliveriesResult{Deliveries: map[string][]api.DeliveryInfo{}}
+	for _, id := range ids {
+		if id == "" {
+			continue
+		}
+		st, err := d.hub.MessageStatus(r.Context(), ws, "", id)
+		if err != nil {
+			return api.DeliveriesResult{}, err
+		}
+		ds := []api.DeliveryInfo{}
+		for _, dl := range st.Deliveries {
+			ds = append(ds, api.DeliveryInfo{Recipient: dl.Recipient, State: string(dl.State), Count: dl.Count,
+				ReadAt: api.FormatTime(dl.ReadAt), AckedAt: api.FormatTime(dl.AckedAt)})
+		}
+		out.Deliveries[id] = ds
+	}
+	return out, nil
 }
 
 // dashboardSearch finds messages of a workspace by words, as a person sees

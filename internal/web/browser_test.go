@@ -325,8 +325,14 @@ func TestReplyReachesWaitingAgent(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("bob's wait_for_message did not return after the reply")
 	}
-	// The thread shows both messages.
+	// The thread shows both messages, with where each copy stands: the
+	// person read bob's question (the unread button), bob has the reply.
 	waitJS(t, ctx, `document.querySelectorAll("#thread .tmsg").length === 2`, 5*time.Second)
+	waitJS(t, ctx, `document.querySelector('#thread .tmsg .chip[data-recipient="human:ann"]')?.dataset.state === "read"`, 5*time.Second)
+	state := eval[string](t, ctx, `document.querySelector('#thread .tmsg .chip[data-recipient="bob"]')?.dataset.state ?? ""`)
+	if state != "delivered" && state != "read" {
+		t.Errorf("the reply's copy for bob: %q, want delivered or read", state)
+	}
 }
 
 func TestPermissionFromThePage(t *testing.T) {

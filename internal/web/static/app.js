@@ -522,6 +522,10 @@ async function openThread(id, focusReply = false, thread = "") {
   try {
     const r = await get("/messages?thread=" + encodeURIComponent(root) + "&limit=1000");
     const msgs = (r.messages || []).slice().reverse();
+    if (msgs.length) {
+      const d = await get("/dashboard/deliveries?ids=" + msgs.slice(-500).map((m) => m.message_id).join(","));
+      for (const m of msgs) m.deliveries = d.deliveries[m.message_id];
+    }
     S.thread = { root, focus: id, messages: msgs };
     if (S.page === "feed") drawThread(focusReply);
   } catch (e) {
@@ -579,12 +583,15 @@ function drawThread(focusReply = false) {
   if (focusReply) text.focus();
 }
 
-// deliveries shows each recipient's state when the API reports it.
+// deliveries shows where each recipient's copy stands.
 function deliveries(m) {
-  const ds = m.deliveries || m.recipients;
+  const ds = m.deliveries;
   if (!Array.isArray(ds) || !ds.length) return null;
-  return h("div.deliv", null, ds.map((d) => typeof d === "string" ? h("span.chip", { text: d }) :
-    h("span", { class: "chip " + (d.state || ""), title: d.state, text: `${d.recipient || d.agent}: ${d.state}` })));
+  return h("div.deliv", null, ds.map((d) => h("span", {
+    class: "chip d-" + d.state, dataset: { recipient: d.recipient, state: d.state },
+    title: `${d.recipient}: ${d.state}` + (d.count > 1 ? `, handed out ${d.count} times` : "") + (d.read_at ? `, read ${new Date(d.read_at).toLocaleString()}` : ""),
+    text: `${d.recipient} · ${d.state}` + (d.count > 1 ? ` ×${d.count}` : ""),
+  })));
 }
 
 function closeThread() {
