@@ -85,7 +85,8 @@ func BenchmarkDashboardFirstRender(b *testing.B) {
 		})`)
 		render = append(render, ms)
 		b.Logf("first render %.0f ms; marks %s", ms, eval[string](b, ctx, `performance.getEntriesByType("mark").map(m => m.name + " " + m.startTime.toFixed(0)).join(", ") +
-			", domContentLoaded " + performance.getEntriesByType("navigation")[0].domContentLoadedEventEnd.toFixed(0)`))
+			", domContentLoaded " + performance.getEntriesByType("navigation")[0].domContentLoadedEventEnd.toFixed(0) +
+			"; requests " + performance.getEntriesByType("resource").filter(r => r.name.includes("/api/") || r.name.includes("/auth/")).map(r => new URL(r.name).pathname.replace("/api/v1", "") + " " + r.startTime.toFixed(0) + "+" + r.duration.toFixed(0)).join(", ")`))
 		f := eval[float64](b, ctx, `(async () => {
 			const t = performance.now();
 			const [a, m] = await Promise.all([fetch("/api/v1/agents?workspace=web"), fetch("/api/v1/messages?workspace=web&limit=1000")]);

@@ -68,7 +68,9 @@ const post = (path, body, opts) => call("POST", path, body, opts);
 // ---- refreshing state ----
 
 async function refreshAll() {
-  await Promise.all([refreshWorkspaces(), refreshAgents(), refreshUnread(), refreshGroups(), refreshFeed(), refreshManaged(), refreshPerms(), refreshUpstreams()]);
+  await Promise.all([refreshWorkspaces(), refreshAgents(), refreshGroups(), refreshFeed(), refreshManaged(), refreshPerms(), refreshUpstreams()]);
+  // Unread counts cost a count per agent: after what the page shows first.
+  await refreshUnread();
   if (S.thread) openThread(S.thread.focus, false);
 }
 
@@ -347,6 +349,9 @@ function drawSuggestions() {
   }
   const roles = [...new Set(S.agents.map((a) => a.role))].sort();
   const opts = ["@everyone", ...S.groups.map((g) => "@" + g.name), ...roles.filter((r) => !S.groups.some((g) => g.name === r)).map((r) => "@" + r), ...S.agents.map((a) => a.name)];
+  const key = opts.join("\n");
+  if (dl._key === key) return;
+  dl._key = key;
   dl.replaceChildren(...opts.map((o) => h("option", { value: o })));
 }
 
@@ -465,7 +470,7 @@ function drawRoster() {
     rosterEl.replaceChildren(h("div.empty", { text: "No agents in this workspace yet." }));
     return;
   }
-  const sorted = [...S.agents].sort((a, b) => (b.status === "active") - (a.status === "active") || a.name.localeCompare(b.name));
+  const sorted = [...S.agents].sort((a, b) => (b.status === "active") - (a.status === "active") || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   rosterEl.replaceChildren(...sorted.map((a) => {
     const m = managed.get(a.name);
     const sub = [a.role, a.work_status !== "ready" ? a.work_status : ""];
