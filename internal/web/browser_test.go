@@ -157,6 +157,15 @@ func (e *env) signIn(t testing.TB, ctx context.Context) string {
 	return link
 }
 
+// noErrors fails the test if the page showed an error: a request the API
+// refused, or a script error.
+func noErrors(t testing.TB, ctx context.Context) {
+	t.Helper()
+	if errs := eval[string](t, ctx, `[...document.querySelectorAll(".toast.err")].map(e => e.textContent).join("\n")`); errs != "" {
+		t.Errorf("the page showed errors:\n%s", errs)
+	}
+}
+
 func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
@@ -265,6 +274,17 @@ func TestFeedIsLive(t *testing.T) {
 	if n := eval[float64](t, ctx, `document.querySelectorAll("#feed .msg").length`); n != 1 {
 		t.Errorf("feed of workspace other: %v rows, want its 1 message", n)
 	}
+	// Every page draws, by its key, without an error.
+	for key, ready := range map[string]string{
+		"2": `document.querySelector('#agents tr[data-name="carol"]') !== null`,
+		"3": `document.querySelector(".mdetail .empty") !== null`,
+		"5": `document.querySelector("#reload") !== null`,
+		"4": `document.querySelector(".perms, .page .empty") !== null`,
+	} {
+		must(t, chromedp.Do(ctx, chromedp.KeyEvent(key)))
+		waitJS(t, ctx, ready, 5*time.Second)
+	}
+	noErrors(t, ctx)
 }
 
 func TestReplyReachesWaitingAgent(t *testing.T) {
@@ -370,6 +390,7 @@ func TestPermissionFromThePage(t *testing.T) {
 	must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`location.hash = "#/managed/w1"`)))
 	waitJS(t, ctx, `[...document.querySelectorAll("#timeline .ev .x")].some(el => el.textContent.startsWith("done: need permission"))`, 15*time.Second)
 	waitJS(t, ctx, `document.querySelector(".mhead .chip").textContent === "idle"`, 10*time.Second)
+	noErrors(t, ctx)
 
 	var w struct {
 		Status      string `json:"status"`
@@ -483,6 +504,7 @@ func TestSearch(t *testing.T) {
 	}
 	must(t, chromedp.Do(ctx, chromedp.Click("#results .hit")))
 	waitJS(t, ctx, `[...document.querySelectorAll("#thread .tmsg .body")].some(el => el.textContent === "please review the deployment script")`, 5*time.Second)
+	noErrors(t, ctx)
 }
 
 // TestHookPermissionFromThePage: a Claude Code session's PermissionRequest
