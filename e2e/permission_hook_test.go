@@ -1,17 +1,20 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/client"
 	"github.com/parley-dev/parley/internal/testenv/standin"
 )
 
@@ -128,4 +131,57 @@ func TestClaudePermissionRequestHook(t *testing.T) {
 	if !s.Saw("not this one") {
 		t.Errorf("the model never saw the denial's message")
 	}
+}
+
+// BenchmarkPermissionDecisionToHook measures a decision reaching a blocked
+// `parley hook claude PermissionRequest`: from the decision's API call to the
+// hook's answer on its stdout. The floor, in the same run, is the decision's
+// API call alone.
+func BenchmarkPermissionDecisionToHook(b *testing.B) {
+	e := newEnv(b)
+	e.Must("daemon", "start")
+	paths, err := api.HomePaths(e.home)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := client.New(paths).As("w", "lead")
+	ctx := context.Background()
+	var toHook, call []time.Duration
+	for i := 0; i < b.N; i++ {
+		h := e.Cmd("hook", "claude", "PermissionRequest", "--agent", "lead", "--workspace", "w")
+		h.Stdin = strings.NewReader(`{"tool_name":"Bash","tool_input":{"command":"make"}}`)
+		stdout, _ := h.StdoutPipe()
+		if err := h.Start(); err != nil {
+			b.Fatal(err)
+		}
+		var id string
+		for id == "" {
+			p, err := c.Permissions(ctx, false)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(p.Permissions) > 0 {
+				id = p.Permissions[0].Request.RequestID
+			}
+		}
+		start := time.Now()
+		if err := c.RespondPermission(ctx, id, api.PermissionDecision{Behavior: "allow", By: "bench"}); err != nil {
+			b.Fatal(err)
+		}
+		call = append(call, time.Since(start))
+		line, err := bufio.NewReader(stdout).ReadString('\n')
+		toHook = append(toHook, time.Since(start))
+		if err != nil || !strings.Contains(line, `"behavior":"allow"`) {
+			b.Fatalf("hook answered %q, %v", line, err)
+		}
+		h.Wait()
+	}
+	pct := func(ds []time.Duration, p float64) float64 {
+		s := append([]time.Duration(nil), ds...)
+		sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+		return float64(s[min(len(s)-1, int(float64(len(s))*p))].Microseconds())
+	}
+	b.ReportMetric(pct(toHook, 0.5), "decision-to-hook-p50-us")
+	b.ReportMetric(pct(toHook, 0.99), "decision-to-hook-p99-us")
+	b.ReportMetric(pct(call, 0.5), "decision-call-p50-us")
 }
