@@ -152,7 +152,8 @@ type PromptResult struct {
 // /api/v1/managed/agents/{agent_id}/wait.
 type WaitAgentRequest struct {
 	AgentID string `json:"agent_id" jsonschema:"the agent's id"`
-	Timeout *int   `json:"timeout,omitempty" jsonschema:"most seconds to wait (default 300, max 600)"`
+	Timeout *int   `json:"timeout,omitempty" jsonschema:"most seconds to wait (default 300 with a progress token, else 50; max 600)"`
+	Run     int    `json:"run,omitempty" jsonschema:"the run to wait for, as create_agent or send_agent_prompt returned it (default: the current run, else the next queued)"`
 }
 
 // WaitAgentResult is what wait_for_agent returns.

@@ -13,7 +13,7 @@ func (s *Server) Manager() Profile {
 	o := s.ops
 	return Profile{Tools: []Tool{
 		typed(s, "create_agent", "Launch a coding agent (Claude Code, Codex, or any command) in a working directory, optionally in a new git worktree, and run its first prompt. Returns its agent_id at once; use wait_for_agent to wait for the run.", o.CreateAgent),
-		typed(s, "wait_for_agent", "Block until the agent's current run finishes or it asks for permission (or the timeout passes). Returns its status, the pending permission request if any, and its last message. Sends progress notifications while waiting when given a progress token.", o.WaitAgent),
+		typed(s, "wait_for_agent", "Block until the agent's current run (or the given run) finishes or it asks for permission (or the timeout passes). Returns its status, the pending permission request if any, and its last message. Sends progress notifications while waiting when given a progress token.", o.WaitAgent),
 		typed(s, "send_agent_prompt", "Send a task to an agent. It starts at once when the agent is idle, else it is queued behind the run in progress (first in, first out). Returns immediately; use wait_for_agent to wait.", o.PromptAgent),
 		typed(s, "get_agent_status", "Return an agent's snapshot: status (idle, running, waiting_permission, error, exited), current run, queued prompts, pending permissions, mode, cost.", o.AgentStatus),
 		typed(s, "list_agents", "List the managed agents of this workspace with their status.", o.ListManaged, hide("all")),

@@ -33,6 +33,10 @@ func (o *Ops) CreateAgent(ctx context.Context, c *Caller, in api.CreateManagedAg
 	return *a, nil
 }
 
+// WaitNoProgress is wait_for_agent's default timeout for an MCP client that
+// sent no progress token, and so cannot be kept alive with progress.
+const WaitNoProgress = 50 * time.Second
+
 // WaitAgent blocks until the agent's run ends, it asks for permission, or
 // the timeout passes.
 func (o *Ops) WaitAgent(ctx context.Context, c *Caller, in api.WaitAgentRequest) (api.WaitAgentResult, error) {
@@ -40,14 +44,20 @@ func (o *Ops) WaitAgent(ctx context.Context, c *Caller, in api.WaitAgentRequest)
 	if err := o.managed(op); err != nil {
 		return api.WaitAgentResult{}, err
 	}
-	timeout, err := secondsArg(op, in.Timeout, hub.DefaultWaitTimeout, hub.MaxWaitTimeout)
+	def := hub.DefaultWaitTimeout
+	if c.Progress == nil && len(c.Profiles) > 0 {
+		// An MCP client that sent no progress token gives up on its own
+		// (the TypeScript SDK at 60 s): answer before it does.
+		def = WaitNoProgress
+	}
+	timeout, err := secondsArg(op, in.Timeout, def, hub.MaxWaitTimeout)
 	if err != nil {
 		return api.WaitAgentResult{}, err
 	}
 	progress := o.keepAlive(c, timeout, func(waited time.Duration) string {
 		return fmt.Sprintf("waiting for agent %s (%ds of %ds)", in.AgentID, int(waited.Seconds()), int(timeout.Seconds()))
 	})
-	out, err := o.runner.Wait(ctx, c.Workspace, in.AgentID, timeout, o.progressEvery, progress)
+	out, err := o.runner.Wait(ctx, c.Workspace, in.AgentID, in.Run, timeout, o.progressEvery, progress)
 	if err != nil {
 		return api.WaitAgentResult{}, err
 	}

@@ -160,3 +160,42 @@ func waitSessions(t *testing.T, e *env, n int) {
 		}
 	}
 }
+
+// TestRealClaudeWaitForRun: a prompt queued behind a run gets its own run
+// id, and wait_for_agent with that id returns that run's answer, not the
+// run before it.
+func TestRealClaudeWaitForRun(t *testing.T) {
+	release := make(chan struct{})
+	s := standin.Anthropic(t, func(r *standin.MessagesRequest) []standin.Block {
+		switch {
+		case r.Has("second task"):
+			return []standin.Block{standin.Text("ANSWER-2")}
+		case r.Has("first task"):
+			<-release // the first run goes on until the test lets it end
+			return []standin.Block{standin.Text("ANSWER-1")}
+		}
+		return nil
+	})
+	e := realEnv(t, s, nil)
+	m := e.manager()
+	mustCall(t, m, "create_agent", map[string]any{"provider": "realclaude", "cwd": t.TempDir(), "prompt": "first task", "name": "cc"}, nil)
+	var pr api.PromptResult
+	mustCall(t, m, "send_agent_prompt", map[string]any{"agent_id": "cc", "prompt": "second task"}, &pr)
+	if !pr.Queued || pr.Run != 2 {
+		t.Fatalf("send_agent_prompt: got %+v, want queued as run 2", pr)
+	}
+	close(release)
+	var w api.WaitAgentResult
+	mustCall(t, m, "wait_for_agent", map[string]any{"agent_id": "cc", "run": pr.Run, "timeout": 60}, &w)
+	if w.TimedOut || w.Run == nil || w.Run.Seq != 2 || w.Run.State != "completed" || w.LastMessage != "ANSWER-2" {
+		t.Fatalf("wait_for_agent run 2: got %+v (run %+v), want run 2 completed with ANSWER-2", w, w.Run)
+	}
+	// An earlier run is found too, and a run that does not exist is said.
+	mustCall(t, m, "wait_for_agent", map[string]any{"agent_id": "cc", "run": 1, "timeout": 60}, &w)
+	if w.Run == nil || w.Run.Seq != 1 || w.LastMessage != "ANSWER-1" {
+		t.Errorf("wait_for_agent run 1: got %+v (run %+v), want run 1 with ANSWER-1", w, w.Run)
+	}
+	if msg := toolError(t, m, "wait_for_agent", map[string]any{"agent_id": "cc", "run": 9}); !strings.Contains(msg, "no run 9") {
+		t.Errorf("run 9: got %q", msg)
+	}
+}

@@ -817,10 +817,11 @@ func notManaged(op, ws, id string) error {
 
 // ---- wait ----
 
-// Wait blocks until the agent's current (or next queued) run ends, a
-// permission request is pending, or timeout passes. progress, if not nil, is
-// called every `every` while it waits.
-func (r *Runner) Wait(ctx context.Context, ws, id string, timeout, every time.Duration, progress func(waited time.Duration)) (*api.WaitAgentResult, error) {
+// Wait blocks until run of the agent ends (0: its current run, else the
+// next queued one), a permission request is pending, or timeout passes.
+// progress, if not nil, is called every `every` while it waits.
+func (r *Runner) Wait(ctx context.Context, ws, id string, run int, timeout, every time.Duration, progress func(waited time.Duration)) (*api.WaitAgentResult, error) {
+	const op = "wait_for_agent"
 	start := time.Now()
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
@@ -831,13 +832,18 @@ func (r *Runner) Wait(ctx context.Context, ws, id string, timeout, every time.Du
 		tick = t.C
 	}
 	r.mu.Lock()
-	st, err := r.lookup("wait_for_agent", ws, id)
+	st, err := r.lookup(op, ws, id)
 	if err != nil {
 		r.mu.Unlock()
 		return nil, err
 	}
-	target := 0
+	target := run
 	switch {
+	case run < 0 || run > st.nextRun:
+		last := st.nextRun
+		r.mu.Unlock()
+		return nil, hub.Errorf(op, hub.NotFound, "agent %s has no run %d (its runs are 1 to %d)", id, run, last)
+	case run > 0:
 	case st.run != nil:
 		target = st.run.run.Seq
 	case len(st.queue) > 0:
@@ -859,24 +865,46 @@ func (r *Runner) Wait(ctx context.Context, ws, id string, timeout, every time.Du
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-r.ctx.Done():
-			return nil, hub.Errorf("wait_for_agent", hub.Unavailable, "the daemon is stopping")
+			return nil, hub.Errorf(op, hub.Unavailable, "the daemon is stopping")
 		}
 		r.mu.Lock()
 	}
-	defer r.mu.Unlock()
 	out := &api.WaitAgentResult{AgentID: id, Status: string(st.status()), TimedOut: timedOut, Waited: time.Since(start).Seconds()}
 	if len(st.perms) > 0 {
 		p := PermissionView(st.perms[0])
 		out.Permission = &p
 	}
+	var ended *Run // the run to report, when it ended
 	switch {
 	case st.run != nil && (st.run.run.Seq == target || st.finished < target):
 		rv := runView(st.run.run)
 		out.Run = &rv
-	case st.lastRun != nil:
-		rv := runView(st.lastRun)
-		out.Run = &rv
-		out.LastMessage = st.lastRun.LastMessage
+	case st.lastRun != nil && (run == 0 || st.lastRun.Seq == target):
+		ended = st.lastRun
+	}
+	for _, q := range st.queue {
+		if q.Seq == target && out.Run == nil {
+			rv := runView(q)
+			out.Run = &rv
+		}
+	}
+	next := st.nextRun
+	r.mu.Unlock()
+	if ended == nil && out.Run == nil && target > 0 {
+		// An older run, which ended before the latest: it is in the store.
+		runs, err := r.store.Runs(ctx, id, next-target+1)
+		if err != nil {
+			return nil, err
+		}
+		for _, rr := range runs {
+			if rr.Seq == target {
+				ended = rr
+			}
+		}
+	}
+	if ended != nil {
+		rv := runView(ended)
+		out.Run, out.LastMessage = &rv, ended.LastMessage
 	}
 	if timedOut {
 		out.LastMessage = "waiting for the agent timed out; this does not mean it failed: call wait_for_agent again to keep waiting"
