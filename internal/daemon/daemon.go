@@ -13,7 +13,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -201,13 +200,6 @@ func (d *Daemon) Paths() api.Paths { return d.paths }
 // Run serves until ctx is cancelled, then shuts down gracefully.
 func (d *Daemon) Run(ctx context.Context) error {
 	d.log.Info("daemon started", "pid", os.Getpid(), "socket", d.paths.Socket, "version", d.cfg.Version)
-	if os.Getenv("GOGC") == "" {
-		// The MCP SDK allocates a 32 KiB buffer for every JSON message it
-		// decodes, so the collector ran a third of the daemon's CPU under
-		// load. Collecting at 200% cut CPU per MCP send by ~30% for ~20 MB
-		// more RSS with 1,000 sessions (docs/performance.md). GOGC overrides.
-		debug.SetGCPercent(200)
-	}
 	errc := make(chan error, 2)
 	go func() { errc <- d.srv.Serve(d.ln) }()
 	if d.tcpSrv != nil {
