@@ -2,12 +2,12 @@
 // tools, prompts and resources that the official MCP conformance suite
 // (@modelcontextprotocol/conformance) calls, so that the suite can prove
 // Parley's /mcp transport on every scenario, sampling and elicitation
-// included. The daemon registers it only when PARLEY_CONFORMANCE=1 is set in
-// its environment; production daemons never serve it.
+// included. Only the conformance daemon (internal/conformance/daemon, run by
+// scripts/conformance) registers it; the shipped binary does not link it.
 //
 // The fixtures follow the suite's own everything-server and the go-sdk's
 // conformance/everything-server (MIT licence, The Go MCP SDK Authors).
-// Only the daemon imports this package.
+// Only internal/conformance/daemon imports this package.
 package conformance
 
 import (
@@ -25,9 +25,6 @@ import (
 
 // Name is the profile's name: /mcp?profile=conformance.
 const Name = "conformance"
-
-// EnvVar, set to 1 in the daemon's environment, makes the daemon register the profile.
-const EnvVar = "PARLEY_CONFORMANCE"
 
 // Options sets the server options the suite needs: completion and resource
 // subscription handlers.

@@ -18,7 +18,6 @@ import (
 
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/config"
-	"github.com/parley-dev/parley/internal/conformance"
 	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/mcpserver"
 	"github.com/parley-dev/parley/internal/ops"
@@ -150,9 +149,6 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	d.mcp = mcpserver.New(d.ops, &mcpserver.Options{Logger: d.log.With("subsystem", "mcp"), Version: cfg.Version})
 	d.mcp.Register("manager", d.mcp.Manager())
 	d.mcp.Register("self", d.mcp.Self())
-	if os.Getenv(conformance.EnvVar) == "1" {
-		d.mcp.Register(conformance.Name, mcpserver.Profile{Attach: conformance.Profile, Options: conformance.Options})
-	}
 	d.openGateway(d.conf)
 	d.openNotices(d.conf)
 	d.startNotifier()
