@@ -35,6 +35,7 @@ const hookTimeout = 3 * time.Second
 
 func hookClaudeCmd(g *globals) *cobra.Command {
 	var wait time.Duration
+	var edit editHookOptions
 	cmd := &cobra.Command{
 		Use:   "claude EVENT",
 		Short: "Claude Code hook: set the agent's status and report new messages",
@@ -54,8 +55,14 @@ shows its own prompt.
 It never fails the session: on any error it prints nothing on stdout, a note on
 stderr, and exits 0. It does not start the daemon.
 
-Set it up with ` + "`parley init claude`" + ` (and --permissions), which writes
-.claude/settings.json.`,
+PreToolUse, on Edit, Write, MultiEdit and NotebookEdit, checks the file
+against other agents' exclusive reservations: --policy deny refuses the edit
+and tells the model who holds the file and why, --policy warn lets it through
+with that as context; --lease 10m reserves the file for the editing agent
+(see ` + "`parley init claude --leases`" + `).
+
+Set it up with ` + "`parley init claude`" + ` (and --permissions, --leases), which
+writes .claude/settings.json.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if args[0] == evPermissionRequest {
@@ -63,10 +70,15 @@ Set it up with ` + "`parley init claude`" + ` (and --permissions), which writes
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), hookTimeout)
 			defer cancel()
+			if args[0] == evPreToolUse {
+				return printHook(g, func() (any, error) { return runEditHook(ctx, g, edit, cmd.InOrStdin()) })
+			}
 			return printHook(g, func() (any, error) { return runClaudeHook(ctx, g, args[0], cmd.InOrStdin()) })
 		},
 	}
 	cmd.Flags().DurationVar(&wait, "wait", defaultPermissionWait, "PermissionRequest: how long to wait for a decision before falling back to the client's own prompt (keep it under the hook's timeout)")
+	cmd.Flags().StringVar(&edit.policy, "policy", policyDeny, "PreToolUse: deny or warn when an edit runs into another agent's reservation")
+	cmd.Flags().DurationVar(&edit.lease, "lease", 0, "PreToolUse: reserve the edited file for this long (e.g. 10m; 0: no lease)")
 	return cmd
 }
 

@@ -26,7 +26,7 @@ import (
 
 func initCmd(g *globals) *cobra.Command {
 	var role string
-	var yes, permissions, withChannel bool
+	var yes, permissions, withChannel, leases bool
 	cmd := &cobra.Command{
 		Use:   "init claude|codex|cursor|gemini",
 		Short: "Add Parley to an MCP client's configuration for this repository",
@@ -59,7 +59,7 @@ are passed on to ` + "`parley mcp serve`" + ` (and the hooks).`,
 			if err != nil {
 				return err
 			}
-			p := initPlan{root: loc.Root, command: parleyCommand(), agent: g.agent, role: role, client: args[0], permissions: permissions, channel: withChannel}
+			p := initPlan{root: loc.Root, command: parleyCommand(), agent: g.agent, role: role, client: args[0], permissions: permissions, channel: withChannel, leases: leases}
 			if withChannel && args[0] != "claude" {
 				return fmt.Errorf("--channel is for claude: channels are Claude Code's")
 			}
@@ -102,6 +102,7 @@ are passed on to ` + "`parley mcp serve`" + ` (and the hooks).`,
 	}
 	cmd.Flags().StringVar(&role, "role", "", "the agent's role, passed on to parley mcp serve --role")
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "write without asking")
+	cmd.Flags().BoolVar(&leases, "leases", false, "claude: also a PreToolUse hook that checks each edit against other agents' file reservations and reserves the file")
 	cmd.Flags().BoolVar(&withChannel, "channel", false, "claude: make the server a Claude Code channel (mcp serve --channel): messages are pushed into the session as they arrive, and permission prompts are relayed to Parley's inbox")
 	cmd.Flags().BoolVar(&permissions, "permissions", false, "claude: also send Claude Code's permission prompts to Parley's permission inbox (a PermissionRequest hook), where parley allow|deny, a manager agent or the dashboard can answer them")
 	return cmd
@@ -131,6 +132,7 @@ type initPlan struct {
 	client      string
 	permissions bool // install the PermissionRequest hook
 	channel     bool // mcp serve --channel
+	leases      bool // the PreToolUse hook on edits (hook_edit.go)
 }
 
 // settleIdentity makes sure the server init writes has an agent name: a
@@ -374,6 +376,9 @@ func (p initPlan) hookCommand(event string) string {
 	if p.agent != "" {
 		parts = append(parts, "--agent", shellQuote(p.agent))
 	}
+	if event == evPreToolUse {
+		parts = append(parts, editHookArgs...)
+	}
 	return strings.Join(parts, " ")
 }
 
@@ -417,6 +422,9 @@ func (p initPlan) claude() ([]fileChange, error) {
 	if p.permissions {
 		events = append(slices.Clip(events), evPermissionRequest)
 	}
+	if p.leases {
+		events = append(slices.Clip(events), evPreToolUse)
+	}
 	for _, ev := range events {
 		want := p.hookCommand(ev)
 		var groups []any
@@ -448,6 +456,8 @@ func (p initPlan) claude() ([]fileChange, error) {
 			gr := map[string]any{"hooks": []any{map[string]any{"type": "command", "command": want, "timeout": timeout}}}
 			if ev == "PostToolUse" || ev == evPermissionRequest {
 				gr["matcher"] = "*"
+			} else if ev == evPreToolUse {
+				gr["matcher"] = EditToolMatcher
 			}
 			groups = append(groups, gr)
 		}

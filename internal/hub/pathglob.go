@@ -487,3 +487,20 @@ func (n *nfa) intersect(m *nfa) (string, bool) {
 	}
 	return "", false
 }
+
+// EscapePath returns the pattern that matches exactly path, escaping the
+// characters a pattern gives a meaning: a file named "a[1].go" is checked as
+// itself, not as a class.
+func EscapePath(path string) string {
+	if !strings.ContainsAny(path, `*?[\`) {
+		return path
+	}
+	var b strings.Builder
+	for _, r := range path {
+		if strings.ContainsRune(`*?[\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}

@@ -216,6 +216,16 @@ func FuzzPathPattern(f *testing.F) {
 	})
 }
 
+func TestEscapePath(t *testing.T) {
+	for _, s := range []string{"plain/path.go", "a[1].go", `odd\name`, "what?.txt", "star*/x", "é[!a]"} {
+		p := mustPattern(t, EscapePath(s))
+		lit, ok := p.Literal()
+		if !ok || lit != s || !p.Match(s) {
+			t.Errorf("EscapePath(%q) = %q: literal %q (%v), want exactly the path", s, EscapePath(s), lit, ok)
+		}
+	}
+}
+
 func BenchmarkOverlap(b *testing.B) {
 	x, y := mustPattern(b, "src/**/internal/*_test.go"), mustPattern(b, "src/hub/**")
 	for b.Loop() {

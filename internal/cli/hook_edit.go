@@ -1,0 +1,167 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/client"
+	"github.com/parley-dev/parley/internal/hub"
+)
+
+// The PreToolUse hook checks every file edit against other agents'
+// reservations (issue 15): the edits themselves take and respect leases, so
+// agents need not remember to.
+
+const evPreToolUse = "PreToolUse"
+
+// editTools are the Claude Code tools that change files, and the input field
+// that names the file.
+var editTools = map[string]string{
+	"Edit":         "file_path",
+	"Write":        "file_path",
+	"MultiEdit":    "file_path",
+	"NotebookEdit": "notebook_path",
+}
+
+// EditToolMatcher is the PreToolUse matcher that `parley init claude --leases`
+// writes.
+const EditToolMatcher = "Edit|Write|MultiEdit|NotebookEdit"
+
+// Edit policies: what the hook does when an edit runs into another agent's
+// exclusive reservation.
+const (
+	policyDeny = "deny" // refuse the edit, telling the model who holds it and why
+	policyWarn = "warn" // let it through, with the same words as context
+)
+
+// editHookOptions are the PreToolUse hook's flags.
+type editHookOptions struct {
+	policy string
+	lease  time.Duration // 0: take no lease
+}
+
+type preToolUseInput struct {
+	Cwd       string                     `json:"cwd"`
+	ToolName  string                     `json:"tool_name"`
+	ToolInput map[string]json.RawMessage `json:"tool_input"`
+}
+
+type preToolUseSpecific struct {
+	HookEventName            string `json:"hookEventName"`
+	PermissionDecision       string `json:"permissionDecision,omitempty"`
+	PermissionDecisionReason string `json:"permissionDecisionReason,omitempty"`
+	AdditionalContext        string `json:"additionalContext,omitempty"`
+}
+
+type preToolUseOutput struct {
+	HookSpecificOutput preToolUseSpecific `json:"hookSpecificOutput"`
+}
+
+// runEditHook answers Claude Code's PreToolUse for file edits. It prints
+// nothing (nil) to let the edit through untouched.
+func runEditHook(ctx context.Context, g *globals, o editHookOptions, stdin io.Reader) (*preToolUseOutput, error) {
+	if o.policy != policyDeny && o.policy != policyWarn {
+		return nil, fmt.Errorf("invalid --policy %q: want deny or warn", o.policy)
+	}
+	b, err := io.ReadAll(io.LimitReader(stdin, maxHookInput))
+	if err != nil {
+		return nil, fmt.Errorf("read hook input: %w", err)
+	}
+	var in preToolUseInput
+	if err := json.Unmarshal(b, &in); err != nil {
+		return nil, fmt.Errorf("hook input is not Claude Code's hook JSON: %v", err)
+	}
+	field, ok := editTools[in.ToolName]
+	if !ok {
+		return nil, nil // not an edit: the matcher was wider than ours
+	}
+	var file string
+	if raw, ok := in.ToolInput[field]; !ok || json.Unmarshal(raw, &file) != nil || file == "" {
+		return nil, nil
+	}
+	dir := in.Cwd
+	if dir == "" {
+		if dir, err = os.Getwd(); err != nil {
+			return nil, err
+		}
+	}
+	id, err := g.identityIn(ctx, dir, false)
+	if err != nil {
+		return nil, err
+	}
+	rel, ok := repoPath(id.Root, dir, file)
+	if !ok {
+		return nil, nil // outside the repository: no reservation covers it
+	}
+	paths, err := api.HomePaths("")
+	if err != nil {
+		return nil, err
+	}
+	c := client.New(paths).As(id.Workspace, id.Agent)
+	pat := hub.EscapePath(rel)
+	res, err := c.CheckPaths(ctx, []string{pat})
+	if err != nil {
+		return nil, err
+	}
+	if len(res.Conflicts) > 0 {
+		var lines []string
+		for _, c := range res.Conflicts {
+			lines = append(lines, c.Message)
+		}
+		holder := res.Conflicts[0].Reservation.Agent
+		text := fmt.Sprintf("Parley: %s. Another agent is working on this file; coordinate before you change it: "+
+			"send %s a message (parley send_message), work on something else, or wait for the reservation to end.",
+			strings.Join(lines, "; "), holder)
+		out := &preToolUseOutput{HookSpecificOutput: preToolUseSpecific{HookEventName: evPreToolUse}}
+		if o.policy == policyDeny {
+			out.HookSpecificOutput.PermissionDecision = "deny"
+			out.HookSpecificOutput.PermissionDecisionReason = text
+		} else {
+			out.HookSpecificOutput.AdditionalContext = text
+		}
+		return out, nil
+	}
+	if o.lease > 0 && id.Agent != "" {
+		excl := true
+		_, err := c.Reserve(ctx, api.ReserveRequest{Paths: []string{pat}, TTLSeconds: int(o.lease / time.Second),
+			Exclusive: &excl, Reason: "editing it (" + in.ToolName + ")"})
+		if err != nil {
+			// The edit goes on: the lease is a courtesy to others.
+			fmt.Fprintf(g.stderr, "parley hook: lease on %s not taken: %v\n", rel, err)
+		}
+	}
+	return nil, nil
+}
+
+// repoPath turns the file an edit names (absolute, or relative to dir) into a
+// path relative to root, the top of the working tree. Symbolic links in the
+// directories are resolved on both sides, so /tmp and /private/tmp agree.
+func repoPath(root, dir, file string) (string, bool) {
+	if !filepath.IsAbs(file) {
+		file = filepath.Join(dir, file)
+	}
+	file = filepath.Clean(file)
+	if d, err := filepath.EvalSymlinks(filepath.Dir(file)); err == nil {
+		file = filepath.Join(d, filepath.Base(file))
+	}
+	if r, err := filepath.EvalSymlinks(root); err == nil {
+		root = r
+	}
+	rel, err := filepath.Rel(root, file)
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", false
+	}
+	return filepath.ToSlash(rel), true
+}
+
+// editHookArgs are the flags `parley init claude --leases` gives the hook:
+// refuse edits of files another agent holds, and hold each edited file for
+// ten minutes, renewed by every edit.
+var editHookArgs = []string{"--policy", policyDeny, "--lease", "10m"}
