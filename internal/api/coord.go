@@ -2,6 +2,14 @@ package api
 
 // Wire types of coordination: file reservations and search (issue 15).
 
+import "github.com/parley-dev/parley/internal/hub"
+
+// ReservationOf renders a reservation for the wire (for ops and events alike).
+func ReservationOf(r *hub.Reservation) ReservationInfo {
+	return ReservationInfo{ID: r.ID, Agent: r.Agent, Path: r.Pattern, Exclusive: r.Exclusive, Reason: r.Reason,
+		CreatedAt: FormatTime(r.CreatedAt), ExpiresAt: FormatTime(r.ExpiresAt)}
+}
+
 // ReserveRequest is reserve_paths and POST /api/v1/reservations.
 type ReserveRequest struct {
 	Paths      []string `json:"paths" jsonschema:"files or glob patterns relative to the repository top: * ? [a-z] within a segment, ** for any depth, dir/ for everything under dir"`
@@ -100,4 +108,11 @@ type SearchHit struct {
 // SearchResult is the search_messages result, best match first.
 type SearchResult struct {
 	Results []SearchHit `json:"results"`
+}
+
+// ReplyRequest is the lean profile's reply.
+type ReplyRequest struct {
+	MessageID string `json:"message_id" jsonschema:"the message you answer"`
+	Content   string `json:"content" jsonschema:"your answer (markdown)"`
+	Priority  string `json:"priority,omitempty" jsonschema:"critical, high, normal (default) or low"`
 }

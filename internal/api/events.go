@@ -46,6 +46,9 @@ type Event struct {
 	State      string      `json:"state,omitempty"`
 	By         string      `json:"by,omitempty"`
 	Message    string      `json:"message,omitempty"`
+	// For reservations.changed: the reservations granted, renewed or
+	// released (Change says which).
+	Reservations []ReservationInfo `json:"reservations,omitempty"`
 }
 
 // PermissionEventOf converts a permission inbox event for the wire.
@@ -111,6 +114,9 @@ func EventOf(e hub.Event) Event {
 		out.ThreadID, out.ReplyTo = m.ThreadID, m.ReplyTo
 		out.Preview = Preview(m.Content)
 	}
+	for _, r := range e.Reservations {
+		out.Reservations = append(out.Reservations, ReservationOf(r))
+	}
 	return out
 }
 
@@ -151,6 +157,12 @@ func (e Event) Line() string {
 		return fmt.Sprintf("%s %s  %s left", t, e.Workspace, e.Agent)
 	case hub.EventGroupChanged:
 		return fmt.Sprintf("%s %s  group %s %s", t, e.Workspace, e.Group, strings.ReplaceAll(e.Change, "_", " "))
+	case hub.EventReservations:
+		paths := make([]string, len(e.Reservations))
+		for i, r := range e.Reservations {
+			paths[i] = r.Path
+		}
+		return fmt.Sprintf("%s %s  %s %s %s", t, e.Workspace, e.Agent, strings.ReplaceAll(e.Change, "_", " "), strings.Join(paths, " "))
 	}
 	switch e.Kind {
 	case EventManagedStatus:

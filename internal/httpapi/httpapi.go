@@ -54,6 +54,7 @@ func Routes(mux *http.ServeMux, o *ops.Ops) {
 	Handle(mux, "DELETE "+p+"/groups/{name}", o.DeleteGroup)
 	Handle(mux, "POST "+p+"/groups/{group}/members", o.AddMember)
 	Handle(mux, "DELETE "+p+"/groups/{group}/members", o.RemoveMember)
+	coordRoutes(mux, o)
 
 	m := p + "/managed/agents"
 	Handle(mux, "GET "+m, o.ListManaged)

@@ -32,9 +32,16 @@ type ReservationConflict struct {
 }
 
 func (c ReservationConflict) String() string {
-	s := fmt.Sprintf("%s is reserved by %s", c.Pattern, c.Held.Agent)
-	if c.Held.Pattern != c.Pattern {
-		s += " (" + c.Held.Pattern + ")"
+	var s string
+	p, err := ParsePathPattern(c.Pattern)
+	_, literal := p.Literal()
+	switch {
+	case c.Held.Pattern == c.Pattern:
+		s = fmt.Sprintf("%s is reserved by %s", c.Pattern, c.Held.Agent)
+	case err == nil && literal:
+		s = fmt.Sprintf("%s is reserved by %s (%s)", c.Pattern, c.Held.Agent, c.Held.Pattern)
+	default:
+		s = fmt.Sprintf("%s overlaps %s, reserved by %s", c.Pattern, c.Held.Pattern, c.Held.Agent)
 	}
 	if c.Held.Reason != "" {
 		s += ": " + c.Held.Reason

@@ -4,7 +4,7 @@ package mcpserver
 // of ops under seed 000's names.
 func (s *Server) native() Profile {
 	o := s.ops
-	return Profile{Tools: []Tool{
+	return Profile{Tools: append([]Tool{
 		typed(s, "send_message", "Send a message to an agent (by name, even one that has not joined yet), a role (@role), a group (@group) or everyone (@everyone). Returns once the message is stored.", o.Send, hide("payload")),
 		typed(s, "check_messages", "Return your unread messages, highest priority first then oldest first, and mark them read.", o.Check),
 		typed(s, "wait_for_message", "Block until a message for you arrives (or the timeout passes), then return it and mark it read. Sends progress notifications while waiting when given a progress token.", o.Wait),
@@ -20,5 +20,5 @@ func (s *Server) native() Profile {
 		typed(s, "whoami", "Show the identity this session speaks for.", o.Whoami),
 		typed(s, "set_status", "Say whether you are ready for work, at work, or offline.", o.SetStatus),
 		typed(s, "get_thread", "Return every message of the thread a message belongs to, oldest first.", o.Thread),
-	}}
+	}, s.coordTools()...)}
 }

@@ -117,6 +117,7 @@ func New(o *ops.Ops, opts *Options) *Server {
 	s.Register("native", s.native())
 	s.Register("sidechat", s.sidechat())
 	s.Register("agentmail", s.agentmail())
+	s.Register("lean", s.lean())
 	s.handler = mcp.NewStreamableHTTPHandler(s.serverFor, &mcp.StreamableHTTPOptions{
 		SessionTimeout:      op.SessionTimeout,
 		MaxRequestBodyBytes: op.MaxRequestBytes,

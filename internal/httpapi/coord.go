@@ -1,0 +1,21 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/ops"
+)
+
+// coordRoutes adds the endpoints of file reservations and search.
+func coordRoutes(mux *http.ServeMux, o *ops.Ops) {
+	r := api.Prefix + "/reservations"
+	Handle(mux, "POST "+r, o.ReservePaths)
+	Handle(mux, "GET "+r, o.ListReservations)
+	Handle(mux, "POST "+r+"/renew", o.RenewReservations)
+	Handle(mux, "POST "+r+"/release", o.ReleaseReservations)
+	Handle(mux, "POST "+r+"/force-release", o.ForceRelease)
+	Handle(mux, "GET "+r+"/who", o.WhoHas)
+	Handle(mux, "POST "+r+"/check", o.CheckPaths)
+	Handle(mux, "GET "+api.Prefix+"/search", o.SearchMessages)
+}

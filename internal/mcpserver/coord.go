@@ -1,0 +1,30 @@
+package mcpserver
+
+// coordTools are the coordination tools of the native profile: file
+// reservations and search (issue 15).
+func (s *Server) coordTools() []Tool {
+	o := s.ops
+	return []Tool{
+		typed(s, "reserve_paths", "Reserve files before you edit them, so other agents do not change them meanwhile: paths or globs relative to the repository top (src/**/*.go, docs/). All or nothing: if another agent holds an overlapping reservation you get none, and the conflicts name the holder, reason and expiry. Reserving again renews.", o.ReservePaths),
+		typed(s, "renew_reservations", "Extend your reservations (all, or the ids given).", o.RenewReservations),
+		typed(s, "release_reservations", "Release your reservations when done: by ids, by paths as reserved, or all when neither is given.", o.ReleaseReservations),
+		typed(s, "list_reservations", "List the live file reservations of this workspace (or one agent's).", o.ListReservations),
+		typed(s, "who_has", "Show who holds reservations covering a file.", o.WhoHas),
+		typed(s, "search_messages", "Search the messages you sent or received: every word must occur (any form), \"phrases\" in quotes, word* for a prefix; best match first, with the matching passage.", o.SearchMessages),
+	}
+}
+
+// lean is the profile for small context budgets: six tools with short
+// descriptions and no output schemas (results still carry structured
+// content), covering send, reply, inbox, wait and status.
+func (s *Server) lean() Profile {
+	o := s.ops
+	return Profile{Tools: []Tool{
+		typed(s, "send_message", "Send a message to an agent, @role, @group or @everyone.", o.Send, hide("payload", "metadata"), noOutputSchema()),
+		typed(s, "reply", "Reply to a message; it goes to its sender, in its thread.", o.Reply, noOutputSchema()),
+		typed(s, "check_messages", "Return your unread messages and mark them read.", o.Check, noOutputSchema()),
+		typed(s, "wait_for_message", "Block until a message arrives (or timeout seconds pass) and return it.", o.Wait, noOutputSchema()),
+		typed(s, "list_agents", "List the agents here and whether they are active.", o.ListAgents, noOutputSchema()),
+		typed(s, "set_status", "Set your status: ready, work or offline.", o.SetStatus, noOutputSchema()),
+	}}
+}

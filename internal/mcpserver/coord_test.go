@@ -1,0 +1,166 @@
+package mcpserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/parley-dev/parley/internal/ops"
+)
+
+// toolBudgets bound each profile's tools/list (the tools array as JSON, which
+// is what a client puts in the model's context). A profile that grows past
+// its budget fails here: raise the budget only on purpose.
+var toolBudgets = map[string]int{
+	"lean":      2_400,
+	"native":    20_000,
+	"sidechat":  2_600,
+	"agentmail": 1_200,
+	"manager":   19_000,
+	"self":      1_600,
+}
+
+func TestToolListBudgets(t *testing.T) {
+	e := newEnv(t)
+	for _, p := range []string{"lean", "native", "sidechat", "agentmail", "manager", "self"} {
+		s := e.session(ops.Caller{Workspace: "w", Agent: "a", Profiles: []string{p}}, nil)
+		res, err := s.ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(res.Tools)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("profile %-9s %2d tools %6d bytes (budget %d)", p, len(res.Tools), len(b), toolBudgets[p])
+		if len(b) > toolBudgets[p] {
+			t.Errorf("profile %s: tools/list is %d bytes, over its budget of %d", p, len(b), toolBudgets[p])
+		}
+		if p == "lean" {
+			var names []string
+			for _, tool := range res.Tools {
+				names = append(names, tool.Name)
+				if len(tool.Description) > 80 {
+					t.Errorf("lean tool %s: description of %d bytes, want a short one", tool.Name, len(tool.Description))
+				}
+			}
+			if len(names) > 6 {
+				t.Errorf("lean has %d tools %v, want at most 6", len(names), names)
+			}
+			for _, want := range []string{"send_message", "reply", "check_messages", "wait_for_message", "set_status"} {
+				if !slices.Contains(names, want) {
+					t.Errorf("lean lacks %s: has %v", want, names)
+				}
+			}
+		}
+	}
+}
+
+func callJSON(t *testing.T, s *mcp.ClientSession, name string, args map[string]any, out any) *mcp.CallToolResult {
+	t.Helper()
+	res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if out != nil && !res.IsError {
+		b, _ := json.Marshal(res.StructuredContent)
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("%s: decode %s: %v", name, b, err)
+		}
+	}
+	return res
+}
+
+func TestLeanReply(t *testing.T) {
+	e := newEnv(t)
+	alice := e.session(ops.Caller{Workspace: "w", Agent: "alice", Profiles: []string{"lean"}}, nil)
+	bob := e.session(ops.Caller{Workspace: "w", Agent: "bob", Profiles: []string{"lean"}}, nil)
+	var sent struct {
+		MessageID string `json:"message_id"`
+	}
+	callJSON(t, alice, "send_message", map[string]any{"to": "bob", "content": "ping"}, &sent)
+	callJSON(t, bob, "reply", map[string]any{"message_id": sent.MessageID, "content": "pong"}, nil)
+	var got struct {
+		Messages []struct {
+			From, Content string
+			ReplyTo       string `json:"reply_to"`
+		} `json:"messages"`
+	}
+	callJSON(t, alice, "check_messages", nil, &got)
+	if len(got.Messages) != 1 || got.Messages[0].From != "bob" || got.Messages[0].Content != "pong" || got.Messages[0].ReplyTo != sent.MessageID {
+		t.Errorf("alice's inbox after bob's reply: %+v", got.Messages)
+	}
+	if res := callJSON(t, bob, "reply", map[string]any{"message_id": "nope", "content": "x"}, nil); !res.IsError {
+		t.Errorf("reply to an unknown message: got no error")
+	}
+}
+
+// TestReservationTools drives the reservation and search tools as two agents.
+func TestReservationTools(t *testing.T) {
+	e := newEnv(t)
+	alice := e.session(ops.Caller{Workspace: "w", Agent: "alice", Profiles: []string{"native"}}, nil)
+	bob := e.session(ops.Caller{Workspace: "w", Agent: "bob", Profiles: []string{"native"}}, nil)
+	var res struct {
+		Status  string `json:"status"`
+		Granted []struct {
+			ID, Path string
+		} `json:"granted"`
+		Conflicts []struct {
+			Path    string `json:"path"`
+			Message string `json:"message"`
+			HeldBy  struct {
+				Agent, Reason string
+				ExpiresAt     string `json:"expires_at"`
+			} `json:"held_by"`
+		} `json:"conflicts"`
+	}
+	callJSON(t, alice, "reserve_paths", map[string]any{"paths": []string{"internal/store/**"}, "reason": "pgx port"}, &res)
+	if res.Status != "granted" || len(res.Granted) != 1 {
+		t.Fatalf("alice reserves: %+v", res)
+	}
+	callJSON(t, bob, "reserve_paths", map[string]any{"paths": []string{"internal/store/sqlite/db.go"}, "exclusive": false}, &res)
+	if res.Status != "conflict" || len(res.Conflicts) != 1 || res.Conflicts[0].HeldBy.Agent != "alice" ||
+		res.Conflicts[0].HeldBy.Reason != "pgx port" || res.Conflicts[0].HeldBy.ExpiresAt == "" {
+		t.Fatalf("bob runs into alice's reservation: %+v", res)
+	}
+	var who struct {
+		Reservations []struct{ Agent string } `json:"reservations"`
+	}
+	callJSON(t, bob, "who_has", map[string]any{"path": "internal/store/x.go"}, &who)
+	if len(who.Reservations) != 1 || who.Reservations[0].Agent != "alice" {
+		t.Errorf("who_has: %+v", who)
+	}
+	if r := callJSON(t, bob, "reserve_paths", map[string]any{"paths": []string{"/abs"}}, nil); !r.IsError {
+		t.Errorf("an absolute path: got no error")
+	}
+	if r := callJSON(t, bob, "reserve_paths", map[string]any{"paths": []string{"a"}, "ttl_seconds": 5}, nil); !r.IsError {
+		t.Errorf("ttl 5 s: got no error")
+	}
+	callJSON(t, alice, "release_reservations", nil, &who)
+	if len(who.Reservations) != 1 {
+		t.Errorf("alice releases all: %+v", who)
+	}
+	callJSON(t, bob, "reserve_paths", map[string]any{"paths": []string{"internal/store/sqlite/db.go"}}, &res)
+	if res.Status != "granted" {
+		t.Errorf("bob after alice released: %+v", res)
+	}
+
+	callJSON(t, alice, "send_message", map[string]any{"to": "bob", "content": "the flaky migration test is fixed"}, nil)
+	callJSON(t, alice, "send_message", map[string]any{"to": "carol", "content": "flaky, but private to carol"}, nil)
+	var found struct {
+		Results []struct {
+			From, Content, Snippet string
+		} `json:"results"`
+	}
+	callJSON(t, bob, "search_messages", map[string]any{"query": "flaky"}, &found)
+	if len(found.Results) != 1 || !strings.Contains(found.Results[0].Snippet, "**flaky**") {
+		t.Errorf("bob searches flaky: %+v; want his one message with a marked snippet", found.Results)
+	}
+	if r := callJSON(t, bob, "search_messages", map[string]any{"query": "flaky", "since": "yesterday"}, nil); !r.IsError {
+		t.Errorf("since=yesterday: got no error")
+	}
+}
