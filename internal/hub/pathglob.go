@@ -24,6 +24,10 @@ type PathPattern struct {
 	literal bool // no wildcard: the pattern is exactly one path, lit
 	lit     string
 	nfa     nfa
+	// prefix and suffix are literal text that every match starts and ends
+	// with: two patterns whose prefixes (or suffixes) disagree cannot
+	// overlap, which settles most pairs without the automata.
+	prefix, suffix string
 }
 
 // Limits of a pattern.
@@ -95,6 +99,9 @@ func ParsePathPattern(s string) (PathPattern, error) {
 	p := PathPattern{src: s, literal: literal, nfa: b.finish()}
 	if literal {
 		p.lit = lit.String()
+		p.prefix, p.suffix = p.lit, p.lit
+	} else {
+		p.prefix, p.suffix = literalEnds(s)
 	}
 	return p, nil
 }
@@ -118,6 +125,10 @@ func (p PathPattern) Match(path string) bool {
 // path as a witness. It is symmetric, and exact: it intersects the two
 // patterns' automata instead of guessing from prefixes.
 func Overlap(a, b PathPattern) (witness string, ok bool) {
+	if !strings.HasPrefix(a.prefix, b.prefix) && !strings.HasPrefix(b.prefix, a.prefix) ||
+		!strings.HasSuffix(a.suffix, b.suffix) && !strings.HasSuffix(b.suffix, a.suffix) {
+		return "", false
+	}
 	switch {
 	case a.literal && b.literal:
 		return a.lit, a.lit == b.lit
@@ -127,6 +138,26 @@ func Overlap(a, b PathPattern) (witness string, ok bool) {
 		return b.lit, a.Match(b.lit)
 	}
 	return a.nfa.intersect(&b.nfa)
+}
+
+// literalEnds returns the plain text before a pattern's first wildcard and
+// after its last one. Text with escapes is cut short at the escape, which
+// keeps the ends sound (a shorter prefix rules out less, never too much).
+func literalEnds(s string) (prefix, suffix string) {
+	const special = `*?[\`
+	i := strings.IndexAny(s, special)
+	if i < 0 {
+		return s, s
+	}
+	j := strings.LastIndexAny(s, special)
+	suffix = s[j+1:]
+	if s[j] == '[' || (s[j] == '\\' && j+1 < len(s)) {
+		suffix = "" // a class or an escape: its end is not found this simply
+		if k := strings.LastIndexByte(s, ']'); s[j] == '[' && k > j {
+			suffix = s[k+1:]
+		}
+	}
+	return s[:i], suffix
 }
 
 func unescape(s string) string {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -183,7 +184,7 @@ func conflicts(live []*Reservation, agent string, p PathPattern, exclusive, excl
 		if l.Agent == agent || (!l.Exclusive && (!exclusive || exclusiveOnly)) {
 			continue
 		}
-		lp, err := ParsePathPattern(l.Pattern)
+		lp, err := parseCached(l.Pattern)
 		if err != nil {
 			continue // stored patterns were parsed once; a bad one reserves nothing
 		}
@@ -192,6 +193,36 @@ func conflicts(live []*Reservation, agent string, p PathPattern, exclusive, excl
 		}
 	}
 	return out
+}
+
+// patternCache keeps the compiled patterns of live reservations: every
+// conflict check compares against all of them, and compiling is most of the
+// cost of a comparison. It is dropped whole when it grows past its bound.
+var patternCache struct {
+	sync.Mutex
+	m map[string]PathPattern
+}
+
+const patternCacheMax = 10_000
+
+func parseCached(s string) (PathPattern, error) {
+	patternCache.Lock()
+	p, ok := patternCache.m[s]
+	patternCache.Unlock()
+	if ok {
+		return p, nil
+	}
+	p, err := ParsePathPattern(s)
+	if err != nil {
+		return p, err
+	}
+	patternCache.Lock()
+	if patternCache.m == nil || len(patternCache.m) >= patternCacheMax {
+		patternCache.m = make(map[string]PathPattern)
+	}
+	patternCache.m[s] = p
+	patternCache.Unlock()
+	return p, nil
 }
 
 func parsePatterns(paths []string) ([]PathPattern, error) {

@@ -2,6 +2,7 @@ package hub_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -269,4 +270,73 @@ func TestReserveRace(t *testing.T) {
 	if winners != 1 {
 		t.Errorf("winners: got %d, want exactly 1", winners)
 	}
+}
+
+// BenchmarkReserve measures a reserve (with its conflict check against the
+// workspace's live reservations: 50 other agents' globs and paths) and a
+// CheckPaths beside their floors, a bare Overlap of two globs and the store's
+// round trip for an empty change, on a real SQLite store.
+func BenchmarkReserve(b *testing.B) {
+	ctx := context.Background()
+	h := newHub(b, nil)
+	for i := range 50 {
+		_, err := h.Reserve(ctx, hub.ReserveRequest{Workspace: "w", Agent: fmt.Sprintf("agent%d", i),
+			Paths: []string{fmt.Sprintf("pkg%d/**", i), fmt.Sprintf("cmd/tool%d/*.go", i)}, Exclusive: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	p50 := func(b *testing.B, fn func(i int)) {
+		lat := make([]time.Duration, 0, b.N)
+		i := 0
+		for b.Loop() {
+			start := time.Now()
+			fn(i)
+			lat = append(lat, time.Since(start))
+			i++
+		}
+		slices.Sort(lat)
+		b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1000, "p50-us")
+	}
+	x, _ := hub.ParsePathPattern("src/**/internal/*_test.go")
+	y, _ := hub.ParsePathPattern("src/hub/**")
+	b.Run("floor=overlap", func(b *testing.B) { p50(b, func(int) { hub.Overlap(x, y) }) })
+	// The store's own round trip: an empty change of the same reservations.
+	store := h.Store().(hub.Reservations)
+	b.Run("floor=store-change", func(b *testing.B) {
+		p50(b, func(int) {
+			err := store.ChangeReservations(ctx, "w", time.Now(), func([]*hub.Reservation) (hub.ReservationChange, error) {
+				return hub.ReservationChange{}, nil
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		})
+	})
+	b.Run("reserve", func(b *testing.B) {
+		p50(b, func(i int) {
+			res, err := h.Reserve(ctx, hub.ReserveRequest{Workspace: "w", Agent: "me",
+				Paths: []string{fmt.Sprintf("docs/page%d.md", i%100)}, Exclusive: true, TTL: time.Minute})
+			if err != nil || len(res.Granted) != 1 {
+				b.Fatal(res, err)
+			}
+		})
+	})
+	b.Run("conflict", func(b *testing.B) {
+		p50(b, func(i int) {
+			res, err := h.Reserve(ctx, hub.ReserveRequest{Workspace: "w", Agent: "me",
+				Paths: []string{fmt.Sprintf("pkg%d/x.go", i%50)}, Exclusive: true})
+			if err != nil || len(res.Conflicts) != 1 {
+				b.Fatal(res, err)
+			}
+		})
+	})
+	b.Run("check", func(b *testing.B) {
+		p50(b, func(i int) {
+			cs, err := h.CheckPaths(ctx, "w", "me", []string{fmt.Sprintf("pkg%d/x.go", i%50)})
+			if err != nil || len(cs) != 1 {
+				b.Fatal(cs, err)
+			}
+		})
+	})
 }
