@@ -137,6 +137,21 @@ func TestMCPServeWithoutIdentitySaysSo(t *testing.T) {
 	if !strings.Contains(stderr.String(), "--agent NAME") {
 		t.Errorf("stderr %q does not say how to fix it", stderr.String())
 	}
+	// whoami says it too, where the model (and its user) looks.
+	s := e.Session(nil, "--workspace", "w")
+	var who struct {
+		Agent string `json:"agent"`
+		Note  string `json:"note"`
+	}
+	mustCall(t, s, "whoami", nil, &who)
+	if who.Agent != "" || !strings.Contains(who.Note, "no agent identity") || !strings.Contains(who.Note, "--agent NAME") {
+		t.Errorf("whoami without identity: got %+v, want a note saying so and how to fix it", who)
+	}
+	who.Note = ""
+	mustCall(t, e.Session(nil, "--workspace", "w", "--agent", "ann"), "whoami", nil, &who)
+	if who.Note != "" {
+		t.Errorf("whoami with an identity: got note %q, want none", who.Note)
+	}
 }
 
 // TestSendTakesTmuxWindowName: inside tmux, with no other name, every

@@ -119,6 +119,9 @@ type WhoamiResult struct {
 	Workspace string   `json:"workspace"`
 	Profiles  []string `json:"profiles"`
 	Unread    int      `json:"unread"`
+	// Note says what is wrong with the session, when something is: no
+	// agent identity, so it can neither send nor receive.
+	Note string `json:"note,omitempty"`
 }
 
 // SendRequest is the send_message input and POST /api/v1/messages.

@@ -72,6 +72,8 @@ func (o *Ops) Whoami(ctx context.Context, c *Caller, _ api.Empty) (api.WhoamiRes
 			return api.WhoamiResult{}, err
 		}
 		out.Unread = n
+	} else {
+		out.Note = "this session has no agent identity: it cannot send or receive messages (\"no sender\"). Start parley mcp serve with --agent NAME (or PARLEY_AGENT, or run `parley join --name NAME --role ROLE` where it starts)."
 	}
 	return out, nil
 }
