@@ -17,6 +17,7 @@ import (
 	"github.com/parley-dev/parley/internal/httpapi"
 	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/mcpserver"
+	"github.com/parley-dev/parley/internal/ops"
 )
 
 // configPoll is how often the daemon looks for a changed config.toml.
@@ -110,11 +111,11 @@ func (d *Daemon) reload(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, err)
 		return
 	}
-	httpapi.WriteJSON(w, http.StatusOK, api.ReloadResult{Upstreams: d.gw.mgr.Status()})
+	httpapi.WriteJSON(w, http.StatusOK, api.ReloadResult{Upstreams: ops.Upstreams(d.gw.mgr.Status())})
 }
 
 func (d *Daemon) upstreams(w http.ResponseWriter, r *http.Request) {
-	httpapi.WriteJSON(w, http.StatusOK, api.UpstreamsResult{Upstreams: d.gw.mgr.Status()})
+	httpapi.WriteJSON(w, http.StatusOK, api.UpstreamsResult{Upstreams: ops.Upstreams(d.gw.mgr.Status())})
 }
 
 func (d *Daemon) tools(w http.ResponseWriter, r *http.Request) {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/gateway"
 )
 
 // BenchmarkProxyOverhead isolates the gateway's own cost: a client on an
@@ -18,7 +18,7 @@ import (
 // interleaved. (e2e's BenchmarkGatewayCall measures the daemon's whole path.)
 func BenchmarkProxyOverhead(b *testing.B) {
 	f := newFixture(b, nil, stdio("up", ""))
-	waitState(b, f.m, "up", api.UpstreamReady)
+	waitState(b, f.m, "up", gateway.StateReady)
 	m := f.connect(nil)
 	ctx := context.Background()
 	direct, err := mcp.NewClient(&mcp.Implementation{Name: "direct"}, nil).Connect(ctx,

@@ -12,8 +12,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/config"
+	"github.com/parley-dev/parley/internal/gateway"
 )
 
 // everything is the npm package @modelcontextprotocol/server-everything that
@@ -44,7 +44,7 @@ func everything(t *testing.T) config.Upstream {
 
 func TestServerEverything(t *testing.T) {
 	f := newFixture(t, nil, everything(t))
-	st := waitState(t, f.m, "everything", api.UpstreamReady)
+	st := waitState(t, f.m, "everything", gateway.StateReady)
 	if !strings.Contains(st.Server, "everything") {
 		t.Errorf("got server %q, want the everything server's name", st.Server)
 	}

@@ -26,7 +26,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/config"
 	"github.com/parley-dev/parley/internal/hub"
 )
@@ -198,33 +197,33 @@ func (m *Manager) Close() {
 }
 
 // Status reports every configured upstream, in config order.
-func (m *Manager) Status() []api.UpstreamStatus {
+func (m *Manager) Status() []Status {
 	m.mu.Lock()
 	conf := slices.Clone(m.conf)
 	ups := maps.Clone(m.ups)
 	m.mu.Unlock()
-	out := make([]api.UpstreamStatus, 0, len(conf))
+	out := make([]Status, 0, len(conf))
 	for _, c := range conf {
 		if u := ups[c.Name]; u != nil {
 			out = append(out, u.status())
 			continue
 		}
 		st := baseStatus(c)
-		st.State = api.UpstreamDisabled
+		st.State = StateDisabled
 		if c.IsEnabled() { // closed, or being applied
-			st.State = api.UpstreamStopped
+			st.State = StateStopped
 		}
 		out = append(out, st)
 	}
 	return out
 }
 
-func baseStatus(c config.Upstream) api.UpstreamStatus {
+func baseStatus(c config.Upstream) Status {
 	target := c.URL
 	if target == "" {
 		target = strings.Join(append([]string{c.Command}, c.Args...), " ")
 	}
-	return api.UpstreamStatus{
+	return Status{
 		Name: c.Name, Transport: c.Transport(), Target: target, Enabled: c.IsEnabled(),
 		Timeout: c.CallTimeout().String(), Retries: c.RetryCount(),
 	}
@@ -379,7 +378,7 @@ func (m *Manager) call(ctx context.Context, upName, tool string, args json.RawMe
 	if u == nil {
 		return nil, hub.Errorf("call tool", hub.NotFound, "no enabled upstream named %q: see `parley upstream list`", upName)
 	}
-	if e == nil && u.status().State != api.UpstreamReady {
+	if e == nil && u.status().State != StateReady {
 		// Its tools are not known yet (the daemon just started, or the
 		// upstream is coming back): wait for it as a call would.
 		cfg := u.config()
@@ -393,7 +392,7 @@ func (m *Manager) call(ctx context.Context, upName, tool string, args json.RawMe
 		}
 	}
 	if e == nil {
-		if st := u.status(); st.State != api.UpstreamReady {
+		if st := u.status(); st.State != StateReady {
 			msg := fmt.Sprintf("upstream %q is %s", upName, st.State)
 			if st.Error != "" {
 				msg += ": " + st.Error

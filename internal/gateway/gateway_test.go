@@ -21,7 +21,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/config"
 	"github.com/parley-dev/parley/internal/gateway"
 	"github.com/parley-dev/parley/internal/gateway/gatewaytest"
@@ -94,7 +93,7 @@ func (f *fixture) connect(opts *mcp.ClientOptions) *mcp.ClientSession {
 }
 
 // status returns the named upstream's status.
-func status(t testing.TB, m *gateway.Manager, name string) api.UpstreamStatus {
+func status(t testing.TB, m *gateway.Manager, name string) gateway.Status {
 	t.Helper()
 	for _, st := range m.Status() {
 		if st.Name == name {
@@ -102,7 +101,7 @@ func status(t testing.TB, m *gateway.Manager, name string) api.UpstreamStatus {
 		}
 	}
 	t.Fatalf("no upstream %q in status %+v", name, m.Status())
-	return api.UpstreamStatus{}
+	return gateway.Status{}
 }
 
 // waitFor polls until cond holds, failing the test after 15s.
@@ -117,9 +116,9 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 	}
 }
 
-func waitState(t testing.TB, m *gateway.Manager, name, state string) api.UpstreamStatus {
+func waitState(t testing.TB, m *gateway.Manager, name, state string) gateway.Status {
 	t.Helper()
-	var st api.UpstreamStatus
+	var st gateway.Status
 	waitFor(t, name+" to be "+state, func() bool {
 		st = status(t, m, name)
 		return st.State == state
@@ -202,7 +201,7 @@ func TestListAndCall(t *testing.T) {
 				})
 			}
 			f := newFixture(t, nil, up)
-			st := waitState(t, f.m, "up", api.UpstreamReady)
+			st := waitState(t, f.m, "up", gateway.StateReady)
 			if st.Tools != len(allTools) || st.Server != "gatewaytest 1.0.0" || st.Protocol != "2025-11-25" || st.Transport != transport {
 				t.Errorf("got status %+v, want %d tools from gatewaytest 1.0.0 over %s, protocol 2025-11-25", st, len(allTools), transport)
 			}
@@ -286,7 +285,7 @@ func TestListAndCall(t *testing.T) {
 
 func TestProgressForwarding(t *testing.T) {
 	f := newFixture(t, nil, stdio("up", ""))
-	waitState(t, f.m, "up", api.UpstreamReady)
+	waitState(t, f.m, "up", gateway.StateReady)
 	var mu sync.Mutex
 	var got []*mcp.ProgressNotificationParams
 	cs := f.connect(&mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
@@ -316,7 +315,7 @@ func TestProgressForwarding(t *testing.T) {
 func TestCancellation(t *testing.T) {
 	mark := t.TempDir()
 	f := newFixture(t, nil, stdio("up", mark))
-	waitState(t, f.m, "up", api.UpstreamReady)
+	waitState(t, f.m, "up", gateway.StateReady)
 	cs := f.connect(nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
@@ -344,7 +343,7 @@ func TestTimeout(t *testing.T) {
 	up := stdio("up", mark)
 	up.Timeout = config.Duration(300 * time.Millisecond)
 	f := newFixture(t, nil, up)
-	waitState(t, f.m, "up", api.UpstreamReady)
+	waitState(t, f.m, "up", gateway.StateReady)
 	cs := f.connect(nil)
 	start := time.Now()
 	res := callTool(t, cs, "up__slow", map[string]any{"steps": 100, "ms": 100, "id": "t1"})
@@ -368,7 +367,7 @@ func TestCrashAndRestart(t *testing.T) {
 	mark := t.TempDir()
 	// A 1s first backoff lets the test see the failed state.
 	f := newFixture(t, &gateway.Options{MinBackoff: time.Second}, stdio("up", mark))
-	waitState(t, f.m, "up", api.UpstreamReady)
+	waitState(t, f.m, "up", gateway.StateReady)
 	cs := f.connect(nil)
 	var before gatewaytest.PIDOut
 	structured(t, callTool(t, cs, "up__pid", nil), &before)
@@ -377,7 +376,7 @@ func TestCrashAndRestart(t *testing.T) {
 	if !res.IsError || !strings.Contains(text(res), "not retried") {
 		t.Errorf("got %q (isError %v), want a tool error saying the call was not retried", text(res), res.IsError)
 	}
-	st := waitState(t, f.m, "up", api.UpstreamFailed)
+	st := waitState(t, f.m, "up", gateway.StateFailed)
 	for _, want := range []string{"exit status 3", "crashing on purpose"} {
 		if !strings.Contains(st.Error, want) {
 			t.Errorf("got error %q in status, want it to mention %q", st.Error, want)
@@ -394,7 +393,7 @@ func TestCrashAndRestart(t *testing.T) {
 	}
 	st = status(t, f.m, "up")
 	// Exactly one restart: the crashing call was not retried.
-	if st.State != api.UpstreamReady || st.Restarts != 1 || st.Error != "" {
+	if st.State != gateway.StateReady || st.Restarts != 1 || st.Error != "" {
 		t.Errorf("got status %+v, want ready after exactly 1 restart", st)
 	}
 }
@@ -402,10 +401,10 @@ func TestCrashAndRestart(t *testing.T) {
 func TestBackoffGrows(t *testing.T) {
 	f := newFixture(t, &gateway.Options{MinBackoff: 50 * time.Millisecond, MaxBackoff: 400 * time.Millisecond},
 		stdio("bad", "", "-exit", "2"))
-	st := waitState(t, f.m, "bad", api.UpstreamFailed)
+	st := waitState(t, f.m, "bad", gateway.StateFailed)
 	waitFor(t, "4 restarts", func() bool { st = status(t, f.m, "bad"); return st.Restarts >= 4 })
 	// 50+100+200+400ms at least: the delays doubled up to the cap.
-	if d := time.Since(st.Since); st.State == api.UpstreamFailed && st.NextRetry != nil {
+	if d := time.Since(st.Since); st.State == gateway.StateFailed && st.NextRetry != nil {
 		if wait := st.NextRetry.Sub(st.Since); wait < 390*time.Millisecond || wait > 410*time.Millisecond {
 			t.Errorf("got a %s backoff after %d restarts (%s in state), want the 400ms cap", wait, st.Restarts, d)
 		}
@@ -418,14 +417,14 @@ func TestBrokenCommandLine(t *testing.T) {
 		stdio("exits", "", "-exit", "2"),
 		stdio("good", ""),
 	)
-	waitState(t, f.m, "good", api.UpstreamReady)
+	waitState(t, f.m, "good", gateway.StateReady)
 	tests := []struct{ name, want string }{
 		{"missing", "no such file or directory"},
 		{"exits", "refusing to start: bad configuration"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			st := waitState(t, f.m, tc.name, api.UpstreamFailed)
+			st := waitState(t, f.m, tc.name, gateway.StateFailed)
 			if !strings.Contains(st.Error, tc.want) {
 				t.Errorf("got error %q, want it to mention %q", st.Error, tc.want)
 			}
@@ -443,7 +442,7 @@ func TestBrokenCommandLine(t *testing.T) {
 
 func TestListChangedPropagation(t *testing.T) {
 	f := newFixture(t, nil, stdio("up", ""))
-	waitState(t, f.m, "up", api.UpstreamReady)
+	waitState(t, f.m, "up", gateway.StateReady)
 	changed := make(chan struct{}, 10)
 	cs := f.connect(&mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} }})
 	waitNotified := func() {
@@ -480,7 +479,7 @@ func TestFilters(t *testing.T) {
 			up := stdio("up", "")
 			up.Tools = &config.ToolFilter{Allow: tc.allow, Deny: tc.deny}
 			f := newFixture(t, nil, up)
-			if st := waitState(t, f.m, "up", api.UpstreamReady); st.Tools != len(tc.want) {
+			if st := waitState(t, f.m, "up", gateway.StateReady); st.Tools != len(tc.want) {
 				t.Errorf("got %d tools in status, want %d", st.Tools, len(tc.want))
 			}
 			cs := f.connect(nil)
@@ -501,8 +500,8 @@ func TestFilters(t *testing.T) {
 
 func TestApply(t *testing.T) {
 	f := newFixture(t, nil, stdio("a", ""), stdio("b", ""))
-	waitState(t, f.m, "a", api.UpstreamReady)
-	waitState(t, f.m, "b", api.UpstreamReady)
+	waitState(t, f.m, "a", gateway.StateReady)
+	waitState(t, f.m, "b", gateway.StateReady)
 	changed := make(chan struct{}, 10)
 	cs := f.connect(&mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} }})
 	pid := func(name string) int {
@@ -530,14 +529,14 @@ func TestApply(t *testing.T) {
 	if got := pid("a"); got != pidA {
 		t.Errorf("got pid %d after a filter change, want the same process %d", got, pidA)
 	}
-	if st := status(t, f.m, "b"); st.State != api.UpstreamDisabled || st.Enabled {
+	if st := status(t, f.m, "b"); st.State != gateway.StateDisabled || st.Enabled {
 		t.Errorf("got %+v, want b disabled", st)
 	}
 
 	// A new command line restarts; a removed upstream goes away.
 	a.Args = []string{"-mark", t.TempDir()}
 	f.m.Apply([]config.Upstream{a})
-	waitState(t, f.m, "a", api.UpstreamReady)
+	waitState(t, f.m, "a", gateway.StateReady)
 	if got := pid("a"); got == pidA {
 		t.Errorf("got the same pid %d after a command change, want a new process", got)
 	}
@@ -548,7 +547,7 @@ func TestApply(t *testing.T) {
 
 func TestLogForwarding(t *testing.T) {
 	f := newFixture(t, nil, stdio("up", ""))
-	waitState(t, f.m, "up", api.UpstreamReady)
+	waitState(t, f.m, "up", gateway.StateReady)
 	logs := make(chan *mcp.LoggingMessageParams, 10)
 	cs := f.connect(&mcp.ClientOptions{LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) { logs <- req.Params }})
 	if err := cs.SetLoggingLevel(context.Background(), &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
@@ -591,7 +590,7 @@ func TestHTTPReconnect(t *testing.T) {
 	}
 	hs := serve(ln)
 	f := newFixture(t, &gateway.Options{MinBackoff: 50 * time.Millisecond}, config.Upstream{Name: "up", URL: "http://" + addr + "/mcp"})
-	waitState(t, f.m, "up", api.UpstreamReady)
+	waitState(t, f.m, "up", gateway.StateReady)
 	cs := f.connect(nil)
 	var before gatewaytest.PIDOut
 	structured(t, callTool(t, cs, "up__pid", nil), &before)
@@ -604,7 +603,7 @@ func TestHTTPReconnect(t *testing.T) {
 	}
 	hs = serve(ln)
 	t.Cleanup(func() { hs.Close() })
-	waitFor(t, "a reconnect", func() bool { st := status(t, f.m, "up"); return st.Restarts >= 1 && st.State == api.UpstreamReady })
+	waitFor(t, "a reconnect", func() bool { st := status(t, f.m, "up"); return st.Restarts >= 1 && st.State == gateway.StateReady })
 	var after gatewaytest.PIDOut
 	structured(t, callTool(t, cs, "up__pid", nil), &after)
 	if after.Calls != 1 {

@@ -16,7 +16,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/config"
 	"github.com/parley-dev/parley/internal/hub"
 )
@@ -64,7 +63,7 @@ func newUpstream(m *Manager, c config.Upstream) *upstream {
 		ctx: ctx, cancel: cancel,
 		done: make(chan struct{}), refresh: make(chan struct{}, 1),
 		stderr: &tailBuffer{max: 4096},
-		state:  api.UpstreamConnecting, since: time.Now(),
+		state:  StateConnecting, since: time.Now(),
 		changed: make(chan struct{}), inflight: map[*inflight]struct{}{},
 	}
 }
@@ -98,12 +97,12 @@ func (u *upstream) setState(state, errText string) {
 	u.setStateLocked(state, errText)
 }
 
-func (u *upstream) status() api.UpstreamStatus {
+func (u *upstream) status() Status {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	st := baseStatus(u.cfg)
 	st.State, st.Error, st.Restarts, st.Tools, st.Since = u.state, u.lastErr, u.restarts, u.tools, u.since.UTC()
-	if u.state == api.UpstreamFailed && !u.next.IsZero() {
+	if u.state == StateFailed && !u.next.IsZero() {
 		n := u.next.UTC()
 		st.NextRetry = &n
 	}
@@ -134,10 +133,10 @@ func (u *upstream) stop() {
 // each failure in a row.
 func (u *upstream) run() {
 	defer close(u.done)
-	defer u.setState(api.UpstreamStopped, "")
+	defer u.setState(StateStopped, "")
 	failures := 0
 	for {
-		u.setState(api.UpstreamConnecting, "")
+		u.setState(StateConnecting, "")
 		start := time.Now()
 		err := u.session()
 		if u.ctx.Err() != nil {
@@ -154,7 +153,7 @@ func (u *upstream) run() {
 		u.log.Warn("upstream failed", "err", err, "retry_in", delay)
 		u.mu.Lock()
 		u.next = time.Now().Add(delay)
-		u.setStateLocked(api.UpstreamFailed, err.Error())
+		u.setStateLocked(StateFailed, err.Error())
 		u.mu.Unlock()
 		t := time.NewTimer(delay)
 		select {
@@ -226,7 +225,7 @@ func (u *upstream) session() error {
 	u.mu.Lock()
 	u.sess, u.sessDone, u.info, u.wasReady = cs, sessDone, cs.InitializeResult(), true
 	u.next = time.Time{}
-	u.setStateLocked(api.UpstreamReady, "")
+	u.setStateLocked(StateReady, "")
 	u.mu.Unlock()
 	u.log.Info("upstream ready", "tools", u.status().Tools)
 	defer func() {
@@ -314,13 +313,13 @@ func (u *upstream) ready(ctx context.Context, avoid *mcp.ClientSession) (*mcp.Cl
 		cs, done, state, next, lastErr, changed, wasReady := u.sess, u.sessDone, u.state, u.next, u.lastErr, u.changed, u.wasReady
 		u.mu.Unlock()
 		switch state {
-		case api.UpstreamReady:
+		case StateReady:
 			if cs != nil && cs != avoid && !isClosed(done) {
 				return cs, nil
 			}
-		case api.UpstreamStopped:
+		case StateStopped:
 			return nil, hub.Errorf("", hub.Unavailable, "upstream %q was stopped (removed, disabled or the daemon is shutting down)", u.name)
-		case api.UpstreamFailed:
+		case StateFailed:
 			wait := time.Until(next)
 			if dl, ok := ctx.Deadline(); !wasReady || (ok && next.After(dl)) || wait > 2*time.Second {
 				return nil, hub.Errorf("", hub.Unavailable, "upstream %q is unavailable (next attempt in %s): %s", u.name, wait.Round(time.Millisecond), lastErr)
