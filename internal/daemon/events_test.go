@@ -201,13 +201,20 @@ func TestEventsSlowConsumer(t *testing.T) {
 	slow := dialEvents(t, d, "?workspace=w&kinds=message.sent", nil)
 
 	// Enough events to fill the socket's buffers and then the queue. Every
-	// send must return: a stalled publisher would hang here.
+	// send must return: a stalled publisher would hang here. Sending stops
+	// once the subscriber is dropped, so the reader below starts before the
+	// daemon's close handshake gives up (5 s; sends on a loaded machine are
+	// slow enough to outlast it).
 	content := strings.Repeat("x", 200)
 	const n = 1500
-	for i := range n {
+	sent := 0
+	for ; sent < n && !droppedAll(d); sent++ {
 		if _, err := h.Send(ctx, hub.SendRequest{Workspace: "w", From: "a", To: "a", Content: content}); err != nil {
-			t.Fatalf("send %d: %v", i, err)
+			t.Fatalf("send %d: %v", sent, err)
 		}
+	}
+	if !droppedAll(d) {
+		t.Fatalf("after %d events the slow subscriber is still subscribed", n)
 	}
 
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -228,8 +235,8 @@ func TestEventsSlowConsumer(t *testing.T) {
 		}
 		break
 	}
-	if read >= n {
-		t.Errorf("read %d events, want fewer than %d (the consumer was dropped)", read, n)
+	if read >= sent {
+		t.Errorf("read %d events, want fewer than the %d sent (the consumer was dropped)", read, sent)
 	}
 	// The daemon forgets the dropped subscriber and still serves new ones.
 	fresh := dialEvents(t, d, "?workspace=w", nil)
@@ -245,4 +252,17 @@ func TestEventsSlowConsumer(t *testing.T) {
 	if subs != 1 {
 		t.Errorf("subscribers: got %d, want 1 (the dropped one removed)", subs)
 	}
+}
+
+// droppedAll reports whether every subscriber of d's event stream has been
+// dropped (or is gone).
+func droppedAll(d *Daemon) bool {
+	d.events.mu.RLock()
+	defer d.events.mu.RUnlock()
+	for s := range d.events.subs {
+		if !s.dropped.Load() {
+			return false
+		}
+	}
+	return true
 }
