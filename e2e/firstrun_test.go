@@ -182,3 +182,25 @@ func pollUntil(t *testing.T, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestMCPServeBadFlagFailsAtStart: a bad --profile or --nudge stops mcp
+// serve at once with the reason on stderr, before any client speaks (a
+// client shows only "Failed to connect").
+func TestMCPServeBadFlagFailsAtStart(t *testing.T) {
+	e := newEnv(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--profile", "native,bogus"}, `unknown profile "bogus": want one of `},
+		{[]string{"--nudge", "screen"}, `invalid --nudge "screen"`},
+	} {
+		_, errs, code := e.Run(append([]string{"mcp", "serve", "--agent", "a", "--workspace", "w"}, tc.args...)...)
+		if code == 0 || !strings.Contains(errs, tc.want) {
+			t.Errorf("mcp serve %v: exit %d, stderr %q; want a failure saying %q", tc.args, code, errs, tc.want)
+		}
+	}
+	if _, errs, code := e.Run("mcp", "serve", "--agent", "a", "--workspace", "w", "--profile", "native,manager"); code != 0 {
+		t.Errorf("mcp serve with good profiles: exit %d, %s", code, errs)
+	}
+}

@@ -56,6 +56,8 @@ type Status struct {
 	Database   string   `json:"database"`
 	Workspaces []string `json:"workspaces"`
 	Sessions   int      `json:"mcp_sessions"`
+	// Profiles are the MCP profiles the daemon serves.
+	Profiles []string `json:"profiles"`
 	// Listen is the TCP address served besides the socket, if any.
 	Listen string `json:"listen,omitempty"`
 	// Goroutines is the daemon's goroutine count, for leak checks under load.

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -63,6 +64,9 @@ AgentMail), and the server exits when its tmux session goes away.`,
 			if profile == "" {
 				profile = os.Getenv("PARLEY_PROFILE")
 			}
+			if nudge == "" {
+				nudge = os.Getenv("PARLEY_NUDGE")
+			}
 			if withChannel && id.Agent == "" {
 				return fmt.Errorf("--channel pushes an agent's messages: give it one with --agent NAME, PARLEY_AGENT, or `parley join` here")
 			}
@@ -86,12 +90,15 @@ AgentMail), and the server exits when its tmux session goes away.`,
 			if err := c.EnsureDaemon(ctx); err != nil {
 				return err
 			}
+			// A bad flag is said now, on stderr: once the client connects,
+			// all it shows is "Failed to connect".
+			if err := checkServeFlags(ctx, c, profile, nudge); err != nil {
+				return err
+			}
 			if inTmux {
 				go watchTmux(ctx, cancel, tenv, log)
 			}
-			if nudge == "" {
-				nudge = os.Getenv("PARLEY_NUDGE")
-			}
+
 			h := http.Header{}
 			set := func(k, v string) {
 				if v != "" {
@@ -183,4 +190,25 @@ func needsIdentity(profiles string) bool {
 		}
 	}
 	return false
+}
+
+// checkServeFlags checks the profiles and the nudge of `mcp serve` against
+// what the daemon serves.
+func checkServeFlags(ctx context.Context, c *client.Client, profiles, nudge string) error {
+	if nudge != "" && nudge != "tmux" {
+		return fmt.Errorf("invalid --nudge %q: want tmux (or nothing)", nudge)
+	}
+	if strings.TrimSpace(profiles) == "" {
+		return nil
+	}
+	st, err := c.Status(ctx)
+	if err != nil {
+		return err
+	}
+	for _, p := range strings.Split(profiles, ",") {
+		if p = strings.TrimSpace(p); p != "" && !slices.Contains(st.Profiles, p) {
+			return fmt.Errorf("unknown profile %q: want one of %s", p, strings.Join(st.Profiles, ", "))
+		}
+	}
+	return nil
 }

@@ -55,7 +55,7 @@ func (d *Daemon) status(ctx context.Context, _ *ops.Caller, _ api.Empty) (api.St
 		PID: os.Getpid(), Version: d.cfg.Version, StartedAt: d.started.UTC(),
 		Uptime: time.Since(d.started).Round(time.Second).String(),
 		Home:   d.paths.Home, Socket: d.paths.Socket, Store: d.storeKind, Database: d.storeDesc,
-		Workspaces: wss, Sessions: d.mcp.Sessions(), Listen: d.TCPAddr(), Goroutines: runtime.NumGoroutine(),
+		Workspaces: wss, Sessions: d.mcp.Sessions(), Profiles: d.mcp.Profiles(), Listen: d.TCPAddr(), Goroutines: runtime.NumGoroutine(),
 	}
 	return st, nil
 }
