@@ -174,12 +174,16 @@ func TestTerminalEscapesNeutralized(t *testing.T) {
 		t.Fatalf("watch ended: %v", sc.Err())
 	}
 	outputs := map[string]string{"watch": sc.Text()}
-	for name, args := range map[string][]string{
-		"inbox":   {"inbox", "--workspace", "w", "--agent", "alice", "--peek"},
-		"history": {"history", "--workspace", "w", "--agent", "alice"},
-		"wait":    {"wait", "--workspace", "w", "--agent", "alice", "--timeout", "5s"},
+	// In this order: wait takes the message, so the peek must come first.
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"inbox", []string{"inbox", "--workspace", "w", "--agent", "alice", "--peek"}},
+		{"history", []string{"history", "--workspace", "w", "--agent", "alice"}},
+		{"wait", []string{"wait", "--workspace", "w", "--agent", "alice", "--timeout", "5s"}},
 	} {
-		outputs[name] = e.Must(args...)
+		outputs[c.name] = e.Must(c.args...)
 	}
 	for name, out := range outputs {
 		if strings.ContainsAny(out, "\x1b\x07\r\u009b\u202e") {
