@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	osexec "os/exec"
@@ -14,6 +15,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/parley-dev/parley/internal/hub"
 )
 
 // nobody is another user's uid, for the cross-user cases.
@@ -447,5 +452,114 @@ func TestLimitsCountEverything(t *testing.T) {
 	t.Logf("check(limit=1000) over %d x 250 KiB: %d bytes, %d messages, %d remaining", n, len(body), len(res.Messages), res.Remaining)
 	if len(body) > 6<<20 || len(res.Messages) == 0 || len(res.Messages)+res.Remaining != n {
 		t.Errorf("check: %d bytes with %d messages and %d remaining; want at most ~4 MiB and the rest counted", len(body), len(res.Messages), res.Remaining)
+	}
+}
+
+// TestNoArgumentReachesAnotherWorkspace: the table is built from tools/list
+// of every profile, so it covers every argument there is. Each tool is called
+// from a session bound to alpha with every argument that names a session or
+// a workspace set to beta (and to beta's Sidechat session), and with
+// workspace/all arguments smuggled in; nothing of beta may come back, and
+// beta is unchanged after. Before, sidechat's session argument was a
+// workspace name: receive_message(session="beta", as="bob") read beta.
+func TestNoArgumentReachesAnotherWorkspace(t *testing.T) {
+	e := newEnv(t)
+	e.Must("daemon", "start")
+	const alpha, beta = "alpha", "beta"
+	e.mustAPI("POST", "/agents", beta, "", map[string]any{"name": "bob", "role": "dev"}, nil)
+	for i := range 3 {
+		e.mustAPI("POST", "/messages", beta, "carol", map[string]any{"to": "bob", "content": fmt.Sprintf("beta secret %d", i)}, nil)
+	}
+	// Beta's own Sidechat session s, with a message for bob.
+	betaSC := e.Session(nil, "--workspace", beta, "--profile", "sidechat")
+	mustCall(t, betaSC, "send_message", map[string]any{"session": "s", "to": "bob", "message": map[string]any{"secret": "beta secret sc"}}, nil)
+
+	leaks := func(s string) bool { return strings.Contains(s, "beta secret") || strings.Contains(s, `"count":3`) }
+	sessionArgs := map[string]bool{"session": true, "workspace": true, "project": true, "session_id": true}
+	profiles := []string{"native", "lean", "sidechat", "agentmail", "manager", "self", "gateway"}
+	calls := 0
+	for _, p := range profiles {
+		c := e.Cmd("mcp", "serve", "--workspace", alpha, "--agent", "mallory", "--profile", p)
+		client := mcp.NewClient(&mcp.Implementation{Name: "iso", Version: "1"}, nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		s, err := client.Connect(ctx, &mcp.CommandTransport{Command: c}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		cancel()
+		if err != nil {
+			t.Logf("profile %s: not available (%v)", p, err)
+			continue
+		}
+		defer s.Close()
+		tools, err := s.ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tl := range tools.Tools {
+			if strings.Contains(tl.Name, "wait") || tl.Name == "request_permission" || tl.Name == "kill_agent" {
+				continue // blocking or destructive in alpha; no session argument
+			}
+			b, _ := json.Marshal(tl.InputSchema)
+			var schema struct {
+				Properties map[string]json.RawMessage `json:"properties"`
+			}
+			json.Unmarshal(b, &schema)
+			named := false
+			base := map[string]any{}
+			for prop := range schema.Properties {
+				switch {
+				case sessionArgs[prop]:
+					named = true
+				case prop == "as" || prop == "agent" || prop == "to" || prop == "recipient":
+					base[prop] = "bob"
+				case prop == "message" && p == "sidechat":
+					base[prop] = map[string]any{"x": 1}
+				case prop == "timeout":
+					base[prop] = 0
+				}
+			}
+			var variants []map[string]any
+			if named {
+				for _, v := range []string{beta, "s", hub.SidechatWorkspace(beta, "s"), alpha} {
+					args := maps.Clone(base)
+					for prop := range schema.Properties {
+						if sessionArgs[prop] {
+							args[prop] = v
+						}
+					}
+					variants = append(variants, args)
+				}
+			}
+			// Arguments the schema does not have, smuggled in.
+			smuggled := maps.Clone(base)
+			smuggled["workspace"], smuggled["all"], smuggled["session"] = beta, true, beta
+			variants = append(variants, smuggled)
+			for _, args := range variants {
+				calls++
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: tl.Name, Arguments: args})
+				cancel()
+				if err != nil {
+					continue // refused as a malformed call: nothing reached
+				}
+				out, _ := json.Marshal(res)
+				if leaks(string(out)) {
+					t.Errorf("profile %s: %s(%v) from alpha reaches beta: %s", p, tl.Name, args, out)
+				}
+			}
+		}
+	}
+	t.Logf("%d calls", calls)
+	var inbox struct {
+		Messages []struct{ Content string } `json:"messages"`
+	}
+	e.mustAPI("GET", "/inbox?limit=100", beta, "bob", nil, &inbox)
+	if len(inbox.Messages) != 3 {
+		t.Errorf("beta bob's inbox after alpha's calls: got %d messages, want its 3", len(inbox.Messages))
+	}
+	var has struct {
+		Count int `json:"count"`
+	}
+	mustCall(t, betaSC, "has_messages", map[string]any{"session": "s", "agent": "bob"}, &has)
+	if has.Count != 1 {
+		t.Errorf("beta's Sidechat session s after alpha's calls: got %d messages for bob, want 1", has.Count)
 	}
 }

@@ -63,8 +63,10 @@ func scReceive(t *testing.T, s *mcp.ClientSession, args map[string]any) *scRecei
 func TestSidechatProfile(t *testing.T) {
 	e := newEnv(t, "PARLEY_PROGRESS_EVERY=100ms")
 	// Two processes, as two Sidechat users would have, with no identity at all:
-	// the session and agent IDs are tool arguments.
-	narrator := e.Session(nil, "--profile", "sidechat", "--workspace", "unused")
+	// the session and agent IDs are tool arguments. A session is a namespace
+	// inside the workspace the process is bound to (here, both the
+	// directory's), never a workspace of its own.
+	narrator := e.Session(nil, "--profile", "sidechat")
 	var progress atomic.Int32
 	scribe := e.Session(&mcp.ClientOptions{ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) {
 		progress.Add(1)

@@ -74,21 +74,28 @@ func (s *Server) sidechat() Profile {
 }
 
 // scCaller is the caller a Sidechat tool runs for: the agent of the session,
-// both named by the arguments. Agent IDs are plain names: Sidechat has no
-// roles or groups, so "@x" is refused rather than expanded.
+// both named by the arguments. The session is a namespace inside the
+// workspace the MCP session is bound to (hub.SidechatWorkspace), never a
+// workspace of its own. Agent IDs are plain names: Sidechat has no roles or
+// groups, so "@x" is refused rather than expanded.
 func scCaller(c *ops.Caller, op, session, what, agent string) (*ops.Caller, error) {
 	if err := hub.ValidWorkspace(session); err != nil {
 		return nil, hub.Errorf(op, hub.Invalid, "session: %v", err)
 	}
+	ws := hub.SidechatWorkspace(c.Workspace, session)
+	if err := hub.ValidWorkspace(ws); err != nil {
+		return nil, hub.Errorf(op, hub.Invalid, "session %q is too long for this workspace: %v", session, err)
+	}
 	if err := hub.ValidName(what, agent); err != nil {
 		return nil, hub.Errorf(op, hub.Invalid, "%v", err)
 	}
-	return &ops.Caller{Workspace: session, Agent: agent, Session: c.Session, Progress: c.Progress}, nil
+	return &ops.Caller{Workspace: ws, Agent: agent, Session: c.Session, Progress: c.Progress}, nil
 }
 
 func (s *Server) scSend(ctx context.Context, c *ops.Caller, in scSendIn) (scSendOut, error) {
 	const op = "send_message"
-	if _, err := scCaller(c, op, in.Session, "to", in.To); err != nil {
+	sc, err := scCaller(c, op, in.Session, "to", in.To)
+	if err != nil {
 		return scSendOut{}, err
 	}
 	msg := bytes.TrimSpace(in.Message)
@@ -99,7 +106,7 @@ func (s *Server) scSend(ctx context.Context, c *ops.Caller, in scSendIn) (scSend
 	if from == "" {
 		from = sidechatSender
 	}
-	res, err := s.ops.Send(ctx, &ops.Caller{Workspace: in.Session, Agent: from, Session: c.Session},
+	res, err := s.ops.Send(ctx, &ops.Caller{Workspace: sc.Workspace, Agent: from, Session: c.Session},
 		api.SendRequest{To: in.To, Content: summarize(msg), Payload: json.RawMessage(msg), Metadata: map[string]string{"profile": "sidechat"}})
 	if err != nil {
 		return scSendOut{}, err
