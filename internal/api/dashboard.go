@@ -24,6 +24,19 @@ type UnreadResult struct {
 	Unread    map[string]int `json:"unread"`
 }
 
+// DashboardSearchRequest is GET /api/v1/dashboard/search.
+type DashboardSearchRequest struct {
+	Q     string `json:"q"`
+	From  string `json:"from,omitempty"`
+	Limit int    `json:"limit,omitempty"`
+}
+
+// DeliveriesRequest is GET /api/v1/dashboard/deliveries: message ids,
+// comma-separated.
+type DeliveriesRequest struct {
+	IDs string `json:"ids"`
+}
+
 // DashboardSearchResult is GET /api/v1/dashboard/search?q=: messages of the
 // whole workspace that match, best first.
 type DashboardSearchResult struct {

@@ -4,10 +4,9 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
-	"strconv"
-	"strings"
 
 	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/httpapi"
 	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/web"
 )
@@ -22,136 +21,11 @@ func (d *Daemon) openDashboard(h http.Handler) {
 func (d *Daemon) Dashboard() *web.Server { return d.web }
 
 func (d *Daemon) dashboardRoutes(mux *http.ServeMux) {
-	mux.HandleFunc("POST "+api.Prefix+"/dashboard/login", d.dashboardLogin)
-	mux.HandleFunc("GET "+api.Prefix+"/dashboard/unread", d.dashboardUnread)
-	mux.HandleFunc("GET "+api.Prefix+"/dashboard/search", d.dashboardSearch)
-	mux.HandleFunc("GET "+api.Prefix+"/dashboard/deliveries", d.dashboardDeliveries)
-}
-
-// maxDeliveryIDs bounds one deliveries request: a thread as the page shows it.
-const maxDeliveryIDs = 500
-
-// dashboardDeliveries reports where each recipient's copy of the messages
-// ?ids=a,b,c stands (queued, delivered, redelivered, read, acked), as the
-// person at the dashboard sees the whole workspace.
-func (d *Daemon) dashboardDeliveries(w http.ResponseWriter, r *http.Request) {
-	out, err := d.deliveries(r)
-	if err != nil {
-		writeAPI(w, api.HTTPStatus(hub.KindOf(err)), api.NewErrorBody(err))
-		return
-	}
-	writeAPI(w, http.StatusOK, out)
-}
-
-func (d *Daemon) deliveries(r *http.Request) (api.DeliveriesResult, error) {
-	const op = "deliveries"
-	ws := r.Header.Get(api.HeaderWorkspace)
-	if ws == "" {
-		ws = r.URL.Query().Get("workspace")
-	}
-	if err := hub.ValidWorkspace(ws); err != nil {
-		return api.DeliveriesResult{}, err
-	}
-	ids := strings.Split(r.URL.Query().Get("ids"), ",")
-	if len(ids) > maxDeliveryIDs {
-		return api.DeliveriesResult{}, hub.Errorf(op, hub.Invalid, "%d ids: at most %d at once", len(ids), maxDeliveryIDs)
-	}
-	out := api.DeliveriesResult{Deliveries: map[string][]api.DeliveryInfo{}}
-	for _, id := range ids {
-		if id == "" {
-			continue
-		}
-		st, err := d.hub.MessageStatus(r.Context(), ws, "", id)
-		if err != nil {
-			return api.DeliveriesResult{}, err
-		}
-		ds := []api.DeliveryInfo{}
-		for _, dl := range st.Deliveries {
-			ds = append(ds, api.DeliveryInfo{Recipient: dl.Recipient, State: string(dl.State), Count: dl.Count,
-				ReadAt: api.FormatTime(dl.ReadAt), AckedAt: api.FormatTime(dl.AckedAt)})
-		}
-		out.Deliveries[id] = ds
-	}
-	return out, nil
-}
-
-// dashboardSearch finds messages of a workspace by words, as a person sees
-// it: the whole workspace, not one agent's mail.
-func (d *Daemon) dashboardSearch(w http.ResponseWriter, r *http.Request) {
-	out, err := d.search(r)
-	if err != nil {
-		writeAPI(w, api.HTTPStatus(hub.KindOf(err)), api.NewErrorBody(err))
-		return
-	}
-	writeAPI(w, http.StatusOK, out)
-}
-
-func (d *Daemon) search(r *http.Request) (api.DashboardSearchResult, error) {
-	q := r.URL.Query()
-	ws := r.Header.Get(api.HeaderWorkspace)
-	if ws == "" {
-		ws = q.Get("workspace")
-	}
-	limit := 0
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return api.DashboardSearchResult{}, hub.Errorf("search", hub.Invalid, "invalid limit %q: want a number", v)
-		}
-		limit = n
-	}
-	hits, err := d.hub.Search(r.Context(), hub.SearchRequest{Workspace: ws, Query: q.Get("q"), From: q.Get("from"), Limit: limit})
-	if err != nil {
-		return api.DashboardSearchResult{}, err
-	}
-	out := api.DashboardSearchResult{Hits: []api.DashboardSearchHit{}}
-	for _, h := range hits {
-		m := h.Message
-		out.Hits = append(out.Hits, api.DashboardSearchHit{MessageID: m.ID, ThreadID: m.ThreadID, From: m.From, To: m.To,
-			Priority: string(m.Priority), Timestamp: api.FormatTime(m.CreatedAt), Snippet: h.Snippet})
-	}
-	return out, nil
-}
-
-// dashboardUnread counts the unread messages of every agent of a workspace,
-// and of the caller (the person at the dashboard), for the agent roster.
-func (d *Daemon) dashboardUnread(w http.ResponseWriter, r *http.Request) {
-	out, err := d.unread(r)
-	if err != nil {
-		writeAPI(w, api.HTTPStatus(hub.KindOf(err)), api.NewErrorBody(err))
-		return
-	}
-	writeAPI(w, http.StatusOK, out)
-}
-
-func (d *Daemon) unread(r *http.Request) (api.UnreadResult, error) {
-	ws := r.Header.Get(api.HeaderWorkspace)
-	if ws == "" {
-		ws = r.URL.Query().Get("workspace")
-	}
-	if err := hub.ValidWorkspace(ws); err != nil {
-		return api.UnreadResult{}, err
-	}
-	as, err := d.hub.Agents(r.Context(), ws)
-	if err != nil {
-		return api.UnreadResult{}, err
-	}
-	out := api.UnreadResult{Workspace: ws, Unread: map[string]int{}}
-	names := make([]string, 0, len(as)+1)
-	for _, a := range as {
-		names = append(names, a.Name)
-	}
-	if me := r.Header.Get(api.HeaderAgent); me != "" {
-		names = append(names, me)
-	}
-	for _, n := range names {
-		c, err := d.hub.Unread(r.Context(), ws, n)
-		if err != nil {
-			return api.UnreadResult{}, err
-		}
-		out.Unread[n] = c
-	}
-	return out, nil
+	p := api.Prefix + "/dashboard"
+	mux.HandleFunc("POST "+p+"/login", d.dashboardLogin)
+	httpapi.Handle(mux, "GET "+p+"/unread", d.ops.UnreadByAgent)
+	httpapi.Handle(mux, "GET "+p+"/search", d.ops.SearchWorkspace)
+	httpapi.Handle(mux, "GET "+p+"/deliveries", d.ops.Deliveries)
 }
 
 // dashboardLogin mints a one-time sign-in link. Only the Unix socket serves

@@ -1,0 +1,79 @@
+package ops
+
+import (
+	"context"
+	"strings"
+
+	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/hub"
+)
+
+// The dashboard's reads. A person at the dashboard watches the whole
+// workspace, not one agent's mail: these see every message and every copy.
+
+// maxDeliveryIDs bounds one Deliveries call: a thread as the page shows it.
+const maxDeliveryIDs = 500
+
+// UnreadByAgent counts the unread messages of every agent of the caller's
+// workspace, and of the caller.
+func (o *Ops) UnreadByAgent(ctx context.Context, c *Caller, _ api.Empty) (api.UnreadResult, error) {
+	as, err := o.hub.Agents(ctx, c.Workspace)
+	if err != nil {
+		return api.UnreadResult{}, err
+	}
+	names := make([]string, 0, len(as)+1)
+	for _, a := range as {
+		names = append(names, a.Name)
+	}
+	if c.Agent != "" {
+		names = append(names, c.Agent)
+	}
+	out := api.UnreadResult{Workspace: c.Workspace, Unread: map[string]int{}}
+	for _, n := range names {
+		if out.Unread[n], err = o.hub.Unread(ctx, c.Workspace, n); err != nil {
+			return api.UnreadResult{}, err
+		}
+	}
+	return out, nil
+}
+
+// SearchWorkspace finds messages of the whole workspace by words, best
+// first, each with a snippet that marks the matches with **.
+func (o *Ops) SearchWorkspace(ctx context.Context, c *Caller, in api.DashboardSearchRequest) (api.DashboardSearchResult, error) {
+	hits, err := o.hub.Search(ctx, hub.SearchRequest{Workspace: c.Workspace, Query: in.Q, From: in.From, Limit: in.Limit})
+	if err != nil {
+		return api.DashboardSearchResult{}, err
+	}
+	out := api.DashboardSearchResult{Hits: []api.DashboardSearchHit{}}
+	for _, h := range hits {
+		m := h.Message
+		out.Hits = append(out.Hits, api.DashboardSearchHit{MessageID: m.ID, ThreadID: m.ThreadID, From: m.From, To: m.To,
+			Priority: string(m.Priority), Timestamp: api.FormatTime(m.CreatedAt), Snippet: h.Snippet})
+	}
+	return out, nil
+}
+
+// Deliveries reports where each recipient's copy of the messages stands.
+func (o *Ops) Deliveries(ctx context.Context, c *Caller, in api.DeliveriesRequest) (api.DeliveriesResult, error) {
+	ids := strings.Split(in.IDs, ",")
+	if len(ids) > maxDeliveryIDs {
+		return api.DeliveriesResult{}, hub.Errorf("deliveries", hub.Invalid, "%d ids: at most %d at once", len(ids), maxDeliveryIDs)
+	}
+	out := api.DeliveriesResult{Deliveries: map[string][]api.DeliveryInfo{}}
+	for _, id := range ids {
+		if id == "" {
+			continue
+		}
+		st, err := o.hub.MessageStatus(ctx, c.Workspace, "", id)
+		if err != nil {
+			return api.DeliveriesResult{}, err
+		}
+		ds := []api.DeliveryInfo{}
+		for _, d := range st.Deliveries {
+			ds = append(ds, api.DeliveryInfo{Recipient: d.Recipient, State: string(d.State), Count: d.Count,
+				ReadAt: api.FormatTime(d.ReadAt), AckedAt: api.FormatTime(d.AckedAt)})
+		}
+		out.Deliveries[id] = ds
+	}
+	return out, nil
+}
