@@ -7,7 +7,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/parley-dev/parley/internal/hub"
-	"github.com/parley-dev/parley/internal/permission"
 )
 
 // Event is one message of the GET /api/v1/events WebSocket stream: a change in
@@ -49,19 +48,6 @@ type Event struct {
 	// For reservations.changed: the reservations granted, renewed or
 	// released (Change says which).
 	Reservations []ReservationInfo `json:"reservations,omitempty"`
-}
-
-// PermissionEventOf converts a permission inbox event for the wire.
-func PermissionEventOf(e permission.Event) Event {
-	r := e.Request
-	out := Event{Kind: string(e.Kind), Workspace: r.Workspace, Time: r.RequestedAt, Agent: r.Agent, ID: r.ID, Run: r.Run,
-		Tool: r.Tool, Preview: Preview(string(r.Input)), State: string(r.State),
-		Permission: &Permission{RequestID: r.ID, AgentID: r.Agent, Workspace: r.Workspace, Run: r.Run, ToolName: r.Tool,
-			Input: r.Input, ToolUseID: r.ToolUseID, Source: r.Source, Description: r.Description, RequestedAt: r.RequestedAt, ExpiresAt: r.ExpiresAt}}
-	if d := r.Decision; d != nil {
-		out.Time, out.By, out.Message = d.At, d.By, d.Message
-	}
-	return out
 }
 
 // Kinds of the managed agents' events (the runner's, not the hub's).

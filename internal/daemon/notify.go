@@ -43,7 +43,7 @@ func (d *Daemon) observeRunner(c runner.Change) {
 // observePermission hears the permission inbox: every agent's requests, and
 // how each ended, go out on the event stream and to push notifications.
 func (d *Daemon) observePermission(pe permission.Event) {
-	e := api.PermissionEventOf(pe)
+	e := permissionEvent(pe)
 	if d.events != nil {
 		d.events.publishEvent(e)
 	}
@@ -189,4 +189,17 @@ func (ns *notices) consider(e api.Event) {
 func (ns *notices) close() {
 	ns.unsub()
 	ns.n.Close()
+}
+
+// permissionEvent converts a permission inbox event for the wire.
+func permissionEvent(e permission.Event) api.Event {
+	r := e.Request
+	out := api.Event{Kind: string(e.Kind), Workspace: r.Workspace, Time: r.RequestedAt, Agent: r.Agent, ID: r.ID, Run: r.Run,
+		Tool: r.Tool, Preview: api.Preview(string(r.Input)), State: string(r.State),
+		Permission: &api.Permission{RequestID: r.ID, AgentID: r.Agent, Workspace: r.Workspace, Run: r.Run, ToolName: r.Tool,
+			Input: r.Input, ToolUseID: r.ToolUseID, Source: r.Source, Description: r.Description, RequestedAt: r.RequestedAt, ExpiresAt: r.ExpiresAt}}
+	if d := r.Decision; d != nil {
+		out.Time, out.By, out.Message = d.At, d.By, d.Message
+	}
+	return out
 }
