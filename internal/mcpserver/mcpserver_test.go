@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -395,4 +396,116 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// TestTranscriptGolden freezes a short JSON-RPC session of each profile, as
+// the client sees it on the wire (ids and times normalized). Refresh with
+// -update.
+func TestTranscriptGolden(t *testing.T) {
+	ulid := regexp.MustCompile(`[0-9A-HJKMNP-TV-Z]{26}`)
+	stamp := regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`)
+	for _, tc := range []struct {
+		profile string
+		calls   []mcp.CallToolParams
+	}{
+		{"native", []mcp.CallToolParams{
+			{Name: "whoami", Arguments: map[string]any{}},
+			{Name: "send_message", Arguments: map[string]any{"to": "alice", "content": "note to self", "priority": "high"}},
+			{Name: "check_messages", Arguments: map[string]any{"limit": 5}},
+			{Name: "wait_for_message", Arguments: map[string]any{"timeout": 0}},
+		}},
+		{"sidechat", []mcp.CallToolParams{
+			{Name: "send_message", Arguments: map[string]any{"session": "s1", "to": "scribe", "message": map[string]any{"task": "write"}}},
+			{Name: "has_messages", Arguments: map[string]any{"session": "s1", "agent": "scribe"}},
+			{Name: "receive_message", Arguments: map[string]any{"session": "s1", "as": "scribe", "timeout": 0}},
+			{Name: "receive_message", Arguments: map[string]any{"session": "s1", "as": "scribe", "timeout": 0}},
+		}},
+		{"agentmail", []mcp.CallToolParams{
+			{Name: "send", Arguments: map[string]any{"recipient": "alice", "message": "hello"}},
+			{Name: "receive", Arguments: map[string]any{}},
+			{Name: "list-recipients", Arguments: map[string]any{}},
+			{Name: "status", Arguments: map[string]any{"status": "busy"}},
+		}},
+		{"manager", []mcp.CallToolParams{
+			{Name: "list_agents", Arguments: map[string]any{}},
+		}},
+		{"self", []mcp.CallToolParams{
+			{Name: "set_title", Arguments: map[string]any{"title": "t"}},
+		}},
+	} {
+		t.Run(tc.profile, func(t *testing.T) {
+			e := newEnv(t)
+			st, ct := mcp.NewInMemoryTransports()
+			ctx := context.Background()
+			ss, err := e.mcp.Connect(ctx, st, ops.Caller{Workspace: "w", Agent: "alice", Role: "dev", Profiles: []string{tc.profile}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var log syncBuffer
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx,
+				&mcp.LoggingTransport{Transport: ct, Writer: &log}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range tc.calls {
+				cs.CallTool(ctx, &p) // errors are part of the transcript
+			}
+			got := log.String()
+			cs.Close()
+			ss.Wait()
+			got = stamp.ReplaceAllString(ulid.ReplaceAllString(ordered(got), "ULID"), "TIME")
+			golden(t, "transcript-"+tc.profile+".txt", []byte(got))
+		})
+	}
+}
+
+// ordered puts each response right after its request: the logging
+// transport may log a response before the write of its request returns.
+func ordered(log string) string {
+	var out []string
+	replies := map[string]string{}
+	var order []string
+	for _, line := range strings.Split(strings.TrimSpace(log), "\n") {
+		dir, msg, _ := strings.Cut(line, ": ")
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		json.Unmarshal([]byte(msg), &m)
+		switch {
+		case dir == "read" && m.Method == "" && m.ID != nil:
+			replies[string(m.ID)] = line
+		default:
+			order = append(order, line)
+		}
+	}
+	for _, line := range order {
+		out = append(out, line)
+		_, msg, _ := strings.Cut(line, ": ")
+		var m struct {
+			ID json.RawMessage `json:"id"`
+		}
+		json.Unmarshal([]byte(msg), &m)
+		if r, ok := replies[string(m.ID)]; ok && strings.HasPrefix(line, "write") && m.ID != nil {
+			out = append(out, r)
+		}
+	}
+	return strings.Join(out, "\n") + "\n"
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
