@@ -563,3 +563,34 @@ func TestNoArgumentReachesAnotherWorkspace(t *testing.T) {
 		t.Errorf("beta's Sidechat session s after alpha's calls: got %d messages for bob, want 1", has.Count)
 	}
 }
+
+// TestPurge: parley purge deletes old read messages while the daemon runs,
+// keeps unread ones, and refuses a bad age.
+func TestPurge(t *testing.T) {
+	e := newEnv(t)
+	e.Must("send", "--workspace", "w", "--agent", "alice", "bob", "read soon")
+	e.Must("send", "--workspace", "w", "--agent", "alice", "carol", "never read")
+	e.Must("inbox", "--workspace", "w", "--agent", "bob")
+	if _, errOut, code := e.Run("purge", "--older-than", "forever"); code != 2 || !strings.Contains(errOut, "invalid age") {
+		t.Errorf("purge --older-than forever: exit %d %q, want 2 and the reason", code, errOut)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var res struct{ Messages int }
+		e.MustJSON(&res, "purge", "--older-than", "1s")
+		if res.Messages == 1 {
+			break
+		}
+		if res.Messages != 0 || time.Now().After(deadline) {
+			t.Fatalf("purge: got %d messages purged, want the read one once it is a second old", res.Messages)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	var h struct {
+		Messages []struct{ Content string } `json:"messages"`
+	}
+	e.MustJSON(&h, "history", "--workspace", "w")
+	if len(h.Messages) != 1 || h.Messages[0].Content != "never read" {
+		t.Errorf("history after purge: got %+v, want the unread message alone", h.Messages)
+	}
+}

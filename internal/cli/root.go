@@ -73,7 +73,7 @@ Quick start:
 		hookCmd(g), initCmd(g), guardCmd(g), reserveCmd(g), searchCmd(g),
 		upstreamCmd(g), toolsCmd(g),
 		agentCmd(g), permissionsCmd(g), allowCmd(g), denyCmd(g),
-		backupCmd(g), restoreCmd(g), doctorCmd(g),
+		backupCmd(g), restoreCmd(g), doctorCmd(g), purgeCmd(g),
 		dashboardCmd(g), tokenCmd(g),
 	)
 	if err := root.ExecuteContext(ctx); err != nil {

@@ -127,6 +127,12 @@ func unreachable(err error) bool {
 	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) || errors.Is(err, os.ErrNotExist)
 }
 
+// Purge deletes the read messages older than olderThan (an age such as 30d).
+func (c *Client) Purge(ctx context.Context, olderThan string) (*api.PurgeResult, error) {
+	var out api.PurgeResult
+	return &out, c.do(ctx, http.MethodPost, "/purge", nil, api.PurgeRequest{OlderThan: olderThan}, &out)
+}
+
 // Health asks the daemon whether it serves.
 func (c *Client) Health(ctx context.Context) (*api.Health, error) {
 	var h api.Health

@@ -48,6 +48,7 @@ func Routes(mux *http.ServeMux, o *ops.Ops) {
 	Handle(mux, "POST "+p+"/inbox/check", o.Check)
 	Handle(mux, "POST "+p+"/inbox/wait", o.Wait)
 	Handle(mux, "POST "+p+"/broadcast", o.Broadcast)
+	Handle(mux, "POST "+p+"/purge", o.Purge)
 	Handle(mux, "GET "+p+"/groups", o.ListGroups)
 	Handle(mux, "POST "+p+"/groups", o.CreateGroup)
 	Handle(mux, "GET "+p+"/groups/{name}", o.GetGroup)

@@ -26,3 +26,14 @@ type PurgeResult struct {
 	Messages   int64
 	Deliveries int64
 }
+
+// Purge deletes the read messages of every workspace created before cutoff
+// (Maintainer.Purge), when the store can.
+func (h *Hub) Purge(ctx context.Context, cutoff time.Time) (PurgeResult, error) {
+	m, ok := h.store.(Maintainer)
+	if !ok {
+		return PurgeResult{}, Errorf("purge", Unavailable, "this store cannot purge")
+	}
+	res, err := m.Purge(ctx, cutoff)
+	return res, withOp("purge", err)
+}
