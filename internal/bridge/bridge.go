@@ -66,7 +66,8 @@ type Extension interface {
 	Start(ctx context.Context, write func(msg []byte) error)
 	// Intercept sees every notification from the client; when it returns
 	// true the notification is the extension's and the server never gets it.
-	Intercept(method string, raw []byte) bool
+	// ctx ends with the bridge; write sends one message to the client.
+	Intercept(ctx context.Context, method string, raw []byte, write func(msg []byte) error) bool
 }
 
 const (
@@ -322,7 +323,7 @@ func (b *bridge) handleLine(l line) {
 		b.mu.Unlock()
 		b.call(b.ctx, m)
 	case len(m.ids) == 0:
-		if ext := b.opts.Extension; ext != nil && ext.Intercept(m.method, m.raw) {
+		if ext := b.opts.Extension; ext != nil && ext.Intercept(b.ctx, m.method, m.raw, b.writeOut) {
 			return
 		}
 		if m.method == "notifications/initialized" {

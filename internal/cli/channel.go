@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/parley-dev/parley/internal/api"
@@ -32,11 +31,6 @@ const channelInstructions = `Messages from other agents arrive from Parley as <c
 type channel struct {
 	c   *client.Client // as the agent
 	log *slog.Logger
-
-	mu    sync.Mutex
-	ctx   context.Context // the bridge's, once started
-	write func([]byte) error
-	wg    sync.WaitGroup
 }
 
 // InitResult adds the channel capabilities and instructions to the server's
@@ -80,10 +74,6 @@ func (ch *channel) InitResult(msg []byte) []byte {
 
 // Start pushes the agent's messages until ctx ends.
 func (ch *channel) Start(ctx context.Context, write func([]byte) error) {
-	ch.mu.Lock()
-	ch.ctx, ch.write = ctx, write
-	ch.mu.Unlock()
-	defer ch.wg.Wait()
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		res, err := ch.c.Wait(ctx, api.WaitRequest{Timeout: new(300)})
@@ -132,7 +122,7 @@ func channelNotification(m *api.MessageInfo) []byte {
 }
 
 // Intercept takes Claude Code's relayed permission prompts.
-func (ch *channel) Intercept(method string, raw []byte) bool {
+func (ch *channel) Intercept(ctx context.Context, method string, raw []byte, write func([]byte) error) bool {
 	if method != methodPermRequest {
 		return false
 	}
@@ -148,16 +138,11 @@ func (ch *channel) Intercept(method string, raw []byte) bool {
 		ch.log.Warn("channel: malformed permission request", "bytes", len(raw))
 		return true
 	}
-	ch.mu.Lock()
-	ctx, write := ch.ctx, ch.write
-	if ctx == nil || ctx.Err() != nil {
-		ch.mu.Unlock()
+	if ctx.Err() != nil {
 		return true
 	}
-	ch.wg.Add(1)
-	ch.mu.Unlock()
+	// It ends with ctx: when the bridge ends, the request is abandoned.
 	go func() {
-		defer ch.wg.Done()
 		p := n.Params
 		input, _ := json.Marshal(map[string]string{"input_preview": p.InputPreview})
 		// Claude Code shows its own dialog meanwhile: whichever answer comes
