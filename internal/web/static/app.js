@@ -158,7 +158,9 @@ const soon = (fn, ms = 150) => {
   };
 };
 const agentsSoon = soon(refreshAgents);
-const unreadSoon = soon(refreshUnread, 300);
+// Counting costs the daemon a query per agent: at most once a second, so a
+// burst of messages does not become a burst of counts.
+const unreadSoon = soon(refreshUnread, 1000);
 const groupsSoon = soon(refreshGroups);
 const managedSoon = soon(refreshManaged, 100);
 const permsSoon = soon(refreshPerms, 50);
