@@ -7,8 +7,10 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"net"
+	"net/http"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
@@ -592,5 +594,57 @@ func TestPurge(t *testing.T) {
 	e.MustJSON(&h, "history", "--workspace", "w")
 	if len(h.Messages) != 1 || h.Messages[0].Content != "never read" {
 		t.Errorf("history after purge: got %+v, want the unread message alone", h.Messages)
+	}
+}
+
+// TestAPIRefusesBadInput: the JSON API answers 400, saying what is wrong, to
+// trailing data, negative limits, invalid names and out-of-range numbers;
+// an oversized send over MCP is the tool error, not a protocol error.
+func TestAPIRefusesBadInput(t *testing.T) {
+	e := newEnv(t)
+	e.Must("daemon", "start")
+	hc := e.httpClient()
+	raw := func(method, path, agent, body string) (int, string) {
+		req, _ := http.NewRequest(method, "http://parley/api/v1"+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Parley-Workspace", "w")
+		if agent != "" {
+			req.Header.Set("Parley-Agent", agent)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, tt := range []struct{ name, method, path, agent, body, want string }{
+		{"trailing data", "POST", "/messages", "a", `{"to":"b","content":"x"} garbage`, "after"},
+		{"second object", "POST", "/messages", "a", `{"to":"b","content":"x"}{"to":"c","content":"y"}`, "after"},
+		{"negative limit", "POST", "/inbox/check", "b", `{"limit":-100}`, "negative"},
+		{"negative limit in query", "GET", "/inbox?limit=-5", "b", ``, "negative"},
+		{"invalid agent on check", "POST", "/inbox/check", "b\u202e", `{}`, "invalid"},
+		{"invalid agent on peek", "GET", "/inbox", "../x", ``, "invalid"},
+		{"invalid agent on wait", "POST", "/inbox/wait", "a b", `{"timeout":1}`, "invalid"},
+		{"huge timeout", "POST", "/inbox/wait", "b", `{"timeout":9223372036854775807}`, "timeout"},
+		{"timeout past int64", "POST", "/inbox/wait", "b", `{"timeout":92233720368547758070}`, "timeout"},
+		{"negative timeout", "POST", "/inbox/wait", "b", `{"timeout":-1}`, "timeout"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, body := raw(tt.method, tt.path, tt.agent, tt.body)
+			if code != 400 || !strings.Contains(strings.ToLower(body), tt.want) {
+				t.Errorf("%s %s %s: got %d %s, want 400 saying %q", tt.method, tt.path, tt.body, code, body, tt.want)
+			}
+		})
+	}
+	if n := len(e.Must("history", "--workspace", "w", "--json")); n > 30 {
+		t.Errorf("a refused send was stored: history %d bytes", n)
+	}
+	// 5 MB of content over MCP: the tool error the README promises.
+	s := e.Session(nil, "--workspace", "w", "--agent", "a")
+	res := call(t, s, "send_message", map[string]any{"to": "b", "content": strings.Repeat("x", 5<<20)}, nil)
+	if !res.IsError || !strings.Contains(text(res), "limit") {
+		t.Errorf("5 MB send over MCP: got %s, want a tool error naming the limit", text(res))
 	}
 }

@@ -142,6 +142,11 @@ func CallerOf(r *http.Request) (*ops.Caller, error) {
 	if err := hub.ValidWorkspace(c.Workspace); err != nil {
 		return nil, err
 	}
+	if c.Agent != "" {
+		if err := hub.ValidSender(c.Agent); err != nil {
+			return nil, hub.Errorf("", hub.Invalid, "agent header: %v", err)
+		}
+	}
 	c.Session = "api-" + strconv.FormatUint(readers.Add(1), 36)
 	return c, nil
 }
@@ -183,6 +188,11 @@ func Decode(w http.ResponseWriter, r *http.Request, v any) error {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return hub.Errorf("decode request", hub.Invalid, "invalid JSON body: %v", err)
+	}
+	// One JSON value and nothing after it: trailing bytes are a malformed
+	// request, not something to ignore.
+	if _, err := dec.Token(); err != io.EOF {
+		return hub.Errorf("decode request", hub.Invalid, "invalid JSON body: unexpected data after the JSON value")
 	}
 	return nil
 }

@@ -51,7 +51,7 @@ type Options struct {
 	Version string
 	// SessionTimeout closes sessions idle this long (no request, none in flight).
 	SessionTimeout time.Duration
-	// MaxRequestBytes bounds an HTTP request body (default 4 MiB).
+	// MaxRequestBytes bounds an HTTP request body (default 8 MiB).
 	MaxRequestBytes int64
 }
 
@@ -107,6 +107,12 @@ func New(o *ops.Ops, opts *Options) *Server {
 	}
 	if op.SessionTimeout == 0 {
 		op.SessionTimeout = 30 * time.Minute
+	}
+	if op.MaxRequestBytes == 0 {
+		// Room for a request well over the message size limit, so that an
+		// oversized message reaches the tool and gets its tool error (the
+		// limit, in words a model reads) rather than a bare HTTP 413.
+		op.MaxRequestBytes = 8 << 20
 	}
 	s := &Server{
 		ops: o, hub: o.Hub(), log: op.Logger, opts: op,

@@ -105,7 +105,7 @@ func secondsArg(op string, secs *int, def, most time.Duration) (time.Duration, e
 	if secs == nil {
 		return def, nil
 	}
-	if *secs < 1 || time.Duration(*secs)*time.Second > most {
+	if *secs < 1 || *secs > int(most/time.Second) {
 		return 0, hub.Errorf(op, hub.Invalid, "timeout %d is out of range: want between 1 and %d seconds, or none for the default %d",
 			*secs, int(most/time.Second), int(def/time.Second))
 	}
