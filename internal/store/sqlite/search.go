@@ -2,7 +2,10 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
+	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/parley-dev/parley/internal/hub"
 )
@@ -34,7 +37,11 @@ func (db *DB) Search(ctx context.Context, ws string, q hub.SearchQuery) ([]hub.S
 		q.Limit = hub.DefaultSearchLimit
 	}
 	query := searchSQL(q)
-	for window := q.Limit * searchWindow; ; window *= searchGrowth {
+	window := q.Limit * searchWindow
+	if q.Viewer != "" || q.From != "" || q.Thread != "" || !q.Since.IsZero() {
+		window *= searchGrowth // filters keep fewer of the best matches
+	}
+	for ; ; window *= searchGrowth {
 		if window > maxWindow {
 			window = -1 // every match
 		}
@@ -60,17 +67,21 @@ func (db *DB) Search(ctx context.Context, ws string, q hub.SearchQuery) ([]hub.S
 }
 
 // searchSQL builds the query: the window's best candidates by rank alone (the
-// bare FTS5 query), then the viewer's filters on those, then snippets for the
-// page only (a SELECT list is computed for every row before ORDER BY sorts,
-// and snippets are the costly part). The outer MATCH with a rowid is a seek.
+// bare FTS5 query), then the viewer's filters on those, then the page. The
+// snippet is made in Go (makeSnippet): FTS5's snippet() needs the match
+// again for each row, and asking the index for one rowid at a time re-ran
+// the whole match, twenty times the cost of the search. CROSS JOIN keeps the
+// candidates the outer loop: planned the other way, SQLite walked every
+// message of the workspace by its index and looked each up in the candidates.
 func searchSQL(q hub.SearchQuery) string {
 	var b strings.Builder
 	b.WriteString(`WITH cand AS (
 		SELECT rowid AS seq, rank AS score FROM messages_fts
-		WHERE messages_fts MATCH ?1 ORDER BY rank LIMIT ?8),
-	top AS (
-		SELECT cand.seq, cand.score FROM cand JOIN messages m ON m.seq = cand.seq
-		WHERE m.workspace = ?2`)
+		WHERE messages_fts MATCH ?1 ORDER BY rank LIMIT ?8)
+	SELECT t.payload, t.metadata, cand.score, ` + msgCols + `
+	FROM cand CROSS JOIN messages m ON m.seq = cand.seq
+	LEFT JOIN message_search_text t ON t.seq = cand.seq
+	WHERE m.workspace = ?2`)
 	if q.Viewer != "" {
 		b.WriteString(` AND (m.sender = ?3 OR EXISTS (SELECT 1 FROM deliveries d
 			WHERE d.message_seq = m.seq AND d.recipient = ?3))`)
@@ -84,11 +95,7 @@ func searchSQL(q hub.SearchQuery) string {
 	if !q.Since.IsZero() {
 		b.WriteString(` AND m.created_at >= ?6`)
 	}
-	b.WriteString(` ORDER BY cand.score, cand.seq DESC LIMIT ?7)
-	SELECT snippet(messages_fts, -1, '**', '**', '…', 16), top.score, ` + msgCols + `
-	FROM top JOIN messages_fts ON messages_fts.rowid = top.seq JOIN messages m ON m.seq = top.seq
-	WHERE messages_fts MATCH ?1
-	ORDER BY top.score, m.seq DESC`)
+	b.WriteString(` ORDER BY cand.score, cand.seq DESC LIMIT ?7`)
 	return b.String()
 }
 
@@ -100,15 +107,93 @@ func (db *DB) search(ctx context.Context, query, match, ws string, q hub.SearchQ
 	defer rows.Close()
 	var hits []hub.SearchHit
 	for rows.Next() {
-		var h hub.SearchHit
-		m, err := scanMessage(rows, &h.Snippet, &h.Score)
+		var (
+			h                 hub.SearchHit
+			payload, metadata sql.NullString
+		)
+		m, err := scanMessage(rows, &payload, &metadata, &h.Score)
 		if err != nil {
 			return nil, err
 		}
 		h.Message = m
+		h.Snippet = makeSnippet(q.Terms, m.Content, payload.String, metadata.String)
 		hits = append(hits, h)
 	}
 	return hits, rows.Err()
+}
+
+// snippetWords is how many words a snippet shows around the first match.
+const snippetWords = 16
+
+// makeSnippet shows the words around the first match in the first text that
+// has one, each matching word marked **like this**. A word matches a term
+// when it starts with the term's word less a common English ending, which
+// is close to what the porter stemmer folds together ("parsing" marks for
+// "parse").
+func makeSnippet(terms []hub.SearchTerm, texts ...string) string {
+	var stems []string
+	for _, t := range terms {
+		for _, w := range t.Words {
+			stems = append(stems, stemPrefix(w))
+		}
+	}
+	matches := func(word string) bool {
+		w := strings.ToLower(strings.TrimFunc(word, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }))
+		for _, s := range stems {
+			if s != "" && strings.HasPrefix(w, s) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, text := range texts {
+		words := strings.Fields(text)
+		first := slices.IndexFunc(words, matches)
+		if first < 0 {
+			continue
+		}
+		lo := max(0, first-snippetWords/4)
+		hi := min(len(words), lo+snippetWords)
+		var b strings.Builder
+		if lo > 0 {
+			b.WriteString("… ")
+		}
+		for i, w := range words[lo:hi] {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			if matches(w) {
+				b.WriteString("**" + w + "**")
+			} else {
+				b.WriteString(w)
+			}
+		}
+		if hi < len(words) {
+			b.WriteString(" …")
+		}
+		return b.String()
+	}
+	// The match is in a form the prefix rule misses: show the start.
+	for _, text := range texts {
+		if words := strings.Fields(text); len(words) > 0 {
+			s := strings.Join(words[:min(len(words), snippetWords)], " ")
+			if len(words) > snippetWords {
+				s += " …"
+			}
+			return s
+		}
+	}
+	return ""
+}
+
+// stemPrefix cuts a common English ending off a lowercase word.
+func stemPrefix(w string) string {
+	for _, suf := range []string{"ations", "ation", "ings", "ing", "ers", "er", "ies", "es", "ed", "s", "e", "y"} {
+		if len(w) > len(suf)+2 && strings.HasSuffix(w, suf) {
+			return w[:len(w)-len(suf)]
+		}
+	}
+	return w
 }
 
 // ftsQuery renders terms in FTS5's syntax: every word quoted (so nothing the
