@@ -136,6 +136,10 @@ type SendRequest struct {
 	// Payload is a JSON value carried beside the content (Sidechat's
 	// objects). The JSON API takes it; the native tool does not offer it.
 	Payload json.RawMessage `json:"payload,omitempty"`
+	// AckRequired asks every recipient to acknowledge (ack_message).
+	AckRequired bool `json:"ack_required,omitempty" jsonschema:"ask recipients to ack_message it"`
+	// AckWithin is a deadline in seconds from now for those acks.
+	AckWithin *int `json:"ack_within,omitempty" jsonschema:"seconds to ack; then you get one notice"`
 }
 
 // SendResult is the send_message result (seed 000 plus recipients and thread).
@@ -160,6 +164,12 @@ type MessageInfo struct {
 	ThreadID  string            `json:"thread_id,omitempty"`
 	Metadata  map[string]string `json:"metadata,omitempty"`
 	Payload   json.RawMessage   `json:"payload,omitempty"`
+	// DeliveryCount and Redelivered say that this copy was handed out before:
+	// to a session that went away before it was known to have it.
+	DeliveryCount int    `json:"delivery_count,omitempty" jsonschema:"times handed to you; above 1 you may have seen it"`
+	Redelivered   bool   `json:"redelivered,omitempty" jsonschema:"handed out before"`
+	AckRequired   bool   `json:"ack_required,omitempty" jsonschema:"the sender asks for ack_message"`
+	AckDeadline   string `json:"ack_deadline,omitempty"`
 }
 
 // CheckRequest is the check_messages input, POST /api/v1/inbox/check and

@@ -28,6 +28,9 @@ type Event struct {
 	Preview    string   `json:"preview,omitempty"`
 	ThreadID   string   `json:"thread_id,omitempty"`
 	ReplyTo    string   `json:"reply_to,omitempty"`
+	// For message.delivered, .read, .acked and .redelivered: Agent is the
+	// recipient, ID the message, and this its copy's delivery count.
+	DeliveryCount int `json:"delivery_count,omitempty"`
 	// For group.changed: the group and what happened to it (created, deleted,
 	// member_added, member_removed).
 	Group  string `json:"group,omitempty"`
@@ -65,6 +68,8 @@ const PreviewRunes = 120
 var EventKinds = []string{
 	string(hub.EventAgentJoined), string(hub.EventAgentStatus), string(hub.EventAgentLeft),
 	string(hub.EventMessageSent), string(hub.EventGroupChanged),
+	string(hub.EventMessageDelivered), string(hub.EventMessageRead),
+	string(hub.EventMessageAcked), string(hub.EventMessageRedelivered),
 	EventRunEvent, EventManagedStatus, EventPermissionRequested, EventPermissionResolved,
 }
 
@@ -102,6 +107,9 @@ func EventOf(e hub.Event) Event {
 	}
 	for _, r := range e.Reservations {
 		out.Reservations = append(out.Reservations, ReservationOf(r))
+	}
+	if e.MessageID != "" {
+		out.ID, out.DeliveryCount = e.MessageID, e.Count
 	}
 	return out
 }

@@ -36,7 +36,7 @@ func TestParseEventKinds(t *testing.T) {
 		{name: "empty means all", in: ""},
 		{name: "one", in: "message.sent", want: []string{"message.sent"}},
 		{name: "spaces and empties", in: " agent.left , ,group.changed", want: []string{"agent.left", "group.changed"}},
-		{name: "unknown", in: "message.sent,message.read", err: `unknown event kind "message.read"`},
+		{name: "unknown", in: "message.sent,message.exploded", err: `unknown event kind "message.exploded"`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -103,6 +103,9 @@ const (
 	// HeaderDelivered carries the confirmed message ids, comma-separated, on
 	// a POST whose body is a notifications/parley/delivered notification.
 	HeaderDelivered = "Parley-Delivered"
+	// HeaderReceipts on every POST says that this client confirms
+	// deliveries itself.
+	HeaderReceipts = "Parley-Receipts"
 	// receiptTimeout bounds a confirmation: one round trip on a local socket.
 	receiptTimeout = 5 * time.Second
 )
@@ -265,6 +268,9 @@ func (b *bridge) newSession(id, version string) *session {
 	s := &session{id: id, version: version}
 	s.post = b.base.Clone()
 	s.post["Content-Type"] = []string{"application/json"}
+	// This client confirms what it hands on (see MetaDelivered), so the
+	// daemon need not take a later request for a confirmation.
+	s.post[HeaderReceipts] = []string{"1"}
 	s.post["Accept"] = []string{"application/json, text/event-stream"}
 	s.get = b.base.Clone()
 	s.get["Accept"] = []string{"text/event-stream"}

@@ -15,6 +15,8 @@ import (
 func sendCmd(g *globals) *cobra.Command {
 	var priority, replyTo, payload string
 	var meta []string
+	var ack bool
+	var ackWithin time.Duration
 	cmd := &cobra.Command{
 		Use:   "send TO TEXT",
 		Short: "Send a message to a name, @role, @group or @everyone",
@@ -34,7 +36,14 @@ markdown; "-" reads it from standard input.`,
 				}
 				text = string(b)
 			}
-			req := api.SendRequest{To: args[0], Content: text, Priority: priority, ReplyTo: replyTo}
+			req := api.SendRequest{To: args[0], Content: text, Priority: priority, ReplyTo: replyTo, AckRequired: ack}
+			if ackWithin != 0 {
+				secs := int(ackWithin.Round(time.Second) / time.Second)
+				if secs < 1 {
+					return fmt.Errorf("--ack-within %s is too short: want at least 1s", ackWithin)
+				}
+				req.AckWithin = &secs
+			}
 			for _, kv := range meta {
 				k, v, ok := strings.Cut(kv, "=")
 				if !ok || k == "" {
@@ -69,6 +78,8 @@ markdown; "-" reads it from standard input.`,
 	f.StringVar(&replyTo, "reply-to", "", "id of the message this answers")
 	f.StringArrayVar(&meta, "meta", nil, "metadata key=value (repeatable)")
 	f.StringVar(&payload, "payload", "", "JSON payload to attach")
+	f.BoolVar(&ack, "ack", false, "ask every recipient to acknowledge (parley ack ID)")
+	f.DurationVar(&ackWithin, "ack-within", 0, "tell me once if a recipient has not acknowledged within this time (implies --ack)")
 	addJSON(cmd, g)
 	return cmd
 }
@@ -118,7 +129,7 @@ first, and mark them read, as check_messages does. --peek leaves them unread.`,
 
 func waitCmd(g *globals) *cobra.Command {
 	var timeout time.Duration
-	var filter string
+	var filter, replyTo string
 	cmd := &cobra.Command{
 		Use:   "wait",
 		Short: "Block until a message arrives for this agent, then print it",
@@ -134,7 +145,12 @@ or the timeout passes. Exit status 0 with a message, 3 on timeout.`,
 			if err != nil {
 				return err
 			}
-			res, err := c.Wait(cmd.Context(), api.WaitRequest{Timeout: &secs, PriorityFilter: filter})
+			var res *api.WaitResult
+			if replyTo != "" {
+				res, err = c.WaitForReply(cmd.Context(), api.ReplyWaitRequest{MessageID: replyTo, Timeout: &secs})
+			} else {
+				res, err = c.Wait(cmd.Context(), api.WaitRequest{Timeout: &secs, PriorityFilter: filter})
+			}
 			if err != nil {
 				return err
 			}
@@ -155,6 +171,7 @@ or the timeout passes. Exit status 0 with a message, 3 on timeout.`,
 	}
 	cmd.Flags().DurationVarP(&timeout, "timeout", "t", 300*time.Second, "how long to wait (at most 10m)")
 	cmd.Flags().StringVar(&filter, "priority-filter", "all", "all, critical, high_and_above or normal_and_above")
+	cmd.Flags().StringVar(&replyTo, "reply-to", "", "wait only for a reply to this message (in its thread, to me)")
 	addJSON(cmd, g)
 	return cmd
 }
@@ -226,6 +243,12 @@ func printMessage(w io.Writer, m api.MessageInfo) {
 	fmt.Fprintf(w, "── %s  from %s to %s  [%s]  %s\n", m.MessageID, m.From, m.To, m.Priority, m.Timestamp)
 	if m.ReplyTo != "" {
 		fmt.Fprintf(w, "   reply to %s\n", m.ReplyTo)
+	}
+	if m.Redelivered {
+		fmt.Fprintf(w, "   redelivered: handed out %d times (you may have seen it)\n", m.DeliveryCount)
+	}
+	if m.AckRequired {
+		fmt.Fprintf(w, "   ack requested%s: parley ack %s\n", map[bool]string{true: " by " + m.AckDeadline}[m.AckDeadline != ""], m.MessageID)
 	}
 	fmt.Fprintln(w, strings.TrimRight(m.Content, "\n"))
 	if len(m.Payload) > 0 {

@@ -9,6 +9,8 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,6 +49,10 @@ func Routes(mux *http.ServeMux, o *ops.Ops) {
 	Handle(mux, "GET "+p+"/inbox", o.Peek)
 	Handle(mux, "POST "+p+"/inbox/check", o.Check)
 	Handle(mux, "POST "+p+"/inbox/wait", o.Wait)
+	Handle(mux, "POST "+p+"/inbox/reply", o.WaitForReply)
+	Handle(mux, "GET "+p+"/messages/{message_id}/status", o.MessageStatus)
+	Handle(mux, "POST "+p+"/acks", o.Ack)
+	Handle(mux, "GET "+p+"/overdue", o.Overdue)
 	Handle(mux, "POST "+p+"/broadcast", o.Broadcast)
 	Handle(mux, "POST "+p+"/purge", o.Purge)
 	Handle(mux, "GET "+p+"/groups", o.ListGroups)
@@ -92,13 +98,32 @@ func Handle[In, Out any](mux *http.ServeMux, pattern string, fn func(context.Con
 			WriteError(w, err)
 			return
 		}
+		// The messages a read hands out are leased to this request until its
+		// response is written; they go back if it cannot be.
+		var handed bool
+		c.Delivered = func([]string) { handed = true }
 		ctx := context.WithValue(r.Context(), requestKey{}, r)
 		out, err := fn(ctx, c, in)
 		if err != nil {
 			WriteError(w, err)
+			if handed {
+				c.Settle(context.WithoutCancel(r.Context()), false)
+			}
 			return
 		}
-		WriteJSON(w, http.StatusOK, out)
+		if !handed {
+			WriteJSON(w, http.StatusOK, out)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		werr := json.NewEncoder(w).Encode(out)
+		if werr == nil {
+			werr = http.NewResponseController(w).Flush()
+		}
+		// Written whole: it has them. (Only a failed write says otherwise: a
+		// client may hang up as soon as it has read its answer.)
+		c.Settle(context.WithoutCancel(r.Context()), werr == nil)
 	})
 }
 
@@ -125,6 +150,13 @@ func wildcards(pattern string) []string {
 
 var readers atomic.Uint64
 
+// readerPrefix makes this process's reader keys its own.
+var readerPrefix = func() string {
+	var b [6]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:]) + "-"
+}()
+
 // CallerOf is the caller a JSON API request speaks for: the workspace and
 // agent of its headers (or query). Each request is its own reader.
 func CallerOf(r *http.Request) (*ops.Caller, error) {
@@ -147,7 +179,8 @@ func CallerOf(r *http.Request) (*ops.Caller, error) {
 			return nil, hub.Errorf("", hub.Invalid, "agent header: %v", err)
 		}
 	}
-	c.Session = "api-" + strconv.FormatUint(readers.Add(1), 36)
+	// Reader keys are unique across daemons that share a store.
+	c.Session = "api-" + readerPrefix + strconv.FormatUint(readers.Add(1), 36)
 	return c, nil
 }
 

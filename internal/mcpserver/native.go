@@ -6,8 +6,8 @@ func (s *Server) native() Profile {
 	o := s.ops
 	return Profile{Tools: append([]Tool{
 		typed(s, "send_message", "Send a message to an agent (by name, even one that has not joined yet), a role (@role), a group (@group) or everyone (@everyone). Returns once the message is stored.", o.Send, hide("payload")),
-		typed(s, "check_messages", "Return your unread messages, highest priority first then oldest first, and mark them read.", o.Check),
-		typed(s, "wait_for_message", "Block until a message for you arrives (or the timeout passes), then return it and mark it read. Sends progress notifications while waiting when given a progress token.", o.Wait),
+		typed(s, "check_messages", "Return your unread messages, highest priority first then oldest first; read once your client has them. redelivered: handed to you before.", o.Check),
+		typed(s, "wait_for_message", "Block until a message for you arrives (or the timeout passes), then return it. Sends progress notifications while waiting when given a progress token.", o.Wait),
 		typed(s, "list_agents", "List the agents of this workspace with their presence (active or offline).", o.ListAgents),
 		typed(s, "broadcast_message", "Send one message to every other agent of the workspace, optionally only active ones or excluding names or roles.", o.Broadcast),
 		typed(s, "create_group", "Create a named group to address as @name.", o.CreateGroup),
@@ -20,5 +20,9 @@ func (s *Server) native() Profile {
 		typed(s, "whoami", "Show the identity this session speaks for.", o.Whoami),
 		typed(s, "set_status", "Say whether you are ready for work, at work, or offline.", o.SetStatus),
 		typed(s, "get_thread", "Return every message of the thread a message belongs to, oldest first.", o.Thread),
+		typed(s, "wait_for_reply", "Block until a reply to your message (in its thread, to you) arrives or the timeout passes, and return it.", o.WaitForReply),
+		typed(s, "message_status", "Show each recipient's copy of a message you sent or received: queued, delivered, redelivered, read or acked.", o.MessageStatus),
+		typed(s, "ack_message", "Acknowledge messages sent to you.", o.Ack),
+		typed(s, "list_overdue", "List your messages whose ack deadline passed unacknowledged.", o.Overdue),
 	}, s.coordTools()...)}
 }

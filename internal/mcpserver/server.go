@@ -23,6 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/bridge"
 	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/ops"
 )
@@ -73,6 +74,8 @@ type Server struct {
 	// but not its context.
 	requests sync.Map // string -> *inflight
 	nextReq  atomic.Uint64
+
+	receipts receipts // delivered messages awaiting confirmation (receipts.go)
 }
 
 // session is what a session speaks for, fixed when it starts.
@@ -84,8 +87,9 @@ type session struct {
 
 // inflight is one HTTP request on /mcp.
 type inflight struct {
-	ctx context.Context
-	new *session // the identity of a request that starts a session
+	ctx    context.Context
+	new    *session // the identity of a request that starts a session
+	handed handed   // messages the request's tool calls handed out
 }
 
 // headerRequest carries the key of an inflight request from ServeHTTP to the
@@ -158,10 +162,25 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Header.Del(headerRequest)
 	if r.Method != http.MethodPost {
 		s.handler.ServeHTTP(w, r)
+		if sid := r.Header.Get("Mcp-Session-Id"); sid != "" && r.Method == http.MethodGet && r.Context().Err() != nil {
+			// The client hung up its stream (a killed bridge closes it
+			// first): what it has not confirmed goes back.
+			s.releaseWritten(r.Context(), sid)
+		}
 		return
 	}
+	if r.Header.Get(bridge.HeaderDelivered) != "" {
+		s.confirmReceipt(w, r)
+		return
+	}
+	sid := r.Header.Get("Mcp-Session-Id")
+	if sid != "" && r.Header.Get(headerReceipts) == "" {
+		// A client that does not confirm by itself has what its earlier
+		// responses carried once it makes another request.
+		s.confirmWritten(r.Context(), sid)
+	}
 	in := &inflight{ctx: r.Context()}
-	if r.Header.Get("Mcp-Session-Id") == "" {
+	if sid == "" {
 		// A request without a session starts one: its identity now.
 		sess, err := s.identityOf(r)
 		if err != nil {
@@ -174,7 +193,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Header.Set(headerRequest, key)
 	s.requests.Store(key, in)
 	defer s.requests.Delete(key)
-	s.handler.ServeHTTP(w, r)
+	rec := &recorder{ResponseWriter: w}
+	s.handler.ServeHTTP(rec, r)
+	if ids := in.handed.take(); len(ids) > 0 {
+		rec.Flush() // the SDK is done: a client that is gone shows now
+		s.settle(r, sid, ids, rec.error())
+	}
 }
 
 // identityOf reads the identity headers (or query parameters) of a request
@@ -364,9 +388,39 @@ func (s *Server) bind(next mcp.MethodHandler) mcp.MethodHandler {
 				stop()
 				cancel(nil)
 			}()
+			before := in.handed.len()
+			res, err := next(ctx, method, req)
+			if ids := in.handed.since(before); len(ids) > 0 {
+				if in.ctx.Err() != nil {
+					// The client hung up while the call ran: ServeHTTP may
+					// be gone already, so put the messages back here.
+					if _, err := s.hub.Release(context.WithoutCancel(ctx), callerSession(ctx), ids); err != nil {
+						s.log.Warn("put back undelivered messages", "err", err)
+					}
+				} else {
+					markDelivered(res, ids)
+				}
+			}
+			return res, err
 		}
 		return next(ctx, method, req)
 	}
+}
+
+// requestOf is the HTTP request a tool call came in, if any.
+func (s *Server) requestOf(req *mcp.CallToolRequest) *inflight {
+	if req.Extra == nil {
+		return nil
+	}
+	return s.inflight(req.Extra.Header)
+}
+
+// callerSession is the reader key of the session a handler serves.
+func callerSession(ctx context.Context) string {
+	if sess, _ := ctx.Value(sessionKey{}).(*session); sess != nil {
+		return sess.caller.Session
+	}
+	return ""
 }
 
 // errGone is why a tool call ends when its client went away.
@@ -388,6 +442,12 @@ func (s *Server) open(ss *mcp.ServerSession, sess *session) {
 		delete(s.sessions, ss)
 		s.mu.Unlock()
 		s.hub.SessionClosed(sess.caller.Workspace, sess.caller.Agent)
+		// The session ended (DELETE, expiry): whatever it holds unconfirmed
+		// goes back to the inbox.
+		s.receipts.take(sess.caller.Session)
+		if _, err := s.hub.Release(context.Background(), sess.caller.Session, nil); err != nil {
+			s.log.Warn("put back the messages of an ended session", "err", err)
+		}
 	}()
 }
 
@@ -401,6 +461,13 @@ func (s *Server) callerOf(ctx context.Context, req *mcp.CallToolRequest) *ops.Ca
 		c = sess.caller
 	} else {
 		c.Workspace = ops.DefaultWorkspace
+	}
+	if in := s.requestOf(req); in != nil {
+		c.Delivered = in.handed.add
+	} else {
+		// No HTTP request (an in-memory transport): nothing could confirm a
+		// lease, and the result reaches the client as it returns.
+		c.Session = ""
 	}
 	if token := req.Params.GetProgressToken(); token != nil && req.Session != nil {
 		c.Progress = func(waited, total time.Duration, msg string) {

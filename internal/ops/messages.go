@@ -11,8 +11,17 @@ import (
 
 // Send stores a message from the caller to in.To and says where it went.
 func (o *Ops) Send(ctx context.Context, c *Caller, in api.SendRequest) (api.SendResult, error) {
-	res, err := o.hub.Send(ctx, hub.SendRequest{Workspace: c.Workspace, From: c.Agent, To: in.To,
-		Content: in.Content, Payload: in.Payload, Priority: in.Priority, ReplyTo: in.ReplyTo, Metadata: in.Metadata})
+	req := hub.SendRequest{Workspace: c.Workspace, From: c.Agent, To: in.To,
+		Content: in.Content, Payload: in.Payload, Priority: in.Priority, ReplyTo: in.ReplyTo, Metadata: in.Metadata,
+		AckRequired: in.AckRequired}
+	if in.AckWithin != nil {
+		within, err := secondsArg("send_message", in.AckWithin, 0, maxAckWithin)
+		if err != nil {
+			return api.SendResult{}, err
+		}
+		req.AckDeadline = time.Now().Add(within)
+	}
+	res, err := o.hub.Send(ctx, req)
 	if err != nil {
 		return api.SendResult{}, err
 	}
@@ -29,7 +38,10 @@ func recipientStatus(res *hub.SendResult) string {
 	return string(res.Presence[0])
 }
 
-// Check consumes up to in.Limit of the caller's unread messages.
+// maxAckWithin bounds an ack deadline: a week.
+const maxAckWithin = 7 * 24 * time.Hour
+
+// Check hands up to in.Limit of the caller's unread messages to it.
 func (o *Ops) Check(ctx context.Context, c *Caller, in api.CheckRequest) (api.CheckResult, error) {
 	const op = "check_messages"
 	if err := limitArg(op, "limit", in.Limit); err != nil {
@@ -38,11 +50,13 @@ func (o *Ops) Check(ctx context.Context, c *Caller, in api.CheckRequest) (api.Ch
 	if err := c.needAgent(op); err != nil {
 		return api.CheckResult{}, err
 	}
-	ms, remaining, err := o.hub.Check(ctx, c.Workspace, c.Agent, in.Limit)
+	ds, remaining, err := o.hub.Receive(ctx, hub.ReceiveRequest{Workspace: c.Workspace, Agent: c.Agent,
+		Reader: c.Session, Limit: in.Limit})
 	if err != nil {
 		return api.CheckResult{}, err
 	}
-	return checkResult(ms, remaining), nil
+	c.handed(o.hub, ds)
+	return checkResult(ds, remaining), nil
 }
 
 // Peek lists up to in.Limit of the caller's unread messages, leaving them unread.
@@ -54,11 +68,11 @@ func (o *Ops) Peek(ctx context.Context, c *Caller, in api.CheckRequest) (api.Che
 	if err := c.needAgent(op); err != nil {
 		return api.CheckResult{}, err
 	}
-	ms, n, err := o.hub.Peek(ctx, c.Workspace, c.Agent, in.Limit)
+	ds, n, err := o.hub.Inbox(ctx, c.Workspace, c.Agent, in.Limit)
 	if err != nil {
 		return api.CheckResult{}, err
 	}
-	return checkResult(ms, n-len(ms)), nil
+	return checkResult(ds, n-len(ds)), nil
 }
 
 // Wait blocks until a message for the caller passes the filter, or the
@@ -77,50 +91,56 @@ func (o *Ops) Wait(ctx context.Context, c *Caller, in api.WaitRequest) (api.Wait
 		return api.WaitResult{}, err
 	}
 	start := time.Now()
-	m, err := o.receive(ctx, c, timeout, filter)
+	d, err := o.receive(ctx, c, timeout, filter, "")
 	if err != nil {
 		return api.WaitResult{}, err
 	}
-	out := api.WaitResult{Status: "timeout", WaitedSeconds: int(time.Since(start).Seconds())}
-	if m != nil {
-		mi := Message(m)
-		out.Status, out.Message = "message_received", &mi
-	}
-	return out, nil
+	return waitResult(d, start), nil
 }
 
 // Forever, as a Receive timeout, waits until a message comes.
 const Forever time.Duration = -1
 
-// Receive consumes the caller's next message: at once when timeout is 0,
+func waitResult(d *hub.Delivery, start time.Time) api.WaitResult {
+	out := api.WaitResult{Status: "timeout", WaitedSeconds: int(time.Since(start).Seconds())}
+	if d != nil {
+		mi := Delivered(d)
+		out.Status, out.Message = "message_received", &mi
+	}
+	return out
+}
+
+// Receive hands the caller its next message: at once when timeout is 0,
 // else waiting up to timeout, or without bound when it is Forever. It
 // returns nil when none came.
 func (o *Ops) Receive(ctx context.Context, c *Caller, timeout time.Duration) (*api.MessageInfo, error) {
 	if err := c.needAgent("receive"); err != nil {
 		return nil, err
 	}
-	var m *hub.Message
+	var d *hub.Delivery
 	var err error
 	if timeout == 0 {
-		var ms []*hub.Message
-		ms, _, err = o.hub.Check(ctx, c.Workspace, c.Agent, 1)
-		if len(ms) > 0 {
-			m = ms[0]
+		var ds []*hub.Delivery
+		ds, _, err = o.hub.Receive(ctx, hub.ReceiveRequest{Workspace: c.Workspace, Agent: c.Agent, Reader: c.Session, Limit: 1})
+		c.handed(o.hub, ds)
+		if len(ds) > 0 {
+			d = ds[0]
 		}
 	} else {
-		m, err = o.receive(ctx, c, timeout, hub.PriorityFilter{})
+		d, err = o.receive(ctx, c, timeout, hub.PriorityFilter{}, "")
 	}
-	if err != nil || m == nil {
+	if err != nil || d == nil {
 		return nil, err
 	}
-	mi := Message(m)
+	mi := Delivered(d)
 	return &mi, nil
 }
 
 // receive waits for the caller's next message, up to total or Forever. The
 // hub bounds one wait to hub.MaxWaitTimeout, so a longer one is a chain of
 // waits, with one keep-alive across the whole chain.
-func (o *Ops) receive(ctx context.Context, c *Caller, total time.Duration, filter hub.PriorityFilter) (*hub.Message, error) {
+// With replyTo it waits for a reply to that message (WaitForReply).
+func (o *Ops) receive(ctx context.Context, c *Caller, total time.Duration, filter hub.PriorityFilter, replyTo string) (*hub.Delivery, error) {
 	start := time.Now()
 	bound := total
 	if total == Forever {
@@ -142,14 +162,28 @@ func (o *Ops) receive(ctx context.Context, c *Caller, total time.Duration, filte
 			}
 			chunk = min(chunk, left)
 		}
-		wr := hub.WaitRequest{Workspace: c.Workspace, Agent: c.Agent, Timeout: chunk, Filter: filter}
-		if progress != nil {
-			wr.ProgressEvery = o.progressEvery
-			wr.Progress = func(time.Duration) { progress(time.Since(start)) }
+		var d *hub.Delivery
+		var err error
+		if replyTo != "" {
+			rr := hub.ReplyWaitRequest{Workspace: c.Workspace, Agent: c.Agent, Reader: c.Session, MessageID: replyTo, Timeout: chunk}
+			if progress != nil {
+				rr.ProgressEvery = o.progressEvery
+				rr.Progress = func(time.Duration) { progress(time.Since(start)) }
+			}
+			d, err = o.hub.WaitForReply(ctx, rr)
+		} else {
+			wr := hub.WaitRequest{Workspace: c.Workspace, Agent: c.Agent, Reader: c.Session, Timeout: chunk, Filter: filter}
+			if progress != nil {
+				wr.ProgressEvery = o.progressEvery
+				wr.Progress = func(time.Duration) { progress(time.Since(start)) }
+			}
+			d, err = o.hub.Next(ctx, wr)
 		}
-		m, err := o.hub.Wait(ctx, wr)
-		if err != nil || m != nil {
-			return m, err
+		if d != nil {
+			c.handed(o.hub, []*hub.Delivery{d})
+		}
+		if err != nil || d != nil {
+			return d, err
 		}
 	}
 }

@@ -8,6 +8,7 @@
 package ops
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"time"
@@ -33,6 +34,11 @@ type Caller struct {
 	Session string
 	// Profiles are the MCP profiles of the session (none over the JSON API).
 	Profiles []string
+	// Delivered, when not nil, is told the ids of the messages an operation
+	// hands to this caller (leased to Session): the door confirms them once
+	// its answer is written, or puts them back when it cannot be.
+	Delivered func(messageIDs []string)
+	hub       *hub.Hub // set once the caller was handed messages, for Settle
 	// Progress, when not nil, is told that a blocking operation still runs;
 	// the MCP adapter sends it as a progress notification (a keep-alive for
 	// clients that time out idle calls).
@@ -42,6 +48,38 @@ type Caller struct {
 // Progress reports how long a blocking operation has waited, out of total
 // (0: no bound), with a line for people.
 type Progress func(waited, total time.Duration, message string)
+
+// handed tells the door which messages the caller was handed.
+func (c *Caller) handed(h *hub.Hub, ds []*hub.Delivery) {
+	if len(ds) == 0 {
+		return
+	}
+	c.hub = h
+	if c.Delivered == nil {
+		return
+	}
+	ids := make([]string, len(ds))
+	for i, d := range ds {
+		ids[i] = d.MessageID
+	}
+	c.Delivered(ids)
+}
+
+// Settle ends the leases of what the caller was handed: confirmed when the
+// door has written its answer (received), else put back in the inbox. Doors
+// whose reader spans requests (MCP sessions) confirm through the hub instead.
+func (c *Caller) Settle(ctx context.Context, received bool) error {
+	if c.hub == nil || c.Session == "" {
+		return nil
+	}
+	var err error
+	if received {
+		_, err = c.hub.Confirm(ctx, c.Session, nil)
+	} else {
+		_, err = c.hub.Release(ctx, c.Session, nil)
+	}
+	return err
+}
 
 // needAgent refuses a caller without an agent identity for op.
 func (c *Caller) needAgent(op string) error {

@@ -13,7 +13,18 @@ func Message(m *hub.Message) api.MessageInfo {
 		MessageID: m.ID, From: m.From, To: m.To, Content: m.Content,
 		Priority: string(m.Priority), Timestamp: api.FormatTime(m.CreatedAt),
 		ReplyTo: m.ReplyTo, ThreadID: m.ThreadID, Metadata: m.Metadata, Payload: m.Payload,
+		AckRequired: m.AckRequired, AckDeadline: api.FormatTime(m.AckDeadline),
 	}
+}
+
+// Delivered renders a message handed to its reader: the message, and whether
+// it was handed out before.
+func Delivered(d *hub.Delivery) api.MessageInfo {
+	mi := Message(d.Message)
+	if d.Count > 1 {
+		mi.DeliveryCount, mi.Redelivered = d.Count, true
+	}
+	return mi
 }
 
 // Messages renders a slice of messages, never returning nil.
@@ -46,9 +57,12 @@ func groupDetail(g *hub.Group) api.GroupDetail {
 	return d
 }
 
-func checkResult(ms []*hub.Message, remaining int) api.CheckResult {
-	out := api.CheckResult{Status: "empty", Messages: Messages(ms), Remaining: max(remaining, 0)}
-	if len(ms) > 0 {
+func checkResult(ds []*hub.Delivery, remaining int) api.CheckResult {
+	out := api.CheckResult{Status: "empty", Messages: make([]api.MessageInfo, len(ds)), Remaining: max(remaining, 0)}
+	for i, d := range ds {
+		out.Messages[i] = Delivered(d)
+	}
+	if len(ds) > 0 {
 		out.Status = "messages"
 	}
 	return out

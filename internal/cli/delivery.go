@@ -1,0 +1,113 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+)
+
+// deliveryCmd is `parley delivery MESSAGE_ID`: where each copy of a message
+// stands. (`parley status` was taken: it shows the daemon.)
+func deliveryCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "delivery MESSAGE_ID",
+		Short: "Show where each copy of a message stands: queued, delivered, redelivered, read, acked",
+		Long: `Show the delivery state of a message per recipient: queued (in the inbox),
+delivered (handed to a session, not yet confirmed), redelivered (back in the
+inbox after a session went away with it), read or acked, with how many times
+it was handed out and when. Its sender sees every recipient; a recipient its
+own copy.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, _, err := g.client(cmd.Context(), false)
+			if err != nil {
+				return err
+			}
+			res, err := c.MessageStatus(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return g.out(res, func(w io.Writer) {
+				fmt.Fprintf(w, "%s from %s to %s  %s\n", res.MessageID, res.From, res.To, res.Timestamp)
+				if res.AckRequired {
+					fmt.Fprintf(w, "ack requested%s\n", map[bool]string{true: " by " + res.AckDeadline}[res.AckDeadline != ""])
+				}
+				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "RECIPIENT\tSTATE\tHANDED OUT\tDELIVERED\tREAD\tACKED")
+				for _, d := range res.Recipients {
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", d.Recipient, d.State, d.DeliveryCount, orDash(d.DeliveredAt), orDash(d.ReadAt), orDash(d.AckedAt))
+				}
+				tw.Flush()
+			})
+		},
+	}
+	addJSON(cmd, g)
+	return cmd
+}
+
+func ackCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "ack MESSAGE_ID...",
+		Short: "Acknowledge messages sent to this agent",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, _, err := g.client(cmd.Context(), true)
+			if err != nil {
+				return err
+			}
+			res, err := c.Ack(cmd.Context(), args)
+			if err != nil {
+				return err
+			}
+			return g.out(res, func(w io.Writer) {
+				fmt.Fprintf(w, "acknowledged %d (%d before)\n", res.Acked, len(args)-res.Acked)
+			})
+		},
+	}
+	addJSON(cmd, g)
+	return cmd
+}
+
+func overdueCmd(g *globals) *cobra.Command {
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "overdue",
+		Short: "List messages whose ack deadline passed with recipients that have not acknowledged",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, _, err := g.client(cmd.Context(), !all)
+			if err != nil {
+				return err
+			}
+			res, err := c.Overdue(cmd.Context(), all)
+			if err != nil {
+				return err
+			}
+			return g.out(res, func(w io.Writer) {
+				if len(res.Overdue) == 0 {
+					fmt.Fprintln(w, "no overdue acknowledgements")
+					return
+				}
+				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "MESSAGE\tFROM\tTO\tDEADLINE\tNOT ACKED BY\tTEXT")
+				for _, o := range res.Overdue {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", o.MessageID, o.From, o.To, o.AckDeadline, strings.Join(o.Pending, ","), firstLine(o.Preview, 60))
+				}
+				tw.Flush()
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&all, "all", false, "every sender's, not only this agent's")
+	addJSON(cmd, g)
+	return cmd
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,37 @@
+package client
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+
+	"github.com/parley-dev/parley/internal/api"
+)
+
+// MessageStatus shows where each copy of a message stands.
+func (c *Client) MessageStatus(ctx context.Context, id string) (*api.MessageStatusResult, error) {
+	var out api.MessageStatusResult
+	return &out, c.do(ctx, http.MethodGet, "/messages/"+url.PathEscape(id)+"/status", nil, nil, &out)
+}
+
+// Ack acknowledges messages sent to this agent.
+func (c *Client) Ack(ctx context.Context, ids []string) (*api.AckResult, error) {
+	var out api.AckResult
+	return &out, c.do(ctx, http.MethodPost, "/acks", nil, api.AckRequest{MessageIDs: ids}, &out)
+}
+
+// WaitForReply blocks for a reply to a message.
+func (c *Client) WaitForReply(ctx context.Context, r api.ReplyWaitRequest) (*api.WaitResult, error) {
+	var out api.WaitResult
+	return &out, c.do(ctx, http.MethodPost, "/inbox/reply", nil, r, &out)
+}
+
+// Overdue lists messages whose ack deadline passed unacknowledged.
+func (c *Client) Overdue(ctx context.Context, all bool) (*api.OverdueResult, error) {
+	var out api.OverdueResult
+	q := url.Values{}
+	if all {
+		q.Set("all", "true")
+	}
+	return &out, c.do(ctx, http.MethodGet, "/overdue", q, nil, &out)
+}
