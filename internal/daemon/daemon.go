@@ -190,9 +190,6 @@ func (d *Daemon) Hub() *hub.Hub { return d.hub }
 // MCP returns the daemon's /mcp endpoint, to register more profiles before Run.
 func (d *Daemon) MCP() *mcpserver.Server { return d.mcp }
 
-// Paths returns the daemon's files.
-func (d *Daemon) Paths() api.Paths { return d.paths }
-
 // Run serves until ctx is cancelled, then shuts down gracefully.
 func (d *Daemon) Run(ctx context.Context) error {
 	d.log.Info("daemon started", "pid", os.Getpid(), "socket", d.paths.Socket, "version", d.cfg.Version)

@@ -17,9 +17,6 @@ func (d *Daemon) openDashboard(h http.Handler) {
 	d.web = web.New(web.Options{API: h, Logger: d.log.With("subsystem", "dashboard"), BaseContext: d.srv.BaseContext})
 }
 
-// Dashboard returns the daemon's dashboard.
-func (d *Daemon) Dashboard() *web.Server { return d.web }
-
 func (d *Daemon) dashboardRoutes(mux *http.ServeMux) {
 	p := api.Prefix + "/dashboard"
 	mux.HandleFunc("POST "+p+"/login", d.dashboardLogin)

@@ -56,9 +56,6 @@ func (d *Daemon) openGateway(conf *config.Config) {
 	d.gw.mgr.Apply(conf.Upstreams)
 }
 
-// Gateway returns the daemon's gateway.
-func (d *Daemon) Gateway() *gateway.Manager { return d.gw.mgr }
-
 // Reload reads config.toml again and applies its upstreams; other settings
 // take effect at the next start. A file that does not parse changes nothing.
 func (d *Daemon) Reload() error {

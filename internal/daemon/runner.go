@@ -36,6 +36,3 @@ func (d *Daemon) openRunner(ctx context.Context, conf *config.Config) error {
 	d.runner = rn
 	return nil
 }
-
-// Runner returns the daemon's managed-agent runner.
-func (d *Daemon) Runner() *runner.Runner { return d.runner }
