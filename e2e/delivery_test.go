@@ -249,20 +249,20 @@ func TestRaceSIGHUPBridge(t *testing.T) {
 		}()
 		time.Sleep(30 * time.Millisecond)
 		cmd.Process.Signal(syscall.SIGHUP)
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
+		// The blocked call ends when mcp serve closes its stdout, which it does
+		// as it exits. (The SDK's transport owns cmd.Wait: a second Wait here
+		// would race with it.)
 		select {
-		case <-exited:
+		case <-done:
 		case <-time.After(5 * time.Second):
-			t.Fatalf("round %d: parley mcp serve did not exit within 5 s of SIGHUP", i)
+			t.Fatalf("round %d: parley mcp serve did not end within 5 s of SIGHUP", i)
 		}
+		cs.Close() // reaps the process
 		var out struct {
 			MessageID string `json:"message_id"`
 		}
 		mustCall(t, sender, "send_message", map[string]any{"to": "bob", "content": fmt.Sprintf("after hup %d", i)}, &out)
 		sent = append(sent, out.MessageID)
-		<-done
-		cs.Close()
 		cancel()
 	}
 	e.drainInto(t, &g, ws, "bob", sent)
