@@ -43,7 +43,9 @@ var homoglyphs = map[rune]rune{
 func Skeleton(name string) string {
 	var b strings.Builder
 	b.Grow(len(name))
-	for _, r := range norm.NFKD.String(name) {
+	// Invalid UTF-8 is made valid first, so the skeleton is a fixed point of
+	// itself (the normaliser and the range loop treat stray bytes differently).
+	for _, r := range norm.NFKD.String(strings.ToValidUTF8(name, "\uFFFD")) {
 		if unicode.Is(unicode.Mn, r) {
 			continue
 		}
