@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/pelletier/go-toml/v2"
 
@@ -133,7 +132,7 @@ func TestMCPServeWithoutIdentitySaysSo(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { stdin.Close(); c.Wait() }()
-	pollUntil(t, "the warning on stderr", func() bool { return strings.Contains(stderr.String(), "no agent identity") })
+	waitUntil(t, "the warning on stderr", func() bool { return strings.Contains(stderr.String(), "no agent identity") })
 	if !strings.Contains(stderr.String(), "--agent NAME") {
 		t.Errorf("stderr %q does not say how to fix it", stderr.String())
 	}
@@ -168,18 +167,6 @@ func TestSendTakesTmuxWindowName(t *testing.T) {
 	e.MustJSON(&inbox, "inbox", "--agent", "bob", "--workspace", "w")
 	if len(inbox.Messages) != 1 || inbox.Messages[0].From != "alice" {
 		t.Errorf("bob's inbox: got %+v, want one message from alice", inbox.Messages)
-	}
-}
-
-// pollUntil checks cond until it holds, failing after 20 s.
-func pollUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
