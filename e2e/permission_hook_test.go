@@ -15,6 +15,7 @@ import (
 
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/client"
+	"github.com/parley-dev/parley/internal/home"
 	"github.com/parley-dev/parley/internal/testenv/standin"
 )
 
@@ -140,7 +141,7 @@ func TestClaudePermissionRequestHook(t *testing.T) {
 func BenchmarkPermissionDecisionToHook(b *testing.B) {
 	e := newEnv(b)
 	e.Must("daemon", "start")
-	paths, err := api.HomePaths(e.home)
+	paths, err := home.Resolve(e.home)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/client"
+	"github.com/parley-dev/parley/internal/home"
 	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/store/postgres/pgtest"
 )
@@ -30,7 +31,7 @@ func pgEnvs(t *testing.T, dsn string) (*env, *env) {
 
 func pgClient(t *testing.T, e *env, agent string) *client.Client {
 	t.Helper()
-	paths, err := api.HomePaths(e.home)
+	paths, err := home.Resolve(e.home)
 	if err != nil {
 		t.Fatal(err)
 	}

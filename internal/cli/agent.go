@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/home"
 	"github.com/parley-dev/parley/internal/workspace"
 )
 
@@ -37,7 +38,7 @@ Joining again updates the role and module and keeps the inbox.`,
 			if err != nil {
 				return err
 			}
-			paths, err := api.HomePaths("")
+			paths, err := home.Resolve("")
 			if err != nil {
 				return err
 			}

@@ -10,9 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/config"
 	"github.com/parley-dev/parley/internal/daemon"
+	"github.com/parley-dev/parley/internal/home"
 	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/store/sqlite"
 )
@@ -24,8 +24,8 @@ import (
 
 // sqliteHome returns the state directory's paths, refusing a PostgreSQL
 // store, whose copies are pg_dump's business.
-func sqliteHome(op string) (api.Paths, error) {
-	paths, err := api.HomePaths("")
+func sqliteHome(op string) (home.Paths, error) {
+	paths, err := home.Resolve("")
 	if err != nil {
 		return paths, err
 	}

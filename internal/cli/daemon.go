@@ -15,6 +15,7 @@ import (
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/client"
 	"github.com/parley-dev/parley/internal/daemon"
+	"github.com/parley-dev/parley/internal/home"
 	"github.com/parley-dev/parley/internal/safefile"
 )
 
@@ -45,7 +46,7 @@ $PARLEY_HOME/token (made on first start). To keep TCP across restarts, set
 listen = "127.0.0.1:PORT" in $PARLEY_HOME/config.toml instead.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			paths, err := api.HomePaths("")
+			paths, err := home.Resolve("")
 			if err != nil {
 				return err
 			}
@@ -92,7 +93,7 @@ func daemonStopCmd(g *globals) *cobra.Command {
 		Short: "Stop the daemon (SIGTERM, then SIGKILL after --timeout)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			paths, err := api.HomePaths("")
+			paths, err := home.Resolve("")
 			if err != nil {
 				return err
 			}
@@ -127,7 +128,7 @@ func daemonStatusCmd(g *globals) *cobra.Command {
 		Short: "Show whether the daemon runs, and its pid, socket, database and workspaces",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			paths, err := api.HomePaths("")
+			paths, err := home.Resolve("")
 			if err != nil {
 				return err
 			}
@@ -167,7 +168,7 @@ func daemonRunCmd(g *globals) *cobra.Command {
 		Short: "Run the daemon in the foreground (logs to daemon.log and stderr)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			paths, err := api.HomePaths("")
+			paths, err := home.Resolve("")
 			if err != nil {
 				return err
 			}

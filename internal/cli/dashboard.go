@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/home"
 )
 
 func dashboardCmd(g *globals) *cobra.Command {
@@ -32,7 +32,7 @@ OS user name unless --as says otherwise.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if as == "" {
-				as = api.OSUserName()
+				as = home.UserName()
 			}
 			c, id, err := g.client(cmd.Context(), false)
 			if err != nil {

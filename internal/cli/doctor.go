@@ -16,10 +16,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/client"
 	"github.com/parley-dev/parley/internal/config"
 	"github.com/parley-dev/parley/internal/daemon"
+	"github.com/parley-dev/parley/internal/home"
 	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/safefile"
 	"github.com/parley-dev/parley/internal/store/sqlite"
@@ -87,7 +87,7 @@ func runDoctor(ctx context.Context, g *globals) doctorResult {
 			res.Warned++
 		}
 	}
-	paths, err := api.HomePaths("")
+	paths, err := home.Resolve("")
 	if err != nil {
 		add("state directory", "fail", err.Error(), "set PARLEY_HOME to a shorter directory of your own")
 		return res
@@ -104,7 +104,7 @@ func runDoctor(ctx context.Context, g *globals) doctorResult {
 
 type addFunc func(check, status, detail, fix string)
 
-func doctorHome(paths api.Paths, add addFunc) bool {
+func doctorHome(paths home.Paths, add addFunc) bool {
 	st, err := os.Stat(paths.Home)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -131,7 +131,7 @@ func doctorHome(paths api.Paths, add addFunc) bool {
 	return true
 }
 
-func doctorConfig(paths api.Paths, add addFunc) *config.Config {
+func doctorConfig(paths home.Paths, add addFunc) *config.Config {
 	conf, err := config.Load(paths.Config)
 	if err != nil {
 		add("config.toml", "fail", err.Error(), "fix the line named, or move "+paths.Config+" aside to use the defaults")
@@ -151,7 +151,7 @@ func doctorConfig(paths api.Paths, add addFunc) *config.Config {
 	return conf
 }
 
-func doctorDaemon(ctx context.Context, paths api.Paths, homeOK bool, add addFunc) bool {
+func doctorDaemon(ctx context.Context, paths home.Paths, homeOK bool, add addFunc) bool {
 	if !homeOK {
 		add("daemon", "fail", "not checked: the state directory is not safe to use", "")
 		return false
@@ -186,7 +186,7 @@ func doctorDaemon(ctx context.Context, paths api.Paths, homeOK bool, add addFunc
 	return false
 }
 
-func doctorFiles(paths api.Paths, add addFunc) {
+func doctorFiles(paths home.Paths, add addFunc) {
 	st, err := os.Lstat(paths.Log)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -213,7 +213,7 @@ func ownerOf(st fs.FileInfo) int {
 	return -1
 }
 
-func doctorDatabase(ctx context.Context, paths api.Paths, conf *config.Config, add addFunc) {
+func doctorDatabase(ctx context.Context, paths home.Paths, conf *config.Config, add addFunc) {
 	if conf != nil && (conf.Store != "" || os.Getenv(daemon.EnvStore) != "") {
 		add("database", "ok", "PostgreSQL: not checked here (use its own tools)", "")
 		return
@@ -235,7 +235,7 @@ func doctorDatabase(ctx context.Context, paths api.Paths, conf *config.Config, a
 	add("database", "ok", fmt.Sprintf("%s: %d MB, every page checked in %s", paths.DB, st.Size()>>20, time.Since(start).Round(time.Millisecond)), "")
 }
 
-func doctorIdentity(ctx context.Context, g *globals, paths api.Paths, running bool, add addFunc) {
+func doctorIdentity(ctx context.Context, g *globals, paths home.Paths, running bool, add addFunc) {
 	id, err := g.identity(ctx, false)
 	if err != nil {
 		add("identity", "fail", err.Error(), "")

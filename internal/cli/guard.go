@@ -19,6 +19,7 @@ import (
 
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/client"
+	"github.com/parley-dev/parley/internal/home"
 	"github.com/parley-dev/parley/internal/hub"
 )
 
@@ -252,7 +253,7 @@ func guardClient(ctx context.Context, g *globals) (*client.Client, string, error
 	if err != nil {
 		return nil, "", err
 	}
-	paths, err := api.HomePaths("")
+	paths, err := home.Resolve("")
 	if err != nil {
 		return nil, "", err
 	}

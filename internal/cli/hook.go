@@ -19,6 +19,7 @@ import (
 
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/client"
+	"github.com/parley-dev/parley/internal/home"
 	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/safefile"
 )
@@ -191,7 +192,7 @@ func runPermissionHook(ctx context.Context, g *globals, clientName string, wait 
 	if id.Agent == "" {
 		return nil, errors.New("no agent identity here: pass --agent NAME in the hook command, set PARLEY_AGENT, or run `parley join`")
 	}
-	paths, err := api.HomePaths("")
+	paths, err := home.Resolve("")
 	if err != nil {
 		return nil, err
 	}
@@ -284,7 +285,7 @@ func runClaudeHook(ctx context.Context, g *globals, event string, stdin io.Reade
 	if id.Agent == "" {
 		return nil, errors.New("no agent identity here: pass --agent NAME in the hook command, set PARLEY_AGENT, or run `parley join`")
 	}
-	paths, err := api.HomePaths("")
+	paths, err := home.Resolve("")
 	if err != nil {
 		return nil, err
 	}

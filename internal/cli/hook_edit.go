@@ -12,6 +12,7 @@ import (
 
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/client"
+	"github.com/parley-dev/parley/internal/home"
 	"github.com/parley-dev/parley/internal/hub"
 )
 
@@ -100,7 +101,7 @@ func runEditHook(ctx context.Context, g *globals, o editHookOptions, stdin io.Re
 	if !ok {
 		return nil, nil // outside the repository: no reservation covers it
 	}
-	paths, err := api.HomePaths("")
+	paths, err := home.Resolve("")
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/bridge"
 	"github.com/parley-dev/parley/internal/client"
+	"github.com/parley-dev/parley/internal/home"
 	"github.com/parley-dev/parley/internal/tmux"
 )
 
@@ -75,7 +76,7 @@ AgentMail), and the server exits when its tmux session goes away.`,
 				// every send will fail where its user can see it.
 				fmt.Fprintln(g.stderr, "parley mcp serve: no agent identity: this session cannot send or receive messages (\"no sender\"); pass --agent NAME, set PARLEY_AGENT, or run `parley join --name NAME --role ROLE` here")
 			}
-			paths, err := api.HomePaths("")
+			paths, err := home.Resolve("")
 			if err != nil {
 				return err
 			}

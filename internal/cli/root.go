@@ -14,8 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/client"
+	"github.com/parley-dev/parley/internal/home"
 	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/tmux"
 	"github.com/parley-dev/parley/internal/workspace"
@@ -131,7 +131,7 @@ func (g *globals) client(ctx context.Context, needAgent bool) (*client.Client, w
 	if err != nil {
 		return nil, id, err
 	}
-	paths, err := api.HomePaths("")
+	paths, err := home.Resolve("")
 	if err != nil {
 		return nil, id, err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/client"
 	"github.com/parley-dev/parley/internal/config"
+	"github.com/parley-dev/parley/internal/home"
 	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/safefile"
 )
@@ -227,7 +228,7 @@ func noUpstream(name string) error {
 // editConfig loads config.toml, applies edit, checks the result as the
 // daemon will and saves it. An invalid result is not saved.
 func editConfig(edit func(*config.Config) error) (string, error) {
-	paths, err := api.HomePaths("")
+	paths, err := home.Resolve("")
 	if err != nil {
 		return "", err
 	}
@@ -251,7 +252,7 @@ func editConfig(edit func(*config.Config) error) (string, error) {
 // wait for it to leave the connecting state and says how it went. A daemon
 // that is not running will read the file when it starts.
 func reloadAndReport(ctx context.Context, g *globals, name string, wait time.Duration) error {
-	paths, err := api.HomePaths("")
+	paths, err := home.Resolve("")
 	if err != nil {
 		return err
 	}
@@ -357,7 +358,7 @@ sessions stay. The daemon also reloads by itself within a second of a change.
 A file that does not parse is refused and changes nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			paths, err := api.HomePaths("")
+			paths, err := home.Resolve("")
 			if err != nil {
 				return err
 			}

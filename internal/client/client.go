@@ -20,20 +20,21 @@ import (
 	"time"
 
 	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/home"
 	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/safefile"
 )
 
 // Client talks to one daemon as one identity.
 type Client struct {
-	Paths     api.Paths
+	Paths     home.Paths
 	Workspace string
 	Agent     string
 	hc        *http.Client
 }
 
 // New returns a client of the daemon whose state directory is paths.Home.
-func New(paths api.Paths) *Client {
+func New(paths home.Paths) *Client {
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			// Checked at every dial, not once: a socket is replaced when the

@@ -16,8 +16,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/config"
+	"github.com/parley-dev/parley/internal/home"
 	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/mcpserver"
 	"github.com/parley-dev/parley/internal/ops"
@@ -52,7 +52,7 @@ type Config struct {
 // Daemon is a running Parley daemon.
 type Daemon struct {
 	cfg   Config
-	paths api.Paths
+	paths home.Paths
 	log   *slog.Logger
 	lock  *pidLock
 	db    store
@@ -95,7 +95,7 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	if cfg.ShutdownTimeout == 0 {
 		cfg.ShutdownTimeout = 5 * time.Second
 	}
-	paths, err := api.HomePaths(cfg.Home)
+	paths, err := home.Resolve(cfg.Home)
 	if err != nil {
 		return nil, err
 	}

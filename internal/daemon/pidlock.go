@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/home"
 )
 
 // LockInfo is the body of the PID lock file (seed 003).
@@ -181,7 +181,7 @@ func (l *pidLock) release() {
 // LockHome takes the state directory's PID lock for a maintenance command
 // (parley restore) that must not run beside a daemon: a running daemon gives
 // *AlreadyRunningError, and no daemon can start until unlock is called.
-func LockHome(paths api.Paths) (unlock func(), err error) {
+func LockHome(paths home.Paths) (unlock func(), err error) {
 	host, _ := os.Hostname()
 	l, err := acquireLock(paths.PID, LockInfo{PID: os.Getpid(), StartedAt: time.Now().UTC(), Hostname: host, UID: os.Getuid(), SockPath: paths.Socket, Argv: os.Args})
 	if err != nil {

@@ -3,8 +3,8 @@ package daemon
 import (
 	"context"
 
-	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/config"
+	"github.com/parley-dev/parley/internal/home"
 	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/permission"
 	"github.com/parley-dev/parley/internal/runner"
@@ -24,7 +24,7 @@ func (d *Daemon) openRunner(ctx context.Context, conf *config.Config) error {
 		Permissions: d.perms, Logger: d.log.With("subsystem", "runner"), Observer: d.observeRunner,
 		// The person who runs the daemon hears of loops of agents that have
 		// no owner of their own.
-		Owner:       hub.HumanPrefix + api.OSUserName(),
+		Owner:       hub.HumanPrefix + home.UserName(),
 		MaxAutoHops: conf.MaxAutoHops, AutoTurnsPerMinute: conf.AutoTurnsPerMinute,
 	})
 	if err != nil {

@@ -28,13 +28,14 @@ import (
 
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/client"
+	"github.com/parley-dev/parley/internal/home"
 )
 
 // seed registers agents and sends messages among them over the socket,
 // with a few senders at once.
 func seed(b *testing.B, e *env, agents, messages int) *client.Client {
 	b.Helper()
-	paths, err := api.HomePaths(e.home)
+	paths, err := home.Resolve(e.home)
 	if err != nil {
 		b.Fatal(err)
 	}

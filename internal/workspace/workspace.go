@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/home"
 	"github.com/parley-dev/parley/internal/safefile"
 )
 
@@ -247,7 +247,7 @@ const EnvTrustWorkspace = "PARLEY_TRUST_IDENTITY_WORKSPACE"
 func (l Lookup) FromEnv() Lookup {
 	l.EnvAgent, l.EnvRole, l.EnvWS = os.Getenv("PARLEY_AGENT"), os.Getenv("PARLEY_ROLE"), os.Getenv("PARLEY_WORKSPACE")
 	l.TrustFileWorkspace = os.Getenv(EnvTrustWorkspace) == "1"
-	if p, err := api.HomePaths(""); err == nil {
+	if p, err := home.Resolve(""); err == nil {
 		l.Home = p.Home
 	}
 	return l

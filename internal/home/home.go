@@ -1,4 +1,7 @@
-package api
+// Package home locates the files of a Parley state directory ($PARLEY_HOME,
+// else ~/.parley) and names the local OS user. It is a leaf: the daemon, the
+// CLI, the client and the tests import it; it imports only the standard library.
+package home
 
 import (
 	"fmt"
@@ -23,9 +26,9 @@ type Paths struct {
 // MaxSocketPath is the longest Unix socket path the kernel accepts, less one.
 const MaxSocketPath = 107
 
-// HomePaths returns the paths under home; an empty home means $PARLEY_HOME,
+// Resolve returns the paths under home; an empty home means $PARLEY_HOME,
 // else ~/.parley.
-func HomePaths(home string) (Paths, error) {
+func Resolve(home string) (Paths, error) {
 	if home == "" {
 		home = os.Getenv("PARLEY_HOME")
 	}
@@ -55,9 +58,9 @@ func HomePaths(home string) (Paths, error) {
 	return p, nil
 }
 
-// OSUserName is the OS user's name as a Parley name: characters that a name may
+// UserName is the OS user's name as a Parley name: characters that a name may
 // not hold become '-'.
-func OSUserName() string {
+func UserName() string {
 	name := ""
 	if u, err := user.Current(); err == nil {
 		name = u.Username
