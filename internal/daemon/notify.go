@@ -121,22 +121,22 @@ func (ns *notices) run(ctx context.Context) {
 			ns.consider(e)
 		case now := <-t.C:
 			for _, a := range ns.d.runner.List("") {
-				r := a.CurrentRun
-				if a.Status != "running" || r == nil || r.StartedAt == nil || stalled[a.AgentID] == r.Seq {
+				r := a.Current
+				if a.Status != runner.StatusRunning || r == nil || r.StartedAt.IsZero() || stalled[a.ID] == r.Seq {
 					continue
 				}
-				since := *r.StartedAt
-				if l := last[a.AgentID]; l.After(since) {
+				since := r.StartedAt
+				if l := last[a.ID]; l.After(since) {
 					since = l
 				}
 				quiet := now.Sub(since)
 				if quiet < ns.stall {
 					continue
 				}
-				stalled[a.AgentID] = r.Seq
-				ns.n.Notify(notify.Notice{Kind: notify.AgentStalled, Workspace: a.Workspace, Agent: a.AgentID,
-					ID: fmt.Sprintf("%s/run-%d", a.AgentID, r.Seq), Title: fmt.Sprintf("%s is stalled", a.AgentID),
-					Message: fmt.Sprintf("Run %d of %s (%s) has shown no activity for %s.", r.Seq, a.AgentID, a.Title, quiet.Round(time.Second))})
+				stalled[a.ID] = r.Seq
+				ns.n.Notify(notify.Notice{Kind: notify.AgentStalled, Workspace: a.Workspace, Agent: a.ID,
+					ID: fmt.Sprintf("%s/run-%d", a.ID, r.Seq), Title: fmt.Sprintf("%s is stalled", a.ID),
+					Message: fmt.Sprintf("Run %d of %s (%s) has shown no activity for %s.", r.Seq, a.ID, a.Title, quiet.Round(time.Second))})
 			}
 		}
 	}
@@ -162,14 +162,14 @@ func (ns *notices) consider(e api.Event) {
 		pending := map[string]bool{}
 		for _, p := range ns.d.runner.Permissions(e.Workspace) {
 			q := p.Request
-			pending[q.RequestID] = true
-			if ns.asked[q.RequestID] {
+			pending[q.ID] = true
+			if ns.asked[q.ID] {
 				continue
 			}
-			ns.n.Notify(notify.Notice{Kind: notify.Permission, Workspace: q.Workspace, Agent: q.AgentID, ID: q.RequestID,
-				Title: fmt.Sprintf("%s asks to use %s", q.AgentID, q.ToolName),
+			ns.n.Notify(notify.Notice{Kind: notify.Permission, Workspace: q.Workspace, Agent: q.Agent, ID: q.ID,
+				Title: fmt.Sprintf("%s asks to use %s", q.Agent, q.Tool),
 				Message: fmt.Sprintf("%s asks to use %s with %s\nAnswer in the dashboard, or: parley allow %s / parley deny %s",
-					q.AgentID, q.ToolName, api.Preview(string(q.Input)), q.RequestID, q.RequestID)})
+					q.Agent, q.Tool, api.Preview(string(q.Input)), q.ID, q.ID)})
 		}
 		for id := range ns.asked {
 			if !pending[id] {

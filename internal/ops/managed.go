@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -26,11 +27,13 @@ func (o *Ops) CreateAgent(ctx context.Context, c *Caller, in api.CreateManagedAg
 	if err := o.managed("create_agent"); err != nil {
 		return api.ManagedAgent{}, err
 	}
-	a, err := o.runner.Create(ctx, runner.CreateRequest{Workspace: c.Workspace, CreateManagedAgentRequest: in})
+	a, err := o.runner.Create(ctx, runner.CreateRequest{Workspace: c.Workspace, Provider: in.Provider, Cwd: in.Cwd,
+		Title: in.Title, Mode: in.Mode, Prompt: in.Prompt, Worktree: in.Worktree, Command: in.Command, Name: in.Name,
+		Role: in.Role, AutoWake: in.AutoWake})
 	if err != nil {
 		return api.ManagedAgent{}, err
 	}
-	return *a, nil
+	return managedAgent(a), nil
 }
 
 // WaitNoProgress is wait_for_agent's default timeout for an MCP client that
@@ -57,11 +60,20 @@ func (o *Ops) WaitAgent(ctx context.Context, c *Caller, in api.WaitAgentRequest)
 	progress := o.keepAlive(c, timeout, func(waited time.Duration) string {
 		return fmt.Sprintf("waiting for agent %s (%ds of %ds)", in.AgentID, int(waited.Seconds()), int(timeout.Seconds()))
 	})
-	out, err := o.runner.Wait(ctx, c.Workspace, in.AgentID, in.Run, timeout, o.progressEvery, progress)
+	w, err := o.runner.Wait(ctx, c.Workspace, in.AgentID, in.Run, timeout, o.progressEvery, progress)
 	if err != nil {
 		return api.WaitAgentResult{}, err
 	}
-	return *out, nil
+	out := api.WaitAgentResult{AgentID: in.AgentID, Status: string(w.Status), LastMessage: w.LastMessage,
+		Run: managedRun(w.Run), TimedOut: w.TimedOut, Waited: w.Waited.Seconds()}
+	if w.Permission != nil {
+		p := Permission(w.Permission)
+		out.Permission = &p
+	}
+	if w.TimedOut {
+		out.LastMessage = "waiting for the agent timed out; this does not mean it failed: call wait_for_agent again to keep waiting"
+	}
+	return out, nil
 }
 
 // PromptAgent gives the agent a task, queued behind the run in progress.
@@ -69,11 +81,11 @@ func (o *Ops) PromptAgent(ctx context.Context, c *Caller, in api.PromptRequest) 
 	if err := o.managed("send_agent_prompt"); err != nil {
 		return api.PromptResult{}, err
 	}
-	out, err := o.runner.Prompt(ctx, c.Workspace, in.AgentID, in.Prompt)
+	q, err := o.runner.Prompt(ctx, c.Workspace, in.AgentID, in.Prompt)
 	if err != nil {
 		return api.PromptResult{}, err
 	}
-	return *out, nil
+	return api.PromptResult{Success: true, AgentID: in.AgentID, Status: string(q.Status), Run: q.Run, Queued: q.Queued}, nil
 }
 
 // AgentStatus returns the agent's snapshot.
@@ -85,7 +97,7 @@ func (o *Ops) AgentStatus(ctx context.Context, c *Caller, in api.AgentIDRequest)
 	if err != nil {
 		return api.AgentStatusResult{}, err
 	}
-	return api.AgentStatusResult{Status: a.Status, Snapshot: *a}, nil
+	return api.AgentStatusResult{Status: string(a.Status), Snapshot: managedAgent(a)}, nil
 }
 
 // AgentDetail returns the agent and its latest runs.
@@ -93,11 +105,15 @@ func (o *Ops) AgentDetail(ctx context.Context, c *Caller, in api.AgentIDRequest)
 	if err := o.managed("agent detail"); err != nil {
 		return api.ManagedAgentDetail{}, err
 	}
-	d, err := o.runner.Detail(ctx, c.Workspace, in.AgentID, 10)
+	a, runs, err := o.runner.Detail(ctx, c.Workspace, in.AgentID, 10)
 	if err != nil {
 		return api.ManagedAgentDetail{}, err
 	}
-	return *d, nil
+	d := api.ManagedAgentDetail{ManagedAgent: managedAgent(a), RecentRuns: make([]api.ManagedRun, len(runs))}
+	for i, r := range runs {
+		d.RecentRuns[i] = *managedRun(r)
+	}
+	return d, nil
 }
 
 // ListManaged lists the managed agents of the caller's workspace, or of all.
@@ -110,7 +126,11 @@ func (o *Ops) ListManaged(ctx context.Context, c *Caller, in api.ManagedListRequ
 		ws = ""
 	}
 	as := o.runner.List(ws)
-	return api.ManagedAgentsResult{Agents: as, Count: len(as)}, nil
+	out := api.ManagedAgentsResult{Agents: make([]api.ManagedAgent, len(as)), Count: len(as)}
+	for i, a := range as {
+		out.Agents[i] = managedAgent(a)
+	}
+	return out, nil
 }
 
 // CancelAgent interrupts the agent's current run.
@@ -122,7 +142,7 @@ func (o *Ops) CancelAgent(ctx context.Context, c *Caller, in api.AgentIDRequest)
 	if err != nil {
 		return api.SuccessResult{}, err
 	}
-	return *out, nil
+	return api.SuccessResult{Success: out.Done, Status: string(out.Status), Message: out.Note}, nil
 }
 
 // KillAgent ends the agent for good.
@@ -134,7 +154,7 @@ func (o *Ops) KillAgent(ctx context.Context, c *Caller, in api.AgentIDRequest) (
 	if err != nil {
 		return api.SuccessResult{}, err
 	}
-	return *out, nil
+	return api.SuccessResult{Success: out.Done, Status: string(out.Status), Message: out.Note}, nil
 }
 
 // Activity returns a page of the agent's timeline.
@@ -153,11 +173,17 @@ func (o *Ops) Activity(ctx context.Context, c *Caller, in api.ActivityRequest) (
 	if err := limitArg(op, "limit", in.Limit); err != nil {
 		return api.ActivityResult{}, err
 	}
-	out, err := o.runner.Activity(ctx, c.Workspace, in.AgentID, off, in.Limit)
+	p, err := o.runner.Activity(ctx, c.Workspace, in.AgentID, off, in.Limit)
 	if err != nil {
 		return api.ActivityResult{}, err
 	}
-	return *out, nil
+	out := api.ActivityResult{AgentID: in.AgentID, Status: string(p.Status), CurrentMode: p.Mode, UpdateCount: p.Total,
+		Offset: p.Offset, Content: p.Summary(), Events: make([]api.ActivityEvent, len(p.Events))}
+	for i, e := range p.Events {
+		out.Events[i] = api.ActivityEvent{Seq: e.Seq, Run: e.Run, Time: e.Time, Kind: e.Kind, Text: e.Text,
+			Tool: e.Tool, ToolUseID: e.ToolUseID, IsError: e.IsError, Data: e.Data, Truncated: e.Truncated}
+	}
+	return out, nil
 }
 
 // SetMode changes the agent's permission mode from its next run on.
@@ -165,11 +191,10 @@ func (o *Ops) SetMode(ctx context.Context, c *Caller, in api.ModeRequest) (api.M
 	if err := o.managed("set_agent_mode"); err != nil {
 		return api.ModeResult{}, err
 	}
-	out, err := o.runner.SetMode(ctx, c.Workspace, in.AgentID, in.Mode)
-	if err != nil {
+	if err := o.runner.SetMode(ctx, c.Workspace, in.AgentID, in.Mode); err != nil {
 		return api.ModeResult{}, err
 	}
-	return *out, nil
+	return api.ModeResult{Success: true, NewMode: in.Mode}, nil
 }
 
 // Permissions lists the pending permission requests of the caller's
@@ -182,7 +207,16 @@ func (o *Ops) Permissions(ctx context.Context, c *Caller, in api.ManagedListRequ
 	if in.All {
 		ws = ""
 	}
-	return api.PermissionsResult{Permissions: o.runner.Permissions(ws)}, nil
+	ps := o.runner.Permissions(ws)
+	out := api.PermissionsResult{Permissions: make([]api.PendingPermission, len(ps))}
+	for i, p := range ps {
+		status := string(runner.StatusWaitingPermission)
+		if !p.Managed {
+			status = "waiting" // not managed: its client waits for the answer
+		}
+		out.Permissions[i] = api.PendingPermission{AgentID: p.Request.Agent, Status: status, Request: Permission(p.Request)}
+	}
+	return out, nil
 }
 
 // Respond answers a pending permission request of the caller's workspace
@@ -195,7 +229,7 @@ func (o *Ops) Respond(ctx context.Context, c *Caller, in api.PermissionDecision)
 	if by == "" {
 		by = "api"
 	}
-	d, err := runner.ParseDecision(in, by)
+	d, err := decision(in, by)
 	if err != nil {
 		return api.SuccessResult{}, err
 	}
@@ -210,7 +244,7 @@ func (o *Ops) SetTitle(ctx context.Context, c *Caller, in api.TitleRequest) (api
 	if err := o.managed("set_title"); err != nil {
 		return api.SuccessResult{}, err
 	}
-	if _, err := o.runner.SetTitle(ctx, c.Workspace, c.Agent, in.Title); err != nil {
+	if err := o.runner.SetTitle(ctx, c.Workspace, c.Agent, in.Title); err != nil {
 		return api.SuccessResult{}, err
 	}
 	return api.SuccessResult{Success: true}, nil
@@ -234,11 +268,14 @@ func (o *Ops) RequestPermission(ctx context.Context, c *Caller, in api.Permissio
 	if err := o.managed("request_permission"); err != nil {
 		return api.PermissionAnswer{}, err
 	}
-	ans, err := o.runner.RequestPermission(ctx, c.Workspace, c.Agent, in.ToolName, in.Input, in.ToolUseID)
+	d, err := o.runner.RequestPermission(ctx, c.Workspace, c.Agent, in.ToolName, in.Input, in.ToolUseID)
 	if err != nil {
 		return api.PermissionAnswer{}, err
 	}
-	return *ans, nil
+	if d.Allow {
+		return api.PermissionAnswer{Behavior: "allow", UpdatedInput: d.UpdatedInput}, nil
+	}
+	return api.PermissionAnswer{Behavior: "deny", Message: d.Message}, nil
 }
 
 // DefaultAskWait is how long AskPermission waits for a decision by default:
@@ -275,12 +312,36 @@ func (o *Ops) AskPermission(ctx context.Context, c *Caller, in api.AskPermission
 	if err != nil {
 		return api.PermissionOutcome{}, err
 	}
-	out := api.PermissionOutcome{Permission: runner.PermissionView(got), State: string(got.State)}
+	out := api.PermissionOutcome{Permission: Permission(got), State: string(got.State)}
 	if d := got.Decision; d != nil {
 		out.Message, out.By = d.Message, d.By
 		if got.State == permission.Allowed || got.State == permission.Denied {
 			out.Behavior, out.UpdatedInput = d.Behavior(), d.UpdatedInput
 		}
+	}
+	return out, nil
+}
+
+// decision reads a wire decision.
+func decision(d api.PermissionDecision, by string) (runner.Decision, error) {
+	const op = "respond_to_permission"
+	out := runner.Decision{Message: d.Message, By: by}
+	switch d.Behavior {
+	case "allow":
+		out.Allow = true
+	case "deny":
+	default:
+		return out, hub.Errorf(op, hub.Invalid, "invalid behavior %q: want allow or deny", d.Behavior)
+	}
+	if len(d.UpdatedInput) > 0 && string(d.UpdatedInput) != "null" {
+		if !out.Allow {
+			return out, hub.Errorf(op, hub.Invalid, "updated_input goes with allow, not deny")
+		}
+		var obj map[string]any
+		if err := json.Unmarshal(d.UpdatedInput, &obj); err != nil || obj == nil {
+			return out, hub.Errorf(op, hub.Invalid, "updated_input must be a JSON object (the tool's input)")
+		}
+		out.UpdatedInput = d.UpdatedInput
 	}
 	return out, nil
 }

@@ -3,9 +3,12 @@ package ops
 import (
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/hub"
+	"github.com/parley-dev/parley/internal/permission"
+	"github.com/parley-dev/parley/internal/runner"
 )
 
-// Conversions from hub values to wire values; nothing else makes them.
+// Conversions from domain values (hub, runner, permission) to wire values;
+// nothing else makes them.
 
 // Message renders a hub message for the wire.
 func Message(m *hub.Message) api.MessageInfo {
@@ -66,4 +69,44 @@ func checkResult(ds []*hub.Delivery, remaining int) api.CheckResult {
 		out.Status = "messages"
 	}
 	return out
+}
+
+// Permission renders a permission request for the wire.
+func Permission(p *permission.Request) api.Permission {
+	return api.Permission{RequestID: p.ID, AgentID: p.Agent, Workspace: p.Workspace, Run: p.Run, ToolName: p.Tool,
+		Input: p.Input, ToolUseID: p.ToolUseID, Source: p.Source, Description: p.Description,
+		RequestedAt: p.RequestedAt, ExpiresAt: p.ExpiresAt}
+}
+
+func managedAgent(s *runner.Snapshot) api.ManagedAgent {
+	a := s.Agent
+	v := api.ManagedAgent{
+		AgentID: a.ID, Workspace: a.Workspace, Provider: a.Provider, Title: a.Title, Status: string(s.Status),
+		Mode: a.Mode, Role: a.Role, Cwd: a.Cwd, AutoWake: a.AutoWake, Worktree: a.Worktree, Branch: a.Branch,
+		Command: a.Command, SessionID: a.SessionID, LastError: a.LastError, CostUSD: a.CostUSD,
+		LastMessage: s.LastMessage, CurrentRun: managedRun(s.Current), Queued: s.Queued, Runs: s.Runs,
+		CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt, PendingPermissions: make([]api.Permission, len(s.Pending)),
+	}
+	for i, p := range s.Pending {
+		v.PendingPermissions[i] = Permission(p)
+	}
+	return v
+}
+
+// managedRun renders a run; nil stays nil.
+func managedRun(r *runner.Run) *api.ManagedRun {
+	if r == nil {
+		return nil
+	}
+	v := &api.ManagedRun{Seq: r.Seq, State: string(r.State), Source: r.Source, Prompt: r.Prompt, QueuedAt: r.QueuedAt,
+		ExitCode: r.ExitCode, Error: r.Error, CostUSD: r.CostUSD, Usage: r.Usage, LastMessage: r.LastMessage}
+	if !r.StartedAt.IsZero() {
+		t := r.StartedAt
+		v.StartedAt = &t
+	}
+	if !r.EndedAt.IsZero() {
+		t := r.EndedAt
+		v.EndedAt = &t
+	}
+	return v
 }

@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/parley-dev/parley/internal/api"
-	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/permission"
 )
 
-// Decision answers a permission request.
+// Decision answers a permission request: the answer a runner gets, and the
+// one RequestPermission returns.
 type Decision struct {
 	Allow        bool
 	Message      string
@@ -19,34 +18,12 @@ type Decision struct {
 	By           string          // who answered: manager, cli, api, timeout...
 }
 
-// ParseDecision reads a wire decision.
-func ParseDecision(d api.PermissionDecision, by string) (Decision, error) {
-	out := Decision{Message: d.Message, By: by}
-	switch d.Behavior {
-	case "allow":
-		out.Allow = true
-	case "deny":
-	default:
-		return out, hub.Errorf("respond_to_permission", hub.Invalid, "invalid behavior %q: want allow or deny", d.Behavior)
-	}
-	if len(d.UpdatedInput) > 0 && string(d.UpdatedInput) != "null" {
-		if !out.Allow {
-			return out, hub.Errorf("respond_to_permission", hub.Invalid, "updated_input goes with allow, not deny")
-		}
-		var obj map[string]any
-		if err := json.Unmarshal(d.UpdatedInput, &obj); err != nil || obj == nil {
-			return out, hub.Errorf("respond_to_permission", hub.Invalid, "updated_input must be a JSON object (the tool's input)")
-		}
-		out.UpdatedInput = d.UpdatedInput
-	}
-	return out, nil
-}
-
 // RequestPermission is the self profile's request_permission: the agent ws/id
 // asks whether it may run tool with input. The request goes to the
 // permission inbox, where anyone may decide it; it blocks until someone
 // does, the permission timeout denies it, or ctx ends (the agent went away).
-func (r *Runner) RequestPermission(ctx context.Context, ws, id, tool string, input json.RawMessage, toolUseID string) (*api.PermissionAnswer, error) {
+// An allow carries the input to use; a deny carries a message for the agent.
+func (r *Runner) RequestPermission(ctx context.Context, ws, id, tool string, input json.RawMessage, toolUseID string) (*Decision, error) {
 	const op = "request_permission"
 	r.mu.Lock()
 	st, err := r.lookup(op, ws, id)
@@ -56,7 +33,7 @@ func (r *Runner) RequestPermission(ctx context.Context, ws, id, tool string, inp
 	}
 	if st.rec.Exited || r.closed {
 		r.mu.Unlock()
-		return &api.PermissionAnswer{Behavior: "deny", Message: "the agent was killed"}, nil
+		return &Decision{Message: "the agent was killed", By: "daemon"}, nil
 	}
 	run := 0
 	if st.run != nil {
@@ -108,22 +85,24 @@ func (r *Runner) RequestPermission(ctx context.Context, ws, id, tool string, inp
 	if d == nil {
 		d = &permission.Decision{By: "daemon"}
 	}
-	ans := &api.PermissionAnswer{Behavior: "deny", Message: d.Message}
-	if got.State == permission.Allowed {
-		ans = &api.PermissionAnswer{Behavior: "allow", UpdatedInput: req.Input}
-		if d.UpdatedInput != nil {
-			ans.UpdatedInput = d.UpdatedInput
-		}
-	} else if ans.Message == "" {
-		ans.Message = "denied"
-	}
 	by := d.By
 	if got.State == permission.Expired {
 		by = "timeout"
 	}
+	ans := &Decision{Message: d.Message, By: by}
+	behavior, verb := "deny", "denied"
+	if got.State == permission.Allowed {
+		ans = &Decision{Allow: true, UpdatedInput: req.Input, By: by}
+		if d.UpdatedInput != nil {
+			ans.UpdatedInput = d.UpdatedInput
+		}
+		behavior, verb = "allow", "allowed"
+	} else if ans.Message == "" {
+		ans.Message = "denied"
+	}
 	r.emit(st, &Event{Run: run, Kind: EvPermResolved, Tool: tool, ToolUseID: toolUseID,
-		Text: fmt.Sprintf("%s %s by %s%s", req.ID, map[string]string{"allow": "allowed", "deny": "denied"}[ans.Behavior], by, ifSet(": ", d.Message, "")),
-		Data: mustJSON(map[string]any{"request_id": req.ID, "behavior": ans.Behavior, "message": d.Message, "by": by, "updated_input": d.UpdatedInput})})
+		Text: fmt.Sprintf("%s %s by %s%s", req.ID, verb, by, ifSet(": ", d.Message, "")),
+		Data: mustJSON(map[string]any{"request_id": req.ID, "behavior": behavior, "message": d.Message, "by": by, "updated_input": d.UpdatedInput})})
 	return ans, nil
 }
 
@@ -157,28 +136,18 @@ func (r *Runner) denyAll(id, why string) {
 
 // Permissions lists pending requests of ws (all workspaces when ws is ""),
 // oldest first: those of every agent, managed or not.
-func (r *Runner) Permissions(ws string) []api.PendingPermission {
-	out := []api.PendingPermission{}
+func (r *Runner) Permissions(ws string) []Pending {
 	reqs, err := r.inbox.Pending(context.Background(), ws)
 	if err != nil {
 		r.log.Error("list pending permissions", "err", err)
-		return out
+		return nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	out := make([]Pending, 0, len(reqs))
 	for _, p := range reqs {
-		status := string(StatusWaitingPermission)
-		if st := r.agents[p.Agent]; st == nil || st.rec.Workspace != p.Workspace {
-			status = "waiting" // not managed: its client waits for the answer
-		}
-		out = append(out, api.PendingPermission{AgentID: p.Agent, Status: status, Request: PermissionView(p)})
+		st := r.agents[p.Agent]
+		out = append(out, Pending{Request: p, Managed: st != nil && st.rec.Workspace == p.Workspace})
 	}
 	return out
-}
-
-// PermissionView is a request as the API shows it.
-func PermissionView(p *permission.Request) api.Permission {
-	return api.Permission{RequestID: p.ID, AgentID: p.Agent, Workspace: p.Workspace, Run: p.Run, ToolName: p.Tool,
-		Input: p.Input, ToolUseID: p.ToolUseID, Source: p.Source, Description: p.Description,
-		RequestedAt: p.RequestedAt, ExpiresAt: p.ExpiresAt}
 }

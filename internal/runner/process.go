@@ -14,8 +14,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"github.com/parley-dev/parley/internal/api"
 )
 
 // maxLine bounds one line of provider output; longer lines are cut.
@@ -298,11 +296,11 @@ func lastLines(s string, n int) string {
 
 func sortStrings(s []string) { sort.Strings(s) }
 
-func sortAgents(as []api.ManagedAgent) {
+func sortAgents(as []*Snapshot) {
 	sort.Slice(as, func(i, j int) bool {
 		if !as[i].CreatedAt.Equal(as[j].CreatedAt) {
 			return as[i].CreatedAt.Before(as[j].CreatedAt)
 		}
-		return as[i].AgentID < as[j].AgentID
+		return as[i].ID < as[j].ID
 	})
 }

@@ -4,7 +4,9 @@
 // process groups, brokers permission requests, and wakes idle agents when
 // messages arrive for them. State lives in a Store (SQLite, in the daemon), so
 // agents and timelines survive restarts. The daemon imports it, and
-// mcpserver's manager and self profiles call it; it imports hub and api.
+// ops calls it for the manager and self tools and the /api/v1/managed
+// endpoints. It returns its own types; ops maps them to wire types. It
+// imports hub and permission, and no wire package.
 package runner
 
 import (
@@ -20,7 +22,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/permission"
 )
@@ -270,13 +271,22 @@ type CreateRequest struct {
 	Workspace string
 	// Owner is who creates it (an agent name, or human:NAME): told when
 	// auto-wake stops a loop of it.
-	Owner string
-	api.CreateManagedAgentRequest
+	Owner    string
+	Provider string // default claude
+	Cwd      string // absolute
+	Title    string // default: the prompt's first line
+	Mode     string // default "default"
+	Prompt   string // the first task, run at once
+	Worktree bool   // run in a new git worktree of Cwd's repository
+	Command  string // a command provider's shell command
+	Name     string // the agent's id and bus name (default: a fresh id)
+	Role     string // default agent
+	AutoWake *bool  // default true
 }
 
 // Create makes a managed agent in the workspace (and a git worktree for it
 // when asked), registers it on the bus, and queues its first prompt.
-func (r *Runner) Create(ctx context.Context, req CreateRequest) (*api.ManagedAgent, error) {
+func (r *Runner) Create(ctx context.Context, req CreateRequest) (*Snapshot, error) {
 	const op = "create_agent"
 	if err := hub.ValidWorkspace(req.Workspace); err != nil {
 		return nil, err
@@ -472,44 +482,39 @@ func (st *agent) notify() {
 }
 
 // Get returns the agent's snapshot.
-func (r *Runner) Get(ws, id string) (*api.ManagedAgent, error) {
+func (r *Runner) Get(ws, id string) (*Snapshot, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st, err := r.lookup("get_agent_status", ws, id)
 	if err != nil {
 		return nil, err
 	}
-	v := st.view()
-	return &v, nil
+	return st.snapshot(), nil
 }
 
-// Detail returns the agent with its latest runs.
-func (r *Runner) Detail(ctx context.Context, ws, id string, runs int) (*api.ManagedAgentDetail, error) {
+// Detail returns the agent with up to runs of its latest runs, newest first.
+func (r *Runner) Detail(ctx context.Context, ws, id string, runs int) (*Snapshot, []*Run, error) {
 	a, err := r.Get(ws, id)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rs, err := r.store.Runs(ctx, id, runs)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	d := &api.ManagedAgentDetail{ManagedAgent: *a, RecentRuns: []api.ManagedRun{}}
-	for _, run := range rs {
-		d.RecentRuns = append(d.RecentRuns, runView(run))
-	}
-	return d, nil
+	return a, rs, nil
 }
 
 // List returns the agents of ws (every workspace when ws is ""), oldest first.
-func (r *Runner) List(ws string) []api.ManagedAgent {
+func (r *Runner) List(ws string) []*Snapshot {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := []api.ManagedAgent{}
+	var out []*Snapshot
 	for _, st := range r.agents {
 		if st.rec.CreatedAt.IsZero() || (ws != "" && st.rec.Workspace != ws) {
 			continue
 		}
-		out = append(out, st.view())
+		out = append(out, st.snapshot())
 	}
 	sortAgents(out)
 	return out
@@ -523,46 +528,31 @@ func (r *Runner) IsManaged(ws, name string) bool {
 	return err == nil
 }
 
-func (st *agent) view() api.ManagedAgent {
-	a := st.rec
-	v := api.ManagedAgent{
-		AgentID: a.ID, Workspace: a.Workspace, Provider: a.Provider, Title: a.Title, Status: string(st.status()),
-		Mode: a.Mode, Role: a.Role, Cwd: a.Cwd, AutoWake: a.AutoWake, Worktree: a.Worktree, Branch: a.Branch,
-		Command: a.Command, SessionID: a.SessionID, LastError: a.LastError, CostUSD: a.CostUSD,
-		Queued: len(st.queue), Runs: st.nextRun, CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt,
-		PendingPermissions: []api.Permission{},
-	}
+// snapshot copies st's state. Call with r.mu held.
+func (st *agent) snapshot() *Snapshot {
+	s := &Snapshot{Agent: st.rec, Status: st.status(), Queued: len(st.queue), Runs: st.nextRun}
 	if st.run != nil {
-		rv := runView(st.run.run)
-		v.CurrentRun = &rv
+		s.Current = copyRun(st.run.run)
 	}
 	if st.lastRun != nil {
-		v.LastMessage = st.lastRun.LastMessage
+		s.LastMessage = st.lastRun.LastMessage
 	}
 	for _, p := range st.perms {
-		v.PendingPermissions = append(v.PendingPermissions, PermissionView(p))
+		cp := *p
+		s.Pending = append(s.Pending, &cp)
 	}
-	return v
+	return s
 }
 
-func runView(r *Run) api.ManagedRun {
-	v := api.ManagedRun{Seq: r.Seq, State: string(r.State), Source: r.Source, Prompt: r.Prompt, QueuedAt: r.QueuedAt,
-		ExitCode: r.ExitCode, Error: r.Error, CostUSD: r.CostUSD, Usage: r.Usage, LastMessage: r.LastMessage}
-	if !r.StartedAt.IsZero() {
-		t := r.StartedAt
-		v.StartedAt = &t
-	}
-	if !r.EndedAt.IsZero() {
-		t := r.EndedAt
-		v.EndedAt = &t
-	}
-	return v
+func copyRun(r *Run) *Run {
+	cp := *r
+	return &cp
 }
 
 // ---- prompts and runs ----
 
 // Prompt queues a prompt for the agent; it runs now when the agent is idle.
-func (r *Runner) Prompt(ctx context.Context, ws, id, prompt string) (*api.PromptResult, error) {
+func (r *Runner) Prompt(ctx context.Context, ws, id, prompt string) (*Enqueued, error) {
 	const op = "send_agent_prompt"
 	if strings.TrimSpace(prompt) == "" {
 		return nil, hub.Errorf(op, hub.Invalid, "prompt must not be empty")
@@ -580,7 +570,7 @@ func (r *Runner) Prompt(ctx context.Context, ws, id, prompt string) (*api.Prompt
 	return r.enqueue(st, prompt, "prompt")
 }
 
-func (r *Runner) enqueue(st *agent, prompt, source string) (*api.PromptResult, error) {
+func (r *Runner) enqueue(st *agent, prompt, source string) (*Enqueued, error) {
 	r.mu.Lock()
 	if st.rec.Exited {
 		r.mu.Unlock()
@@ -612,7 +602,7 @@ func (r *Runner) enqueue(st *agent, prompt, source string) (*api.PromptResult, e
 	r.mu.Lock()
 	status := st.status()
 	r.mu.Unlock()
-	return &api.PromptResult{Success: true, AgentID: st.rec.ID, Status: string(status), Run: run.Seq, Queued: queued}, nil
+	return &Enqueued{Status: status, Run: run.Seq, Queued: queued}, nil
 }
 
 // dispatch starts the next queued run of st if none runs.
@@ -682,7 +672,7 @@ func (r *Runner) emit(st *agent, ev *Event) {
 // Cancel interrupts the agent's current run: SIGINT to its process group,
 // SIGKILL after the grace period. The agent stays usable; queued prompts run
 // next. It returns once the run has ended.
-func (r *Runner) Cancel(ctx context.Context, ws, id string) (*api.SuccessResult, error) {
+func (r *Runner) Cancel(ctx context.Context, ws, id string) (*Outcome, error) {
 	r.mu.Lock()
 	st, err := r.lookup("cancel_agent", ws, id)
 	if err != nil {
@@ -693,7 +683,7 @@ func (r *Runner) Cancel(ctx context.Context, ws, id string) (*api.SuccessResult,
 	if a == nil {
 		status := st.status()
 		r.mu.Unlock()
-		return &api.SuccessResult{Success: false, Status: string(status), Message: "no run in progress"}, nil
+		return &Outcome{Status: status, Note: "no run in progress"}, nil
 	}
 	if a.stop == "" {
 		a.stop = "cancel"
@@ -706,13 +696,15 @@ func (r *Runner) Cancel(ctx context.Context, ws, id string) (*api.SuccessResult,
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	st2, _ := r.Get(ws, id)
-	return &api.SuccessResult{Success: true, Status: st2.Status, Message: fmt.Sprintf("run %d cancelled", a.run.Seq)}, nil
+	r.mu.Lock()
+	status := st.status()
+	r.mu.Unlock()
+	return &Outcome{Done: true, Status: status, Note: fmt.Sprintf("run %d cancelled", a.run.Seq)}, nil
 }
 
 // Kill ends the agent for good: its run's process group is killed, queued
 // prompts are dropped, and it takes no more prompts. Its worktree stays.
-func (r *Runner) Kill(ctx context.Context, ws, id string) (*api.SuccessResult, error) {
+func (r *Runner) Kill(ctx context.Context, ws, id string) (*Outcome, error) {
 	r.mu.Lock()
 	st, err := r.lookup("kill_agent", ws, id)
 	if err != nil {
@@ -721,7 +713,7 @@ func (r *Runner) Kill(ctx context.Context, ws, id string) (*api.SuccessResult, e
 	}
 	if st.rec.Exited {
 		r.mu.Unlock()
-		return &api.SuccessResult{Success: true, Status: string(StatusExited), Message: "already exited"}, nil
+		return &Outcome{Done: true, Status: StatusExited, Note: "already exited"}, nil
 	}
 	st.rec.Exited = true
 	st.rec.UpdatedAt = time.Now().UTC()
@@ -757,55 +749,55 @@ func (r *Runner) Kill(ctx context.Context, ws, id string) (*api.SuccessResult, e
 		r.log.Warn("set killed agent offline", "agent", id, "err", err)
 	}
 	r.log.Info("managed agent killed", "agent", id)
-	return &api.SuccessResult{Success: true, Status: string(StatusExited)}, nil
+	return &Outcome{Done: true, Status: StatusExited}, nil
 }
 
 // SetMode changes the agent's permission mode from its next run on.
-func (r *Runner) SetMode(ctx context.Context, ws, id, mode string) (*api.ModeResult, error) {
+func (r *Runner) SetMode(ctx context.Context, ws, id, mode string) error {
 	if err := ValidMode(mode); err != nil {
-		return nil, err
+		return err
 	}
 	r.mu.Lock()
 	st, err := r.lookup("set_agent_mode", ws, id)
 	if err != nil {
 		r.mu.Unlock()
-		return nil, err
+		return err
 	}
 	st.rec.Mode = mode
 	st.rec.UpdatedAt = time.Now().UTC()
 	st.notify()
 	r.mu.Unlock()
 	if err := r.saveAgent(st); err != nil {
-		return nil, err
+		return err
 	}
 	r.emit(st, &Event{Kind: EvNote, Text: "mode set to " + mode})
-	return &api.ModeResult{Success: true, NewMode: mode}, nil
+	return nil
 }
 
 // SetTitle changes the agent's title (the self profile's set_title).
-func (r *Runner) SetTitle(ctx context.Context, ws, id, title string) (*api.ManagedAgent, error) {
+func (r *Runner) SetTitle(ctx context.Context, ws, id, title string) error {
 	title = strings.TrimSpace(title)
 	if title == "" {
-		return nil, hub.Errorf("set_title", hub.Invalid, "title must not be empty")
+		return hub.Errorf("set_title", hub.Invalid, "title must not be empty")
 	}
 	if len(title) > 200 {
-		return nil, hub.Errorf("set_title", hub.Invalid, "title over 200 bytes")
+		return hub.Errorf("set_title", hub.Invalid, "title over 200 bytes")
 	}
 	r.mu.Lock()
 	st, err := r.lookup("set_title", ws, id)
 	if err != nil {
 		r.mu.Unlock()
-		return nil, notManaged("set_title", ws, id)
+		return notManaged("set_title", ws, id)
 	}
 	st.rec.Title = title
 	st.rec.UpdatedAt = time.Now().UTC()
 	st.notify()
 	r.mu.Unlock()
 	if err := r.saveAgent(st); err != nil {
-		return nil, err
+		return err
 	}
 	r.emit(st, &Event{Kind: EvNote, Text: "title set to " + title})
-	return r.Get(ws, id)
+	return nil
 }
 
 func notManaged(op, ws, id string) error {
@@ -820,7 +812,7 @@ func notManaged(op, ws, id string) error {
 // Wait blocks until run of the agent ends (0: its current run, else the
 // next queued one), a permission request is pending, or timeout passes.
 // progress, if not nil, is called every `every` while it waits.
-func (r *Runner) Wait(ctx context.Context, ws, id string, run int, timeout, every time.Duration, progress func(waited time.Duration)) (*api.WaitAgentResult, error) {
+func (r *Runner) Wait(ctx context.Context, ws, id string, run int, timeout, every time.Duration, progress func(waited time.Duration)) (*Waited, error) {
 	const op = "wait_for_agent"
 	start := time.Now()
 	deadline := time.NewTimer(timeout)
@@ -869,23 +861,21 @@ func (r *Runner) Wait(ctx context.Context, ws, id string, run int, timeout, ever
 		}
 		r.mu.Lock()
 	}
-	out := &api.WaitAgentResult{AgentID: id, Status: string(st.status()), TimedOut: timedOut, Waited: time.Since(start).Seconds()}
+	out := &Waited{Status: st.status(), TimedOut: timedOut, Waited: time.Since(start)}
 	if len(st.perms) > 0 {
-		p := PermissionView(st.perms[0])
+		p := *st.perms[0]
 		out.Permission = &p
 	}
 	var ended *Run // the run to report, when it ended
 	switch {
 	case st.run != nil && (st.run.run.Seq == target || st.finished < target):
-		rv := runView(st.run.run)
-		out.Run = &rv
+		out.Run = copyRun(st.run.run)
 	case st.lastRun != nil && (run == 0 || st.lastRun.Seq == target):
-		ended = st.lastRun
+		ended = copyRun(st.lastRun)
 	}
 	for _, q := range st.queue {
 		if q.Seq == target && out.Run == nil {
-			rv := runView(q)
-			out.Run = &rv
+			out.Run = copyRun(q)
 		}
 	}
 	next := st.nextRun
@@ -903,8 +893,7 @@ func (r *Runner) Wait(ctx context.Context, ws, id string, run int, timeout, ever
 		}
 	}
 	if ended != nil {
-		rv := runView(ended)
-		out.Run, out.LastMessage = &rv, ended.LastMessage
+		out.Run, out.LastMessage = ended, ended.LastMessage
 	}
 	if timedOut {
 		out.LastMessage = "waiting for the agent timed out; this does not mean it failed: call wait_for_agent again to keep waiting"
@@ -916,7 +905,7 @@ func (r *Runner) Wait(ctx context.Context, ws, id string, run int, timeout, ever
 
 // Activity returns events of the agent's timeline: limit of them from offset
 // (0 is the oldest), or the latest limit when offset is negative.
-func (r *Runner) Activity(ctx context.Context, ws, id string, offset, limit int) (*api.ActivityResult, error) {
+func (r *Runner) Activity(ctx context.Context, ws, id string, offset, limit int) (*Page, error) {
 	r.mu.Lock()
 	st, err := r.lookup("get_agent_activity", ws, id)
 	var status Status
@@ -945,32 +934,26 @@ func (r *Runner) Activity(ctx context.Context, ws, id string, offset, limit int)
 	if err != nil {
 		return nil, err
 	}
-	out := &api.ActivityResult{AgentID: id, Status: string(status), CurrentMode: mode, UpdateCount: total, Offset: offset, Events: []api.ActivityEvent{}}
-	for _, e := range evs {
-		out.Events = append(out.Events, api.ActivityEvent{Seq: e.Seq, Run: e.Run, Time: e.Time, Kind: e.Kind, Text: e.Text,
-			Tool: e.Tool, ToolUseID: e.ToolUseID, IsError: e.IsError, Data: e.Data, Truncated: e.Truncated})
-	}
-	out.Content = summarize(out.Events, offset, total)
-	return out, nil
+	return &Page{Status: status, Mode: mode, Total: total, Offset: offset, Events: evs}, nil
 }
 
-// summarize renders events as a few readable lines.
-func summarize(evs []api.ActivityEvent, offset, total int) string {
+// Summary renders the page as a few readable lines.
+func (p *Page) Summary() string {
 	var b strings.Builder
-	if len(evs) == 0 {
-		fmt.Fprintf(&b, "No activity at offset %d (%d events in all).", offset, total)
+	if len(p.Events) == 0 {
+		fmt.Fprintf(&b, "No activity at offset %d (%d events in all).", p.Offset, p.Total)
 		return b.String()
 	}
-	fmt.Fprintf(&b, "Showing events %d-%d of %d\n", offset+1, offset+len(evs), total)
-	for _, e := range evs {
+	fmt.Fprintf(&b, "Showing events %d-%d of %d\n", p.Offset+1, p.Offset+len(p.Events), p.Total)
+	for _, e := range p.Events {
 		b.WriteString("\n")
-		b.WriteString(SummaryLine(e))
+		b.WriteString(e.Line())
 	}
 	return b.String()
 }
 
-// SummaryLine renders one event on one line.
-func SummaryLine(e api.ActivityEvent) string {
+// Line renders the event on one line.
+func (e *Event) Line() string {
 	clip := func(s string) string {
 		s = strings.Join(strings.Fields(s), " ")
 		if len(s) > 240 {

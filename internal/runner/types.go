@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/parley-dev/parley/internal/permission"
 )
 
 // Status is a managed agent's state as the manager sees it.
@@ -81,7 +83,60 @@ type Run struct {
 	LastMessage string          `json:"last_message"`
 }
 
-// Event is one entry of an agent's activity timeline.
+// Snapshot is a managed agent as it is now: its stored record and its live
+// state. The runner hands out copies; changing one changes nothing.
+type Snapshot struct {
+	Agent
+	Status      Status
+	Current     *Run // the run in progress, if any
+	LastMessage string
+	Queued      int // prompts waiting for the current run to end
+	Pending     []*permission.Request
+	Runs        int // runs so far
+}
+
+// Enqueued says what became of a prompt.
+type Enqueued struct {
+	Status Status // the agent's, once the prompt is queued
+	Run    int    // the run the prompt became
+	Queued bool   // it waits for the run in progress to end
+}
+
+// Outcome is what a cancel or a kill did.
+type Outcome struct {
+	Done   bool // false: there was nothing to stop
+	Status Status
+	Note   string // a line for people: "run 3 cancelled", "already exited"
+}
+
+// Waited is how a wait for an agent's run ended.
+type Waited struct {
+	Status Status
+	// Permission is the pending request that ended the wait, if any.
+	Permission  *permission.Request
+	Run         *Run // the run waited for: ended, running or queued
+	LastMessage string
+	TimedOut    bool
+	Waited      time.Duration
+}
+
+// Page is a stretch of an agent's activity timeline.
+type Page struct {
+	Status Status
+	Mode   string
+	Total  int // events in the whole timeline
+	Offset int // the position of Events[0], 0 being the oldest
+	Events []*Event
+}
+
+// Pending is a pending permission request, of any agent.
+type Pending struct {
+	Request *permission.Request
+	Managed bool // the asker is a managed agent of this runner
+}
+
+// Event is one entry of an agent's activity timeline, as stored. Its JSON is
+// the stores' format, not a wire format: ops maps it to the API's.
 type Event struct {
 	AgentID   string          `json:"agent_id"`
 	Seq       int64           `json:"seq"` // from 1, per agent, without gaps

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/hub"
 )
 
@@ -280,7 +279,7 @@ func wakePrompt(msgs []*hub.Message) string {
 		if len(msgs) > 1 {
 			fmt.Fprintf(&b, "--- message %d of %d ---\n", i+1, len(msgs))
 		}
-		fmt.Fprintf(&b, "From: %s\nPriority: %s\nMessage ID: %s\nSent: %s\n", m.From, m.Priority, m.ID, api.FormatTime(m.CreatedAt))
+		fmt.Fprintf(&b, "From: %s\nPriority: %s\nMessage ID: %s\nSent: %s\n", m.From, m.Priority, m.ID, m.CreatedAt.UTC().Format(time.RFC3339Nano))
 		if m.ReplyTo != "" {
 			fmt.Fprintf(&b, "In reply to: %s\n", m.ReplyTo)
 		}
