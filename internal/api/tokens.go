@@ -22,3 +22,8 @@ type TokenInfo struct {
 type TokenList struct {
 	Tokens []TokenInfo `json:"tokens"`
 }
+
+// TokenID names a token: DELETE /api/v1/tokens/{id}.
+type TokenID struct {
+	ID string `json:"id"`
+}

@@ -22,7 +22,6 @@ func (d *Daemon) handler() http.Handler {
 	mux.HandleFunc("GET "+p+"/events", d.eventsStream)
 	httpapi.Routes(mux, d.ops)
 	d.gatewayRoutes(mux)
-	d.tokenRoutes(mux)
 	d.dashboardRoutes(mux)
 	return d.checkOrigin(mux)
 }

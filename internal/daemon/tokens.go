@@ -6,12 +6,8 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/parley-dev/parley/internal/api"
-	"github.com/parley-dev/parley/internal/httpapi"
-	"github.com/parley-dev/parley/internal/hub"
-	"github.com/parley-dev/parley/internal/ops"
 	"github.com/parley-dev/parley/internal/token"
 )
 
@@ -23,65 +19,6 @@ import (
 //     its one workspace: a request that names another agent or workspace is
 //     refused, one that names none is given the token's, and only the
 //     endpoints an agent needs for its own messages are open to it.
-
-func (d *Daemon) tokenRoutes(mux *http.ServeMux) {
-	p := api.Prefix
-	httpapi.Handle(mux, "POST "+p+"/tokens", d.createToken)
-	httpapi.Handle(mux, "GET "+p+"/tokens", d.listTokens)
-	httpapi.Handle(mux, "DELETE "+p+"/tokens/{id}", d.revokeToken)
-}
-
-func tokenInfo(t *token.Token) api.TokenInfo {
-	return api.TokenInfo{ID: t.ID, Agent: t.Agent, Workspace: t.Workspace, CreatedAt: t.CreatedAt}
-}
-
-func (d *Daemon) createToken(ctx context.Context, c *ops.Caller, in api.TokenRequest) (api.TokenInfo, error) {
-	const op = "create token"
-	if err := hub.ValidName("agent name", in.Agent); err != nil {
-		return api.TokenInfo{}, hub.Errorf(op, hub.Invalid, "%v", err)
-	}
-	ws := in.Workspace
-	if ws == "" {
-		ws = c.Workspace
-	}
-	if err := hub.ValidWorkspace(ws); err != nil {
-		return api.TokenInfo{}, hub.Errorf(op, hub.Invalid, "%v", err)
-	}
-	t, secret, hash := token.New(ws, in.Agent, time.Now())
-	if err := d.db.CreateToken(ctx, t, hash); err != nil {
-		return api.TokenInfo{}, err
-	}
-	d.log.Info("agent token created", "id", t.ID, "agent", t.Agent, "workspace", t.Workspace)
-	info := tokenInfo(t)
-	info.Token = secret
-	return info, nil
-}
-
-func (d *Daemon) listTokens(ctx context.Context, _ *ops.Caller, _ api.Empty) (api.TokenList, error) {
-	ts, err := d.db.Tokens(ctx)
-	if err != nil {
-		return api.TokenList{}, err
-	}
-	out := api.TokenList{Tokens: []api.TokenInfo{}}
-	for _, t := range ts {
-		out.Tokens = append(out.Tokens, tokenInfo(t))
-	}
-	return out, nil
-}
-
-// tokenID names a token: DELETE /api/v1/tokens/{id}.
-type tokenID struct {
-	ID string `json:"id"`
-}
-
-func (d *Daemon) revokeToken(ctx context.Context, _ *ops.Caller, in tokenID) (struct{}, error) {
-	id := in.ID
-	if err := d.db.RevokeToken(ctx, id); err != nil {
-		return struct{}{}, err
-	}
-	d.log.Info("agent token revoked", "id", id)
-	return struct{}{}, nil
-}
 
 // agentProfiles are the MCP profiles open to an agent token: their tools act
 // as the session's own agent. The others take identities as arguments

@@ -62,6 +62,9 @@ func Routes(mux *http.ServeMux, o *ops.Ops) {
 	Handle(mux, "POST "+p+"/groups/{group}/members", o.AddMember)
 	Handle(mux, "DELETE "+p+"/groups/{group}/members", o.RemoveMember)
 	coordRoutes(mux, o)
+	Handle(mux, "POST "+p+"/tokens", o.CreateToken)
+	Handle(mux, "GET "+p+"/tokens", o.ListTokens)
+	Handle(mux, "DELETE "+p+"/tokens/{id}", o.RevokeToken)
 
 	m := p + "/managed/agents"
 	Handle(mux, "GET "+m, o.ListManaged)

@@ -16,6 +16,7 @@ import (
 	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/permission"
 	"github.com/parley-dev/parley/internal/runner"
+	"github.com/parley-dev/parley/internal/token"
 )
 
 // DefaultWorkspace is the workspace of a caller that names none.
@@ -99,6 +100,8 @@ type Options struct {
 	Runner *runner.Runner
 	// Permissions is every agent's permission inbox; nil: asking is unavailable.
 	Permissions *permission.Inbox
+	// Tokens keeps the agent tokens; nil: the token operations are unavailable.
+	Tokens token.Store
 }
 
 // Ops holds what the operations need.
@@ -106,6 +109,7 @@ type Ops struct {
 	hub           *hub.Hub
 	runner        *runner.Runner
 	perms         *permission.Inbox
+	tokens        token.Store
 	log           *slog.Logger
 	progressEvery time.Duration
 }
@@ -122,7 +126,7 @@ func New(h *hub.Hub, opts *Options) *Ops {
 	if o.ProgressEvery == 0 {
 		o.ProgressEvery = 5 * time.Second
 	}
-	return &Ops{hub: h, runner: o.Runner, perms: o.Permissions, log: o.Logger, progressEvery: o.ProgressEvery}
+	return &Ops{hub: h, runner: o.Runner, perms: o.Permissions, tokens: o.Tokens, log: o.Logger, progressEvery: o.ProgressEvery}
 }
 
 // Hub returns the hub the operations run on.

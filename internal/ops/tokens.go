@@ -1,0 +1,83 @@
+package ops
+
+import (
+	"context"
+	"time"
+
+	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/hub"
+	"github.com/parley-dev/parley/internal/token"
+)
+
+// Operations on agent tokens: the bearer tokens that let one agent of one
+// workspace reach the daemon over TCP. Who may call them is the daemon's
+// access policy (an agent token may not).
+
+func (o *Ops) tokenStore(op string) (token.Store, error) {
+	if o.tokens == nil {
+		return nil, hub.Errorf(op, hub.Unavailable, "this daemon issues no agent tokens")
+	}
+	return o.tokens, nil
+}
+
+func tokenInfo(t *token.Token) api.TokenInfo {
+	return api.TokenInfo{ID: t.ID, Agent: t.Agent, Workspace: t.Workspace, CreatedAt: t.CreatedAt}
+}
+
+// CreateToken issues an agent token for in.Agent in in.Workspace (default:
+// the caller's). The secret is in the result only; the store keeps its hash.
+func (o *Ops) CreateToken(ctx context.Context, c *Caller, in api.TokenRequest) (api.TokenInfo, error) {
+	const op = "create token"
+	s, err := o.tokenStore(op)
+	if err != nil {
+		return api.TokenInfo{}, err
+	}
+	if err := hub.ValidName("agent name", in.Agent); err != nil {
+		return api.TokenInfo{}, hub.Errorf(op, hub.Invalid, "%v", err)
+	}
+	ws := in.Workspace
+	if ws == "" {
+		ws = c.Workspace
+	}
+	if err := hub.ValidWorkspace(ws); err != nil {
+		return api.TokenInfo{}, hub.Errorf(op, hub.Invalid, "%v", err)
+	}
+	t, secret, hash := token.New(ws, in.Agent, time.Now())
+	if err := s.CreateToken(ctx, t, hash); err != nil {
+		return api.TokenInfo{}, err
+	}
+	o.log.Info("agent token created", "id", t.ID, "agent", t.Agent, "workspace", t.Workspace)
+	info := tokenInfo(t)
+	info.Token = secret
+	return info, nil
+}
+
+// ListTokens lists the live agent tokens, without their secrets.
+func (o *Ops) ListTokens(ctx context.Context, _ *Caller, _ api.Empty) (api.TokenList, error) {
+	s, err := o.tokenStore("list tokens")
+	if err != nil {
+		return api.TokenList{}, err
+	}
+	ts, err := s.Tokens(ctx)
+	if err != nil {
+		return api.TokenList{}, err
+	}
+	out := api.TokenList{Tokens: make([]api.TokenInfo, len(ts))}
+	for i, t := range ts {
+		out.Tokens[i] = tokenInfo(t)
+	}
+	return out, nil
+}
+
+// RevokeToken deletes the agent token with in.ID; it stops working at once.
+func (o *Ops) RevokeToken(ctx context.Context, _ *Caller, in api.TokenID) (api.Empty, error) {
+	s, err := o.tokenStore("revoke token")
+	if err != nil {
+		return api.Empty{}, err
+	}
+	if err := s.RevokeToken(ctx, in.ID); err != nil {
+		return api.Empty{}, err
+	}
+	o.log.Info("agent token revoked", "id", in.ID)
+	return api.Empty{}, nil
+}
