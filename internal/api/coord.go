@@ -14,7 +14,7 @@ func ReservationOf(r *hub.Reservation) ReservationInfo {
 type ReserveRequest struct {
 	Paths      []string `json:"paths" jsonschema:"files or glob patterns relative to the repository top: * ? [a-z] within a segment, ** for any depth, dir/ for everything under dir"`
 	TTLSeconds int      `json:"ttl_seconds,omitempty" jsonschema:"how long to hold them, 10 to 86400 seconds (default 3600)"`
-	Exclusive  *bool    `json:"exclusive,omitempty" jsonschema:"true (default): no other agent may hold overlapping paths; false: shared with other shared holders"`
+	Exclusive  *bool    `json:"exclusive,omitempty" jsonschema:"default true; false: shared with other non-exclusive holders"`
 	Reason     string   `json:"reason,omitempty" jsonschema:"what you are doing, shown to agents who run into it"`
 }
 
@@ -91,7 +91,7 @@ type CheckPathsResult struct {
 
 // SearchRequest is search_messages and GET /api/v1/search.
 type SearchRequest struct {
-	Query  string `json:"query" jsonschema:"words that must all occur; \"a phrase\" in quotes; word* for a prefix"`
+	Query  string `json:"query" jsonschema:"words that must all occur (any form); \"a phrase\" in quotes; word* for a prefix"`
 	From   string `json:"from,omitempty" jsonschema:"only messages from this agent"`
 	Thread string `json:"thread,omitempty" jsonschema:"only this thread (a thread id)"`
 	Since  string `json:"since,omitempty" jsonschema:"only messages since this time (RFC 3339) or this long ago (e.g. 2h, 3d)"`

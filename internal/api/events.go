@@ -48,6 +48,10 @@ type Event struct {
 	State      string      `json:"state,omitempty"`
 	By         string      `json:"by,omitempty"`
 	Message    string      `json:"message,omitempty"`
+	// For task.claimed, .completed and .released: ID is the task, Recipients
+	// its queue, Agent the claimant (for .released, the queue), Status
+	// task_completed or task_failed for .completed.
+	//
 	// For reservations.changed: the reservations granted, renewed or
 	// released (Change says which).
 	Reservations []ReservationInfo `json:"reservations,omitempty"`
@@ -70,6 +74,8 @@ var EventKinds = []string{
 	string(hub.EventMessageSent), string(hub.EventGroupChanged),
 	string(hub.EventMessageDelivered), string(hub.EventMessageRead),
 	string(hub.EventMessageAcked), string(hub.EventMessageRedelivered),
+	string(hub.EventReservations),
+	string(hub.EventTaskClaimed), string(hub.EventTaskCompleted), string(hub.EventTaskReleased),
 	EventRunEvent, EventManagedStatus, EventPermissionRequested, EventPermissionResolved,
 }
 
@@ -157,6 +163,15 @@ func (e Event) Line() string {
 			paths[i] = r.Path
 		}
 		return fmt.Sprintf("%s %s  %s %s %s", t, e.Workspace, e.Agent, strings.ReplaceAll(e.Change, "_", " "), strings.Join(paths, " "))
+	case hub.EventTaskClaimed, hub.EventTaskCompleted, hub.EventTaskReleased:
+		queue := strings.Join(e.Recipients, ",")
+		switch hub.EventKind(e.Kind) {
+		case hub.EventTaskClaimed:
+			return fmt.Sprintf("%s %s  %s claimed task %s from %s: %s", t, e.Workspace, e.Agent, e.ID, queue, oneLine(e.Preview))
+		case hub.EventTaskCompleted:
+			return fmt.Sprintf("%s %s  %s finished task %s of %s (%s)", t, e.Workspace, e.Agent, e.ID, queue, strings.TrimPrefix(e.Status, "task_"))
+		}
+		return fmt.Sprintf("%s %s  task %s went back to %s", t, e.Workspace, e.ID, queue)
 	}
 	switch e.Kind {
 	case EventManagedStatus:

@@ -7,7 +7,7 @@ import (
 	"github.com/parley-dev/parley/internal/ops"
 )
 
-// coordRoutes adds the endpoints of file reservations and search.
+// coordRoutes adds the endpoints of file reservations, search and work queues.
 func coordRoutes(mux *http.ServeMux, o *ops.Ops) {
 	r := api.Prefix + "/reservations"
 	Handle(mux, "POST "+r, o.ReservePaths)
@@ -18,4 +18,8 @@ func coordRoutes(mux *http.ServeMux, o *ops.Ops) {
 	Handle(mux, "GET "+r+"/who", o.WhoHas)
 	Handle(mux, "POST "+r+"/check", o.CheckPaths)
 	Handle(mux, "GET "+api.Prefix+"/search", o.SearchMessages)
+	Handle(mux, "GET "+api.Prefix+"/queues/{queue}", o.Queue)
+	Handle(mux, "POST "+api.Prefix+"/queues/{queue}/claim", o.ClaimTask)
+	Handle(mux, "POST "+api.Prefix+"/tasks/{task_id}/complete", o.CompleteTask)
+	Handle(mux, "POST "+api.Prefix+"/tasks/{task_id}/release", o.ReleaseTask)
 }

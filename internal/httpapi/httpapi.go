@@ -184,6 +184,7 @@ func CallerOf(r *http.Request) (*ops.Caller, error) {
 	}
 	// Reader keys are unique across daemons that share a store.
 	c.Session = "api-" + readerPrefix + strconv.FormatUint(readers.Add(1), 36)
+	c.OneRequest = true
 	return c, nil
 }
 

@@ -11,6 +11,7 @@ const (
 	AddrEveryone                     // @everyone
 	AddrGroupRole                    // @name: a group of that name, else a role
 	AddrComposite                    // agent:ROLE:HASH
+	AddrQueue                        // queue:NAME, a work queue
 )
 
 // HumanPrefix starts a person's address: someone at the dashboard sends as
@@ -28,18 +29,24 @@ type Address struct {
 }
 
 // ParseAddress parses a recipient address: a name, @role, @group, @everyone,
-// a composite id agent:ROLE:HASH or a person, human:NAME. It checks syntax only; Resolve looks the
-// address up.
+// a composite id agent:ROLE:HASH, a person, human:NAME, or a work queue,
+// queue:NAME. It checks syntax only; Resolve looks the address up.
 func ParseAddress(addr string) (Address, error) {
 	addr = strings.TrimSpace(addr)
 	switch {
 	case addr == "":
-		return Address{}, Errorf("", Invalid, "no recipient: give a name, @role, @group, @everyone or agent:role:hash")
+		return Address{}, Errorf("", Invalid, "no recipient: give a name, @role, @group, @everyone, agent:role:hash or queue:name")
 	case strings.HasPrefix(addr, HumanPrefix):
 		if err := ValidName("person's name", addr[len(HumanPrefix):]); err != nil {
 			return Address{}, err
 		}
 		return Address{Kind: AddrName, Name: addr}, nil
+	case strings.HasPrefix(addr, QueuePrefix):
+		name := addr[len(QueuePrefix):]
+		if err := ValidName("queue name", name); err != nil {
+			return Address{}, err
+		}
+		return Address{Kind: AddrQueue, Name: name}, nil
 	case strings.HasPrefix(addr, "agent:"):
 		parts := strings.Split(addr, ":")
 		if len(parts) != 3 || parts[2] == "" {
@@ -70,6 +77,8 @@ func (a Address) String() string {
 		return "@" + a.Name
 	case AddrComposite:
 		return "agent:" + a.Role + ":" + a.Name
+	case AddrQueue:
+		return QueuePrefix + a.Name
 	}
 	return a.Name
 }

@@ -179,6 +179,8 @@ const (
 	PresenceUnregistered Presence = "unregistered"
 	// PresenceUnknown: the agent's record could not be read.
 	PresenceUnknown Presence = "unknown"
+	// PresenceQueue: the recipient is a work queue; one claimant will take it.
+	PresenceQueue Presence = "queue"
 )
 
 // presence reports each agent's presence. known, if not nil, are the
@@ -189,7 +191,9 @@ func (h *Hub) presence(ctx context.Context, ws string, names []string, known []*
 	pending := 0
 	h.mu.Lock()
 	for i, n := range names {
-		if h.sessions[inboxKey{ws, n}] > 0 {
+		if IsQueue(n) {
+			out[i] = PresenceQueue
+		} else if h.sessions[inboxKey{ws, n}] > 0 {
 			out[i] = PresenceActive
 		} else {
 			pending++

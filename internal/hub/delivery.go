@@ -58,6 +58,8 @@ type TakeQuery struct {
 	Limit      int
 	Now        time.Time // the hand-out time
 	LeaseUntil time.Time // when an unconfirmed lease ends
+
+	lease time.Duration // how long the hub leases, when not its default
 }
 
 // ReleaseQuery selects leased deliveries to put back in their inboxes.

@@ -57,7 +57,11 @@ func (h *Hub) take(ctx context.Context, q TakeQuery) ([]*Delivery, error) {
 	now := h.now().UTC()
 	q.Now = now
 	if q.Reader != "" {
-		q.LeaseUntil = now.Add(h.lease)
+		lease := h.lease
+		if q.lease > 0 {
+			lease = q.lease
+		}
+		q.LeaseUntil = now.Add(lease)
 	}
 	ds, err := h.store.Take(ctx, q)
 	if err != nil || len(ds) == 0 {
@@ -131,13 +135,25 @@ func (h *Hub) Next(ctx context.Context, r WaitRequest) (*Delivery, error) {
 		return nil, withOp(op, err)
 	}
 	key := inboxKey{r.Workspace, r.Agent}
+	q := TakeQuery{Workspace: r.Workspace, Recipient: r.Agent, Reader: r.Reader,
+		MaxRank: r.Filter.MaxRank(), Thread: r.thread, After: r.after, Limit: 1}
+	d, err := h.block(ctx, key, key, r.Timeout, r.Progress, r.ProgressEvery, q)
+	return d, withOp(op, err)
+}
+
+// block hands out the first delivery q selects, waiting for wake-ups on the
+// inbox key until one comes, the timeout passes (nil delivery, nil error) or
+// ctx ends. It registers interest before it looks, so a message sent at any
+// moment wakes it; the agent who waits counts as present meanwhile.
+func (h *Hub) block(ctx context.Context, key, agent inboxKey, timeout time.Duration,
+	progress func(time.Duration), every time.Duration, q TakeQuery) (*Delivery, error) {
 	ch := make(chan struct{}, 1)
 	h.mu.Lock()
 	if h.waiters[key] == nil {
 		h.waiters[key] = make(map[chan struct{}]struct{})
 	}
 	h.waiters[key][ch] = struct{}{}
-	h.sessions[key]++ // a blocked waiter is present
+	h.sessions[agent]++ // a blocked waiter is present
 	h.mu.Unlock()
 	defer func() {
 		h.mu.Lock()
@@ -145,20 +161,19 @@ func (h *Hub) Next(ctx context.Context, r WaitRequest) (*Delivery, error) {
 		if len(h.waiters[key]) == 0 {
 			delete(h.waiters, key)
 		}
-		if h.sessions[key]--; h.sessions[key] <= 0 {
-			delete(h.sessions, key)
+		if h.sessions[agent]--; h.sessions[agent] <= 0 {
+			delete(h.sessions, agent)
 		}
 		h.mu.Unlock()
-		h.Touch(context.Background(), r.Workspace, r.Agent)
+		h.Touch(context.Background(), agent.ws, agent.name)
 	}()
-	h.Touch(ctx, r.Workspace, r.Agent)
+	h.Touch(ctx, agent.ws, agent.name)
 
 	start := h.now()
-	timer := time.NewTimer(r.Timeout)
+	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	var tick <-chan time.Time
-	if r.Progress != nil {
-		every := r.ProgressEvery
+	if progress != nil {
 		if every <= 0 {
 			every = 5 * time.Second
 		}
@@ -166,12 +181,10 @@ func (h *Hub) Next(ctx context.Context, r WaitRequest) (*Delivery, error) {
 		defer t.Stop()
 		tick = t.C
 	}
-	q := TakeQuery{Workspace: r.Workspace, Recipient: r.Agent, Reader: r.Reader,
-		MaxRank: r.Filter.MaxRank(), Thread: r.thread, After: r.after, Limit: 1}
 	for {
 		ds, err := h.take(ctx, q)
 		if err != nil {
-			return nil, withOp(op, err)
+			return nil, err
 		}
 		if len(ds) > 0 {
 			return ds[0], nil
@@ -182,9 +195,9 @@ func (h *Hub) Next(ctx context.Context, r WaitRequest) (*Delivery, error) {
 		case <-timer.C:
 			return nil, nil
 		case <-ctx.Done():
-			return nil, withOp(op, context.Cause(ctx))
+			return nil, context.Cause(ctx)
 		case <-tick:
-			r.Progress(h.now().Sub(start))
+			progress(h.now().Sub(start))
 			goto sleep
 		}
 	}

@@ -238,6 +238,10 @@ func (h *Hub) publishDeliveries(kind EventKind, ds []*Delivery) {
 	for _, d := range ds {
 		h.publish(Event{Kind: kind, Workspace: d.Workspace, Agent: d.Recipient, MessageID: d.MessageID,
 			Reader: d.Reader, Count: d.Count, Message: d.Message})
+		if kind == EventMessageRedelivered && IsQueue(d.Recipient) {
+			h.publish(Event{Kind: EventTaskReleased, Workspace: d.Workspace, Agent: d.Recipient, MessageID: d.MessageID,
+				Count: d.Count, Recipients: []string{d.Recipient}})
+		}
 	}
 }
 

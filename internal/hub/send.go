@@ -127,6 +127,9 @@ func (h *Hub) resolve(ctx context.Context, ws, addr, from string) ([]string, []*
 		return nil, nil, err
 	}
 	switch a.Kind {
+	case AddrQueue:
+		// The queue is the one recipient: its copy goes to whoever claims it.
+		return []string{a.String()}, nil, nil
 	case AddrComposite:
 		as, err := h.store.Agents(ctx, ws)
 		if err != nil {

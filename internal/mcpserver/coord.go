@@ -1,16 +1,22 @@
 package mcpserver
 
 // coordTools are the coordination tools of the native profile: file
-// reservations and search (issue 15).
+// reservations, search and work queues (issue 15).
 func (s *Server) coordTools() []Tool {
 	o := s.ops
+	// Tools whose results need no explaining have no output schema:
+	// tools/list is what a client puts in the model's context, and native's
+	// budget (coord_test.go) is nearly spent.
 	return []Tool{
-		typed(s, "reserve_paths", "Reserve files before you edit them, so other agents do not change them meanwhile: paths or globs relative to the repository top (src/**/*.go, docs/). All or nothing: if another agent holds an overlapping reservation you get none, and the conflicts name the holder, reason and expiry. Reserving again renews.", o.ReservePaths),
-		typed(s, "renew_reservations", "Extend your reservations (all, or the ids given).", o.RenewReservations),
-		typed(s, "release_reservations", "Release your reservations when done: by ids, by paths as reserved, or all when neither is given.", o.ReleaseReservations),
+		typed(s, "reserve_paths", "Reserve files before editing them. All or nothing: if another agent holds an overlapping reservation you get none, and the conflicts name holder, reason and expiry. Reserving again renews.", o.ReservePaths),
+		typed(s, "renew_reservations", "Extend your reservations (all, or the ids given).", o.RenewReservations, noOutputSchema()),
+		typed(s, "release_reservations", "Release your reservations when done: by ids, by paths as reserved, or all when neither is given.", o.ReleaseReservations, noOutputSchema()),
 		typed(s, "list_reservations", "List the live file reservations of this workspace (or one agent's).", o.ListReservations),
 		typed(s, "who_has", "Show who holds reservations covering a file.", o.WhoHas),
-		typed(s, "search_messages", "Search the messages you sent or received: every word must occur (any form), \"phrases\" in quotes, word* for a prefix; best match first, with the matching passage.", o.SearchMessages),
+		typed(s, "claim_task", "Take the next task sent to queue:NAME. It is yours alone until you complete or release it, your session ends, or its lease ends.", o.ClaimTask, noOutputSchema()),
+		typed(s, "complete_task", "Finish a task you claimed; its sender gets the result as a reply.", o.CompleteTask, noOutputSchema()),
+		typed(s, "release_task", "Give a task you claimed back to its queue.", o.ReleaseTask, noOutputSchema()),
+		typed(s, "search_messages", "Search the messages you sent or received, best match first, with the matching passage.", o.SearchMessages),
 	}
 }
 

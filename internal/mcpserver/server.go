@@ -76,6 +76,7 @@ type Server struct {
 	nextReq  atomic.Uint64
 
 	receipts receipts // delivered messages awaiting confirmation (receipts.go)
+	claims   claims   // tasks claimed per session (claims.go)
 }
 
 // session is what a session speaks for, fixed when it starts.
@@ -164,8 +165,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.handler.ServeHTTP(w, r)
 		if sid := r.Header.Get("Mcp-Session-Id"); sid != "" && r.Method == http.MethodGet && r.Context().Err() != nil {
 			// The client hung up its stream (a killed bridge closes it
-			// first): what it has not confirmed goes back.
+			// first): what it has not confirmed goes back, and so do
+			// the tasks it claimed.
 			s.releaseWritten(r.Context(), sid)
+			s.releaseClaims(r.Context(), sid)
 		}
 		return
 	}
@@ -445,6 +448,7 @@ func (s *Server) open(ss *mcp.ServerSession, sess *session) {
 		// The session ended (DELETE, expiry): whatever it holds unconfirmed
 		// goes back to the inbox.
 		s.receipts.take(sess.caller.Session)
+		s.claims.take(sess.caller.Session)
 		if _, err := s.hub.Release(context.Background(), sess.caller.Session, nil); err != nil {
 			s.log.Warn("put back the messages of an ended session", "err", err)
 		}
@@ -464,6 +468,8 @@ func (s *Server) callerOf(ctx context.Context, req *mcp.CallToolRequest) *ops.Ca
 	}
 	if in := s.requestOf(req); in != nil {
 		c.Delivered = in.handed.add
+		session := c.Session
+		c.Claimed = func(id string) { s.claims.add(session, id) }
 	} else {
 		// No HTTP request (an in-memory transport): nothing could confirm a
 		// lease, and the result reaches the client as it returns.

@@ -33,13 +33,20 @@ type Caller struct {
 	// Session is the reader key: the MCP session id, or a key the JSON API
 	// gives one request. Reads are leased to it.
 	Session string
+	// OneRequest marks a Session that ends with its request (the JSON
+	// API): what the caller claims from a queue is held for its agent
+	// instead, until completed, released, or the lease runs out.
+	OneRequest bool
 	// Profiles are the MCP profiles of the session (none over the JSON API).
 	Profiles []string
 	// Delivered, when not nil, is told the ids of the messages an operation
 	// hands to this caller (leased to Session): the door confirms them once
 	// its answer is written, or puts them back when it cannot be.
 	Delivered func(messageIDs []string)
-	hub       *hub.Hub // set once the caller was handed messages, for Settle
+	// Claimed, when not nil, is told the id of a task claimed for Session,
+	// so that the door can give it back when it learns its client is gone.
+	Claimed func(taskID string)
+	hub     *hub.Hub // set once the caller was handed messages, for Settle
 	// Progress, when not nil, is told that a blocking operation still runs;
 	// the MCP adapter sends it as a progress notification (a keep-alive for
 	// clients that time out idle calls).

@@ -1,0 +1,145 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/parley-dev/parley/internal/api"
+)
+
+func queueCmd(g *globals) *cobra.Command {
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "queue NAME",
+		Short: "Show the tasks waiting in a work queue; claim, complete and release them",
+		Long: `A work queue is an address, queue:NAME: each message sent to it is a task
+that goes to exactly one claimant. "parley queue NAME" lists the tasks
+waiting, next first (priority, then oldest).
+
+A task claimed here is held for this agent until it is completed or
+released, or its lease runs out; then it goes back to the queue.`,
+		Example: `  parley send queue:review "review PR 42"
+  parley queue claim review --timeout 1m
+  parley queue complete 01J... --result "LGTM, merged"
+  parley queue release 01J...`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, _, err := g.client(cmd.Context(), false)
+			if err != nil {
+				return err
+			}
+			res, err := c.Queue(cmd.Context(), args[0], limit)
+			if err != nil {
+				return err
+			}
+			return g.out(res, func(w io.Writer) {
+				fmt.Fprintf(w, "%s: %d waiting\n", res.Queue, res.Waiting)
+				for _, m := range res.Tasks {
+					printMessage(w, m)
+				}
+			})
+		},
+	}
+	cmd.Flags().IntVar(&limit, "limit", 0, "most tasks to list (default 50)")
+	addJSON(cmd, g)
+	cmd.AddCommand(queueClaimCmd(g), queueCompleteCmd(g), queueReleaseCmd(g))
+	return cmd
+}
+
+func queueClaimCmd(g *globals) *cobra.Command {
+	var timeout, lease time.Duration
+	cmd := &cobra.Command{
+		Use:   "claim NAME",
+		Short: "Take the next task of queue:NAME for this agent, waiting for one",
+		Long: `Take the next task of queue:NAME, waiting up to --timeout for one. Exit
+status 0 with a task, 3 on timeout. The task is this agent's until
+"parley queue complete" or "release", or until --lease runs out.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			secs := int(timeout.Round(time.Second) / time.Second)
+			if secs < 1 || secs > 600 {
+				return fmt.Errorf("--timeout %s is out of range: want 1s to 10m", timeout)
+			}
+			c, _, err := g.client(cmd.Context(), true)
+			if err != nil {
+				return err
+			}
+			res, err := c.ClaimTask(cmd.Context(), api.ClaimTaskRequest{Queue: args[0], Timeout: &secs,
+				LeaseSeconds: int(lease.Round(time.Second) / time.Second)})
+			if err != nil {
+				return err
+			}
+			if err := g.out(res, func(w io.Writer) {
+				if res.Task == nil {
+					fmt.Fprintf(w, "no task within %s\n", timeout)
+					return
+				}
+				printMessage(w, res.Task.MessageInfo)
+				fmt.Fprintf(w, "   claimed from %s until %s\n", res.Task.Queue, res.Task.LeaseUntil)
+			}); err != nil {
+				return err
+			}
+			if res.Task == nil {
+				return errTimeout
+			}
+			return nil
+		},
+	}
+	cmd.Flags().DurationVarP(&timeout, "timeout", "t", 300*time.Second, "how long to wait for a task (at most 10m)")
+	cmd.Flags().DurationVar(&lease, "lease", 0, "how long the claim lasts (5s to 24h; default 30m)")
+	addJSON(cmd, g)
+	return cmd
+}
+
+func queueCompleteCmd(g *globals) *cobra.Command {
+	var result string
+	var failed bool
+	cmd := &cobra.Command{
+		Use:   "complete TASK_ID",
+		Short: "Finish a task this agent claimed; its sender gets the result as a reply",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, _, err := g.client(cmd.Context(), true)
+			if err != nil {
+				return err
+			}
+			res, err := c.CompleteTask(cmd.Context(), api.CompleteTaskRequest{TaskID: args[0], Result: result, Failed: failed})
+			if err != nil {
+				return err
+			}
+			return g.out(res, func(w io.Writer) {
+				fmt.Fprintf(w, "task %s of %s %s; its sender was told (%s)\n", res.TaskID, res.Queue, res.Status, res.ReplyID)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&result, "result", "", "what came of it, sent to the task's sender")
+	cmd.Flags().BoolVar(&failed, "failed", false, "the task could not be done")
+	addJSON(cmd, g)
+	return cmd
+}
+
+func queueReleaseCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "release TASK_ID",
+		Short: "Give a task this agent claimed back to its queue",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, _, err := g.client(cmd.Context(), true)
+			if err != nil {
+				return err
+			}
+			res, err := c.ReleaseTask(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return g.out(res, func(w io.Writer) {
+				fmt.Fprintf(w, "task %s went back to %s\n", res.TaskID, res.Queue)
+			})
+		},
+	}
+	addJSON(cmd, g)
+	return cmd
+}
