@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -398,17 +399,36 @@ func TestCrashAndRestart(t *testing.T) {
 	}
 }
 
+// TestBackoffGrows runs on a fake clock: each restart of an upstream that
+// keeps failing comes exactly one backoff after the failure, and the backoff
+// doubles from MinBackoff up to MaxBackoff.
 func TestBackoffGrows(t *testing.T) {
-	f := newFixture(t, &gateway.Options{MinBackoff: 50 * time.Millisecond, MaxBackoff: 400 * time.Millisecond},
-		stdio("bad", "", "-exit", "2"))
-	st := waitState(t, f.m, "bad", gateway.StateFailed)
-	waitFor(t, "4 restarts", func() bool { st = status(t, f.m, "bad"); return st.Restarts >= 4 })
-	// 50+100+200+400ms at least: the delays doubled up to the cap.
-	if d := time.Since(st.Since); st.State == gateway.StateFailed && st.NextRetry != nil {
-		if wait := st.NextRetry.Sub(st.Since); wait < 390*time.Millisecond || wait > 410*time.Millisecond {
-			t.Errorf("got a %s backoff after %d restarts (%s in state), want the 400ms cap", wait, st.Restarts, d)
+	synctest.Test(t, func(t *testing.T) {
+		const least, most = 50 * time.Millisecond, 400 * time.Millisecond
+		m := gateway.New(&gateway.Options{MinBackoff: least, MaxBackoff: most})
+		defer m.Close()
+		m.Apply([]config.Upstream{stdio("bad", "", "-exit", "2")})
+		start := time.Now()
+		var elapsed time.Duration
+		for i, want := range []time.Duration{50, 100, 200, 400, 400, 400} {
+			want *= time.Millisecond
+			// The attempt fails (a real process exits) and the upstream
+			// sleeps its backoff: the one thing left to wait for.
+			synctest.Wait()
+			st := status(t, m, "bad")
+			if st.State != gateway.StateFailed || st.Restarts != i || st.NextRetry == nil {
+				t.Fatalf("attempt %d: got state %s after %d restarts (next retry %v), want failed after %d", i+1, st.State, st.Restarts, st.NextRetry, i)
+			}
+			if got := st.Since.Sub(start); got != elapsed {
+				t.Errorf("attempt %d failed at %s, want %s: a restart came later or sooner than its backoff", i+1, got, elapsed)
+			}
+			if got := st.NextRetry.Sub(st.Since); got != want {
+				t.Errorf("after %d failures: got a %s backoff, want %s", i+1, got, want)
+			}
+			time.Sleep(want)
+			elapsed += want
 		}
-	}
+	})
 }
 
 func TestBrokenCommandLine(t *testing.T) {
