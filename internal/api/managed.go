@@ -146,6 +146,9 @@ type PromptResult struct {
 	Status  string `json:"status"`
 	Run     int    `json:"run" jsonschema:"the run the prompt became"`
 	Queued  bool   `json:"queued" jsonschema:"true when it waits for the run in progress to end"`
+	// Steered is set when the prompt was streamed into the run in progress
+	// (a steerable provider): it ends with that run.
+	Steered bool `json:"steered,omitempty" jsonschema:"true when it was streamed into the run in progress, and ends with it"`
 }
 
 // WaitAgentRequest is the wait_for_agent input and POST

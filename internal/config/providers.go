@@ -11,11 +11,15 @@ import (
 // command template ({prompt}, {session}, {agent}, {mode}, {mcp_config}, {cwd}),
 // run once per turn with the prompt on stdin. A NAME other than claude, codex
 // and command defines a new provider of the given kind (default command).
+// Steer keeps a claude or codex agent's process across turns (Claude Code
+// with stream-json input, `codex app-server`), so that a prompt that arrives
+// during a run is streamed into it instead of waiting for the next.
 type Provider struct {
 	Kind    string            `toml:"kind,omitempty"`
 	Command string            `toml:"command,omitempty"`
 	Args    []string          `toml:"args,omitempty"`
 	Env     map[string]string `toml:"env,omitempty"`
+	Steer   bool              `toml:"steer,omitempty"`
 }
 
 // RunnerDurations returns the runner's timeouts, with their defaults applied.
@@ -55,6 +59,9 @@ func validateRunner(c *Config) error {
 		}
 		if (kind == "" || kind == "command") && name != "command" && p.Command == "" {
 			return fmt.Errorf("providers.%s: a command provider needs command = \"...\"", name)
+		}
+		if p.Steer && kind != "claude" && kind != "codex" {
+			return fmt.Errorf("providers.%s: steer is for claude and codex providers, whose process can take a prompt during a run", name)
 		}
 	}
 	return nil

@@ -18,6 +18,9 @@ env = { ANTHROPIC_LOG = "debug" }
 
 [providers.aider]
 command = "aider --message {prompt}"
+
+[providers.codex]
+steer = true
 `), "config.toml")
 	if err != nil {
 		t.Fatal(err)
@@ -32,6 +35,9 @@ command = "aider --message {prompt}"
 	if p := c.Providers["aider"]; p.Command != "aider --message {prompt}" || p.Kind != "" {
 		t.Errorf("providers.aider: got %+v", p)
 	}
+	if p := c.Providers["codex"]; !p.Steer {
+		t.Errorf("providers.codex: got %+v, want steer", p)
+	}
 	def, _ := (&Config{}).RunnerDurations()
 	if def != 10*time.Minute {
 		t.Errorf("default permission timeout: got %v, want 10m", def)
@@ -44,6 +50,7 @@ func TestRunnerConfigErrors(t *testing.T) {
 		{"negative grace", `cancel_grace = "-1s"`, "invalid cancel_grace"},
 		{"bad kind", "[providers.x]\nkind = \"gemini\"\ncommand = \"g\"", "invalid kind"},
 		{"command provider without command", "[providers.x]\nargs = [\"a\"]", "needs command"},
+		{"steer on a command provider", "[providers.x]\ncommand = \"c\"\nsteer = true", "steer is for claude and codex"},
 		{"unknown key", "[providers.claude]\ncmd = \"c\"", `unknown key "providers.claude.cmd"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 func (d *Daemon) openRunner(ctx context.Context, conf *config.Config) error {
 	provs := map[string]runner.ProviderConfig{}
 	for name, p := range conf.Providers {
-		provs[name] = runner.ProviderConfig{Kind: p.Kind, Command: p.Command, Args: p.Args, Env: p.Env}
+		provs[name] = runner.ProviderConfig{Kind: p.Kind, Command: p.Command, Args: p.Args, Env: p.Env, Steer: p.Steer}
 	}
 	permTimeout, grace := conf.RunnerDurations()
 	d.perms = permission.New(d.db, &permission.Options{Timeout: permTimeout, Logger: d.log.With("subsystem", "permissions")})

@@ -85,7 +85,7 @@ func (o *Ops) PromptAgent(ctx context.Context, c *Caller, in api.PromptRequest) 
 	if err != nil {
 		return api.PromptResult{}, err
 	}
-	return api.PromptResult{Success: true, AgentID: in.AgentID, Status: string(q.Status), Run: q.Run, Queued: q.Queued}, nil
+	return api.PromptResult{Success: true, AgentID: in.AgentID, Status: string(q.Status), Run: q.Run, Queued: q.Queued, Steered: q.Steered}, nil
 }
 
 // AgentStatus returns the agent's snapshot.

@@ -33,6 +33,10 @@ func (r *Runner) execute(st *agent, a *active) {
 	t := &turn{Agent: rec, Prompt: run.Prompt, Exe: r.opts.Exe, Home: r.opts.Home, Run: run.Seq}
 	r.emit(st, &Event{Run: run.Seq, Kind: EvRunStarted, Text: run.Prompt, Data: mustJSON(map[string]string{"source": run.Source, "mode": modeOr(rec.Mode)})})
 
+	if p != nil && p.Steer {
+		r.executeSession(st, a, p, t)
+		return
+	}
 	var sp *spec
 	var err error
 	if p == nil {
@@ -57,6 +61,16 @@ func (r *Runner) execute(st *agent, a *active) {
 	}
 	stderr := &tail{max: 8 << 10}
 	cmd.Stderr = stderr
+	if sp.Format == KindCodex {
+		// codex exec refuses what would need an approval (approvals are
+		// off) and says so only in its log: the timeline must show it.
+		cmd.Stderr = &lineWriter{w: stderr, line: func(l string) {
+			if ev := codexRefusal(l); ev != nil {
+				ev.Run = run.Seq
+				r.emit(st, ev)
+			}
+		}}
+	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		r.finish(st, a, nil, err, "")
@@ -196,9 +210,36 @@ func (r *Runner) finish(st *agent, a *active, ps *parser, werr error, stderr str
 	r.mu.Lock()
 	run.State, run.EndedAt, run.ExitCode, run.Error = state, now, code, msg
 	run.CostUSD, run.Usage, run.LastMessage = cost, usage, last
+	// The runs streamed into this one's turn end with it, as far as the turn
+	// took them in; the rest run next, first in the queue.
+	took, rest := a.steered[:a.took], a.steered[a.took:]
+	for _, sr := range took {
+		sr.State, sr.EndedAt, sr.ExitCode, sr.Error, sr.LastMessage = state, now, code, msg, last
+		sr.sentTo = nil
+	}
+	for _, sr := range rest {
+		sr.State, sr.StartedAt, sr.PID = RunQueued, time.Time{}, 0
+		if werr != nil || (stop != "" && stop != "cancel") {
+			sr.sentTo = nil // its session is gone or going: send it again
+		}
+	}
+	if len(rest) > 0 {
+		st.queue = append(append([]*Run(nil), rest...), st.queue...)
+	}
+	r.mu.Unlock()
+	// Saved before anyone waiting hears that they ended: a wait for one of
+	// them that is not the latest finds it in the store.
+	r.saveRun(st, run)
+	for _, sr := range took {
+		r.saveRun(st, sr)
+	}
+	r.mu.Lock()
 	st.run = nil
 	st.lastRun = run
-	st.finished = max(st.finished, run.Seq)
+	if n := len(took); n > 0 {
+		st.lastRun = took[n-1]
+	}
+	st.finished = max(st.finished, st.lastRun.Seq)
 	st.rec.CostUSD += cost
 	switch state {
 	case RunFailed:
@@ -210,7 +251,6 @@ func (r *Runner) finish(st *agent, a *active, ps *parser, werr error, stderr str
 	st.notify()
 	r.mu.Unlock()
 
-	r.saveRun(st, run)
 	r.saveAgent(st)
 	r.log.Info("run ended", "agent", st.rec.ID, "run", run.Seq, "state", state)
 	if stop != "shutdown" {
@@ -220,10 +260,12 @@ func (r *Runner) finish(st *agent, a *active, ps *parser, werr error, stderr str
 }
 
 // stopProcess ends a's process group: SIGINT, then SIGKILL once grace has
-// passed (at once when grace is 0). It returns without waiting.
+// passed (at once when grace is 0). A run in a session is interrupted
+// instead, and its process lives on, unless it ignores that for grace. It
+// returns without waiting.
 func (r *Runner) stopProcess(a *active, grace time.Duration) {
 	r.mu.Lock()
-	pid := a.pid
+	pid, s, stop := a.pid, a.sess, a.stop
 	r.mu.Unlock()
 	if pid == 0 {
 		return // not started: execute sees a.stop and does not start it
@@ -232,7 +274,9 @@ func (r *Runner) stopProcess(a *active, grace time.Duration) {
 		syscall.Kill(-pid, syscall.SIGKILL)
 		return
 	}
-	syscall.Kill(-pid, syscall.SIGINT)
+	if s == nil || stop != "cancel" || r.interrupt(s) != nil {
+		syscall.Kill(-pid, syscall.SIGINT)
+	}
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
@@ -250,15 +294,56 @@ func (r *Runner) stopProcess(a *active, grace time.Duration) {
 // killOrphans kills the process group a dead daemon's run left behind, if
 // its leader still runs and carries the run's marker (so a recycled pid is
 // left alone).
-func killOrphans(pid int, marker string) {
+func killOrphans(pid int, markers ...string) {
 	if pid <= 0 {
 		return
 	}
 	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
-	if err != nil || !bytes.Contains(env, []byte("\x00PARLEY_RUN="+marker+"\x00")) && !bytes.HasPrefix(env, []byte("PARLEY_RUN="+marker+"\x00")) {
+	if err != nil {
 		return
 	}
-	syscall.Kill(-pid, syscall.SIGKILL)
+	for _, m := range markers {
+		if bytes.Contains(env, []byte("\x00PARLEY_RUN="+m+"\x00")) || bytes.HasPrefix(env, []byte("PARLEY_RUN="+m+"\x00")) {
+			syscall.Kill(-pid, syscall.SIGKILL)
+			return
+		}
+	}
+}
+
+// lineWriter passes what is written on to w, and each whole line to line.
+type lineWriter struct {
+	w    io.Writer
+	line func(string)
+	buf  []byte
+}
+
+func (l *lineWriter) Write(p []byte) (int, error) {
+	l.w.Write(p)
+	l.buf = append(l.buf, p...)
+	for {
+		i := bytes.IndexByte(l.buf, '\n')
+		if i < 0 {
+			break
+		}
+		l.line(string(l.buf[:i]))
+		l.buf = l.buf[i+1:]
+	}
+	if len(l.buf) > maxLine {
+		l.buf = l.buf[:0]
+	}
+	return len(p), nil
+}
+
+// codexRefusal is the timeline event of a line of codex exec's log that
+// says it refused a tool call (an escalation, or a call that needs an
+// approval while approvals are off), or nil.
+func codexRefusal(line string) *Event {
+	_, msg, ok := strings.Cut(line, "codex_core::tools::router: error=")
+	if !ok || !strings.Contains(line, "ERROR") {
+		return nil
+	}
+	return &Event{Kind: EvRefused, IsError: true,
+		Text: "codex refused a tool call without asking anyone: " + strings.TrimSpace(msg) + " (a codex provider with steer = true runs codex app-server, whose approvals go to Parley's permission inbox)"}
 }
 
 // tail keeps the last max bytes written to it.

@@ -24,6 +24,9 @@ type ProviderConfig struct {
 	Command string            // executable or template
 	Args    []string          // extra arguments
 	Env     map[string]string // extra environment
+	// Steer keeps one process per agent across turns (claude and codex): a
+	// prompt that arrives during a run is streamed into it (session.go).
+	Steer bool
 }
 
 // Provider kinds.
@@ -87,13 +90,16 @@ type turn struct {
 	Run       int
 }
 
-// spec is one turn's process.
+// spec is one turn's process, or a steerable session's.
 type spec struct {
 	Argv   []string // Argv[0] is the executable, resolved
 	Env    []string // added to the agent's environment
 	Stdin  string
-	Format string // claude, codex or text
+	Format string // claude, codex, app-server or text
 }
+
+// formatAppServer is the output of `codex app-server`: JSON-RPC.
+const formatAppServer = "app-server"
 
 // template returns the shell command of a command provider for agent a.
 func (p *provider) template(a *Agent) string {
@@ -184,10 +190,16 @@ func (p *provider) claude(t *turn) (*spec, error) {
 	}
 	s := &spec{Format: KindClaude}
 	argv := append([]string{path}, p.Args...)
-	if len(t.Prompt) > maxArgPrompt || strings.HasPrefix(t.Prompt, "-") {
+	switch {
+	case p.Steer:
+		// Prompts come as stream-json lines on stdin, which stays open
+		// across turns; each is echoed back once Claude Code takes it, so
+		// the session knows which turn a prompt streamed in joined.
+		argv = append(argv, "-p", "--input-format", "stream-json", "--replay-user-messages")
+	case len(t.Prompt) > maxArgPrompt || strings.HasPrefix(t.Prompt, "-"):
 		argv = append(argv, "-p")
 		s.Stdin = t.Prompt
-	} else {
+	default:
 		argv = append(argv, "-p", t.Prompt)
 	}
 	argv = append(argv, "--output-format", "stream-json", "--verbose")
@@ -231,20 +243,20 @@ func (p *provider) codex(t *turn) (*spec, error) {
 		return nil, fmt.Errorf("provider %s: %w", p.name, err)
 	}
 	argv := append([]string{path}, p.Args...)
-	if t.Agent.SessionID != "" {
+	switch {
+	case p.Steer:
+		// One app-server per agent: the thread, its turns, steering and
+		// approvals are JSON-RPC on stdio (appserver.go).
+		argv = append(argv, "app-server")
+	case t.Agent.SessionID != "":
 		argv = append(argv, "exec", "resume", "--json")
-	} else {
+	default:
 		argv = append(argv, "exec", "--json", "--skip-git-repo-check")
 	}
-	sandbox := map[string]string{
-		"plan":              "read-only",
-		"default":           "workspace-write",
-		"acceptEdits":       "workspace-write",
-		"bypassPermissions": "danger-full-access",
-	}[modeOr(t.Agent.Mode)]
+	sandbox, approval := codexPolicy(t.Agent.Mode, p.Steer)
 	argv = append(argv,
 		"-c", "sandbox_mode="+tomlString(sandbox),
-		"-c", `approval_policy="never"`,
+		"-c", "approval_policy="+tomlString(approval),
 	)
 	for _, srv := range mcpServers(t) {
 		argv = append(argv,
@@ -256,12 +268,33 @@ func (p *provider) codex(t *turn) (*spec, error) {
 			"-c", "mcp_servers."+srv.key+`.default_tools_approval_mode="approve"`,
 		)
 	}
+	if p.Steer {
+		return &spec{Argv: argv, Format: formatAppServer}, nil
+	}
 	argv = append(argv, "--")
 	if t.Agent.SessionID != "" {
 		argv = append(argv, t.Agent.SessionID)
 	}
 	argv = append(argv, t.Prompt)
 	return &spec{Argv: argv, Format: KindCodex}, nil
+}
+
+// codexPolicy maps an agent's mode to Codex's sandbox and approval policy.
+// `codex exec` cannot ask anyone, so it runs with approvals off; the
+// app-server asks its client, which files each request in the permission
+// inbox (except in bypassPermissions, which asks nothing).
+func codexPolicy(mode string, appServer bool) (sandbox, approval string) {
+	sandbox = map[string]string{
+		"plan":              "read-only",
+		"default":           "workspace-write",
+		"acceptEdits":       "workspace-write",
+		"bypassPermissions": "danger-full-access",
+	}[modeOr(mode)]
+	approval = "never"
+	if appServer && modeOr(mode) != "bypassPermissions" {
+		approval = "on-request"
+	}
+	return sandbox, approval
 }
 
 // command runs the template through sh -c with the prompt on stdin; {prompt},

@@ -25,10 +25,12 @@ func realEnv(t *testing.T, anthropic, openai *standin.Server) *env {
 	if anthropic != nil {
 		claude := standin.CLI(t, "claude")
 		dir := t.TempDir()
-		fmt.Fprintf(&conf, "[providers.realclaude]\nkind = \"claude\"\ncommand = %q\n[providers.realclaude.env]\n", claude)
-		for _, kv := range standin.ClaudeEnv(anthropic, dir) {
-			k, v, _ := strings.Cut(kv, "=")
-			fmt.Fprintf(&conf, "%s = %q\n", k, v)
+		for _, name := range []string{"realclaude", "realclaudesteer"} {
+			fmt.Fprintf(&conf, "[providers.%s]\nkind = \"claude\"\nsteer = %v\ncommand = %q\n[providers.%s.env]\n", name, name == "realclaudesteer", claude, name)
+			for _, kv := range standin.ClaudeEnv(anthropic, dir) {
+				k, v, _ := strings.Cut(kv, "=")
+				fmt.Fprintf(&conf, "%s = %q\n", k, v)
+			}
 		}
 	}
 	if openai != nil {
@@ -37,8 +39,14 @@ func realEnv(t *testing.T, anthropic, openai *standin.Server) *env {
 		for _, a := range standin.CodexConfig(openai) {
 			args = append(args, fmt.Sprintf("%q", a))
 		}
-		fmt.Fprintf(&conf, "[providers.realcodex]\nkind = \"codex\"\ncommand = %q\nargs = [%s]\n[providers.realcodex.env]\nCODEX_HOME = %q\n",
-			codex, strings.Join(args, ", "), t.TempDir())
+		for _, steer := range []bool{false, true} {
+			name := "realcodex"
+			if steer {
+				name = "realcodexsteer"
+			}
+			fmt.Fprintf(&conf, "[providers.%s]\nkind = \"codex\"\nsteer = %v\ncommand = %q\nargs = [%s]\n[providers.%s.env]\nCODEX_HOME = %q\n",
+				name, steer, codex, strings.Join(args, ", "), name, t.TempDir())
+		}
 	}
 	return newEnv(t, conf.String())
 }

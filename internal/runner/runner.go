@@ -106,6 +106,7 @@ type agent struct {
 	finished int                   // the highest seq of a run that ended
 	nextRun  int                   // seq of the last run made
 	perms    []*permission.Request // pending, oldest first
+	sess     *session              // a steerable provider's process, kept across runs
 	changed  chan struct{}         // closed and replaced at every change
 	observe  func(Change)          // Options.Observer, or nil
 	observed Status                // the status last told to observe
@@ -122,6 +123,14 @@ type active struct {
 	pid  int    // process group id, once started
 	stop string // why it is being stopped: cancel, kill or shutdown
 	done chan struct{}
+
+	// A run in a session (session.go): the session, once its turn is
+	// sent; the runs streamed into its turn, in order; set once the turn
+	// has ended, with how many of those it took in.
+	sess    *session
+	steered []*Run
+	ending  bool
+	took    int
 }
 
 // New returns a runner over h and store. Call Start before use.
@@ -199,7 +208,7 @@ func (r *Runner) Start(ctx context.Context) error {
 		}
 		switch {
 		case run.State == RunRunning:
-			killOrphans(run.PID, runMarker(run.AgentID, run.Seq))
+			killOrphans(run.PID, runMarker(run.AgentID, run.Seq), sessionMarker(run.AgentID))
 			run.State, run.EndedAt = RunInterrupted, time.Now().UTC()
 			run.Error = "the daemon stopped during this run"
 			r.emit(st, &Event{Run: run.Seq, Kind: EvInterrupted, Text: "run " + fmt.Sprint(run.Seq) + " was interrupted: the daemon stopped while it ran", IsError: true})
@@ -258,6 +267,21 @@ func (r *Runner) Close() error {
 	grace := min(r.opts.CancelGrace, 3*time.Second)
 	for _, a := range runs {
 		r.stopProcess(a, grace)
+	}
+	r.mu.Lock()
+	var sessions []*session
+	for _, st := range r.agents {
+		if st.sess != nil {
+			sessions = append(sessions, st.sess)
+		}
+	}
+	r.mu.Unlock()
+	for _, s := range sessions {
+		// Its end of stdin ends it; a process that lingers is killed.
+		t := time.AfterFunc(grace, s.kill)
+		s.stdin.Close()
+		<-s.exited
+		t.Stop()
 	}
 	r.cancel()
 	r.wg.Wait()
@@ -599,10 +623,11 @@ func (r *Runner) enqueue(st *agent, prompt, source string) (*Enqueued, error) {
 		return nil, err
 	}
 	r.dispatch(st)
+	steered := queued && r.steer(st, run)
 	r.mu.Lock()
 	status := st.status()
 	r.mu.Unlock()
-	return &Enqueued{Status: status, Run: run.Seq, Queued: queued}, nil
+	return &Enqueued{Status: status, Run: run.Seq, Queued: queued && !steered, Steered: steered}, nil
 }
 
 // dispatch starts the next queued run of st if none runs.
@@ -738,6 +763,7 @@ func (r *Runner) Kill(ctx context.Context, ws, id string) (*Outcome, error) {
 			return nil, ctx.Err()
 		}
 	}
+	r.closeSession(st)
 	for _, q := range dropped {
 		r.saveRun(st, q)
 	}

@@ -81,6 +81,10 @@ type Run struct {
 	CostUSD     float64         `json:"cost_usd"`
 	Usage       json.RawMessage `json:"usage,omitempty"`
 	LastMessage string          `json:"last_message"`
+
+	// sentTo is the session its prompt was written to, when it was streamed
+	// into a turn that did not take it in: that session runs it next.
+	sentTo *session
 }
 
 // Snapshot is a managed agent as it is now: its stored record and its live
@@ -100,6 +104,9 @@ type Enqueued struct {
 	Status Status // the agent's, once the prompt is queued
 	Run    int    // the run the prompt became
 	Queued bool   // it waits for the run in progress to end
+	// Steered: it was streamed into the run in progress, and ends with it
+	// (a provider with steer = true).
+	Steered bool
 }
 
 // Outcome is what a cancel or a kill did.
@@ -165,6 +172,8 @@ const (
 	EvInterrupted  = "interrupted"
 	EvNote         = "note"
 	EvLoopStopped  = "loop_stopped" // auto-wake stopped a chain of automatic replies
+	EvSteered      = "steered"      // a prompt streamed into the run in progress
+	EvRefused      = "refused"      // the provider refused a tool call without asking anyone
 )
 
 // Store keeps managed agents, their runs and their timelines. The runner owns
