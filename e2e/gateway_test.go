@@ -432,3 +432,44 @@ func TestGatewayServerEverything(t *testing.T) {
 		t.Errorf("tools call get-sum: got %s", out)
 	}
 }
+
+// TestUpstreamEditKeepsComments: the CLI asks the daemon, which alone writes
+// config.toml, and edits it in place: the user's comments and settings stay,
+// and removing what was added gives back the file byte for byte.
+func TestUpstreamEditKeepsComments(t *testing.T) {
+	up := upstreamBin(t)
+	e := newEnv(t)
+	cfg := filepath.Join(e.home, "config.toml")
+	const mine = `# My Parley settings.
+retention = "30d" # a month is plenty
+
+# Notes on upstreams go here.
+`
+	if err := os.WriteFile(cfg, []byte(mine), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	read := func() string {
+		t.Helper()
+		b, err := os.ReadFile(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	e.Must("upstream", "add", "one", "--wait", "0", "--", up) // starts the daemon
+	added := read()
+	if !strings.HasPrefix(added, mine) || !strings.Contains(added, "[[upstream]]\nname = 'one'\n") {
+		t.Fatalf("after add: got\n%s\nwant the file as it was, then one's table", added)
+	}
+	e.Must("upstream", "disable", "one")
+	if got, want := read(), strings.Replace(added, "name = 'one'\n", "enabled = false\nname = 'one'\n", 1); got != want {
+		t.Errorf("after disable: got\n%s\nwant\n%s", got, want)
+	}
+	if u := e.upstreams(t)["one"]; u.State != "disabled" {
+		t.Errorf("got %+v, want one disabled at once", u)
+	}
+	e.Must("upstream", "remove", "one")
+	if got := read(); got != mine {
+		t.Errorf("after remove: got\n%s\nwant the file as the user wrote it:\n%s", got, mine)
+	}
+}

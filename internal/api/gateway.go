@@ -58,3 +58,34 @@ type CallToolRequest struct {
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 }
+
+// UpstreamConfig is one [[upstream]] table of config.toml, as POST
+// /api/v1/upstreams adds it; the daemon writes the file and applies it.
+type UpstreamConfig struct {
+	Name    string            `json:"name"`
+	Command string            `json:"command,omitempty"`
+	Args    []string          `json:"args,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	Cwd     string            `json:"cwd,omitempty"`
+	URL     string            `json:"url,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+	Enabled *bool             `json:"enabled,omitempty"` // unset: true
+	Timeout string            `json:"timeout,omitempty"` // a duration, such as "60s"
+	Retries *int              `json:"retries,omitempty"`
+	Allow   []string          `json:"allow,omitempty"` // tool name globs
+	Deny    []string          `json:"deny,omitempty"`
+	// Replace replaces an upstream of the same name; else that is a conflict.
+	Replace bool `json:"replace,omitempty"`
+}
+
+// UpstreamName names an upstream: DELETE /api/v1/upstreams/{name}, and
+// PUT /api/v1/upstreams/{name}/enabled with Enabled.
+type UpstreamName struct {
+	Name    string `json:"name"`
+	Enabled bool   `json:"enabled,omitempty"`
+}
+
+// ToolsRequest is GET /api/v1/tools: Server, if set, keeps one upstream's tools.
+type ToolsRequest struct {
+	Server string `json:"server,omitempty"`
+}

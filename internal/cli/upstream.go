@@ -16,7 +16,6 @@ import (
 	"github.com/parley-dev/parley/internal/config"
 	"github.com/parley-dev/parley/internal/home"
 	"github.com/parley-dev/parley/internal/hub"
-	"github.com/parley-dev/parley/internal/safefile"
 )
 
 func upstreamCmd(g *globals) *cobra.Command {
@@ -28,9 +27,10 @@ re-exposes its tools as {name}__{tool} to MCP sessions of the gateway profile
 (parley mcp serve --profile gateway), and to parley tools list / call.
 
 Upstreams live in $PARLEY_HOME/config.toml as [[upstream]] tables. These
-commands edit that file (rewriting it: comments are not kept) and tell a
-running daemon to reload it; the daemon also notices edits made by hand
-within a second. Other MCP sessions stay open across reloads.`,
+commands ask the daemon (starting it if need be) to edit that file, which it
+does in place: only the upstream's table changes, and comments stay. The
+daemon also notices edits made by hand within a second. Other MCP sessions
+stay open across reloads.`,
 	}
 	cmd.AddCommand(upstreamAddCmd(g), upstreamRemoveCmd(g), upstreamListCmd(g),
 		upstreamEnableCmd(g, true), upstreamEnableCmd(g, false))
@@ -102,22 +102,24 @@ pattern (or there are none) and no deny pattern.`,
 			if err := u.Validate(); err != nil {
 				return hub.Errorf("", hub.Invalid, "%v", err)
 			}
-			path, err := editConfig(func(c *config.Config) error {
-				if old := c.Upstream(u.Name); old != nil {
-					if !replace {
-						return hub.Errorf("", hub.Conflict, "upstream %q exists already: remove it first, or pass --replace", u.Name)
-					}
-					*old = u
-					return nil
-				}
-				c.Upstreams = append(c.Upstreams, u)
-				return nil
-			})
+			in := api.UpstreamConfig{Name: u.Name, Command: u.Command, Args: u.Args, Env: u.Env, Cwd: u.Cwd,
+				URL: u.URL, Headers: u.Headers, Enabled: u.Enabled, Retries: u.Retries, Replace: replace}
+			if u.Timeout != 0 {
+				in.Timeout = time.Duration(u.Timeout).String()
+			}
+			if u.Tools != nil {
+				in.Allow, in.Deny = u.Tools.Allow, u.Tools.Deny
+			}
+			c, path, err := upstreamClient(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			res, err := c.AddUpstream(cmd.Context(), in)
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(g.stdout, "added upstream %s to %s\n", u.Name, path)
-			return reloadAndReport(cmd.Context(), g, u.Name, wait)
+			return report(cmd.Context(), g, c, res, u.Name, wait)
 		},
 	}
 	f := cmd.Flags()
@@ -163,20 +165,15 @@ func upstreamRemoveCmd(g *globals) *cobra.Command {
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
-			path, err := editConfig(func(c *config.Config) error {
-				for i := range c.Upstreams {
-					if c.Upstreams[i].Name == name {
-						c.Upstreams = append(c.Upstreams[:i], c.Upstreams[i+1:]...)
-						return nil
-					}
-				}
-				return noUpstream(name)
-			})
+			c, path, err := upstreamClient(cmd.Context(), g)
 			if err != nil {
 				return err
 			}
+			if _, err := c.RemoveUpstream(cmd.Context(), name); err != nil {
+				return err
+			}
 			fmt.Fprintf(g.stdout, "removed upstream %s from %s\n", name, path)
-			return reloadAndReport(cmd.Context(), g, "", 0)
+			return nil
 		},
 	}
 }
@@ -193,18 +190,11 @@ func upstreamEnableCmd(g *globals, enable bool) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
-			_, err := editConfig(func(c *config.Config) error {
-				u := c.Upstream(name)
-				if u == nil {
-					return noUpstream(name)
-				}
-				if enable {
-					u.Enabled = nil // the default
-				} else {
-					u.Enabled = new(bool)
-				}
-				return nil
-			})
+			c, _, err := upstreamClient(cmd.Context(), g)
+			if err != nil {
+				return err
+			}
+			res, err := c.EnableUpstream(cmd.Context(), name, enable)
 			if err != nil {
 				return err
 			}
@@ -212,7 +202,7 @@ func upstreamEnableCmd(g *globals, enable bool) *cobra.Command {
 			if !enable {
 				wait = 0
 			}
-			return reloadAndReport(cmd.Context(), g, name, wait)
+			return report(cmd.Context(), g, c, res, name, wait)
 		},
 	}
 	if enable {
@@ -221,53 +211,23 @@ func upstreamEnableCmd(g *globals, enable bool) *cobra.Command {
 	return cmd
 }
 
-func noUpstream(name string) error {
-	return hub.Errorf("", hub.NotFound, "no upstream named %q in config.toml: see `parley upstream list`", name)
-}
-
-// editConfig loads config.toml, applies edit, checks the result as the
-// daemon will and saves it. An invalid result is not saved.
-func editConfig(edit func(*config.Config) error) (string, error) {
+// upstreamClient is a client of the daemon, started if need be: it alone
+// writes config.toml, whose path it returns for messages.
+func upstreamClient(ctx context.Context, g *globals) (*client.Client, string, error) {
 	paths, err := home.Resolve("")
 	if err != nil {
-		return "", err
-	}
-	c, err := config.Load(paths.Config)
-	if err != nil {
-		return "", hub.Errorf("", hub.Invalid, "%v: fix it first", err)
-	}
-	if err := edit(c); err != nil {
-		return "", err
-	}
-	if err := config.Check(c); err != nil {
-		return "", hub.Errorf("", hub.Invalid, "%v", err)
-	}
-	if err := safefile.SecureDir(paths.Home); err != nil {
-		return "", err
-	}
-	return paths.Config, config.Save(paths.Config, c)
-}
-
-// reloadAndReport tells a running daemon to reload and, for name, waits up to
-// wait for it to leave the connecting state and says how it went. A daemon
-// that is not running will read the file when it starts.
-func reloadAndReport(ctx context.Context, g *globals, name string, wait time.Duration) error {
-	paths, err := home.Resolve("")
-	if err != nil {
-		return err
+		return nil, "", err
 	}
 	c := client.New(paths)
-	res, err := c.Reload(ctx)
-	if client.IsNotRunning(err) {
-		fmt.Fprintln(g.stdout, "the daemon is not running: it will apply this when it starts")
-		return nil
+	if err := c.EnsureDaemon(ctx); err != nil {
+		return nil, "", err
 	}
-	if err != nil {
-		return err
-	}
-	if name == "" {
-		return nil
-	}
+	return c, paths.Config, nil
+}
+
+// report waits up to wait for upstream name to leave the connecting state
+// and says how it went.
+func report(ctx context.Context, g *globals, c *client.Client, res *api.UpstreamsResult, name string, wait time.Duration) error {
 	st, ok := find(res.Upstreams, name)
 	deadline := time.Now().Add(wait)
 	for ok && st.State == api.UpstreamConnecting && time.Now().Before(deadline) {

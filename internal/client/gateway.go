@@ -40,3 +40,22 @@ func (c *Client) CallTool(ctx context.Context, name string, args json.RawMessage
 	}
 	return out, nil
 }
+
+// AddUpstream asks the daemon to add (or, with u.Replace, replace) an
+// upstream in config.toml and start it.
+func (c *Client) AddUpstream(ctx context.Context, u api.UpstreamConfig) (*api.UpstreamsResult, error) {
+	var out api.UpstreamsResult
+	return &out, c.do(ctx, http.MethodPost, "/upstreams", nil, u, &out)
+}
+
+// RemoveUpstream asks the daemon to remove an upstream from config.toml.
+func (c *Client) RemoveUpstream(ctx context.Context, name string) (*api.UpstreamsResult, error) {
+	var out api.UpstreamsResult
+	return &out, c.do(ctx, http.MethodDelete, "/upstreams/"+url.PathEscape(name), nil, nil, &out)
+}
+
+// EnableUpstream asks the daemon to enable or disable an upstream in config.toml.
+func (c *Client) EnableUpstream(ctx context.Context, name string, on bool) (*api.UpstreamsResult, error) {
+	var out api.UpstreamsResult
+	return &out, c.do(ctx, http.MethodPut, "/upstreams/"+url.PathEscape(name)+"/enabled", nil, api.UpstreamName{Name: name, Enabled: on}, &out)
+}

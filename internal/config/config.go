@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/pelletier/go-toml/v2"
-
-	"github.com/parley-dev/parley/internal/safefile"
 )
 
 // Config is the whole of config.toml.
@@ -124,16 +122,4 @@ func Parse(b []byte, name string) (*Config, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return &c, nil
-}
-
-// Save writes c to path (0600), atomically.
-func Save(path string, c *Config) error {
-	b, err := toml.Marshal(c)
-	if err != nil {
-		return fmt.Errorf("encode config: %w", err)
-	}
-	if err := safefile.WriteFile(path, b, 0o600); err != nil {
-		return fmt.Errorf("write config: %w", err)
-	}
-	return nil
 }

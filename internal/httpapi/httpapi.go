@@ -65,6 +65,13 @@ func Routes(mux *http.ServeMux, o *ops.Ops) {
 	Handle(mux, "POST "+p+"/tokens", o.CreateToken)
 	Handle(mux, "GET "+p+"/tokens", o.ListTokens)
 	Handle(mux, "DELETE "+p+"/tokens/{id}", o.RevokeToken)
+	Handle(mux, "GET "+p+"/upstreams", o.ListUpstreams)
+	Handle(mux, "POST "+p+"/upstreams", o.AddUpstream)
+	Handle(mux, "DELETE "+p+"/upstreams/{name}", o.RemoveUpstream)
+	Handle(mux, "PUT "+p+"/upstreams/{name}/enabled", o.EnableUpstream)
+	Handle(mux, "POST "+p+"/reload", o.Reload)
+	Handle(mux, "GET "+p+"/tools", o.Tools)
+	Handle(mux, "POST "+p+"/tools/call", o.CallTool)
 
 	m := p + "/managed/agents"
 	Handle(mux, "GET "+m, o.ListManaged)

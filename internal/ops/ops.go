@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/parley-dev/parley/internal/gateway"
 	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/permission"
 	"github.com/parley-dev/parley/internal/runner"
@@ -109,6 +110,10 @@ type Options struct {
 	Permissions *permission.Inbox
 	// Tokens keeps the agent tokens; nil: the token operations are unavailable.
 	Tokens token.Store
+	// Gateway fronts the upstream MCP servers; nil: its operations are unavailable.
+	Gateway *gateway.Manager
+	// Config is config.toml; nil: it cannot be edited or reloaded.
+	Config Config
 }
 
 // Ops holds what the operations need.
@@ -117,6 +122,8 @@ type Ops struct {
 	runner        *runner.Runner
 	perms         *permission.Inbox
 	tokens        token.Store
+	gateway       *gateway.Manager
+	config        Config
 	log           *slog.Logger
 	progressEvery time.Duration
 }
@@ -133,7 +140,7 @@ func New(h *hub.Hub, opts *Options) *Ops {
 	if o.ProgressEvery == 0 {
 		o.ProgressEvery = 5 * time.Second
 	}
-	return &Ops{hub: h, runner: o.Runner, perms: o.Permissions, tokens: o.Tokens, log: o.Logger, progressEvery: o.ProgressEvery}
+	return &Ops{hub: h, runner: o.Runner, perms: o.Permissions, tokens: o.Tokens, gateway: o.Gateway, config: o.Config, log: o.Logger, progressEvery: o.ProgressEvery}
 }
 
 // Hub returns the hub the operations run on.
