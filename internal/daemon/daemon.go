@@ -149,9 +149,9 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	d.ops = ops.New(d.hub, &ops.Options{Logger: d.log.With("subsystem", "ops"), ProgressEvery: cfg.ProgressEvery, Runner: d.runner,
 		Permissions: d.perms, Tokens: d.db, Gateway: d.gw.mgr, Config: d.gw})
 	d.mcp = mcpserver.New(d.ops, &mcpserver.Options{Logger: d.log.With("subsystem", "mcp"), Version: cfg.Version})
-	d.mcp.Register("manager", d.mcp.Manager())
-	d.mcp.Register("self", d.mcp.Self())
-	d.mcp.Register("gateway", mcpserver.Profile{Attach: d.gw.mgr.Profile})
+	d.mcp.Register("manager", d.mcp.Manager)
+	d.mcp.Register("self", d.mcp.Self)
+	d.mcp.Register("gateway", func() mcpserver.Profile { return mcpserver.Profile{Attach: d.gw.mgr.Profile} })
 	d.openNotices(d.conf)
 	d.startNotifier()
 

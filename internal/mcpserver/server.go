@@ -63,7 +63,7 @@ type Server struct {
 	log      *slog.Logger
 	opts     Options
 	handler  *mcp.StreamableHTTPHandler
-	profiles map[string]Profile
+	profiles map[string]*lazyProfile
 
 	mu       sync.Mutex
 	servers  map[string]*mcp.Server // by sorted profile list
@@ -121,14 +121,14 @@ func New(o *ops.Ops, opts *Options) *Server {
 	}
 	s := &Server{
 		ops: o, hub: o.Hub(), log: op.Logger, opts: op,
-		profiles: map[string]Profile{},
+		profiles: map[string]*lazyProfile{},
 		servers:  map[string]*mcp.Server{},
 		sessions: map[*mcp.ServerSession]*session{},
 	}
-	s.Register("native", s.native())
-	s.Register("sidechat", s.sidechat())
-	s.Register("agentmail", s.agentmail())
-	s.Register("lean", s.lean())
+	s.Register("native", s.native)
+	s.Register("sidechat", s.sidechat)
+	s.Register("agentmail", s.agentmail)
+	s.Register("lean", s.lean)
 	s.handler = mcp.NewStreamableHTTPHandler(s.serverFor, &mcp.StreamableHTTPOptions{
 		SessionTimeout:      op.SessionTimeout,
 		MaxRequestBodyBytes: op.MaxRequestBytes,
@@ -139,7 +139,27 @@ func New(o *ops.Ops, opts *Options) *Server {
 }
 
 // Register adds a profile. Call it before the server serves.
-func (s *Server) Register(name string, p Profile) { s.profiles[name] = p }
+//
+// build runs when a session first asks for the profile: building a profile
+// infers and resolves the JSON schemas of its tools, which an idle daemon
+// need not hold (they were a fifth of its memory).
+func (s *Server) Register(name string, build func() Profile) {
+	s.profiles[name] = &lazyProfile{build: build}
+}
+
+// lazyProfile is a profile built on first use.
+type lazyProfile struct {
+	once  sync.Once
+	build func() Profile
+	p     Profile
+}
+
+// profile returns the registered profile name, building it the first time.
+func (s *Server) profile(name string) Profile {
+	lp := s.profiles[name]
+	lp.once.Do(func() { lp.p = lp.build() })
+	return lp.p
+}
 
 // Profiles lists the registered profile names.
 func (s *Server) Profiles() []string {
@@ -282,7 +302,7 @@ func (s *Server) register(ctx context.Context, c *ops.Caller) error {
 func (s *Server) checkClash(profiles []string) error {
 	owner := map[string]string{}
 	for _, p := range profiles {
-		for _, t := range s.profiles[p].Tools {
+		for _, t := range s.profile(p).Tools {
 			if o, ok := owner[t.Tool.Name]; ok {
 				return hub.Errorf("mcp", hub.Invalid, "profiles %s and %s both define the tool %s: use them in separate sessions (separate MCP server entries)", o, p, t.Tool.Name)
 			}
@@ -326,13 +346,13 @@ func (s *Server) server(profiles []string) *mcp.Server {
 		Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}, Tools: &mcp.ToolCapabilities{ListChanged: true}},
 	}
 	for _, p := range profiles {
-		if fn := s.profiles[p].Options; fn != nil {
+		if fn := s.profile(p).Options; fn != nil {
 			fn(so)
 		}
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "parley", Title: "Parley", Version: s.opts.Version}, so)
 	for _, p := range profiles {
-		prof := s.profiles[p]
+		prof := s.profile(p)
 		for _, t := range prof.Tools {
 			srv.AddTool(t.Tool, t.Handler)
 		}

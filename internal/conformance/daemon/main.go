@@ -33,7 +33,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, "conformance daemon:", err)
 		os.Exit(1)
 	}
-	d.MCP().Register(conformance.Name, mcpserver.Profile{Attach: conformance.Profile, Options: conformance.Options})
+	d.MCP().Register(conformance.Name, func() mcpserver.Profile {
+		return mcpserver.Profile{Attach: conformance.Profile, Options: conformance.Options}
+	})
 	fmt.Println(d.TCPAddr())
 	err = d.Run(ctx)
 	d.Close()
