@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 )
@@ -467,14 +466,4 @@ func (h *Hub) CheckPaths(ctx context.Context, ws, agent string, paths []string) 
 		out = append(out, conflicts(live, agent, p, false, true)...)
 	}
 	return out, nil
-}
-
-// ConflictError turns conflicts into one Conflict error that names each holder,
-// reason and expiry.
-func ConflictError(op string, cs []ReservationConflict) error {
-	lines := make([]string, len(cs))
-	for i, c := range cs {
-		lines[i] = c.String()
-	}
-	return Errorf(op, Conflict, "%s", strings.Join(lines, "; "))
 }

@@ -34,11 +34,6 @@ func (p Priority) Rank() int {
 	return 2
 }
 
-// PriorityOfRank is the inverse of Rank.
-func PriorityOfRank(r int) Priority {
-	return [...]Priority{Critical, High, Normal, Low}[min(max(r, 0), 3)]
-}
-
 // ParsePriority validates s; the empty string means Normal.
 func ParsePriority(s string) (Priority, error) {
 	switch p := Priority(s); p {

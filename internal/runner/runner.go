@@ -414,7 +414,7 @@ func (r *Runner) reserveID(ctx context.Context, ws, name string) (string, error)
 		} else if err := hub.ValidName("agent name", id); err != nil {
 			return "", err
 		}
-		_, err := r.hub.Store().Agent(ctx, ws, id)
+		_, err := r.hub.Agent(ctx, ws, id)
 		taken := err == nil
 		if err != nil && !hub.IsNotFound(err) {
 			return "", err
