@@ -21,7 +21,6 @@ func (d *Daemon) handler() http.Handler {
 	httpapi.Handle(mux, "GET "+p+"/status", d.status)
 	mux.HandleFunc("GET "+p+"/events", d.eventsStream)
 	httpapi.Routes(mux, d.ops)
-	d.dashboardRoutes(mux)
 	return d.checkOrigin(mux)
 }
 

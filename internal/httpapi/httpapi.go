@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -72,6 +73,7 @@ func Routes(mux *http.ServeMux, o *ops.Ops) {
 	Handle(mux, "POST "+p+"/reload", o.Reload)
 	Handle(mux, "GET "+p+"/tools", o.Tools)
 	Handle(mux, "POST "+p+"/tools/call", o.CallTool)
+	dashboardRoutes(mux, o)
 
 	m := p + "/managed/agents"
 	Handle(mux, "GET "+m, o.ListManaged)
@@ -178,6 +180,9 @@ func CallerOf(r *http.Request) (*ops.Caller, error) {
 		return q.Get(query)
 	}
 	c := &ops.Caller{Workspace: get(api.HeaderWorkspace, "workspace"), Agent: get(api.HeaderAgent, "agent")}
+	if a, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr); a != nil && a.Network() == "unix" {
+		c.Local = true
+	}
 	if c.Workspace == "" {
 		c.Workspace = ops.DefaultWorkspace
 	}

@@ -233,6 +233,13 @@ func (h *Hub) Unread(ctx context.Context, ws, agent string) (int, error) {
 	return n, withOp("unread", err)
 }
 
+// UnreadByAgent counts the unread messages of every agent of ws that has
+// any, in one store query.
+func (h *Hub) UnreadByAgent(ctx context.Context, ws string) (map[string]int, error) {
+	n, err := h.store.UnreadByRecipient(ctx, ws, Low.Rank())
+	return n, withOp("unread", err)
+}
+
 // ClearInbox marks every unread message of the agent read.
 func (h *Hub) ClearInbox(ctx context.Context, ws, agent string) (int, error) {
 	n, err := h.store.ClearInbox(ctx, ws, agent)

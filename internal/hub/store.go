@@ -39,6 +39,9 @@ type Store interface {
 	// Unread counts recipient's inbox deliveries (Queued or Redelivered) with
 	// rank <= maxRank.
 	Unread(ctx context.Context, ws, recipient string, maxRank int) (int, error)
+	// UnreadByRecipient counts the inbox deliveries with rank <= maxRank of
+	// every recipient of ws, in one query; recipients with none are absent.
+	UnreadByRecipient(ctx context.Context, ws string, maxRank int) (map[string]int, error)
 	// Peek returns up to limit inbox deliveries of recipient in inbox order,
 	// with their messages, without taking them.
 	Peek(ctx context.Context, ws, recipient string, limit int) ([]*Delivery, error)

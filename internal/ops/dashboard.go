@@ -15,26 +15,31 @@ import (
 const maxDeliveryIDs = 500
 
 // UnreadByAgent counts the unread messages of every agent of the caller's
-// workspace, and of the caller.
+// workspace that has any (the caller included), in one store query.
 func (o *Ops) UnreadByAgent(ctx context.Context, c *Caller, _ api.Empty) (api.UnreadResult, error) {
-	as, err := o.hub.Agents(ctx, c.Workspace)
+	n, err := o.hub.UnreadByAgent(ctx, c.Workspace)
 	if err != nil {
 		return api.UnreadResult{}, err
 	}
-	names := make([]string, 0, len(as)+1)
-	for _, a := range as {
-		names = append(names, a.Name)
+	return api.UnreadResult{Workspace: c.Workspace, Unread: n}, nil
+}
+
+// DashboardLogin mints a one-time link that signs a browser in to the
+// dashboard as the person in.User. Only the OS user at the Unix socket may:
+// a TCP token may be an agent's, and a browser session must not mint another.
+func (o *Ops) DashboardLogin(ctx context.Context, c *Caller, in api.DashboardLoginRequest) (api.DashboardLogin, error) {
+	const op = "dashboard login"
+	if !c.Local {
+		return api.DashboardLogin{}, hub.Errorf(op, hub.Forbidden, "only the daemon's Unix socket issues dashboard sign-in links: run `parley dashboard` on this machine")
 	}
-	if c.Agent != "" {
-		names = append(names, c.Agent)
+	if o.dash == nil {
+		return api.DashboardLogin{}, hub.Errorf(op, hub.Unavailable, "this daemon has no dashboard")
 	}
-	out := api.UnreadResult{Workspace: c.Workspace, Unread: map[string]int{}}
-	for _, n := range names {
-		if out.Unread[n], err = o.hub.Unread(ctx, c.Workspace, n); err != nil {
-			return api.UnreadResult{}, err
-		}
+	url, exp, err := o.dash.Login(in.User)
+	if err != nil {
+		return api.DashboardLogin{}, err
 	}
-	return out, nil
+	return api.DashboardLogin{URL: url, Addr: o.dash.Addr(), User: in.User, Expires: exp.UTC()}, nil
 }
 
 // SearchWorkspace finds messages of the whole workspace by words, best

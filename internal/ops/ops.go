@@ -38,6 +38,9 @@ type Caller struct {
 	// API): what the caller claims from a queue is held for its agent
 	// instead, until completed, released, or the lease runs out.
 	OneRequest bool
+	// Local is true for a request over the daemon's Unix socket, whose OS
+	// user is trusted with everything.
+	Local bool
 	// Profiles are the MCP profiles of the session (none over the JSON API).
 	Profiles []string
 	// Delivered, when not nil, is told the ids of the messages an operation
@@ -114,6 +117,17 @@ type Options struct {
 	Gateway *gateway.Manager
 	// Config is config.toml; nil: it cannot be edited or reloaded.
 	Config Config
+	// Dashboard issues the web dashboard's sign-in links; nil: none.
+	Dashboard Dashboard
+}
+
+// Dashboard is the web dashboard, as the operations see it.
+type Dashboard interface {
+	// Login returns a one-time sign-in link for the person user, and when
+	// it expires.
+	Login(user string) (url string, expires time.Time, err error)
+	// Addr is the dashboard's listen address.
+	Addr() string
 }
 
 // Ops holds what the operations need.
@@ -124,6 +138,7 @@ type Ops struct {
 	tokens        token.Store
 	gateway       *gateway.Manager
 	config        Config
+	dash          Dashboard
 	log           *slog.Logger
 	progressEvery time.Duration
 }
@@ -140,7 +155,8 @@ func New(h *hub.Hub, opts *Options) *Ops {
 	if o.ProgressEvery == 0 {
 		o.ProgressEvery = 5 * time.Second
 	}
-	return &Ops{hub: h, runner: o.Runner, perms: o.Permissions, tokens: o.Tokens, gateway: o.Gateway, config: o.Config, log: o.Logger, progressEvery: o.ProgressEvery}
+	return &Ops{hub: h, runner: o.Runner, perms: o.Permissions, tokens: o.Tokens, gateway: o.Gateway, config: o.Config, dash: o.Dashboard,
+		log: o.Logger, progressEvery: o.ProgressEvery}
 }
 
 // Hub returns the hub the operations run on.

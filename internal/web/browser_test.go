@@ -459,6 +459,12 @@ func TestRefusals(t *testing.T) {
 	if strings.Contains(hist, "no token") || !strings.Contains(hist, "with the token") || !strings.Contains(hist, `"from": "human:ann"`) {
 		t.Errorf("history after the CSRF checks:\n%s", hist)
 	}
+	// A browser session cannot mint sign-in links: only the Unix socket can.
+	status = eval[float64](t, ctx, `fetch("/api/v1/dashboard/login", {method: "POST", headers: {"Content-Type": "application/json", "X-Parley-CSRF": window.parley.me.csrf},
+		body: JSON.stringify({user: "mallory"})}).then(r => r.status)`)
+	if status != 403 {
+		t.Errorf("POST /dashboard/login from the page: status %v, want 403", status)
+	}
 	// The page cannot speak for an agent: the person's name wins.
 	eval[float64](t, ctx, `fetch("/api/v1/messages?workspace=web&agent=bob", {method: "POST", headers: {"Content-Type": "application/json", "X-Parley-CSRF": window.parley.me.csrf, "Parley-Agent": "bob"},
 		body: JSON.stringify({to: "bob", content: "impersonation"})}).then(r => r.status)`)

@@ -147,6 +147,30 @@ func (db *DB) Unread(ctx context.Context, ws, recipient string, maxRank int) (in
 	return n, nil
 }
 
+// UnreadByRecipient counts the inbox deliveries of every recipient of ws.
+func (db *DB) UnreadByRecipient(ctx context.Context, ws string, maxRank int) (map[string]int, error) {
+	const op = "count unread"
+	rows, err := db.pool.Query(ctx, `SELECT recipient, count(*) FROM deliveries
+		WHERE workspace = $1 AND read_at IS NULL AND reader IS NULL AND rank <= $2 GROUP BY recipient`, ws, maxRank)
+	if err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var name string
+		var n int
+		if err := rows.Scan(&name, &n); err != nil {
+			return nil, db.mapErr(ctx, op, err)
+		}
+		out[name] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	return out, nil
+}
+
 // Peek returns up to limit inbox deliveries of recipient in inbox order,
 // leaving them in the inbox.
 func (db *DB) Peek(ctx context.Context, ws, recipient string, limit int) ([]*hub.Delivery, error) {

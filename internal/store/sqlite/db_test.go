@@ -256,6 +256,7 @@ func TestInboxUsesPartialIndex(t *testing.T) {
 	db := openTest(t)
 	for _, q := range []string{
 		`SELECT count(*) FROM deliveries WHERE workspace = 'w' AND recipient = 'r' AND read_at IS NULL AND reader IS NULL AND rank <= 3`,
+		`SELECT recipient, count(*) FROM deliveries WHERE workspace = 'w' AND read_at IS NULL AND reader IS NULL AND rank <= 3 GROUP BY recipient`,
 		`SELECT d.id, ` + delCols + `, ` + msgCols + ` ` + strings.NewReplacer("?1", "'w'", "?2", "'r'", "?3", "3", "?4", "10", "?5", "''", "?6", "''").Replace(inboxFrom),
 		`SELECT d.id, ` + delCols + `, ` + msgCols + ` ` + strings.NewReplacer("?1", "'w'", "?2", "'r'", "?3", "3", "?4", "10", "?5", "'t'", "?6", "'m'").Replace(inboxFrom),
 	} {

@@ -37,6 +37,7 @@ type statements struct {
 	wConfirmAll    *sql.Stmt
 	wTouch         *sql.Stmt
 	rUnread        *sql.Stmt
+	rUnreadBy      *sql.Stmt
 	rPeek          *sql.Stmt
 	rMessage       *sql.Stmt
 	rAgent         *sql.Stmt
@@ -76,6 +77,9 @@ func (s *statements) prepare(ctx context.Context, w *sql.Conn, r *sql.DB) error 
 		{&s.wTouch, w, `UPDATE agents SET last_seen = ? WHERE workspace = ? AND name = ?`},
 		{&s.rUnread, r, `SELECT count(*) FROM deliveries
 			WHERE workspace = ? AND recipient = ? AND read_at IS NULL AND reader IS NULL AND rank <= ?`},
+		// The inbox index, in recipient order: one pass groups it.
+		{&s.rUnreadBy, r, `SELECT recipient, count(*) FROM deliveries
+			WHERE workspace = ? AND read_at IS NULL AND reader IS NULL AND rank <= ? GROUP BY recipient`},
 		{&s.rPeek, r, `SELECT d.id, ` + delCols + `, ` + msgCols + ` ` + inboxFrom},
 		{&s.rMessage, r, `SELECT ` + msgCols + ` FROM messages m WHERE m.id = ? AND m.workspace = ?`},
 		// Sends read agents to resolve @role and @everyone and to report the

@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -677,6 +678,24 @@ func testUnread(t *testing.T, s hub.Store) {
 	}
 	if n, err := s.Unread(c, "ws", "nobody", 3); err != nil || n != 0 {
 		t.Errorf("Unread(nobody): got %d, %v; want 0, nil", n, err)
+	}
+	// Grouped: every recipient at once, the same counts, in ws only, and
+	// without the copies out on lease.
+	f.send("ws", "bob", hub.Normal, "to carol", "carol", "dave")
+	f.send("ws", "bob", hub.Normal, "leased", "dave")
+	f.send("other", "alice", hub.Normal, "elsewhere", "bob")
+	take(t, s, "ws", "dave", "s1", 1, at(100)) // dave's first copy, leased
+	for _, tt := range []struct {
+		maxRank int
+		want    map[string]int
+	}{{0, map[string]int{"bob": 1}}, {3, map[string]int{"bob": 7, "carol": 1, "dave": 1}}} {
+		got, err := s.UnreadByRecipient(c, "ws", tt.maxRank)
+		if err != nil || !maps.Equal(got, tt.want) {
+			t.Errorf("UnreadByRecipient(maxRank %d): got %v, %v; want %v, nil", tt.maxRank, got, err, tt.want)
+		}
+	}
+	if got, err := s.UnreadByRecipient(c, "nowhere", 3); err != nil || len(got) != 0 {
+		t.Errorf("UnreadByRecipient(empty workspace): got %v, %v; want none", got, err)
 	}
 }
 
