@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -162,119 +164,247 @@ func around(d time.Duration, gone, send func()) {
 	second()
 }
 
+// race is one race test: rounds in which bob blocks in wait_for_message and
+// is disturbed (killed, signalled, hung up on) around a send from alice.
+type race struct {
+	t      *testing.T
+	e      *env
+	ws     string
+	sender *mcp.ClientSession
+	g      got
+	sent   []string
+}
+
+func newRace(t *testing.T, ws string) *race {
+	e := newEnv(t)
+	e.Must("join", "--name", "bob", "--role", "dev", "--workspace", ws)
+	return &race{t: t, e: e, ws: ws, sender: e.Session(nil, "--agent", "alice", "--workspace", ws)}
+}
+
+// round runs wait (bob's blocked call; it returns what it received, or nil)
+// until the daemon counts it as waiting, then disturbs it and sends to bob:
+// within ±span of each other, or, with span 0, the send once wait returned.
+// Every round starts with no wait left over from the one before: a wait
+// whose client is gone has ended.
+func (r *race) round(i int, span time.Duration, wait func() *msgInfo, disturb func()) {
+	r.t.Helper()
+	waitUntil(r.t, fmt.Sprintf("round %d: the last round's wait to end", i), func() bool { return r.e.waiting(r.ws, "bob") == 0 })
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if m := wait(); m != nil {
+			r.g.add(*m)
+		}
+	}()
+	// Blocked, or returned at once with a message an earlier round's reader
+	// gave back.
+	waitUntil(r.t, fmt.Sprintf("round %d: bob blocked in a wait", i), func() bool {
+		select {
+		case <-done:
+			return true
+		default:
+			return r.e.waiting(r.ws, "bob") > 0
+		}
+	})
+	send := func() {
+		var out struct {
+			MessageID string `json:"message_id"`
+		}
+		mustCall(r.t, r.sender, "send_message", map[string]any{"to": "bob", "content": fmt.Sprintf("round %d", i)}, &out)
+		r.sent = append(r.sent, out.MessageID)
+	}
+	if span == 0 {
+		disturb()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			r.t.Fatalf("round %d: the wait did not end within 10 s of its disturbance", i)
+		}
+		send()
+		return
+	}
+	around(offset(span), disturb, send)
+	<-done
+}
+
+// finish drains bob's inbox and checks that nothing sent was lost.
+func (r *race) finish(what string, rounds int) {
+	r.t.Helper()
+	r.e.drainInto(r.t, &r.g, r.ws, "bob", r.sent)
+	lost, repeats := r.g.check(r.t, r.sent)
+	r.t.Logf("%s: %d rounds, %d sent, %d lost, %d received again marked as repeats", what, rounds, len(r.sent), lost, repeats)
+}
+
+// bridgeWait starts `parley mcp serve` as bob and returns its process and a
+// wait_for_message through it.
+func (r *race) bridgeWait(ctx context.Context) (*exec.Cmd, *mcp.ClientSession, func() *msgInfo) {
+	r.t.Helper()
+	cmd := exec.Command(bin, "mcp", "serve", "--agent", "bob", "--workspace", r.ws)
+	cmd.Env = r.e.environ()
+	client := mcp.NewClient(&mcp.Implementation{Name: "race", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		r.t.Fatalf("connect: %v", err)
+	}
+	return cmd, cs, func() *msgInfo { return waitedMessage(cs.CallTool(ctx, waitParams)) }
+}
+
+var waitParams = &mcp.CallToolParams{Name: "wait_for_message", Arguments: map[string]any{"timeout": 20}}
+
+// waitedMessage is the message a wait_for_message call returned, if any.
+func waitedMessage(res *mcp.CallToolResult, err error) *msgInfo {
+	if err != nil || res.IsError {
+		return nil // the reader went away first
+	}
+	var w struct {
+		Message *msgInfo `json:"message"`
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	if json.Unmarshal(b, &w) != nil {
+		return nil
+	}
+	return w.Message
+}
+
 // TestRaceKillBridge kills `parley mcp serve` with SIGKILL within 20 ms of a
 // send while it waits for a message.
 func TestRaceKillBridge(t *testing.T) {
 	rounds := raceRounds(t, 30)
-	e := newEnv(t)
-	const ws = "race"
-	sender := e.Session(nil, "--agent", "alice", "--workspace", ws)
-	var g got
-	var sent []string
+	r := newRace(t, "race")
 	for i := range rounds {
-		cmd := exec.Command(bin, "mcp", "serve", "--agent", "bob", "--workspace", ws)
-		cmd.Env = e.environ()
-		client := mcp.NewClient(&mcp.Implementation{Name: "race", Version: "1"}, nil)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-		if err != nil {
-			cancel()
-			t.Fatalf("round %d: connect: %v", i, err)
-		}
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "wait_for_message", Arguments: map[string]any{"timeout": 20}})
-			if err != nil || res.IsError {
-				return // the bridge died first
-			}
-			var w struct {
-				Message *msgInfo `json:"message"`
-			}
-			b, _ := json.Marshal(res.StructuredContent)
-			if json.Unmarshal(b, &w) == nil && w.Message != nil {
-				g.add(*w.Message)
-			}
-		}()
-		time.Sleep(30 * time.Millisecond) // let the wait block in most rounds
-		around(offset(20*time.Millisecond), func() { cmd.Process.Kill() }, func() {
-			var out struct {
-				MessageID string `json:"message_id"`
-			}
-			mustCall(t, sender, "send_message", map[string]any{"to": "bob", "content": fmt.Sprintf("round %d", i)}, &out)
-			sent = append(sent, out.MessageID)
-		})
-		<-done
+		cmd, cs, wait := r.bridgeWait(ctx)
+		r.round(i, 20*time.Millisecond, wait, func() { cmd.Process.Kill() })
 		cs.Close()
 		cancel()
 	}
-	e.drainInto(t, &g, ws, "bob", sent)
-	lost, repeats := g.check(t, sent)
-	t.Logf("kill -9 of parley mcp serve within ±20 ms of a send: %d rounds, %d sent, %d lost, %d received again marked as repeats", rounds, len(sent), lost, repeats)
+	r.finish("kill -9 of parley mcp serve within ±20 ms of a send", rounds)
 }
 
 // TestRaceSIGHUPBridge: a bridge that gets SIGHUP while it waits ends its
 // session, and the message sent next is not lost.
 func TestRaceSIGHUPBridge(t *testing.T) {
 	rounds := raceRounds(t, 5)
-	e := newEnv(t)
-	const ws = "hup"
-	sender := e.Session(nil, "--agent", "alice", "--workspace", ws)
-	var g got
-	var sent []string
+	r := newRace(t, "hup")
 	for i := range rounds {
-		cmd := exec.Command(bin, "mcp", "serve", "--agent", "bob", "--workspace", ws)
-		cmd.Env = e.environ()
-		client := mcp.NewClient(&mcp.Implementation{Name: "hup", Version: "1"}, nil)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-		if err != nil {
-			cancel()
-			t.Fatalf("round %d: connect: %v", i, err)
-		}
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "wait_for_message", Arguments: map[string]any{"timeout": 20}})
-			if err != nil || res.IsError {
-				return
-			}
-			var w struct {
-				Message *msgInfo `json:"message"`
-			}
-			b, _ := json.Marshal(res.StructuredContent)
-			if json.Unmarshal(b, &w) == nil && w.Message != nil {
-				g.add(*w.Message) // the message of the round before
-			}
-		}()
-		time.Sleep(30 * time.Millisecond)
-		cmd.Process.Signal(syscall.SIGHUP)
-		// The blocked call ends when mcp serve closes its stdout, which it does
-		// as it exits. (The SDK's transport owns cmd.Wait: a second Wait here
-		// would race with it.)
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			t.Fatalf("round %d: parley mcp serve did not end within 5 s of SIGHUP", i)
-		}
+		cmd, cs, wait := r.bridgeWait(ctx)
+		// The blocked call ends when mcp serve closes its stdout, which it
+		// does as it exits. (The SDK's transport owns cmd.Wait: a second
+		// Wait here would race with it.)
+		r.round(i, 0, wait, func() { cmd.Process.Signal(syscall.SIGHUP) })
 		cs.Close() // reaps the process
-		var out struct {
-			MessageID string `json:"message_id"`
-		}
-		mustCall(t, sender, "send_message", map[string]any{"to": "bob", "content": fmt.Sprintf("after hup %d", i)}, &out)
-		sent = append(sent, out.MessageID)
 		cancel()
 	}
-	e.drainInto(t, &g, ws, "bob", sent)
-	lost, _ := g.check(t, sent)
-	t.Logf("SIGHUP of parley mcp serve while it waits: %d rounds, %d lost", rounds, lost)
+	r.finish("SIGHUP of parley mcp serve while it waits", rounds)
+}
+
+// TestRaceHTTPDisconnect cancels a go-sdk client's blocked wait_for_message
+// over Streamable HTTP within 3 ms of a send; the session goes on and reads
+// the rest. The client closes the request's connection, read or not, and
+// sends notifications/cancelled from a goroutine: it may come after the
+// session's next request.
+func TestRaceHTTPDisconnect(t *testing.T) {
+	rounds := raceRounds(t, 30)
+	r := newRace(t, "drop")
+	client := mcp.NewClient(&mcp.Implementation{Name: "drop", Version: "1"}, nil)
+	cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{
+		Endpoint: "http://parley/mcp?agent=bob&workspace=" + r.ws, HTTPClient: r.e.httpClient()},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	for i := range rounds {
+		ctx, cancel := context.WithCancel(context.Background())
+		r.round(i, 3*time.Millisecond, func() *msgInfo { return waitedMessage(cs.CallTool(ctx, waitParams)) }, cancel)
+		cancel()
+		// The session's next request.
+		r.check(cs)
+	}
+	r.finish("go-sdk client cancelling its wait over HTTP within ±3 ms of a send", rounds)
+}
+
+// TestRaceHTTPHangUp hangs up a blocked wait_for_message's connection
+// without reading anything (and without notifications/cancelled) within 3 ms
+// of a send: a message written to it sits unread in the client's socket. The
+// session goes on and reads the rest.
+func TestRaceHTTPHangUp(t *testing.T) {
+	rounds := raceRounds(t, 30)
+	r := newRace(t, "hangup")
+	s := r.e.dropSession(t, r.ws, "bob")
+	for i := range rounds {
+		conns := make(chan net.Conn, 1)
+		hungUp := make(chan struct{})
+		wait := func() *msgInfo {
+			conn, err := s.send("wait_for_message", map[string]any{"timeout": 20})
+			if err != nil {
+				t.Errorf("round %d: send the wait: %v", i, err)
+				close(conns)
+				return nil
+			}
+			conns <- conn
+			select {
+			case <-hungUp:
+			case <-answered(conn): // it took a message an earlier round gave back
+			}
+			return nil
+		}
+		r.round(i, 3*time.Millisecond, wait, func() {
+			if conn := <-conns; conn != nil {
+				conn.Close()
+			}
+			close(hungUp)
+		})
+		// The session's next request.
+		var c struct {
+			Messages []msgInfo `json:"messages"`
+		}
+		if b := s.tool(context.Background(), "check_messages", nil); b != nil && json.Unmarshal(b, &c) == nil {
+			for _, m := range c.Messages {
+				r.g.add(m)
+			}
+		}
+	}
+	r.finish("HTTP hang-up of a wait, unread, within ±3 ms of a send", rounds)
+}
+
+// answered is closed once conn has something to read, which it leaves unread.
+func answered(conn net.Conn) <-chan struct{} {
+	ch := make(chan struct{})
+	rc, err := conn.(syscall.Conn).SyscallConn()
+	if err != nil {
+		close(ch)
+		return ch
+	}
+	go func() {
+		defer close(ch)
+		rc.Read(func(fd uintptr) bool { // returns early when conn closes
+			var b [1]byte
+			_, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+			return err != syscall.EAGAIN && err != syscall.EINTR
+		})
+	}()
+	return ch
+}
+
+// check reads bob's inbox through cs.
+func (r *race) check(cs *mcp.ClientSession) {
+	var c struct {
+		Messages []msgInfo `json:"messages"`
+	}
+	mustCall(r.t, cs, "check_messages", nil, &c)
+	for _, m := range c.Messages {
+		r.g.add(m)
+	}
 }
 
 // dropSession is an MCP session over plain HTTP on the daemon's socket, so
-// that a test can drop a request's connection the way a client that dies does
-// (the go-sdk client would send notifications/cancelled first).
+// that a test can hang up a request's connection the way a client that dies
+// does, without notifications/cancelled.
 type dropSession struct {
 	t     *testing.T
+	e     *env
 	hc    *http.Client
 	id    string
 	agent string
@@ -284,7 +414,7 @@ type dropSession struct {
 
 func (e *env) dropSession(t *testing.T, ws, agent string) *dropSession {
 	t.Helper()
-	s := &dropSession{t: t, hc: e.httpClient(), agent: agent, ws: ws}
+	s := &dropSession{t: t, e: e, hc: e.httpClient(), agent: agent, ws: ws}
 	resp, body := s.post(context.Background(), `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
 	if resp.StatusCode != 200 || !bytes.Contains(body, []byte(`"result"`)) {
 		t.Fatalf("initialize: HTTP %d %s", resp.StatusCode, body)
@@ -294,7 +424,7 @@ func (e *env) dropSession(t *testing.T, ws, agent string) *dropSession {
 	return s
 }
 
-func (s *dropSession) post(ctx context.Context, body string) (*http.Response, []byte) {
+func (s *dropSession) request(ctx context.Context, body string) *http.Request {
 	req, _ := http.NewRequestWithContext(ctx, "POST", "http://parley/mcp", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
@@ -304,7 +434,11 @@ func (s *dropSession) post(ctx context.Context, body string) (*http.Response, []
 		req.Header.Set("Mcp-Session-Id", s.id)
 		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
 	}
-	resp, err := s.hc.Do(req)
+	return req
+}
+
+func (s *dropSession) post(ctx context.Context, body string) (*http.Response, []byte) {
+	resp, err := s.hc.Do(s.request(ctx, body))
 	if err != nil {
 		return &http.Response{StatusCode: 0}, nil
 	}
@@ -322,12 +456,16 @@ func (s *dropSession) post(ctx context.Context, body string) (*http.Response, []
 	return resp, buf.Bytes()
 }
 
+func (s *dropSession) callBody(name string, args map[string]any) string {
+	s.next++
+	a, _ := json.Marshal(args)
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, s.next, name, a)
+}
+
 // tool calls a tool and returns its structured content, or nil when the
 // request broke.
 func (s *dropSession) tool(ctx context.Context, name string, args map[string]any) json.RawMessage {
-	s.next++
-	a, _ := json.Marshal(args)
-	_, body := s.post(ctx, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, s.next, name, a))
+	_, body := s.post(ctx, s.callBody(name, args))
 	var r struct {
 		Result struct {
 			Structured json.RawMessage `json:"structuredContent"`
@@ -339,56 +477,18 @@ func (s *dropSession) tool(ctx context.Context, name string, args map[string]any
 	return r.Result.Structured
 }
 
-// TestRaceHTTPDisconnect drops the connection of a blocked wait_for_message
-// within 3 ms of a send; the session goes on and reads the rest.
-func TestRaceHTTPDisconnect(t *testing.T) {
-	if os.Getenv("PARLEY_KNOWN_FAILURES") == "" {
-		t.Skip("known failure: about 1 round in 30 a message dropped with its HTTP connection is confirmed read by the session's next request (issue 11 is open for it); PARLEY_KNOWN_FAILURES=1 runs it")
+// send writes a tool call on a connection of its own and returns the
+// connection, unread, for the caller to hang up.
+func (s *dropSession) send(name string, args map[string]any) (net.Conn, error) {
+	conn, err := net.Dial("unix", filepath.Join(s.e.home, "parley.sock"))
+	if err != nil {
+		return nil, err
 	}
-	rounds := raceRounds(t, 30)
-	e := newEnv(t)
-	const ws = "drop"
-	e.Must("join", "--name", "bob", "--role", "dev", "--workspace", ws)
-	sender := e.Session(nil, "--agent", "alice", "--workspace", ws)
-	s := e.dropSession(t, ws, "bob")
-	var g got
-	var sent []string
-	for i := range rounds {
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			var w struct {
-				Message *msgInfo `json:"message"`
-			}
-			if b := s.tool(ctx, "wait_for_message", map[string]any{"timeout": 20}); b != nil && json.Unmarshal(b, &w) == nil && w.Message != nil {
-				g.add(*w.Message)
-			}
-		}()
-		time.Sleep(20 * time.Millisecond)
-		around(offset(3*time.Millisecond), cancel, func() {
-			var out struct {
-				MessageID string `json:"message_id"`
-			}
-			mustCall(t, sender, "send_message", map[string]any{"to": "bob", "content": fmt.Sprintf("round %d", i)}, &out)
-			sent = append(sent, out.MessageID)
-		})
-		<-done
-		cancel()
-		// The session's next request: what its answered calls carried is now
-		// known to be received.
-		var c struct {
-			Messages []msgInfo `json:"messages"`
-		}
-		if b := s.tool(context.Background(), "check_messages", nil); b != nil && json.Unmarshal(b, &c) == nil {
-			for _, m := range c.Messages {
-				g.add(m)
-			}
-		}
+	if err := s.request(context.Background(), s.callBody(name, args)).Write(conn); err != nil {
+		conn.Close()
+		return nil, err
 	}
-	e.drainInto(t, &g, ws, "bob", sent)
-	lost, repeats := g.check(t, sent)
-	t.Logf("HTTP disconnect within ±3 ms of a send: %d rounds, %d sent, %d lost, %d received again marked as repeats", rounds, len(sent), lost, repeats)
+	return conn, nil
 }
 
 // TestRaceKillDaemonDuringConsume kills the daemon with SIGKILL while a

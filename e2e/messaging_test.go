@@ -118,13 +118,31 @@ func TestTwoAgentsTalk(t *testing.T) {
 	}
 }
 
-// waitForWaiter polls until the agent's presence shows it (its session
-// registered), then gives its wait a moment to block. The hub's no-lost-wake-up
-// guarantee makes the order irrelevant for correctness; this only makes the
-// test exercise the blocked path.
+// waitForWaiter waits until a call is blocked waiting for the agent's next
+// message (the waiting count of GET /api/v1/agents), so that the test
+// exercises the blocked path: a message sent now wakes that wait. (The hub's
+// no-lost-wake-up guarantee makes the order irrelevant for correctness.)
 func waitForWaiter(t *testing.T, e *env, ws, agent string) {
 	t.Helper()
-	time.Sleep(50 * time.Millisecond)
+	waitUntil(t, agent+" blocked in a wait", func() bool { return e.waiting(ws, agent) > 0 })
+}
+
+// waiting counts the calls blocked waiting for the agent's next message.
+func (e *env) waiting(ws, agent string) int {
+	e.t.Helper()
+	var out struct {
+		Agents []struct {
+			Name    string `json:"name"`
+			Waiting int    `json:"waiting"`
+		} `json:"agents"`
+	}
+	e.mustAPI("GET", "/agents", ws, "", nil, &out)
+	for _, a := range out.Agents {
+		if a.Name == agent {
+			return a.Waiting
+		}
+	}
+	return 0
 }
 
 func TestInboxOrderAndPriorityFilter(t *testing.T) {

@@ -88,6 +88,9 @@ type AgentInfo struct {
 	Workspace  string `json:"workspace"`
 	// Host is the machine whose daemon last saw the agent.
 	Host string `json:"host,omitempty" jsonschema:"the machine whose daemon last saw the agent"`
+	// Waiting counts the calls blocked waiting for the agent's next message
+	// on the daemon that answers.
+	Waiting int `json:"waiting,omitempty" jsonschema:"calls blocked waiting for this agent's next message"`
 }
 
 // ListAgentsRequest is the list_agents input and GET /api/v1/agents.

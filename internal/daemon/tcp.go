@@ -214,6 +214,7 @@ func (d *Daemon) openTCP(h http.Handler) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          d.srv.ErrorLog,
 		BaseContext:       d.srv.BaseContext,
+		ConnContext:       d.srv.ConnContext,
 	}
 	return nil
 }

@@ -86,7 +86,8 @@ func (h *Hub) Agent(ctx context.Context, ws, name string) (*Agent, error) {
 // AgentView is an agent with its derived presence.
 type AgentView struct {
 	*Agent
-	Active bool // an open session, or seen within ActiveWindow
+	Active  bool // an open session, or seen within ActiveWindow
+	Waiting int  // calls blocked in a wait for its next message, on this hub
 }
 
 // Agents lists the agents of ws with their presence.
@@ -98,7 +99,7 @@ func (h *Hub) Agents(ctx context.Context, ws string) ([]AgentView, error) {
 	out := make([]AgentView, len(as))
 	for i, a := range as {
 		h.overlaySeen(a)
-		out[i] = AgentView{Agent: a, Active: h.active(a)}
+		out[i] = AgentView{Agent: a, Active: h.active(a), Waiting: h.Waiters(ws, a.Name)}
 	}
 	return out, nil
 }

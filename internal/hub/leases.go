@@ -60,6 +60,22 @@ func (h *Hub) release(ctx context.Context, q ReleaseQuery) (int, error) {
 	return len(ds), nil
 }
 
+// Reopen puts the agent's copies of the messages back in its inbox, marked
+// redelivered, whether they are still leased or were confirmed already (not
+// acked): their reader says it gave them up, even after a front door took
+// them for received (an MCP client that cancels a request ignores its
+// response, and may say so after its next request). It returns how many went
+// back.
+func (h *Hub) Reopen(ctx context.Context, ws, agent string, messageIDs []string) (int, error) {
+	ds, err := h.store.Reopen(ctx, ws, agent, messageIDs)
+	if err != nil {
+		return 0, withOp("reopen", err)
+	}
+	h.publishDeliveries(EventMessageRedelivered, ds)
+	h.wakeDeliveries(ctx, ds)
+	return len(ds), nil
+}
+
 // Recover puts every leased delivery back in its inbox: at the start of a
 // daemon that is its store's only user, every reader of before is gone (the
 // daemon stopped or crashed before they confirmed). It returns how many went

@@ -52,6 +52,11 @@ type Store interface {
 	// Release puts the leased deliveries that q selects back in their
 	// inboxes, Redelivered, in their places, and returns them.
 	Release(ctx context.Context, q ReleaseQuery) ([]*Delivery, error)
+	// Reopen puts recipient's copies of the messages back in the inbox,
+	// Redelivered, in their places, if they were handed out and not acked
+	// (Delivered or Read), and returns them: their reader gave them up after
+	// all. Other ids are ignored.
+	Reopen(ctx context.Context, ws, recipient string, messageIDs []string) ([]*Delivery, error)
 	// Ack marks recipient's deliveries of the messages acked (and read, if
 	// they were not), whatever their state, and returns those that were not
 	// acked before. Unknown ids are ignored.

@@ -2,7 +2,10 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
+	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 
@@ -18,12 +21,20 @@ import (
 //     result lists under _meta[bridge.MetaDelivered] once it has written that
 //     result to its client. Its requests carry headerReceipts.
 //   - For other clients, the session's next request confirms what its earlier
-//     responses carried, once they were written whole.
+//     responses carried, once they were written whole, unless the connection
+//     a response went out on shows that the client hung up without reading
+//     it (conns.go).
 //
 // They go back to the inbox, marked redelivered, when the response could not
 // be written or its client hung up first, when the session's GET stream
 // closes while responses are unconfirmed (a killed bridge), and when the
 // session ends (DELETE, expiry). Lease expiry in the hub backs all of this.
+
+// A client that cancels a request ignores its response (the MCP spec says
+// so), and it may say so only after its next request: go-sdk's client sends
+// notifications/cancelled from a goroutine and returns at once. So what a
+// tool call handed out is remembered by its JSON-RPC request id, and a
+// cancellation puts it back wherever it stands, leased or confirmed.
 
 // headerReceipts marks the requests of a client that confirms deliveries
 // itself (the bridge).
@@ -66,39 +77,46 @@ func (h *handed) take() []string {
 	return ids
 }
 
-// receipts tracks, per session, the deliveries whose responses were written
-// but are not confirmed yet.
+// receipts tracks, per session, the responses that were written with
+// deliveries in them but are not confirmed yet.
 type receipts struct {
 	mu      sync.Mutex
-	written map[string][]string // session id -> message ids
+	written map[string][]written // by session id
 }
 
-func (r *receipts) add(session string, ids []string) {
+// written is one response's deliveries and the connection it went out on.
+type written struct {
+	conn *watchedConn // nil: not watched
+	ids  []string
+}
+
+func (r *receipts) add(session string, w written) {
 	r.mu.Lock()
 	if r.written == nil {
-		r.written = map[string][]string{}
+		r.written = map[string][]written{}
 	}
-	r.written[session] = append(r.written[session], ids...)
+	r.written[session] = append(r.written[session], w)
 	r.mu.Unlock()
 }
 
-// take removes and returns the session's written, unconfirmed ids.
-func (r *receipts) take(session string) []string {
+// take removes and returns the session's written, unconfirmed responses.
+func (r *receipts) take(session string) []written {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	ids := r.written[session]
+	ws := r.written[session]
 	delete(r.written, session)
-	return ids
+	return ws
 }
 
 // forget removes ids the client confirmed itself.
 func (r *receipts) forget(session string, ids []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	left := r.written[session][:0]
-	for _, id := range r.written[session] {
-		if !contains(ids, id) {
-			left = append(left, id)
+	var left []written
+	for _, w := range r.written[session] {
+		w.ids = slices.DeleteFunc(slices.Clone(w.ids), func(id string) bool { return slices.Contains(ids, id) })
+		if len(w.ids) > 0 {
+			left = append(left, w)
 		}
 	}
 	if len(left) == 0 {
@@ -108,13 +126,145 @@ func (r *receipts) forget(session string, ids []string) {
 	}
 }
 
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
+// keepCalls is how many recent tool calls that handed messages out a session
+// remembers for cancellation; a client cancels a call as it gives up on it.
+const keepCalls = 16
+
+// calls remembers, per session, what recent tool calls handed out, by
+// request id, and the ids of calls cancelled before that was known.
+type calls struct {
+	mu sync.Mutex
+	m  map[string][]call // by session id, oldest first
+}
+
+type call struct {
+	id        string   // the JSON-RPC request id, as canonical JSON
+	ids       []string // the messages it handed out
+	cancelled bool
+}
+
+// handed records that the call with the request id handed out ids. It
+// reports whether the call was cancelled already.
+func (c *calls) handed(session, id string, ids []string) (cancelled bool) {
+	if id == "" {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, k := range c.m[session] {
+		if k.id == id && k.cancelled {
+			c.m[session] = slices.Delete(c.m[session], i, i+1)
 			return true
 		}
 	}
+	c.push(session, call{id: id, ids: ids})
 	return false
+}
+
+// cancel returns what the call with the request id handed out, or notes the
+// cancellation for when that is known.
+func (c *calls) cancel(session, id string) []string {
+	if id == "" {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, k := range c.m[session] {
+		if k.id == id && !k.cancelled {
+			c.m[session] = slices.Delete(c.m[session], i, i+1)
+			return k.ids
+		}
+	}
+	c.push(session, call{id: id, cancelled: true})
+	return nil
+}
+
+func (c *calls) push(session string, k call) {
+	if c.m == nil {
+		c.m = map[string][]call{}
+	}
+	l := append(c.m[session], k)
+	if len(l) > keepCalls {
+		l = slices.Delete(l, 0, len(l)-keepCalls)
+	}
+	c.m[session] = l
+}
+
+func (c *calls) end(session string) {
+	c.mu.Lock()
+	delete(c.m, session)
+	c.mu.Unlock()
+}
+
+// requestID is the canonical JSON of a JSON-RPC request id ("" if none), so
+// that the id a request carried and the one a cancellation names compare
+// equal.
+func requestID(v any) string {
+	if raw, ok := v.(json.RawMessage); ok {
+		if len(raw) == 0 || json.Unmarshal(raw, &v) != nil {
+			return ""
+		}
+	}
+	if v == nil {
+		return ""
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// bodyID is the request id of a captured JSON-RPC request body, or "".
+func bodyID(body []byte) string {
+	var m struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(body, &m) != nil {
+		return ""
+	}
+	return requestID(m.ID)
+}
+
+// capture keeps the first bytes of a request body as it is read, for its
+// request id: a request that hands messages out is small.
+type capture struct {
+	io.ReadCloser
+	mu   sync.Mutex
+	buf  []byte
+	over bool // longer than captureMax: too large to hand messages out
+}
+
+const captureMax = 64 << 10
+
+func (c *capture) Read(p []byte) (int, error) {
+	n, err := c.ReadCloser.Read(p)
+	c.mu.Lock()
+	if c.over = c.over || len(c.buf)+n > captureMax; c.over {
+		c.buf = nil
+	} else {
+		c.buf = append(c.buf, p[:n]...)
+	}
+	c.mu.Unlock()
+	return n, err
+}
+
+func (c *capture) id() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return bodyID(c.buf)
+}
+
+// cancelled puts back what the cancelled call handed out.
+func (s *Server) cancelled(ctx context.Context, sess *session, id string) {
+	ids := s.calls.cancel(sess.caller.Session, id)
+	if len(ids) == 0 {
+		return
+	}
+	s.receipts.forget(sess.caller.Session, ids)
+	if _, err := s.hub.Reopen(context.WithoutCancel(ctx), sess.caller.Workspace, sess.caller.Agent, ids); err != nil {
+		s.log.Warn("put back the messages of a cancelled call", "err", err)
+	}
 }
 
 // confirmReceipt answers a bridge's confirmation (a POST with
@@ -151,25 +301,41 @@ func (s *Server) settle(r *http.Request, session string, ids []string, writeErr 
 	}
 	// Written: a bridge confirms it by itself, other clients by their next
 	// request; until then a closing GET stream or the session's end puts it back.
-	s.receipts.add(session, ids)
+	s.receipts.add(session, written{conn: connOf(r.Context()), ids: ids})
 }
 
-// confirmWritten confirms what the session's earlier responses carried: it
-// makes a new request, so it has them.
+// confirmWritten settles what the session's earlier responses carried, now
+// that it makes a new request: confirmed where the connection shows the
+// client read the response (conns.go), put back where it shows it did not.
 func (s *Server) confirmWritten(ctx context.Context, session string) {
-	ids := s.receipts.take(session)
-	if len(ids) == 0 {
-		return
+	var got, lost []string
+	for _, w := range s.receipts.take(session) {
+		if w.conn.received() {
+			got = append(got, w.ids...)
+		} else {
+			lost = append(lost, w.ids...)
+		}
 	}
-	if _, err := s.hub.Confirm(context.WithoutCancel(ctx), session, ids); err != nil {
-		s.log.Warn("confirm delivered messages", "err", err)
+	ctx = context.WithoutCancel(ctx)
+	if len(got) > 0 {
+		if _, err := s.hub.Confirm(ctx, session, got); err != nil {
+			s.log.Warn("confirm delivered messages", "err", err)
+		}
+	}
+	if len(lost) > 0 {
+		if _, err := s.hub.Release(ctx, session, lost); err != nil {
+			s.log.Warn("put back unread messages", "err", err)
+		}
 	}
 }
 
 // releaseWritten puts back what the session's responses carried that it has
 // not confirmed: its client is gone.
 func (s *Server) releaseWritten(ctx context.Context, session string) {
-	ids := s.receipts.take(session)
+	var ids []string
+	for _, w := range s.receipts.take(session) {
+		ids = append(ids, w.ids...)
+	}
 	if len(ids) == 0 {
 		return
 	}

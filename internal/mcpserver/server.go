@@ -77,6 +77,7 @@ type Server struct {
 
 	receipts receipts // delivered messages awaiting confirmation (receipts.go)
 	claims   claims   // tasks claimed per session (claims.go)
+	calls    calls    // what recent tool calls handed out, for cancellation
 }
 
 // session is what a session speaks for, fixed when it starts.
@@ -91,6 +92,7 @@ type inflight struct {
 	ctx    context.Context
 	new    *session // the identity of a request that starts a session
 	handed handed   // messages the request's tool calls handed out
+	body   *capture // the request's body, for its JSON-RPC id
 }
 
 // headerRequest carries the key of an inflight request from ServeHTTP to the
@@ -202,7 +204,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// responses carried once it makes another request.
 		s.confirmWritten(r.Context(), sid)
 	}
-	in := &inflight{ctx: r.Context()}
+	in := &inflight{ctx: r.Context(), body: &capture{ReadCloser: r.Body}}
+	r.Body = in.body
 	if sid == "" {
 		// A request without a session starts one: its identity now.
 		sess, err := s.identityOf(r)
@@ -385,6 +388,11 @@ func (s *Server) bind(next mcp.MethodHandler) mcp.MethodHandler {
 		var in *inflight
 		if ex := req.GetExtra(); ex != nil {
 			in = s.inflight(ex.Header)
+			if in == nil && method == "tools/call" && ex.Header.Get(headerRequest) != "" {
+				// Its HTTP request ended before the call began: nobody
+				// would get what it hands out.
+				return nil, errGone
+			}
 		}
 		if method == "initialize" && in != nil && in.new != nil {
 			s.open(ss, in.new)
@@ -394,6 +402,9 @@ func (s *Server) bind(next mcp.MethodHandler) mcp.MethodHandler {
 		s.mu.Unlock()
 		if sess != nil {
 			ctx = context.WithValue(ctx, sessionKey{}, sess)
+			if p, ok := req.GetParams().(*mcp.CancelledParams); ok && method == "notifications/cancelled" {
+				s.cancelled(ctx, sess, requestID(p.RequestID))
+			}
 		}
 		if method == "tools/call" && in != nil {
 			var cancel context.CancelCauseFunc
@@ -414,13 +425,21 @@ func (s *Server) bind(next mcp.MethodHandler) mcp.MethodHandler {
 			before := in.handed.len()
 			res, err := next(ctx, method, req)
 			if ids := in.handed.since(before); len(ids) > 0 {
-				if in.ctx.Err() != nil {
+				session := callerSession(ctx)
+				switch {
+				case in.ctx.Err() != nil:
 					// The client hung up while the call ran: ServeHTTP may
 					// be gone already, so put the messages back here.
-					if _, err := s.hub.Release(context.WithoutCancel(ctx), callerSession(ctx), ids); err != nil {
+					if _, err := s.hub.Release(context.WithoutCancel(ctx), session, ids); err != nil {
 						s.log.Warn("put back undelivered messages", "err", err)
 					}
-				} else {
+				case s.calls.handed(session, in.body.id(), ids):
+					// Cancelled while it ran: its client ignores the answer.
+					in.handed.take()
+					if _, err := s.hub.Release(context.WithoutCancel(ctx), session, ids); err != nil {
+						s.log.Warn("put back the messages of a cancelled call", "err", err)
+					}
+				default:
 					markDelivered(res, ids)
 				}
 			}
@@ -469,6 +488,7 @@ func (s *Server) open(ss *mcp.ServerSession, sess *session) {
 		// goes back to the inbox.
 		s.receipts.take(sess.caller.Session)
 		s.claims.take(sess.caller.Session)
+		s.calls.end(sess.caller.Session)
 		if _, err := s.hub.Release(context.Background(), sess.caller.Session, nil); err != nil {
 			s.log.Warn("put back the messages of an ended session", "err", err)
 		}

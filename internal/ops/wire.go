@@ -47,7 +47,7 @@ func agentInfo(a hub.AgentView) api.AgentInfo {
 	return api.AgentInfo{
 		Name: a.Name, Role: a.Role, Module: a.Module, Status: st,
 		LastSeenAt: api.FormatTime(a.LastSeen), AgentID: a.ID(), WorkStatus: string(a.Status),
-		Workspace: a.Workspace, Host: a.Host,
+		Workspace: a.Workspace, Host: a.Host, Waiting: a.Waiting,
 	}
 }
 

@@ -211,6 +211,22 @@ func (db *DB) Release(ctx context.Context, q hub.ReleaseQuery) ([]*hub.Delivery,
 		q.Reader, q.MessageIDs, nullTime(q.Expired))
 }
 
+// Reopen puts handed-out, unacked copies back in the inbox.
+func (db *DB) Reopen(ctx context.Context, ws, recipient string, messageIDs []string) ([]*hub.Delivery, error) {
+	if len(messageIDs) == 0 {
+		return nil, nil
+	}
+	return db.queryDeliveries(ctx, "reopen", false, `WITH d AS (
+			UPDATE deliveries d SET read_at = NULL, reader = NULL, lease_until = NULL
+			FROM messages m WHERE m.seq = d.message_seq
+			AND m.id = ANY($1) AND m.workspace = $2 AND d.recipient = $3 AND d.acked_at IS NULL
+			AND (d.reader IS NOT NULL OR d.read_at IS NOT NULL)
+			RETURNING d.*
+		)
+		SELECT `+delCols+` FROM d JOIN messages m ON m.seq = d.message_seq ORDER BY d.id`,
+		messageIDs, ws, recipient)
+}
+
 // Ack marks recipient's deliveries of the messages acked.
 func (db *DB) Ack(ctx context.Context, ws, recipient string, messageIDs []string, at time.Time) ([]*hub.Delivery, error) {
 	if len(messageIDs) == 0 {

@@ -293,6 +293,38 @@ func (db *DB) Release(ctx context.Context, q hub.ReleaseQuery) ([]*hub.Delivery,
 	return out, nil
 }
 
+// Reopen puts handed-out, unacked copies back in the inbox.
+func (db *DB) Reopen(ctx context.Context, ws, recipient string, messageIDs []string) ([]*hub.Delivery, error) {
+	if len(messageIDs) == 0 {
+		return nil, nil
+	}
+	var out []*hub.Delivery
+	err := db.write(ctx, "reopen", func(ctx context.Context, c *sql.Conn) error {
+		ids, ds, err := queryDeliveries(ctx, stmtOn{c, `SELECT d.id, ` + delCols + `
+			FROM messages m JOIN deliveries d ON d.message_seq = m.seq
+			WHERE m.id IN (SELECT value FROM json_each(?1)) AND m.workspace = ?2 AND d.recipient = ?3
+			AND d.acked_at = 0 AND (d.reader IS NOT NULL OR d.read_at IS NOT NULL) ORDER BY d.id`},
+			false, jsonList(messageIDs), ws, recipient)
+		if err != nil || len(ds) == 0 {
+			out = nil
+			return err
+		}
+		if _, err := c.ExecContext(ctx, `UPDATE deliveries SET read_at = NULL, reader = NULL, lease_until = 0
+			WHERE id IN (SELECT value FROM json_each(?))`, jsonList(ids)); err != nil {
+			return err
+		}
+		for _, d := range ds {
+			d.State, d.Reader, d.LeaseUntil, d.ReadAt = hub.Redelivered, "", time.Time{}, time.Time{}
+		}
+		out = ds
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // Ack marks recipient's deliveries of the messages acked.
 func (db *DB) Ack(ctx context.Context, ws, recipient string, messageIDs []string, at time.Time) ([]*hub.Delivery, error) {
 	const op = "ack"

@@ -174,6 +174,47 @@ func testConfirm(t *testing.T, s hub.Store) {
 	}
 }
 
+// testReopen: copies given up after they were handed out (leased or
+// confirmed, not acked) go back to their places in the inbox; others are
+// left alone.
+func testReopen(t *testing.T, s hub.Store) {
+	c := ctx(t)
+	f := newFixture(t, s)
+	m0 := f.send("ws", "alice", hub.Normal, "zero", "bob")
+	m1 := f.send("ws", "alice", hub.Normal, "one", "bob", "carol")
+	m2 := f.send("ws", "alice", hub.Normal, "two", "bob")
+	m3 := f.send("ws", "alice", hub.Normal, "three", "bob")
+	take(t, s, "ws", "bob", "s1", 4, at(10))
+	take(t, s, "ws", "carol", "s2", 1, at(10))
+	if _, err := s.Confirm(c, "s1", []string{m1.ID, m2.ID}, at(11)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Ack(c, "ws", "bob", []string{m2.ID}, at(12)); err != nil {
+		t.Fatal(err)
+	}
+	// m0 leased, m1 read, m2 acked, m3 leased and not named; carol's m1 not bob's.
+	got, err := s.Reopen(c, "ws", "bob", []string{m0.ID, m1.ID, m2.ID, "01NOSUCHMESSAGE0000000000"})
+	if g := states(got); err != nil || !slices.Equal(g, []string{st(m0, hub.Redelivered, 1), st(m1, hub.Redelivered, 1)}) {
+		t.Fatalf("Reopen(bob: m0 leased, m1 read, m2 acked): got %v, %v; want m0 and m1 redelivered", g, err)
+	}
+	if d := status(t, s, m1, "bob"); d.State != hub.Redelivered || !d.ReadAt.IsZero() || d.Reader != "" {
+		t.Errorf("bob's m1 after Reopen: got %+v, want redelivered, unread, no reader", d)
+	}
+	if d := status(t, s, m1, "carol"); d.State != hub.Delivered || d.Reader != "s2" {
+		t.Errorf("carol's m1: got %+v, want still delivered to s2", d)
+	}
+	if d := status(t, s, m3, "bob"); d.State != hub.Delivered {
+		t.Errorf("bob's m3: got %s, want still delivered", d.State)
+	}
+	// In their places: m0 before m1.
+	if got := take(t, s, "ws", "bob", "s3", 5, at(20)); !slices.Equal(states(got), []string{st(m0, hub.Delivered, 2), st(m1, hub.Delivered, 2)}) {
+		t.Errorf("Take after Reopen: got %v, want m0 then m1, each a second time", states(got))
+	}
+	if got, err := s.Reopen(c, "ws", "bob", nil); err != nil || len(got) != 0 {
+		t.Errorf("Reopen(no ids): got %v, %v; want nothing", states(got), err)
+	}
+}
+
 func sorted(ss []string) []string {
 	ss = slices.Clone(ss)
 	slices.Sort(ss)

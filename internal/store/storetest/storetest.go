@@ -56,6 +56,7 @@ func Run(t *testing.T, open func(t *testing.T) hub.Store) {
 		{"TakeLeases", testTakeLeases},
 		{"Confirm", testConfirm},
 		{"ReleaseKeepsPlace", testReleaseKeepsPlace},
+		{"Reopen", testReopen},
 		{"ReleaseSelects", testReleaseSelects},
 		{"TakeConcurrentReaders", testTakeConcurrentReaders},
 		{"TakeThread", testTakeThread},

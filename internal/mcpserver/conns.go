@@ -1,0 +1,183 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// A client that is not a bridge never says it received a response, and one
+// that hangs up after the response was written (the bytes sit in its kernel,
+// never read) looks, to the handler, like one that read it. How the
+// connection ends tells them apart, for TCP and Unix sockets alike:
+//
+//   - A client that closes a socket with unread data makes its kernel reset
+//     the connection: our read fails with ECONNRESET.
+//   - One that closes after reading ends it with EOF. Over TCP, EOF with some
+//     of our bytes not yet acknowledged means it closed before they arrived.
+//   - One that closed before we wrote makes the write fail (EPIPE).
+//   - One that keeps the connection open has not given up on it: clients
+//     close the connection of a request they abandon.
+//
+// So a response is known received once its connection carried another
+// request or ended cleanly, or, when the session makes its next request, if
+// that connection is still open.
+
+// WatchConns wraps the listener of a server that serves /mcp so that the
+// server learns how each connection ends. Pair it with ConnContext.
+func WatchConns(ln net.Listener) net.Listener { return watchListener{ln} }
+
+// ConnContext is the http.Server ConnContext that goes with WatchConns.
+func ConnContext(ctx context.Context, c net.Conn) context.Context {
+	if wc, ok := c.(*watchedConn); ok {
+		return context.WithValue(ctx, connKey{}, wc)
+	}
+	return ctx
+}
+
+type connKey struct{}
+
+// connOf is the watched connection a request came on, or nil.
+func connOf(ctx context.Context) *watchedConn {
+	wc, _ := ctx.Value(connKey{}).(*watchedConn)
+	return wc
+}
+
+type watchListener struct{ net.Listener }
+
+func (l watchListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &watchedConn{Conn: c, ended: make(chan struct{})}, nil
+}
+
+// watchedConn records how its peer ended it.
+type watchedConn struct {
+	net.Conn
+	ended chan struct{} // closed once the connection ended
+
+	mu    sync.Mutex
+	done  bool // ended is closed
+	clean bool // the peer had everything written on the connection
+}
+
+func (c *watchedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if err != nil {
+		var ne net.Error
+		if !(errors.As(err, &ne) && ne.Timeout()) { // the server's deadlines end reads, not the connection
+			c.end(errors.Is(err, io.EOF) && c.outq() == 0)
+		}
+	}
+	return n, err
+}
+
+// Write notes a write after the end: that the peer had what came before says
+// nothing of it.
+func (c *watchedConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	c.mu.Lock()
+	if c.done {
+		c.clean = false
+	}
+	c.mu.Unlock()
+	return n, err
+}
+
+// Close by the server itself (after a response to a client that asked to
+// close, or at shutdown) leaves what was written to the client: nothing says
+// it did not get it.
+func (c *watchedConn) Close() error {
+	c.end(true)
+	return c.Conn.Close()
+}
+
+// CloseWrite keeps http.Server's graceful close of TCP connections.
+func (c *watchedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+func (c *watchedConn) end(clean bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.done {
+		c.done, c.clean = true, clean
+		close(c.ended)
+	}
+}
+
+func (c *watchedConn) wasClean() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.clean
+}
+
+// outq is how many bytes written on the connection its peer has not taken:
+// over TCP, not acknowledged. Unknown counts as none.
+func (c *watchedConn) outq() int {
+	n := 0
+	c.control(func(fd int) { n, _ = unix.IoctlGetInt(fd, unix.SIOCOUTQ) })
+	return n
+}
+
+// peerGone reports whether the peer closed or reset the connection, from the
+// socket's state: the server's reader may not have run since.
+func (c *watchedConn) peerGone() bool {
+	gone := false
+	c.control(func(fd int) {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLRDHUP}}
+		if n, err := unix.Poll(fds, 0); err == nil && n > 0 {
+			gone = fds[0].Revents&(unix.POLLRDHUP|unix.POLLHUP|unix.POLLERR) != 0
+		}
+	})
+	return gone
+}
+
+func (c *watchedConn) control(f func(fd int)) {
+	sc, ok := c.Conn.(syscall.Conn)
+	if !ok {
+		return
+	}
+	if rc, err := sc.SyscallConn(); err == nil {
+		rc.Control(func(fd uintptr) { f(int(fd)) })
+	}
+}
+
+// endWait bounds how long received waits for the server's reader to see how
+// a connection its peer just closed ended; past it, the answer is no.
+const endWait = 2 * time.Second
+
+// received reports whether the client read everything written on the
+// connection so far, as the session's next request asks (see above).
+func (c *watchedConn) received() bool {
+	if c == nil {
+		return true // not watched (a test server): trust the next request
+	}
+	select {
+	case <-c.ended:
+		return c.wasClean()
+	default:
+	}
+	if !c.peerGone() {
+		return true
+	}
+	t := time.NewTimer(endWait)
+	defer t.Stop()
+	select {
+	case <-c.ended:
+		return c.wasClean()
+	case <-t.C:
+		return false
+	}
+}
