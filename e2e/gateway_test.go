@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,6 +14,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/parley-dev/parley/internal/testenv"
 )
 
 // The gateway's end-to-end tests: the real daemon fronting real upstream MCP
@@ -22,30 +23,14 @@ import (
 // server-everything), driven by the real CLI and go-sdk clients through
 // `parley mcp serve --profile gateway`.
 
-var (
-	upstreamOnce sync.Once
-	upstreamPath string
-	upstreamErr  error
-)
-
-// upstreamBin builds the go-sdk test upstream once.
+// upstreamBin is the go-sdk test upstream, built once for every suite.
 func upstreamBin(t testing.TB) string {
 	t.Helper()
-	upstreamOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "parley-e2e-up")
-		if err != nil {
-			upstreamErr = err
-			return
-		}
-		upstreamPath = filepath.Join(dir, "upstream")
-		if out, err := exec.Command("go", "build", "-o", upstreamPath, "../internal/gateway/testdata/upstream").CombinedOutput(); err != nil {
-			upstreamErr = fmt.Errorf("build upstream: %v\n%s", err, out)
-		}
-	})
-	if upstreamErr != nil {
-		t.Fatal(upstreamErr)
+	bin, err := testenv.Binary(testenv.Upstream)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return upstreamPath
+	return bin
 }
 
 type upstreamStatus struct {

@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -26,19 +25,12 @@ import (
 var bin string // the parley binary under test
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "parley-e2e-bin")
-	if err != nil {
-		panic(err)
-	}
-	bin = filepath.Join(dir, "parley")
-	out, err := exec.Command("go", "build", "-o", bin, "../cmd/parley").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "build parley: %v\n%s", err, out)
+	var err error
+	if bin, err = testenv.Binary(testenv.Parley); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	code := pgtest.Main(m) // stops the PostgreSQL cluster, if a test started one
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(pgtest.Main(m)) // stops the PostgreSQL cluster, if a test started one
 }
 
 // env is one Parley installation: a state directory and its daemon.
@@ -49,19 +41,13 @@ type env struct {
 	extra []string // more environment for every command
 }
 
-// newEnv makes a state directory at a short path (socket paths are bounded)
-// and stops its daemon when the test ends.
+// newEnv makes an installation (testenv.New) whose commands run with extra
+// in their environment, and with what tests add to e.extra later.
 func newEnv(t testing.TB, extra ...string) *env {
 	t.Helper()
-	home, err := os.MkdirTemp("/tmp", "pe")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := envAt(t, home, extra...)
-	t.Cleanup(func() {
-		e.Run("daemon", "stop", "--timeout", "5s")
-		os.RemoveAll(home)
-	})
+	e := &env{t: t, extra: extra}
+	e.Env = testenv.New(t, bin, &testenv.Options{Prefix: "pe"})
+	e.home, e.Env.Environ = e.Env.Home, e.environ
 	return e
 }
 

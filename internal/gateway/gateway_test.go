@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -26,24 +25,19 @@ import (
 	"github.com/parley-dev/parley/internal/gateway"
 	"github.com/parley-dev/parley/internal/gateway/gatewaytest"
 	"github.com/parley-dev/parley/internal/hub"
+	"github.com/parley-dev/parley/internal/testenv"
 )
 
-// upstreamBin is testdata/upstream, built once.
+// upstreamBin is testdata/upstream, built once for every suite.
 var upstreamBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "gw-bin")
-	if err != nil {
-		panic(err)
-	}
-	upstreamBin = filepath.Join(dir, "upstream")
-	if out, err := exec.Command("go", "build", "-o", upstreamBin, "./testdata/upstream").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build testdata/upstream: %v\n%s", err, out)
+	var err error
+	if upstreamBin, err = testenv.Binary(testenv.Upstream); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(m.Run())
 }
 
 // stdio is an upstream running testdata/upstream; mark, if not empty, is

@@ -8,7 +8,6 @@ package runner_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -30,21 +29,15 @@ import (
 var bin, fake string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "parley-runner-bin")
+	var err error
+	if bin, err = testenv.Binary(testenv.Parley, buildFlags...); err == nil {
+		fake, err = testenv.Binary(testenv.FakeClaude, buildFlags...)
+	}
 	if err != nil {
-		panic(err)
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
-	bin, fake = filepath.Join(dir, "parley"), filepath.Join(dir, "fakeclaude")
-	for out, pkg := range map[string]string{bin: "../../cmd/parley", fake: "./testdata/fakeclaude"} {
-		args := append(append([]string{"build"}, buildFlags...), "-o", out, pkg)
-		if b, err := exec.Command("go", args...).CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", pkg, err, b)
-			os.Exit(1)
-		}
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(m.Run())
 }
 
 const ws = "rt"
@@ -60,34 +53,13 @@ type env struct {
 
 func newEnv(t testing.TB, config string) *env {
 	t.Helper()
-	home, err := os.MkdirTemp("/tmp", "pl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{t: t, home: home, log: filepath.Join(home, "fake.log")}
-	e.Env = &testenv.Env{T: t, Bin: bin, Home: home, Environ: e.environ}
-	conf := fmt.Sprintf("%s\n[providers.claude]\ncommand = %q\n", config, fake)
-	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		e.Run("daemon", "stop", "--timeout", "10s")
-		b, _ := os.ReadFile(filepath.Join(home, "daemon.log"))
-		if bytes.Contains(b, []byte("DATA RACE")) {
-			t.Errorf("the daemon reported a data race")
-		}
-		if t.Failed() {
-			t.Logf("daemon.log:\n%s", b)
-		}
-		os.RemoveAll(home)
-	})
-	e.Must("daemon", "start")
-	return e
-}
-
-func (e *env) environ() []string {
-	return []string{"PARLEY_HOME=" + e.home, "PATH=" + os.Getenv("PATH"), "HOME=" + e.home,
-		"PARLEY_WORKSPACE=" + ws, "FAKECLAUDE_LOG=" + e.log, "PARLEY_PROGRESS_EVERY=200ms"}
+	// The fake's log is in a directory of the test's: the state directory
+	// is made by testenv.New, after the environment is set.
+	log := filepath.Join(t.TempDir(), "fake.log")
+	te := testenv.New(t, bin, &testenv.Options{Prefix: "pl", Start: true,
+		Config: fmt.Sprintf("%s\n[providers.claude]\ncommand = %q\n", config, fake),
+		Env:    []string{"PARLEY_WORKSPACE=" + ws, "FAKECLAUDE_LOG=" + log, "PARLEY_PROGRESS_EVERY=200ms"}})
+	return &env{Env: te, t: t, home: te.Home, log: log}
 }
 
 func (e *env) manager() *mcp.ClientSession {

@@ -1,13 +1,17 @@
-// Package testenv runs the real parley binary for tests: its CLI, and MCP
-// sessions through `parley mcp serve` with a go-sdk client. Only tests import
-// it (e2e, internal/runner); it imports no Parley package.
+// Package testenv is the one harness of the tests that run real binaries:
+// it builds them once for every suite (Binary), makes a Parley installation
+// with its daemon (New), and drives its CLI and MCP sessions through `parley
+// mcp serve` with a go-sdk client. Only tests import it (e2e, internal/runner,
+// internal/web, internal/gateway); it imports no Parley package.
 package testenv
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +27,58 @@ type Env struct {
 	Bin     string          // the parley binary
 	Home    string          // PARLEY_HOME, also the commands' working directory
 	Environ func() []string // the environment of every command
+}
+
+// Options of New; zero values mean defaults.
+type Options struct {
+	Prefix string   // of the state directory's name under /tmp (default "pt")
+	Config string   // config.toml's text, written first when not empty
+	Env    []string // more environment for every command
+	Start  bool     // start the daemon before returning
+}
+
+// New makes a Parley installation of the binary bin for t: a state
+// directory at a short path under /tmp (Unix socket paths are bounded) and
+// the environment of its commands. When the test ends the daemon is stopped,
+// a data race it reported fails the test, its log is shown if the test
+// failed, and the directory goes.
+func New(t testing.TB, bin string, o *Options) *Env {
+	t.Helper()
+	if o == nil {
+		o = &Options{}
+	}
+	prefix := o.Prefix
+	if prefix == "" {
+		prefix = "pt"
+	}
+	home, err := os.MkdirTemp("/tmp", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra := o.Env
+	e := &Env{T: t, Bin: bin, Home: home, Environ: func() []string {
+		return append([]string{"PARLEY_HOME=" + home, "PATH=" + os.Getenv("PATH"), "HOME=" + home}, extra...)
+	}}
+	t.Cleanup(func() {
+		e.Run("daemon", "stop", "--timeout", "10s")
+		b, _ := os.ReadFile(filepath.Join(home, "daemon.log"))
+		if bytes.Contains(b, []byte("DATA RACE")) {
+			t.Errorf("the daemon reported a data race")
+		}
+		if t.Failed() && len(b) > 0 {
+			t.Logf("daemon.log:\n%s", b)
+		}
+		os.RemoveAll(home)
+	})
+	if o.Config != "" {
+		if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(o.Config), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if o.Start {
+		e.Must("daemon", "start")
+	}
+	return e
 }
 
 // Cmd returns the command `parley args...` in the environment.

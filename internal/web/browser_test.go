@@ -35,20 +35,17 @@ var (
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	dir, err := os.MkdirTemp("", "parley-web-bin")
-	if err != nil {
-		panic(err)
+	var flags []string
+	if raceEnabled {
+		flags = []string{"-race"}
 	}
-	bin, fake = filepath.Join(dir, "parley"), filepath.Join(dir, "fakeclaude")
-	for out, pkg := range map[string]string{bin: "../../cmd/parley", fake: "../runner/testdata/fakeclaude"} {
-		args := []string{"build", "-o", out, pkg}
-		if raceEnabled {
-			args = []string{"build", "-race", "-o", out, pkg}
-		}
-		if b, err := exec.Command("go", args...).CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", pkg, err, b)
-			os.Exit(1)
-		}
+	var err error
+	if bin, err = testenv.Binary(testenv.Parley, flags...); err == nil {
+		fake, err = testenv.Binary(testenv.FakeClaude, flags...)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
 	var cancel context.CancelFunc = func() {}
 	if path := chromiumPath(); path == "" {
@@ -70,7 +67,6 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	cancel()
-	os.RemoveAll(dir)
 	os.Exit(code)
 }
 
@@ -95,34 +91,10 @@ type env struct {
 
 func newEnv(t testing.TB, config ...string) *env {
 	t.Helper()
-	home, err := os.MkdirTemp("/tmp", "plw")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{t: t, home: home}
-	e.Env = &testenv.Env{T: t, Bin: bin, Home: home, Environ: e.environ}
-	conf := fmt.Sprintf("%s\n[providers.claude]\ncommand = %q\n", strings.Join(config, "\n"), fake)
-	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		e.Run("daemon", "stop", "--timeout", "10s")
-		b, _ := os.ReadFile(filepath.Join(home, "daemon.log"))
-		if bytes.Contains(b, []byte("DATA RACE")) {
-			t.Errorf("the daemon reported a data race")
-		}
-		if t.Failed() {
-			t.Logf("daemon.log:\n%s", b)
-		}
-		os.RemoveAll(home)
-	})
-	e.Must("daemon", "start")
-	return e
-}
-
-func (e *env) environ() []string {
-	return []string{"PARLEY_HOME=" + e.home, "PATH=" + os.Getenv("PATH"), "HOME=" + e.home,
-		"PARLEY_WORKSPACE=" + ws, "PARLEY_PROGRESS_EVERY=200ms"}
+	te := testenv.New(t, bin, &testenv.Options{Prefix: "plw", Start: true,
+		Config: fmt.Sprintf("%s\n[providers.claude]\ncommand = %q\n", strings.Join(config, "\n"), fake),
+		Env:    []string{"PARLEY_WORKSPACE=" + ws, "PARLEY_PROGRESS_EVERY=200ms"}})
+	return &env{Env: te, t: t, home: te.Home}
 }
 
 // link returns a fresh one-time sign-in link for human:ann.
