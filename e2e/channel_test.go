@@ -144,6 +144,12 @@ func TestChannelPush(t *testing.T) {
 	if p.Content != "thanks" || p.Meta["reply_to"] != sent.MessageID || p.Meta["thread_id"] != sent.MessageID {
 		t.Errorf("threaded notification: got %+v, want reply_to and thread_id %s", p, sent.MessageID)
 	}
+	// The channel is how they reached bob.
+	var st api.MessageStatusResult
+	mustCall(t, alice, "message_status", map[string]any{"message_id": sent.MessageID}, &st)
+	if len(st.Recipients) != 1 || st.Recipients[0].WakePath != "channel" || st.Recipients[0].WokenAt == "" {
+		t.Errorf("message_status: got %+v, want bob's copy woken by the channel", st.Recipients)
+	}
 	// Pushed messages are read: nothing waits in bob's inbox.
 	var c struct {
 		Messages []any `json:"messages"`

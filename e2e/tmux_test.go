@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/parley-dev/parley/internal/api"
 )
 
 // needTmux fails under CI and skips elsewhere when tmux is missing.
@@ -163,14 +165,23 @@ func TestTmuxNudgeThroughDaemon(t *testing.T) {
 	if who.Agent != "carol" {
 		t.Fatalf("whoami: got %q, want carol (the window name)", who.Agent)
 	}
-	e.Must("send", "carol", "wake up", "--agent", "dave", "--workspace", "w")
+	var sent api.SendResult
+	e.MustJSON(&sent, "send", "carol", "wake up", "--agent", "dave", "--workspace", "w")
 	e.Must("send", "carol", "really", "--agent", "dave", "--workspace", "w")
 	var screen string
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		screen = tm.run("capture-pane", "-p", "-t", pane)
 		if strings.Contains(screen, "GOT:[parley] carol: 2 unread messages (latest from dave)") {
-			return
+			break
 		}
 	}
-	t.Fatalf("no nudge in carol's pane after a burst of two messages:\n%s", screen)
+	if !strings.Contains(screen, "GOT:[parley] carol: 2 unread messages (latest from dave)") {
+		t.Fatalf("no nudge in carol's pane after a burst of two messages:\n%s", screen)
+	}
+	// The notice is how the mail reached carol: its wake path.
+	waitUntil(t, "the tmux wake path recorded", func() bool {
+		var st api.MessageStatusResult
+		e.MustJSON(&st, "delivery", sent.MessageID, "--agent", "dave", "--workspace", "w")
+		return len(st.Recipients) == 1 && st.Recipients[0].WakePath == "tmux"
+	})
 }

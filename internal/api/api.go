@@ -22,6 +22,9 @@ const (
 	HeaderRole      = "Parley-Role"
 	HeaderModule    = "Parley-Module"
 	HeaderProfile   = "Parley-Profile"
+	// HeaderWakePath names how the caller passes on what it reads (a
+	// channel pushes it): recorded as the messages' wake path.
+	HeaderWakePath = "Parley-Wake-Path"
 )
 
 // Headers of a session started inside tmux (`parley mcp serve` sends them at

@@ -68,4 +68,6 @@ type DeliveryInfo struct {
 	Count     int    `json:"count"`
 	ReadAt    string `json:"read_at,omitempty"`
 	AckedAt   string `json:"acked_at,omitempty"`
+	WakePath  string `json:"wake_path,omitempty"`
+	WokenAt   string `json:"woken_at,omitempty"`
 }

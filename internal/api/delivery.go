@@ -21,6 +21,10 @@ type RecipientDelivery struct {
 	LeaseUntil string `json:"lease_until,omitempty"`
 	ReadAt     string `json:"read_at,omitempty"`
 	AckedAt    string `json:"acked_at,omitempty"`
+	// WakePath is how the message first reached the recipient, and WokenAt
+	// when: empty until something did.
+	WakePath string `json:"wake_path,omitempty" jsonschema:"how it first reached the recipient: wait, check, channel, hook, tmux or managed"`
+	WokenAt  string `json:"woken_at,omitempty"`
 }
 
 // MessageStatusResult is a message's delivery state, per recipient.
@@ -37,6 +41,20 @@ type MessageStatusResult struct {
 // AckRequest is the ack_message input and POST /api/v1/acks.
 type AckRequest struct {
 	MessageIDs []string `json:"message_ids" `
+}
+
+// NoteWakeRequest is POST /api/v1/inbox/woken: a client hook (or another
+// path that tells an agent of its mail without handing it over) reached the
+// caller with these messages of its inbox.
+type NoteWakeRequest struct {
+	MessageIDs []string `json:"message_ids"`
+	Via        string   `json:"via"`
+}
+
+// NoteWakeResult says how many copies took the path as their wake path
+// (those that had none and were still in the inbox).
+type NoteWakeResult struct {
+	Marked int `json:"marked"`
 }
 
 // AckResult says how many acknowledgements were new.

@@ -18,7 +18,9 @@ func deliveryCmd(g *globals) *cobra.Command {
 		Long: `Show the delivery state of a message per recipient: queued (in the inbox),
 delivered (handed to a session, not yet confirmed), redelivered (back in the
 inbox after a session went away with it), read or acked, with how many times
-it was handed out and when. Its sender sees every recipient; a recipient its
+it was handed out and when, and what first reached the recipient with it
+(WOKEN BY: a wait, a check of the inbox, a channel push, a hook, a tmux notice
+or a managed agent's turn). Its sender sees every recipient; a recipient its
 own copy.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -36,9 +38,13 @@ own copy.`,
 					fmt.Fprintf(w, "ack requested%s\n", map[bool]string{true: " by " + res.AckDeadline}[res.AckDeadline != ""])
 				}
 				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "RECIPIENT\tSTATE\tHANDED OUT\tDELIVERED\tREAD\tACKED")
+				fmt.Fprintln(tw, "RECIPIENT\tSTATE\tHANDED OUT\tDELIVERED\tREAD\tACKED\tWOKEN BY")
 				for _, d := range res.Recipients {
-					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", d.Recipient, d.State, d.DeliveryCount, orDash(d.DeliveredAt), orDash(d.ReadAt), orDash(d.AckedAt))
+					woke := orDash(d.WakePath)
+					if d.WokenAt != "" {
+						woke += " at " + d.WokenAt
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", d.Recipient, d.State, d.DeliveryCount, orDash(d.DeliveredAt), orDash(d.ReadAt), orDash(d.AckedAt), woke)
 				}
 				tw.Flush()
 			})

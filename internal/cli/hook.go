@@ -343,6 +343,17 @@ func runClaudeHook(ctx context.Context, g *globals, event string, stdin io.Reade
 			return nil, err
 		}
 	}
+	if out != nil {
+		// The hook's output told the agent of its inbox: for the messages
+		// that nothing reached before, the hook was the way.
+		ids := make([]string, len(peek.Messages))
+		for i, m := range peek.Messages {
+			ids[i] = m.MessageID
+		}
+		if _, err := c.NoteWake(ctx, ids, string(hub.WakeHook)); err != nil {
+			fmt.Fprintf(g.stderr, "parley hook: record the wake path: %v\n", err)
+		}
+	}
 	// Keep the reported ids that are still in the inbox; with output, every
 	// message in it has now been reported.
 	var keep []string

@@ -123,7 +123,7 @@ AgentMail), and the server exits when its tmux session goes away.`,
 				Reconnect:  c.EnsureDaemon,
 			}
 			if withChannel {
-				opts.Extension = &channel{c: c.As(id.Workspace, id.Agent), log: log}
+				opts.Extension = &channel{c: c.As(id.Workspace, id.Agent).Via("channel"), log: log}
 			}
 			err = bridge.Run(ctx, cmd.InOrStdin(), g.raw, opts)
 			if cause := context.Cause(ctx); errors.Is(cause, errTmuxGone) {

@@ -30,7 +30,9 @@ type Client struct {
 	Paths     home.Paths
 	Workspace string
 	Agent     string
-	hc        *http.Client
+	// WakePath, if set, is sent as the Parley-Wake-Path header (Via).
+	WakePath string
+	hc       *http.Client
 }
 
 // New returns a client of the daemon whose state directory is paths.Home.
@@ -49,6 +51,14 @@ func New(paths home.Paths) *Client {
 		IdleConnTimeout:     30 * time.Second,
 	}
 	return &Client{Paths: paths, hc: &http.Client{Transport: tr}}
+}
+
+// Via returns a copy of c whose reads record path (channel, hook...) as
+// the way the messages reached the agent.
+func (c *Client) Via(path string) *Client {
+	cc := *c
+	cc.WakePath = path
+	return &cc
 }
 
 // As returns a copy of c that speaks for agent in workspace.
@@ -89,6 +99,9 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	}
 	if c.Agent != "" {
 		req.Header.Set(api.HeaderAgent, c.Agent)
+	}
+	if c.WakePath != "" {
+		req.Header.Set(api.HeaderWakePath, c.WakePath)
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {

@@ -20,6 +20,13 @@ func (c *Client) Ack(ctx context.Context, ids []string) (*api.AckResult, error) 
 	return &out, c.do(ctx, http.MethodPost, "/acks", nil, api.AckRequest{MessageIDs: ids}, &out)
 }
 
+// NoteWake records that path (hook, tmux...) told the client's agent of
+// these messages of its inbox.
+func (c *Client) NoteWake(ctx context.Context, ids []string, path string) (*api.NoteWakeResult, error) {
+	var out api.NoteWakeResult
+	return &out, c.do(ctx, http.MethodPost, "/inbox/woken", nil, api.NoteWakeRequest{MessageIDs: ids, Via: path}, &out)
+}
+
 // WaitForReply blocks for a reply to a message.
 func (c *Client) WaitForReply(ctx context.Context, r api.ReplyWaitRequest) (*api.WaitResult, error) {
 	var out api.WaitResult

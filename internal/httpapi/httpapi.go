@@ -53,6 +53,7 @@ func Routes(mux *http.ServeMux, o *ops.Ops) {
 	Handle(mux, "POST "+p+"/inbox/reply", o.WaitForReply)
 	Handle(mux, "GET "+p+"/messages/{message_id}/status", o.MessageStatus)
 	Handle(mux, "POST "+p+"/acks", o.Ack)
+	Handle(mux, "POST "+p+"/inbox/woken", o.NoteWake)
 	Handle(mux, "GET "+p+"/overdue", o.Overdue)
 	Handle(mux, "POST "+p+"/broadcast", o.Broadcast)
 	Handle(mux, "POST "+p+"/purge", o.Purge)
@@ -192,6 +193,12 @@ func CallerOf(r *http.Request) (*ops.Caller, error) {
 	if c.Agent != "" {
 		if err := hub.ValidSender(c.Agent); err != nil {
 			return nil, hub.Errorf("", hub.Invalid, "agent header: %v", err)
+		}
+	}
+	if v := r.Header.Get(api.HeaderWakePath); v != "" {
+		c.Via = hub.WakePath(v)
+		if err := hub.ValidWakePath(c.Via); err != nil {
+			return nil, err
 		}
 	}
 	// Reader keys are unique across daemons that share a store.

@@ -22,6 +22,29 @@ const (
 	Acked       DeliveryState = "acked"       // the recipient acknowledged it
 )
 
+// WakePath is how a message first reached its recipient: the mechanism
+// that handed it over or told the agent of it.
+type WakePath string
+
+// The wake paths.
+const (
+	WakeWait    WakePath = "wait"    // a blocked wait (wait_for_message, receive) returned it
+	WakeCheck   WakePath = "check"   // the agent read its inbox (check_messages, parley inbox)
+	WakeChannel WakePath = "channel" // pushed into a Claude Code session (mcp serve --channel)
+	WakeHook    WakePath = "hook"    // a client hook told the session of it
+	WakeTmux    WakePath = "tmux"    // a notice typed into the agent's tmux pane
+	WakeManaged WakePath = "managed" // a managed agent's turn carried it
+)
+
+// ValidWakePath checks a wake path's name.
+func ValidWakePath(p WakePath) error {
+	switch p {
+	case WakeWait, WakeCheck, WakeChannel, WakeHook, WakeTmux, WakeManaged:
+		return nil
+	}
+	return Errorf("", Invalid, "invalid wake path %q: want wait, check, channel, hook, tmux or managed", p)
+}
+
 // Delivery is one recipient's copy of a message and its state.
 type Delivery struct {
 	Workspace string
@@ -40,6 +63,10 @@ type Delivery struct {
 	LeaseUntil  time.Time // while Delivered: when the copy goes back unconfirmed
 	ReadAt      time.Time // zero until Read
 	AckedAt     time.Time // zero until Acked
+	// WokeVia is the path that first reached the agent with the copy, and
+	// WokeAt when; empty until one did.
+	WokeVia WakePath
+	WokeAt  time.Time
 }
 
 // Repeat reports whether the copy was handed to a reader before this time.
@@ -58,6 +85,8 @@ type TakeQuery struct {
 	Limit      int
 	Now        time.Time // the hand-out time
 	LeaseUntil time.Time // when an unconfirmed lease ends
+	// Via is recorded as the wake path (at Now) of the copies that have none.
+	Via WakePath
 
 	lease time.Duration // how long the hub leases, when not its default
 }

@@ -17,6 +17,8 @@ type ReceiveRequest struct {
 	Reader string
 	Limit  int // 0: DefaultCheckLimit; at most MaxCheckLimit
 	Filter PriorityFilter
+	// Via is the wake path the read records (default WakeCheck).
+	Via WakePath
 }
 
 // Receive hands up to r.Limit of the agent's messages to r.Reader in inbox
@@ -30,8 +32,12 @@ func (h *Hub) Receive(ctx context.Context, r ReceiveRequest) (ds []*Delivery, re
 		r.Limit = DefaultCheckLimit
 	}
 	h.Touch(ctx, r.Workspace, r.Agent)
+	via := r.Via
+	if via == "" {
+		via = WakeCheck
+	}
 	ds, err = h.takeBudgeted(ctx, TakeQuery{Workspace: r.Workspace, Recipient: r.Agent, Reader: r.Reader,
-		MaxRank: r.Filter.MaxRank(), Limit: min(r.Limit, MaxCheckLimit)})
+		MaxRank: r.Filter.MaxRank(), Limit: min(r.Limit, MaxCheckLimit), Via: via})
 	if err != nil {
 		return nil, 0, withOp(op, err)
 	}
@@ -87,6 +93,8 @@ type WaitRequest struct {
 	Reader  string
 	Timeout time.Duration // 0: DefaultWaitTimeout; at most MaxWaitTimeout
 	Filter  PriorityFilter
+	// Via is the wake path the read records (default WakeWait).
+	Via WakePath
 	// Progress, if set, is called about every ProgressEvery while waiting.
 	Progress      func(waited time.Duration)
 	ProgressEvery time.Duration // 0: 5s
@@ -135,8 +143,12 @@ func (h *Hub) Next(ctx context.Context, r WaitRequest) (*Delivery, error) {
 		return nil, withOp(op, err)
 	}
 	key := inboxKey{r.Workspace, r.Agent}
+	via := r.Via
+	if via == "" {
+		via = WakeWait
+	}
 	q := TakeQuery{Workspace: r.Workspace, Recipient: r.Agent, Reader: r.Reader,
-		MaxRank: r.Filter.MaxRank(), Thread: r.thread, After: r.after, Limit: 1}
+		MaxRank: r.Filter.MaxRank(), Thread: r.thread, After: r.after, Limit: 1, Via: via}
 	d, err := h.block(ctx, key, key, r.Timeout, r.Progress, r.ProgressEvery, q)
 	return d, withOp(op, err)
 }

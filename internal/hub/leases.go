@@ -169,8 +169,9 @@ func (h *Hub) Overdue(ctx context.Context, ws, sender string) ([]*Overdue, error
 type ReplyWaitRequest struct {
 	Workspace string
 	Agent     string
-	Reader    string // holds the delivery; see ReceiveRequest
-	MessageID string // the message replied to
+	Reader    string   // holds the delivery; see ReceiveRequest
+	MessageID string   // the message replied to
+	Via       WakePath // default WakeWait
 	Timeout   time.Duration
 	// Progress, if set, is called about every ProgressEvery while waiting.
 	Progress      func(waited time.Duration)
@@ -190,7 +191,7 @@ func (h *Hub) WaitForReply(ctx context.Context, r ReplyWaitRequest) (*Delivery, 
 		}
 		return nil, withOp(op, err)
 	}
-	d, err := h.Next(ctx, WaitRequest{Workspace: r.Workspace, Agent: r.Agent, Reader: r.Reader, Timeout: r.Timeout,
+	d, err := h.Next(ctx, WaitRequest{Workspace: r.Workspace, Agent: r.Agent, Reader: r.Reader, Timeout: r.Timeout, Via: r.Via,
 		Progress: r.Progress, ProgressEvery: r.ProgressEvery, thread: m.ThreadID, after: m.ID})
 	if err != nil {
 		if e, ok := err.(*Error); ok && e.Op == "wait" {

@@ -49,6 +49,10 @@ type Store interface {
 	// with the ids, if any given) and returns them. A delivery no longer
 	// leased to reader (released, or confirmed already) is left alone.
 	Confirm(ctx context.Context, reader string, messageIDs []string, at time.Time) ([]*Delivery, error)
+	// NoteWake records via (at at) as the wake path of recipient's
+	// deliveries of the messages that have none yet and are still in its
+	// inbox, and says how many it marked. Unknown ids are ignored.
+	NoteWake(ctx context.Context, ws, recipient string, messageIDs []string, via WakePath, at time.Time) (int, error)
 	// Release puts the leased deliveries that q selects back in their
 	// inboxes, Redelivered, in their places, and returns them.
 	Release(ctx context.Context, q ReleaseQuery) ([]*Delivery, error)

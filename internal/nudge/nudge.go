@@ -194,6 +194,16 @@ func (n *Nudger) maybeNudge(ctx context.Context, k key, b *burst) {
 		log.Warn("nudge: typing into the tmux pane failed", "pane", t.Pane, "err", err)
 		return
 	}
+	// The notice told the agent of its whole inbox.
+	if ds, _, err := n.hub.Inbox(ctx, k.ws, k.agent, hub.MaxCheckLimit); err == nil {
+		ids := make([]string, len(ds))
+		for i, d := range ds {
+			ids[i] = d.MessageID
+		}
+		if _, err := n.hub.NoteWake(ctx, k.ws, k.agent, ids, hub.WakeTmux); err != nil {
+			log.Warn("nudge: record the wake path", "err", err)
+		}
+	}
 	n.mu.Lock()
 	n.last[k] = time.Now()
 	n.nudged++

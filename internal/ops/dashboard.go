@@ -76,7 +76,8 @@ func (o *Ops) Deliveries(ctx context.Context, c *Caller, in api.DeliveriesReques
 		ds := []api.DeliveryInfo{}
 		for _, d := range st.Deliveries {
 			ds = append(ds, api.DeliveryInfo{Recipient: d.Recipient, State: string(d.State), Count: d.Count,
-				ReadAt: api.FormatTime(d.ReadAt), AckedAt: api.FormatTime(d.AckedAt)})
+				ReadAt: api.FormatTime(d.ReadAt), AckedAt: api.FormatTime(d.AckedAt),
+				WakePath: string(d.WokeVia), WokenAt: api.FormatTime(d.WokeAt)})
 		}
 		out.Deliveries[id] = ds
 	}

@@ -26,9 +26,24 @@ func (o *Ops) MessageStatus(ctx context.Context, c *Caller, in api.MessageStatus
 	for i, d := range st.Deliveries {
 		out.Recipients[i] = api.RecipientDelivery{Recipient: d.Recipient, State: string(d.State), DeliveryCount: d.Count,
 			DeliveredAt: api.FormatTime(d.DeliveredAt), Session: readerDigest(d.Reader), LeaseUntil: api.FormatTime(d.LeaseUntil),
-			ReadAt: api.FormatTime(d.ReadAt), AckedAt: api.FormatTime(d.AckedAt)}
+			ReadAt: api.FormatTime(d.ReadAt), AckedAt: api.FormatTime(d.AckedAt),
+			WakePath: string(d.WokeVia), WokenAt: api.FormatTime(d.WokeAt)}
 	}
 	return out, nil
+}
+
+// NoteWake records that a path which tells the caller of its mail without
+// handing it over (a client hook) reached it with these messages.
+func (o *Ops) NoteWake(ctx context.Context, c *Caller, in api.NoteWakeRequest) (api.NoteWakeResult, error) {
+	const op = "note_wake"
+	if err := c.needAgent(op); err != nil {
+		return api.NoteWakeResult{}, err
+	}
+	n, err := o.hub.NoteWake(ctx, c.Workspace, c.Agent, in.MessageIDs, hub.WakePath(in.Via))
+	if err != nil {
+		return api.NoteWakeResult{}, err
+	}
+	return api.NoteWakeResult{Marked: n}, nil
 }
 
 // readerDigest names a reader without giving its key away: an MCP session id

@@ -51,7 +51,7 @@ func (o *Ops) Check(ctx context.Context, c *Caller, in api.CheckRequest) (api.Ch
 		return api.CheckResult{}, err
 	}
 	ds, remaining, err := o.hub.Receive(ctx, hub.ReceiveRequest{Workspace: c.Workspace, Agent: c.Agent,
-		Reader: c.Session, Limit: in.Limit})
+		Reader: c.Session, Limit: in.Limit, Via: c.Via})
 	if err != nil {
 		return api.CheckResult{}, err
 	}
@@ -121,7 +121,7 @@ func (o *Ops) Receive(ctx context.Context, c *Caller, timeout time.Duration) (*a
 	var err error
 	if timeout == 0 {
 		var ds []*hub.Delivery
-		ds, _, err = o.hub.Receive(ctx, hub.ReceiveRequest{Workspace: c.Workspace, Agent: c.Agent, Reader: c.Session, Limit: 1})
+		ds, _, err = o.hub.Receive(ctx, hub.ReceiveRequest{Workspace: c.Workspace, Agent: c.Agent, Reader: c.Session, Limit: 1, Via: c.Via})
 		c.handed(o.hub, ds)
 		if len(ds) > 0 {
 			d = ds[0]
@@ -165,14 +165,14 @@ func (o *Ops) receive(ctx context.Context, c *Caller, total time.Duration, filte
 		var d *hub.Delivery
 		var err error
 		if replyTo != "" {
-			rr := hub.ReplyWaitRequest{Workspace: c.Workspace, Agent: c.Agent, Reader: c.Session, MessageID: replyTo, Timeout: chunk}
+			rr := hub.ReplyWaitRequest{Workspace: c.Workspace, Agent: c.Agent, Reader: c.Session, MessageID: replyTo, Timeout: chunk, Via: c.Via}
 			if progress != nil {
 				rr.ProgressEvery = o.progressEvery
 				rr.Progress = func(time.Duration) { progress(time.Since(start)) }
 			}
 			d, err = o.hub.WaitForReply(ctx, rr)
 		} else {
-			wr := hub.WaitRequest{Workspace: c.Workspace, Agent: c.Agent, Reader: c.Session, Timeout: chunk, Filter: filter}
+			wr := hub.WaitRequest{Workspace: c.Workspace, Agent: c.Agent, Reader: c.Session, Timeout: chunk, Filter: filter, Via: c.Via}
 			if progress != nil {
 				wr.ProgressEvery = o.progressEvery
 				wr.Progress = func(time.Duration) { progress(time.Since(start)) }

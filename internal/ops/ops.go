@@ -41,6 +41,10 @@ type Caller struct {
 	// Local is true for a request over the daemon's Unix socket, whose OS
 	// user is trusted with everything.
 	Local bool
+	// Via is the wake path the caller's reads record: set by a door that
+	// pushes what it reads (a channel); empty means check or wait, by
+	// the operation.
+	Via hub.WakePath
 	// Profiles are the MCP profiles of the session (none over the JSON API).
 	Profiles []string
 	// Delivered, when not nil, is told the ids of the messages an operation

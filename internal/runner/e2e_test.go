@@ -418,7 +418,8 @@ func TestAutoWake(t *testing.T) {
 	mustCall(t, m, "create_agent", map[string]any{"cwd": dir, "name": "quiet", "auto_wake": false}, nil)
 
 	mustCall(t, alice, "send_message", map[string]any{"to": "quiet", "content": "send to alice: should not"}, nil)
-	mustCall(t, alice, "send_message", map[string]any{"to": "w", "content": "send to alice: pong", "priority": "high"}, nil)
+	var sent api.SendResult
+	mustCall(t, alice, "send_message", map[string]any{"to": "w", "content": "send to alice: pong", "priority": "high"}, &sent)
 	var got api.WaitResult
 	mustCall(t, alice, "wait_for_message", map[string]any{"timeout": 60}, &got)
 	if got.Message == nil || got.Message.From != "w" || got.Message.Content != "pong" {
@@ -428,6 +429,12 @@ func TestAutoWake(t *testing.T) {
 	act := activity(t, m, "w")
 	if w.Run == nil || w.Run.Source != "message" || !hasEvent(act, "run_started", "From: alice") || !hasEvent(act, "run_started", "Priority: high") {
 		t.Errorf("woken run: got %+v, activity:\n%s", w.Run, act.Content)
+	}
+	// The managed turn is how the message reached w.
+	var st api.MessageStatusResult
+	mustCall(t, alice, "message_status", map[string]any{"message_id": sent.MessageID}, &st)
+	if len(st.Recipients) != 1 || st.Recipients[0].WakePath != "managed" {
+		t.Errorf("message_status: got %+v, want w's copy woken by a managed turn", st.Recipients)
 	}
 	var quiet struct{ Snapshot api.ManagedAgent }
 	mustCall(t, m, "get_agent_status", map[string]any{"agent_id": "quiet"}, &quiet)

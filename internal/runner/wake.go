@@ -128,7 +128,7 @@ func (r *Runner) wake(ws, name string) {
 	// prompt that carries them is then stored), and go back to the inbox if
 	// it cannot be.
 	reader := "runner:" + ws + "/" + name
-	ds, _, err := r.hub.Receive(ctx, hub.ReceiveRequest{Workspace: ws, Agent: name, Reader: reader, Limit: wakeBatch})
+	ds, _, err := r.hub.Receive(ctx, hub.ReceiveRequest{Workspace: ws, Agent: name, Reader: reader, Limit: wakeBatch, Via: hub.WakeManaged})
 	if err != nil {
 		r.log.Warn("wake: read inbox", "agent", name, "err", err)
 		return

@@ -13,7 +13,7 @@ import (
 // delCols are a delivery's columns as scanDelivery reads them, for deliveries
 // aliased d joined with their messages aliased m.
 const delCols = `d.workspace, d.recipient, m.id, d.reader, d.lease_until, d.delivered_at,
-	d.delivery_count, d.read_at, d.acked_at`
+	d.delivery_count, d.read_at, d.acked_at, d.woke_via, d.woke_at`
 
 // scanDelivery reads delCols, then msgCols if withMessage.
 func scanDelivery(row pgx.Row, withMessage bool) (*hub.Delivery, error) {
@@ -21,7 +21,8 @@ func scanDelivery(row pgx.Row, withMessage bool) (*hub.Delivery, error) {
 		d                                 hub.Delivery
 		reader                            *string
 		lease, delivered, readAt, ackedAt *time.Time
-		dest                              = []any{&d.Workspace, &d.Recipient, &d.MessageID, &reader, &lease, &delivered, &d.Count, &readAt, &ackedAt}
+		woke                              *time.Time
+		dest                              = []any{&d.Workspace, &d.Recipient, &d.MessageID, &reader, &lease, &delivered, &d.Count, &readAt, &ackedAt, &d.WokeVia, &woke}
 		err                               error
 	)
 	if withMessage {
@@ -38,7 +39,7 @@ func scanDelivery(row pgx.Row, withMessage bool) (*hub.Delivery, error) {
 		}
 		return t.UTC()
 	}
-	d.LeaseUntil, d.DeliveredAt, d.ReadAt, d.AckedAt = utc(lease), utc(delivered), utc(readAt), utc(ackedAt)
+	d.LeaseUntil, d.DeliveredAt, d.ReadAt, d.AckedAt, d.WokeAt = utc(lease), utc(delivered), utc(readAt), utc(ackedAt), utc(woke)
 	if reader != nil {
 		d.Reader = *reader
 	}
@@ -109,7 +110,10 @@ const take = `WITH picked AS (
 		FOR UPDATE OF d SKIP LOCKED
 	), d AS (
 		UPDATE deliveries d SET reader = $7, lease_until = $8, delivered_at = $9,
-			delivery_count = d.delivery_count + 1, read_at = $10
+			delivery_count = d.delivery_count + 1, read_at = $10,
+			-- The first path that reaches the recipient stays its wake path.
+			woke_via = CASE WHEN d.woke_via = '' THEN $11 ELSE d.woke_via END,
+			woke_at = CASE WHEN d.woke_via = '' AND $11 <> '' THEN $9 ELSE d.woke_at END
 		FROM picked WHERE d.id = picked.id
 		RETURNING d.*
 	)
@@ -132,7 +136,7 @@ func (db *DB) Take(ctx context.Context, q hub.TakeQuery) ([]*hub.Delivery, error
 		lease = nullTime(q.LeaseUntil)
 	}
 	return db.queryDeliveriesOn(ctx, db.lazy, "take", true, take, q.Workspace, q.Recipient, q.MaxRank, q.Limit,
-		q.Thread, q.After, nullText(q.Reader), lease, now, readAt)
+		q.Thread, q.After, nullText(q.Reader), lease, now, readAt, string(q.Via))
 }
 
 // Unread counts recipient's inbox deliveries with rank <= maxRank.
@@ -318,6 +322,21 @@ func (db *DB) ClearInbox(ctx context.Context, ws, recipient string) (int, error)
 		WHERE workspace = $1 AND recipient = $2 AND read_at IS NULL`, ws, recipient)
 	if err != nil {
 		return 0, db.mapErr(ctx, "clear inbox", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// NoteWake records the wake path of inbox deliveries that have none.
+func (db *DB) NoteWake(ctx context.Context, ws, recipient string, messageIDs []string, via hub.WakePath, at time.Time) (int, error) {
+	if len(messageIDs) == 0 {
+		return 0, nil
+	}
+	tag, err := db.lazy.Exec(ctx, `UPDATE deliveries d SET woke_via = $1, woke_at = $2
+		FROM messages m WHERE m.seq = d.message_seq AND m.workspace = $3 AND m.id = ANY($5)
+		AND d.workspace = $3 AND d.recipient = $4 AND d.woke_via = '' AND d.read_at IS NULL AND d.reader IS NULL`,
+		string(via), at, ws, recipient, messageIDs)
+	if err != nil {
+		return 0, db.mapErr(ctx, "note wake", err)
 	}
 	return int(tag.RowsAffected()), nil
 }

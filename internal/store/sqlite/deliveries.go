@@ -13,7 +13,7 @@ import (
 // delCols are a delivery's columns as scanDelivery reads them, for deliveries
 // aliased d joined with their messages aliased m.
 const delCols = `d.workspace, d.recipient, m.id, d.reader, d.lease_until, d.delivered_at,
-	d.delivery_count, d.read_at, d.acked_at`
+	d.delivery_count, d.read_at, d.acked_at, d.woke_via, d.woke_at`
 
 // scanDelivery reads d.id and delCols, then msgCols if withMessage.
 func scanDelivery(sc rowScanner, withMessage bool) (int64, *hub.Delivery, error) {
@@ -23,7 +23,8 @@ func scanDelivery(sc rowScanner, withMessage bool) (int64, *hub.Delivery, error)
 		reader                  sql.NullString
 		lease, delivered, acked int64
 		read                    sql.NullInt64
-		dest                    = []any{&id, &d.Workspace, &d.Recipient, &d.MessageID, &reader, &lease, &delivered, &d.Count, &read, &acked}
+		woke                    int64
+		dest                    = []any{&id, &d.Workspace, &d.Recipient, &d.MessageID, &reader, &lease, &delivered, &d.Count, &read, &acked, &d.WokeVia, &woke}
 		err                     error
 	)
 	if withMessage {
@@ -39,6 +40,7 @@ func scanDelivery(sc rowScanner, withMessage bool) (int64, *hub.Delivery, error)
 	d.DeliveredAt = fromNanos(delivered)
 	d.ReadAt = fromNanos(read.Int64)
 	d.AckedAt = fromNanos(acked)
+	d.WokeAt = fromNanos(woke)
 	switch {
 	case acked != 0:
 		d.State = hub.Acked
@@ -138,7 +140,7 @@ func (db *DB) Take(ctx context.Context, q hub.TakeQuery) ([]*hub.Delivery, error
 		if lease == nil {
 			lease = int64(0)
 		}
-		res, err := db.stmts.wTakeUpd.ExecContext(ctx, nullable(q.Reader), lease, now, readAt, jsonList(ids))
+		res, err := db.stmts.wTakeUpd.ExecContext(ctx, nullable(q.Reader), lease, now, readAt, jsonList(ids), string(q.Via))
 		if err != nil {
 			return err
 		}
@@ -148,6 +150,9 @@ func (db *DB) Take(ctx context.Context, q hub.TakeQuery) ([]*hub.Delivery, error
 		for _, d := range ds {
 			d.Count++
 			d.DeliveredAt = fromNanos(now)
+			if d.WokeVia == "" && q.Via != "" {
+				d.WokeVia, d.WokeAt = q.Via, fromNanos(now)
+			}
 			if q.Reader == "" {
 				d.State, d.ReadAt = hub.Read, fromNanos(now)
 			} else {
@@ -508,4 +513,25 @@ func (db *DB) ClearInbox(ctx context.Context, ws, recipient string) (int, error)
 		return 0, err
 	}
 	return int(n), nil
+}
+
+// NoteWake records the wake path of inbox deliveries that have none.
+func (db *DB) NoteWake(ctx context.Context, ws, recipient string, messageIDs []string, via hub.WakePath, at time.Time) (int, error) {
+	if len(messageIDs) == 0 {
+		return 0, nil
+	}
+	var n int64
+	// Lazy: a wake path lost in a power cut loses no message.
+	err := db.writeLazy(ctx, "note wake", func(ctx context.Context, c *sql.Conn) error {
+		res, err := c.ExecContext(ctx, `UPDATE deliveries SET woke_via = ?1, woke_at = ?2
+			WHERE woke_via = '' AND read_at IS NULL AND reader IS NULL AND workspace = ?3 AND recipient = ?4
+			AND message_seq IN (SELECT seq FROM messages WHERE workspace = ?3 AND id IN (SELECT value FROM json_each(?5)))`,
+			string(via), nanos(at), ws, recipient, jsonList(messageIDs))
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return int(n), err
 }

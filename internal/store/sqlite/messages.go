@@ -67,8 +67,11 @@ func (s *statements) prepare(ctx context.Context, w *sql.Conn, r *sql.DB) error 
 		{&s.wInsWorkspace, w, `INSERT OR IGNORE INTO workspaces (name) VALUES (?)`},
 		{&s.wTakeSel, w, `SELECT d.id, ` + delCols + `, ` + msgCols + ` ` + inboxFrom},
 		// Hands out exactly the rows wTakeSel returned, by rowid.
+		// The first path that reaches the recipient stays its wake path.
 		{&s.wTakeUpd, w, `UPDATE deliveries SET reader = ?1, lease_until = ?2, delivered_at = ?3,
-			delivery_count = delivery_count + 1, read_at = ?4
+			delivery_count = delivery_count + 1, read_at = ?4,
+			woke_via = CASE WHEN woke_via = '' THEN ?6 ELSE woke_via END,
+			woke_at = CASE WHEN woke_via = '' AND ?6 != '' THEN ?3 ELSE woke_at END
 			WHERE id IN (SELECT value FROM json_each(?5))`},
 		// A bridge confirms each response it wrote: the one delivery write on
 		// the read path besides the hand-out itself.

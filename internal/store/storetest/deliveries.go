@@ -560,3 +560,46 @@ func testClearInboxLeased(t *testing.T, s hub.Store) {
 		t.Errorf("Release after ClearInbox: got %v, %v; want nothing", states(got), err)
 	}
 }
+
+// testWakePath: the first path that reaches the recipient stays the copy's
+// wake path: a hand-out with Via, or NoteWake while it is in the inbox.
+func testWakePath(t *testing.T, s hub.Store) {
+	c := ctx(t)
+	f := newFixture(t, s)
+	m1 := f.send("ws", "alice", hub.Normal, "one", "bob")
+	m2 := f.send("ws", "alice", hub.Normal, "two", "bob")
+	m3 := f.send("ws", "alice", hub.Normal, "three", "bob")
+	if d := status(t, s, m1, "bob"); d.WokeVia != "" || !d.WokeAt.IsZero() {
+		t.Errorf("before any path: got %q at %v, want none", d.WokeVia, d.WokeAt)
+	}
+	// A hook tells bob of m1 and m2 (an unknown id is ignored).
+	if n, err := s.NoteWake(c, "ws", "bob", []string{m1.ID, m2.ID, "nope"}, hub.WakeHook, at(5)); err != nil || n != 2 {
+		t.Fatalf("NoteWake: got %d, %v; want 2", n, err)
+	}
+	// A second path does not replace the first.
+	if n, err := s.NoteWake(c, "ws", "bob", []string{m1.ID}, hub.WakeTmux, at(6)); err != nil || n != 0 {
+		t.Errorf("NoteWake again: got %d, %v; want 0", n, err)
+	}
+	ds, err := s.Take(c, hub.TakeQuery{Workspace: "ws", Recipient: "bob", Reader: "s1", MaxRank: hub.Low.Rank(), Limit: 3,
+		Now: at(10), LeaseUntil: at(10).Add(time.Minute), Via: hub.WakeChannel})
+	if err != nil || len(ds) != 3 {
+		t.Fatalf("Take: got %v, %v; want 3", states(ds), err)
+	}
+	for _, tt := range []struct {
+		m    *hub.Message
+		via  hub.WakePath
+		when time.Time
+	}{{m1, hub.WakeHook, at(5)}, {m2, hub.WakeHook, at(5)}, {m3, hub.WakeChannel, at(10)}} {
+		for _, d := range append(ds, status(t, s, tt.m, "bob")) {
+			if d.MessageID == tt.m.ID && (d.WokeVia != tt.via || !d.WokeAt.Equal(tt.when)) {
+				t.Errorf("%s: woke via %q at %v, want %q at %v", tt.m.Content, d.WokeVia, d.WokeAt, tt.via, tt.when)
+			}
+		}
+	}
+	// A copy out on lease is not in the inbox: NoteWake leaves it.
+	m4 := f.send("ws", "alice", hub.Normal, "four", "bob")
+	take(t, s, "ws", "bob", "s2", 1, at(20))
+	if n, err := s.NoteWake(c, "ws", "bob", []string{m4.ID}, hub.WakeTmux, at(21)); err != nil || n != 0 {
+		t.Errorf("NoteWake of a leased copy: got %d, %v; want 0", n, err)
+	}
+}

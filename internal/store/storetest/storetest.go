@@ -53,6 +53,7 @@ func Run(t *testing.T, open func(t *testing.T) hub.Store) {
 		{"Workspaces", testWorkspaces},
 		{"ContextCanceled", testContextCanceled},
 		{"AckFieldsRoundTrip", testAckFieldsRoundTrip},
+		{"WakePath", testWakePath},
 		{"TakeLeases", testTakeLeases},
 		{"Confirm", testConfirm},
 		{"ReleaseKeepsPlace", testReleaseKeepsPlace},
