@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -255,6 +256,41 @@ func TestFeedIsLive(t *testing.T) {
 	} {
 		must(t, chromedp.Do(ctx, chromedp.KeyEvent(key)))
 		waitJS(t, ctx, ready, 5*time.Second)
+	}
+	noErrors(t, ctx)
+}
+
+// TestFeedBurst: a burst faster than the page draws reaches the feed whole
+// and in order, while the DOM holds only the rows on screen.
+func TestFeedBurst(t *testing.T) {
+	e := newEnv(t)
+	for i := range 50 {
+		e.Must("join", "--name", fmt.Sprintf("agent-%03d", i))
+	}
+	ctx := tab(t)
+	e.signIn(t, ctx)
+	const n = 1500
+	if sent, _ := newSender(t, e).paced(t, 2000, n); sent != n {
+		t.Fatalf("sent %d of %d", sent, n)
+	}
+	waitJS(t, ctx, fmt.Sprintf(`window.parley.feed.length === %d`, n), 20*time.Second)
+	// The newest message is on screen, below the one before it.
+	waitJS(t, ctx, `(() => {
+		const rows = [...document.querySelectorAll("#feed .msg:not([hidden])")].sort((a, b) => a.getBoundingClientRect().top - b.getBoundingClientRect().top);
+		const box = document.getElementById("feed").getBoundingClientRect();
+		const seen = rows.filter(r => { const b = r.getBoundingClientRect(); return b.top >= box.top && b.bottom <= box.bottom + 1; });
+		const f = window.parley.feed, text = (r) => r.querySelector(".text").textContent;
+		return seen.length > 5 && text(seen[seen.length - 1]) === f[f.length - 1].text && text(seen[seen.length - 2]) === f[f.length - 2].text;
+	})()`, 5*time.Second)
+	ids := eval[[]string](t, ctx, `window.parley.feed.map(m => m.id)`)
+	if !slices.IsSorted(ids) {
+		t.Errorf("the feed is out of order")
+	}
+	if rows := eval[float64](t, ctx, `document.querySelectorAll("#feed .msg").length`); rows > 80 {
+		t.Errorf("%v rows in the DOM for %d messages, want only about a screenful", rows, n)
+	}
+	if got := eval[string](t, ctx, `document.querySelector(".feedpane .count").textContent`); got != fmt.Sprintf("%d in %s", n, ws) {
+		t.Errorf("the feed's count: %q", got)
 	}
 	noErrors(t, ctx)
 }

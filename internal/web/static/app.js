@@ -6,6 +6,10 @@ import { VList } from "./vlist.js";
 
 const MODES = ["default", "acceptEdits", "plan", "bypassPermissions"];
 const FEED_MAX = 20000; // messages kept in memory; older ones drop off
+const FEED_SLACK = 2000; // dropped in chunks this big: a drop moves every row
+const EVENT_BUDGET = 6; // ms of event handling per frame; the rest waits a frame
+const TOASTS_MAX = 5;
+const FEED_EVERY = 50; // ms between draws of a streaming feed
 const HISTORY = 1000; // messages fetched on (re)connect
 
 const S = {
@@ -116,6 +120,7 @@ async function refreshFeed() {
   const ws = S.ws;
   const r = await get("/messages?limit=" + HISTORY);
   if (ws !== S.ws) return;
+  flushMessages();
   const fetched = (r.messages || []).map(fromInfo).reverse();
   const lastID = fetched.length ? fetched[fetched.length - 1].id : "";
   // Events that arrived while fetching and are newer than the page stay.
@@ -200,13 +205,8 @@ function connect() {
     refreshAll().then(() => performance.mark("parley:state"), report);
   };
   sock.onmessage = (m) => {
-    let e;
-    try {
-      e = JSON.parse(m.data);
-    } catch {
-      return;
-    }
-    onEvent(e);
+    events.push(m.data);
+    scheduleEvents();
   };
   sock.onclose = () => {
     sock = null;
@@ -215,6 +215,42 @@ function connect() {
     setTimeout(connect, backoff);
     backoff = Math.min(backoff * 2, 8000);
   };
+}
+
+// Events wait in a queue and are applied once per animation frame: a burst
+// of a thousand messages a second costs one pass and one draw a frame, not
+// one per message.
+let events = [];
+let eventsPending = false;
+
+function scheduleEvents() {
+  if (eventsPending) return;
+  eventsPending = true;
+  // A hidden tab gets no frames: timers keep its queue short.
+  if (document.hidden) setTimeout(applyEvents, 100);
+  else requestAnimationFrame(applyEvents);
+}
+
+// applyEvents applies the queued events for at most EVENT_BUDGET ms: after a
+// stall the backlog drains over the next frames instead of freezing one.
+function applyEvents() {
+  eventsPending = false;
+  const until = performance.now() + EVENT_BUDGET;
+  let i = 0;
+  while (i < events.length) {
+    let e;
+    try {
+      e = JSON.parse(events[i++]);
+    } catch {
+      continue;
+    }
+    onEvent(e);
+    if ((i & 31) === 0 && performance.now() > until) break;
+  }
+  events = i < events.length ? events.slice(i) : [];
+  flushMessages();
+  drawFeed(performance.now());
+  if (events.length || feedDirty) scheduleEvents();
 }
 
 function onEvent(e) {
@@ -259,25 +295,55 @@ function onEvent(e) {
   }
 }
 
+// Messages from events gather here and join the feed once per frame.
+let incoming = [];
+
 function addMessage(m) {
   if (!m.id || S.feedIds.has(m.id)) return;
   S.feedIds.add(m.id);
-  // Events arrive in commit order, which is nearly id order; keep the list
-  // sorted without sorting it.
-  let i = S.feed.length;
-  while (i > 0 && S.feed[i - 1].id > m.id) i--;
-  S.feed.splice(i, 0, m);
-  if (S.feed.length > FEED_MAX) {
-    const drop = S.feed.length - FEED_MAX;
-    for (const old of S.feed.splice(0, drop)) S.feedIds.delete(old.id);
+  incoming.push(m);
+}
+
+function flushMessages() {
+  if (!incoming.length) return;
+  const batch = incoming;
+  incoming = [];
+  // Events arrive in commit order, which is nearly id order: append, and
+  // sort only what came out of order.
+  batch.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const feed = S.feed;
+  for (const m of batch) {
+    let i = feed.length;
+    while (i > 0 && feed[i - 1].id > m.id) i--;
+    if (i === feed.length) feed.push(m);
+    else feed.splice(i, 0, m);
+  }
+  let drop = 0;
+  if (feed.length > FEED_MAX + FEED_SLACK) {
+    drop = feed.length - FEED_MAX;
+    for (const old of feed.splice(0, drop)) S.feedIds.delete(old.id);
     S.sel = Math.max(-1, S.sel - drop);
   }
   if (feedList) {
-    feedList.schedule();
-    if (!feedList.follow) unseen++;
+    if (drop) feedList.dropped(drop);
+    if (!feedList.follow) unseen += batch.length;
   }
-  redraw("feedcount");
+  feedDirty = true;
 }
+
+// drawFeed draws the feed's new messages, at most every FEED_EVERY ms while
+// they stream in: rows that pass faster than anyone reads cost a layout
+// and a paint each, which the browser needs for its frames.
+function drawFeed(now) {
+  if (!feedDirty || now - feedDrawn < FEED_EVERY) return;
+  feedDirty = false;
+  feedDrawn = now;
+  if (feedList) feedList.draw(); // this is a frame already
+  drawFeedCount();
+}
+
+let feedDirty = false;
+let feedDrawn = 0;
 
 // ---- rendering ----
 
@@ -383,7 +449,7 @@ function pageFeed() {
   }
   main.dataset.page = "feed";
   rosterEl = h("div.scroll.roster#roster");
-  feedCountEl = h("span.count");
+  feedCountEl = h("span.n");
   feedList = new VList({ rowHeight: 30, className: "feed", make: makeRow, render: renderRow });
   feedList.el.id = "feed";
   feedList.onfollow = (f) => {
@@ -397,8 +463,8 @@ function pageFeed() {
     h("div.page.feed", null,
       h("section.pane", null, h("header", null, h("h2", { text: "Agents" })), rosterEl),
       h("section.pane.feedpane", null,
-        h("header", null, h("h2", { text: "Messages" }), feedCountEl, h("span.spacer"), h("span.hint", { text: "j/k select · Enter open · r reply · G follow" })),
-        feedList.el, newBelow, composer()),
+        h("header", null, h("h2", { text: "Messages" }), h("span.count", null, feedCountEl), h("span.spacer"), h("span.hint", { text: "j/k select · Enter open · r reply · G follow" })),
+        h("div.vbox", null, feedList.el), newBelow, composer()),
       threadEl));
   drawRoster();
   drawFeedCount();
@@ -413,8 +479,7 @@ function makeRow() {
   r._to = h("span.to");
   r._prio = h("span");
   r._text = h("span.text");
-  r._st = h("span.st");
-  r.append(r._t, r._from, r._arrow, r._to, r._prio, r._text, r._st);
+  r.append(r._t, r._from, r._arrow, r._to, r._prio, r._text);
   r.addEventListener("click", () => {
     const m = r._item;
     selectMsg(r._index);
@@ -465,24 +530,42 @@ function selectMsg(i) {
   feedList.scrollToIndex(i);
 }
 
+// drawRoster updates the roster in place: a row is built again only when
+// what it shows changed, and the rows move only when the order did.
 function drawRoster() {
   if (!rosterEl) return;
   const managed = new Map(S.managed.filter((m) => m.workspace === S.ws).map((m) => [m.agent_id, m]));
   if (!S.agents.length) {
+    rosterRows = new Map();
     rosterEl.replaceChildren(h("div.empty", { text: "No agents in this workspace yet." }));
     return;
   }
   const sorted = [...S.agents].sort((a, b) => (b.status === "active") - (a.status === "active") || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  rosterEl.replaceChildren(...sorted.map((a) => {
+  const rows = new Map();
+  const els = sorted.map((a) => {
     const m = managed.get(a.name);
-    const sub = [a.role, a.work_status !== "ready" ? a.work_status : ""];
-    return h("div.agent", { dataset: { name: a.name }, title: `${a.agent_id}\nlast seen ${a.last_seen_at}`, onclick: () => composeTo(a.name) },
-      h("span", { class: "dot" + (a.status === "active" ? " active" : "") }),
-      h("span.name", { text: a.name }),
-      h("span", null, m ? h("span", { class: "chip " + m.status, text: m.status.replace("_", " ") }) : null,
-        S.unread[a.name] ? h("span.badge", { title: "unread messages", text: S.unread[a.name] }) : null),
-      h("span.sub", { text: sub.filter(Boolean).join(" · ") + (m && m.current_run ? ` · run ${m.current_run.seq}` : "") }));
-  }));
+    const unread = S.unread[a.name] || 0;
+    const key = [a.agent_id, a.status, a.role, a.work_status, a.last_seen_at, unread, m ? m.status : "", m && m.current_run ? m.current_run.seq : ""].join("\n");
+    let row = rosterRows.get(a.name);
+    if (!row || row.key !== key) row = { key, el: rosterRow(a, m, unread) };
+    rows.set(a.name, row);
+    return row.el;
+  });
+  rosterRows = rows;
+  const kids = rosterEl.children;
+  if (kids.length !== els.length || els.some((el, i) => kids[i] !== el)) rosterEl.replaceChildren(...els);
+}
+
+let rosterRows = new Map(); // name: {key, el}
+
+function rosterRow(a, m, unread) {
+  const sub = [a.role, a.work_status !== "ready" ? a.work_status : ""];
+  return h("div.agent", { dataset: { name: a.name }, title: `${a.agent_id}\nlast seen ${a.last_seen_at}`, onclick: () => composeTo(a.name) },
+    h("span", { class: "dot" + (a.status === "active" ? " active" : "") }),
+    h("span.name", { text: a.name }),
+    h("span", null, m ? h("span", { class: "chip " + m.status, text: m.status.replace("_", " ") }) : null,
+      unread ? h("span.badge", { title: "unread messages", text: unread }) : null),
+    h("span.sub", { text: sub.filter(Boolean).join(" · ") + (m && m.current_run ? ` · run ${m.current_run.seq}` : "") }));
 }
 
 function composer() {
@@ -962,7 +1045,10 @@ function showHit(x) {
 
 function toast(text, err = false) {
   const t = h("div.toast", { class: err ? "err" : "", text });
-  document.getElementById("toasts").append(t);
+  const box = document.getElementById("toasts");
+  // A flood of messages to the person shows the latest few.
+  while (box.children.length >= TOASTS_MAX) box.firstElementChild.remove();
+  box.append(t);
   setTimeout(() => t.remove(), err ? 8000 : 3500);
 }
 
@@ -1063,6 +1149,7 @@ function setWorkspace(ws, reload = true) {
   localStorage.setItem("parley.ws", ws);
   S.feed = [];
   S.feedIds = new Set();
+  incoming = [];
   S.sel = -1;
   S.agents = [];
   closeThread();
