@@ -3,12 +3,17 @@ package e2e
 // A first run that always works: what a new user meets in the first minutes.
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pelletier/go-toml/v2"
 
@@ -190,4 +195,95 @@ func TestMCPServeBadFlagFailsAtStart(t *testing.T) {
 	if _, errs, code := e.Run("mcp", "serve", "--agent", "a", "--workspace", "w", "--profile", "native,manager"); code != 0 {
 		t.Errorf("mcp serve with good profiles: exit %d, %s", code, errs)
 	}
+}
+
+// TestInitCodexPermissions: init codex --permissions adds a
+// PermissionRequest hook that runs `parley hook codex PermissionRequest`,
+// next to the user's own hooks, once; the real Codex reads it.
+func TestInitCodexPermissions(t *testing.T) {
+	codex := standin.CLI(t, "codex")
+	e := newEnv(t)
+	repo := initRepo(t, e)
+	codexHome := filepath.Join(e.home, "codex")
+	e.extra = append(e.extra, "CODEX_HOME="+codexHome)
+	path := filepath.Join(codexHome, "config.toml")
+	writeFile(t, path, "# mine\n[[hooks.PermissionRequest]]\nmatcher = \"Bash\"\n\n[[hooks.PermissionRequest.hooks]]\ntype = \"command\"\ncommand = \"my-own-hook\"\n")
+	if out, errs, code := e.runIn(repo, "init", "codex", "--permissions", "--yes"); code != 0 || !strings.Contains(out, "trust") {
+		t.Fatalf("init codex --permissions: exit %d, want 0 and a word on trusting the hook\n%s%s", code, out, errs)
+	}
+	b, _ := os.ReadFile(path)
+	var conf struct {
+		Hooks struct {
+			PermissionRequest []struct {
+				Matcher string `toml:"matcher"`
+				Hooks   []struct {
+					Type    string `toml:"type"`
+					Command string `toml:"command"`
+					Timeout int    `toml:"timeout"`
+				} `toml:"hooks"`
+			} `toml:"PermissionRequest"`
+		} `toml:"hooks"`
+	}
+	if err := toml.Unmarshal(b, &conf); err != nil {
+		t.Fatalf("config.toml: %v\n%s", err, b)
+	}
+	groups := conf.Hooks.PermissionRequest
+	if len(groups) != 2 || groups[0].Hooks[0].Command != "my-own-hook" || groups[1].Matcher != "*" || len(groups[1].Hooks) != 1 ||
+		!strings.HasSuffix(groups[1].Hooks[0].Command, " hook codex PermissionRequest --agent repo-codex") || groups[1].Hooks[0].Timeout != 60 {
+		t.Fatalf("hooks: got %+v, want the user's hook, then parley's with --agent repo-codex and timeout 60\n%s", groups, b)
+	}
+	if !strings.HasPrefix(string(b), "# mine\n") {
+		t.Errorf("the user's comment is gone:\n%s", b)
+	}
+	// Running it again changes nothing.
+	if out, _, code := e.runIn(repo, "init", "codex", "--permissions", "--yes"); code != 0 || !strings.Contains(out, "nothing to change") {
+		t.Errorf("init codex --permissions again: exit %d\n%s", code, out)
+	}
+	if b2, _ := os.ReadFile(path); string(b2) != string(b) {
+		t.Errorf("the second init changed config.toml:\n%s", b2)
+	}
+
+	// The real Codex reads the hook (its app-server lists the hooks it found).
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	c := exec.CommandContext(ctx, codex, "app-server")
+	c.Dir, c.Env = repo, append(e.environ(), "CODEX_HOME="+codexHome)
+	in, _ := c.StdinPipe()
+	out, _ := c.StdoutPipe()
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { in.Close(); c.Wait() }()
+	for _, l := range []string{`{"id":1,"method":"initialize","params":{"clientInfo":{"name":"parley-test","version":"1"}}}`,
+		`{"method":"initialized"}`, `{"id":2,"method":"hooks/list","params":{"cwds":[` + strconv.Quote(repo) + `]}}`} {
+		io.WriteString(in, l+"\n")
+	}
+	sc := bufio.NewScanner(out)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var m struct {
+			ID     int `json:"id"`
+			Result struct {
+				Data []struct {
+					Hooks []struct {
+						EventName  string `json:"eventName"`
+						Command    string `json:"command"`
+						TimeoutSec int    `json:"timeoutSec"`
+					} `json:"hooks"`
+				} `json:"data"`
+			} `json:"result"`
+		}
+		if json.Unmarshal(sc.Bytes(), &m) != nil || m.ID != 2 {
+			continue
+		}
+		for _, d := range m.Result.Data {
+			for _, h := range d.Hooks {
+				if h.EventName == "permissionRequest" && strings.Contains(h.Command, "hook codex PermissionRequest") && h.TimeoutSec == 60 {
+					return
+				}
+			}
+		}
+		t.Fatalf("codex hooks/list does not list parley's hook: %s", sc.Bytes())
+	}
+	t.Fatalf("codex app-server gave no answer to hooks/list: %v", sc.Err())
 }

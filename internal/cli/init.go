@@ -38,7 +38,9 @@ there: other servers and settings are kept.
            prompts go to Parley's inbox), a rule that allows Parley's own tools,
            and the message-listener sub-agent in .claude/agents/message-listener.md
   codex    [mcp_servers.parley] in $CODEX_HOME/config.toml (default ~/.codex),
-           with PARLEY_HOME passed on and Parley's tools approved
+           with PARLEY_HOME passed on and Parley's tools approved; with
+           --permissions, a PermissionRequest hook that sends Codex's approval
+           requests to Parley's inbox
   cursor   .cursor/mcp.json
   gemini   .gemini/settings.json
 
@@ -63,8 +65,8 @@ are passed on to ` + "`parley mcp serve`" + ` (and the hooks).`,
 			if withChannel && args[0] != "claude" {
 				return fmt.Errorf("--channel is for claude: channels are Claude Code's")
 			}
-			if permissions && args[0] != "claude" {
-				return fmt.Errorf("--permissions is for claude: for Codex, add `parley hook codex PermissionRequest` as a [[hooks.PermissionRequest]] command in config.toml and trust it in Codex (/hooks)")
+			if permissions && args[0] != "claude" && args[0] != "codex" {
+				return fmt.Errorf("--permissions is for claude and codex: %s has no permission hook", args[0])
 			}
 			if err := p.settleIdentity(g, dir); err != nil {
 				return err
@@ -91,6 +93,9 @@ are passed on to ` + "`parley mcp serve`" + ` (and the hooks).`,
 			if args[0] == "claude" {
 				fmt.Fprintln(g.stdout, "Claude Code applies .claude/settings.json (Parley's hooks, and the rule that lets Parley's tools run without a prompt, which the background message-listener needs) once this folder is trusted: accept the trust dialog at the first start here, and approve the parley server of .mcp.json.")
 			}
+			if args[0] == "codex" && permissions {
+				fmt.Fprintln(g.stdout, "Codex runs a hook only once you trust it: start codex here and review and trust the PermissionRequest hook (/hooks). It fires where Codex would ask for an approval (codex with approvals on, or codex app-server), not in plain codex exec.")
+			}
 			if withChannel {
 				fmt.Fprintln(g.stdout, "Start Claude Code with the channel (a research preview: it needs a claude.ai login, and until parley is on Claude Code's approved allowlist it must be loaded as a development channel):\n  claude --dangerously-load-development-channels server:parley")
 			}
@@ -104,7 +109,7 @@ are passed on to ` + "`parley mcp serve`" + ` (and the hooks).`,
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "write without asking")
 	cmd.Flags().BoolVar(&leases, "leases", false, "claude: also a PreToolUse hook that checks each edit against other agents' file reservations and reserves the file")
 	cmd.Flags().BoolVar(&withChannel, "channel", false, "claude: make the server a Claude Code channel (mcp serve --channel): messages are pushed into the session as they arrive, and permission prompts are relayed to Parley's inbox")
-	cmd.Flags().BoolVar(&permissions, "permissions", false, "claude: also send Claude Code's permission prompts to Parley's permission inbox (a PermissionRequest hook), where parley allow|deny, a manager agent or the dashboard can answer them")
+	cmd.Flags().BoolVar(&permissions, "permissions", false, "claude, codex: also send the client's permission prompts to Parley's permission inbox (a PermissionRequest hook), where parley allow|deny, a manager agent or the dashboard can answer them")
 	return cmd
 }
 
@@ -675,7 +680,55 @@ func (p initPlan) codex() ([]fileChange, error) {
 			}
 		}
 	}
+	if p.permissions && !hasCodexPermissionHook(after) {
+		// Appended as a new entry of the [[hooks.PermissionRequest]] array:
+		// the user's own hooks stay as they are.
+		text := string(c.new)
+		if text != "" && !strings.HasSuffix(text, "\n") {
+			text += "\n"
+		}
+		if strings.TrimSpace(text) != "" {
+			text += "\n"
+		}
+		text += "[[hooks.PermissionRequest]]\nmatcher = \"*\"\n\n[[hooks.PermissionRequest.hooks]]\ntype = \"command\"\n" +
+			"command = " + tomlString(p.codexHookCommand()) + "\n" +
+			// It waits for a person (up to its --wait of 50 s).
+			"timeout = 60\n"
+		var withHook map[string]any
+		if err := toml.Unmarshal([]byte(text), &withHook); err != nil || !hasCodexPermissionHook(withHook) {
+			return nil, fmt.Errorf("%s: cannot add the PermissionRequest hook to it (%v): add a [[hooks.PermissionRequest]] with command %q by hand", path, err, p.codexHookCommand())
+		}
+		c.new = []byte(text)
+	}
 	return []fileChange{c}, nil
+}
+
+// codexHookCommand is the PermissionRequest hook init writes for Codex.
+func (p initPlan) codexHookCommand() string {
+	parts := []string{shellQuote(p.command), "hook", "codex", evPermissionRequest}
+	if p.agent != "" {
+		parts = append(parts, "--agent", shellQuote(p.agent))
+	}
+	return strings.Join(parts, " ")
+}
+
+// hasCodexPermissionHook reports whether Codex's config (parsed) runs
+// `parley hook codex PermissionRequest` as a PermissionRequest hook.
+func hasCodexPermissionHook(conf map[string]any) bool {
+	hooks, _ := conf["hooks"].(map[string]any)
+	groups, _ := hooks[evPermissionRequest].([]any)
+	for _, g := range groups {
+		gm, _ := g.(map[string]any)
+		list, _ := gm["hooks"].([]any)
+		for _, h := range list {
+			hm, _ := h.(map[string]any)
+			cmd, _ := hm["command"].(string)
+			if f := strings.Fields(cmd); len(f) >= 4 && strings.Contains(f[0], "parley") && f[1] == "hook" && f[2] == "codex" && f[3] == evPermissionRequest {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func tomlString(s string) string {
