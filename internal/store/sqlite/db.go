@@ -64,7 +64,8 @@ type DB struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	stmts statements
+	stmts       statements
+	searchStmts sync.Map // query -> *sql.Stmt on r (search.go)
 
 	// known holds workspaces already recorded in the workspaces table, so the hot
 	// write paths skip the INSERT OR IGNORE once a workspace has been seen.
@@ -167,6 +168,10 @@ func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
 		db.wr.close()
 		db.stmts.close()
+		db.searchStmts.Range(func(_, st any) bool {
+			st.(*sql.Stmt).Close()
+			return true
+		})
 		err := errors.Join(db.wr.conn.Close(), db.r.Close(), db.w.Close())
 		if err != nil {
 			db.closeErr = fmt.Errorf("close store: %w", err)

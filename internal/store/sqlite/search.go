@@ -12,76 +12,103 @@ import (
 
 var _ hub.Searcher = (*DB)(nil)
 
-// searchWindow is how many of the best-ranked matches a search first looks at
-// per hit it wants. The index spans every workspace and every agent's mail, so
-// some of the best matches may not be the viewer's to see; looking them up for
-// every match of a common word (thousands) cost ten times the search itself.
-// Most searches fill their page from the first window; the rest look again in
-// a window searchGrowth times larger, and finally at every match.
-const (
-	searchWindow = 8
-	searchGrowth = 16
-	maxWindow    = 1 << 16
-)
-
-// Search runs an FTS5 query over messages_fts (see migrations/0005_reservations_search.sql), best first by
-// the index's rank: BM25 with content weighing most, then payload text, then
-// metadata values.
+// Search runs an FTS5 query, best first by the index's rank: BM25 with
+// content weighing most, then payload text, then metadata values. Words are
+// matched in messages_fts, which folds word forms together with the porter
+// stemmer; prefix terms in messages_words, which does not (porter stems the
+// prefix too: deploy* would look for deploi*, which "deployment", indexed as
+// deploy, does not start with). See migrations 0005 and 0008.
 func (db *DB) Search(ctx context.Context, ws string, q hub.SearchQuery) ([]hub.SearchHit, error) {
 	const op = "search"
-	match := ftsQuery(q.Terms)
+	var words, prefixes []hub.SearchTerm
+	for _, t := range q.Terms {
+		if t.Prefix {
+			prefixes = append(prefixes, t)
+		} else {
+			words = append(words, t)
+		}
+	}
+	// The terms of one kind rank the matches; the prefix terms of a mixed
+	// query filter them.
+	index, match, filter := "messages_fts", ftsQuery(words), ""
+	if len(words) == 0 {
+		index, match = "messages_words", ftsQuery(prefixes)
+	} else if len(prefixes) > 0 {
+		filter = ftsQuery(prefixes)
+	}
 	if match == "" {
 		return nil, hub.Errorf(op, hub.Invalid, "query has no words to search for")
 	}
 	if q.Limit <= 0 {
 		q.Limit = hub.DefaultSearchLimit
 	}
-	query := searchSQL(q)
-	window := q.Limit * searchWindow
-	if q.Viewer != "" || q.From != "" || q.Thread != "" || !q.Since.IsZero() {
-		window *= searchGrowth // filters keep fewer of the best matches
+	stmt, err := db.searchStmt(ctx, searchSQL(q, index, filter != ""))
+	if err != nil {
+		return nil, db.mapErr(ctx, op, err)
 	}
-	for ; ; window *= searchGrowth {
-		if window > maxWindow {
-			window = -1 // every match
-		}
-		hits, err := db.search(ctx, query, match, ws, q, window)
+	args := []any{match, ws, q.Viewer, q.From, q.Thread, nanos(q.Since), q.Limit}
+	if filter != "" {
+		args = append(args, filter)
+	}
+	rows, err := stmt.QueryContext(ctx, args...)
+	if err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	defer rows.Close()
+	var hits []hub.SearchHit
+	for rows.Next() {
+		var (
+			h                 hub.SearchHit
+			payload, metadata sql.NullString
+		)
+		m, err := scanMessage(rows, &payload, &metadata, &h.Score)
 		if err != nil {
 			return nil, db.mapErr(ctx, op, err)
 		}
-		if len(hits) == q.Limit || window < 0 {
-			return hits, nil
-		}
-		// Fewer than a page: either that is all there is, or the window cut
-		// off matches the viewer may see. Count to tell, before paying for
-		// a wider window.
-		var n int
-		if err := db.r.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM messages_fts
-			WHERE messages_fts MATCH ?1 LIMIT ?2)`, match, window+1).Scan(&n); err != nil {
-			return nil, db.mapErr(ctx, op, err)
-		}
-		if n <= window {
-			return hits, nil
-		}
+		h.Message = m
+		h.Snippet = makeSnippet(q.Terms, m.Content, payload.String, metadata.String)
+		hits = append(hits, h)
 	}
+	if err := rows.Err(); err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	return hits, nil
 }
 
-// searchSQL builds the query: the window's best candidates by rank alone (the
-// bare FTS5 query), then the viewer's filters on those, then the page. The
-// snippet is made in Go (makeSnippet): FTS5's snippet() needs the match
-// again for each row, and asking the index for one rowid at a time re-ran
-// the whole match, twenty times the cost of the search. CROSS JOIN keeps the
-// candidates the outer loop: planned the other way, SQLite walked every
-// message of the workspace by its index and looked each up in the candidates.
-func searchSQL(q hub.SearchQuery) string {
+// searchStmt returns the prepared statement for query, preparing it once: a
+// search query has a few dozen shapes at most, and preparing one anew took a
+// fifth of a search.
+func (db *DB) searchStmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	if st, ok := db.searchStmts.Load(query); ok {
+		return st.(*sql.Stmt), nil
+	}
+	st, err := db.r.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if prev, loaded := db.searchStmts.LoadOrStore(query, st); loaded {
+		st.Close()
+		return prev.(*sql.Stmt), nil
+	}
+	return st, nil
+}
+
+// searchSQL builds the query. FTS5 hands out its matches best first (it
+// ranks them all: the cost of the bare query, the floor), and the filters
+// (the workspace, the viewer's visibility, sender, thread, time, prefixes)
+// are checked on each in that order, by SQLite, outside the index: so the
+// scan stops as soon as the page is full, having looked up a page's worth
+// of messages, however many match. (Filters the index would take, such as
+// a rowid IN list, would make FTS5 re-run the match once per row; the + in
+// +f.rowid keeps the prefix filter out of its hands.) Only then are the
+// page's messages read. The snippet is made in Go (makeSnippet): FTS5's
+// snippet() re-ran the match for each row too.
+func searchSQL(q hub.SearchQuery, index string, prefixFilter bool) string {
 	var b strings.Builder
-	b.WriteString(`WITH cand AS (
-		SELECT rowid AS seq, rank AS score FROM messages_fts
-		WHERE messages_fts MATCH ?1 ORDER BY rank LIMIT ?8)
-	SELECT t.payload, t.metadata, cand.score, ` + msgCols + `
-	FROM cand CROSS JOIN messages m ON m.seq = cand.seq
-	LEFT JOIN message_search_text t ON t.seq = cand.seq
-	WHERE m.workspace = ?2`)
+	b.WriteString(`WITH page AS MATERIALIZED (
+		SELECT f.rowid AS seq, f.rank AS score FROM ` + index + ` f
+		WHERE f.` + index + ` MATCH ?1
+		AND EXISTS (SELECT 1 FROM messages m WHERE m.seq = f.rowid AND m.workspace = ?2`)
 	if q.Viewer != "" {
 		b.WriteString(` AND (m.sender = ?3 OR EXISTS (SELECT 1 FROM deliveries d
 			WHERE d.message_seq = m.seq AND d.recipient = ?3))`)
@@ -95,31 +122,16 @@ func searchSQL(q hub.SearchQuery) string {
 	if !q.Since.IsZero() {
 		b.WriteString(` AND m.created_at >= ?6`)
 	}
-	b.WriteString(` ORDER BY cand.score, cand.seq DESC LIMIT ?7`)
+	b.WriteString(`)`)
+	if prefixFilter {
+		b.WriteString(` AND +f.rowid IN (SELECT rowid FROM messages_words WHERE messages_words MATCH ?8)`)
+	}
+	b.WriteString(` ORDER BY f.rank LIMIT ?7)
+	SELECT t.payload, t.metadata, page.score, ` + msgCols + `
+	FROM page CROSS JOIN messages m ON m.seq = page.seq
+	LEFT JOIN message_search_text t ON t.seq = page.seq
+	ORDER BY page.score, page.seq DESC`)
 	return b.String()
-}
-
-func (db *DB) search(ctx context.Context, query, match, ws string, q hub.SearchQuery, window int) ([]hub.SearchHit, error) {
-	rows, err := db.r.QueryContext(ctx, query, match, ws, q.Viewer, q.From, q.Thread, nanos(q.Since), q.Limit, window)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var hits []hub.SearchHit
-	for rows.Next() {
-		var (
-			h                 hub.SearchHit
-			payload, metadata sql.NullString
-		)
-		m, err := scanMessage(rows, &payload, &metadata, &h.Score)
-		if err != nil {
-			return nil, err
-		}
-		h.Message = m
-		h.Snippet = makeSnippet(q.Terms, m.Content, payload.String, metadata.String)
-		hits = append(hits, h)
-	}
-	return hits, rows.Err()
 }
 
 // snippetWords is how many words a snippet shows around the first match.

@@ -35,10 +35,11 @@ func searchCount(t *testing.T, db *DB, ws, query string) int {
 	return len(hits)
 }
 
-// ftsIntegrity asks FTS5 to compare its index with the content it indexes.
+// ftsIntegrity asks FTS5 to compare both indexes with the content they index.
 func ftsIntegrity(t *testing.T, db *DB) {
 	t.Helper()
 	execWriter(t, db, `INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)`)
+	execWriter(t, db, `INSERT INTO messages_words (messages_words, rank) VALUES ('integrity-check', 1)`)
 }
 
 func TestSearchStems(t *testing.T) {

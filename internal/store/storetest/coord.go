@@ -327,6 +327,9 @@ func testSearchTerms(t *testing.T, s hub.Store, q hub.Searcher) {
 	f.send("w", "alice", hub.Normal, "migration of the schema is done", "bob")
 	f.send("w", "alice", hub.Normal, "migrating later", "bob")
 	f.send("w", "alice", hub.Normal, `she said "OR" NOT AND (x) * -- a:b`, "bob")
+	f.send("w", "alice", hub.Normal, "deployment finished", "bob")
+	f.send("w", "alice", hub.Normal, "deploy the app", "bob")
+	f.send("w", "alice", hub.Normal, "redeploy it", "bob")
 	tests := []struct {
 		query string
 		want  []string
@@ -335,6 +338,12 @@ func testSearchTerms(t *testing.T, s hub.Store, q hub.Searcher) {
 		{`"schema migration"`, []string{"rollback the schema migration"}},
 		{"rollback done", nil},
 		{"migrat*", []string{"migrating later", "migration of the schema is done", "rollback the schema migration"}},
+		// A prefix matches the words it starts, whatever a stemmer makes of
+		// it (porter stems deploy to deploi, deployment to deploy).
+		{"deploy*", []string{"deploy the app", "deployment finished"}},
+		{"deploy* finished", []string{"deployment finished"}},
+		{"app deploy*", []string{"deploy the app"}},
+		{"redeploy*", []string{"redeploy it"}},
 		// Operators and punctuation are words or nothing, never syntax errors.
 		{`OR NOT AND (x) a:b "`, []string{`she said "OR" NOT AND (x) * -- a:b`}},
 	}
