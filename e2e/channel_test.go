@@ -128,6 +128,16 @@ func TestChannelPush(t *testing.T) {
 	if n.Method != "notifications/claude/channel" || p.Content != "build is red" || p.Meta["from"] != "alice" || p.Meta["message_id"] != sent.MessageID || p.Meta["priority"] != "high" {
 		t.Fatalf("notification: got %s %+v, want the message from alice with its id and priority", n.Method, p)
 	}
+	// The push confirms it once written to Claude Code, not before.
+	waitUntil(t, "the pushed message confirmed read", func() bool {
+		var st struct {
+			Recipients []struct {
+				State string `json:"state"`
+			} `json:"recipients"`
+		}
+		mustCall(t, alice, "message_status", map[string]any{"message_id": sent.MessageID}, &st)
+		return len(st.Recipients) == 1 && st.Recipients[0].State == "read"
+	})
 	// The reply threads; the channel shows it with its thread and reply ids.
 	mustCall(t, bob, "send_message", map[string]any{"to": "alice", "content": "on it", "reply_to": p.Meta["message_id"]}, nil)
 	var w struct {

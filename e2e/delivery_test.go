@@ -676,3 +676,77 @@ func TestAckStatusReply(t *testing.T) {
 		t.Errorf("alice's inbox after the reply: got %d messages, want the unrelated one left", len(in.Messages))
 	}
 }
+
+// TestJSONReceipts: a JSON API read that asks for receipts stays leased to the
+// reader its response names until that reader confirms it or gives it back
+// (the channel push does this around its write to Claude Code).
+func TestJSONReceipts(t *testing.T) {
+	e := newEnv(t)
+	const ws = "rcpt"
+	e.Must("join", "--name", "bob", "--role", "dev", "--workspace", ws)
+	var sent struct {
+		MessageID string `json:"message_id"`
+	}
+	e.mustAPI("POST", "/messages", ws, "alice", map[string]any{"to": "bob", "content": "hi"}, &sent)
+	post := func(path string, h http.Header, body string) (int, http.Header, string) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", "http://parley/api/v1"+path, strings.NewReader(body))
+		req.Header = h
+		req.Header.Set("Parley-Workspace", ws)
+		req.Header.Set("Parley-Agent", "bob")
+		resp, err := e.httpClient().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var b bytes.Buffer
+		b.ReadFrom(resp.Body)
+		return resp.StatusCode, resp.Header, b.String()
+	}
+	state := func() (string, int) {
+		var st struct {
+			Recipients []struct {
+				State         string `json:"state"`
+				DeliveryCount int    `json:"delivery_count"`
+			} `json:"recipients"`
+		}
+		e.mustAPI("GET", "/messages/"+sent.MessageID+"/status", ws, "alice", nil, &st)
+		return st.Recipients[0].State, st.Recipients[0].DeliveryCount
+	}
+	wait := func() string {
+		code, h, body := post("/inbox/wait", http.Header{"Parley-Receipts": {"1"}}, `{"timeout":5}`)
+		if code != 200 || !strings.Contains(body, sent.MessageID) || !strings.HasPrefix(h.Get("Parley-Reader"), "api-") {
+			t.Fatalf("wait with receipts: %d %s, reader %q; want the message and an api- reader", code, body, h.Get("Parley-Reader"))
+		}
+		return h.Get("Parley-Reader")
+	}
+	reader := wait()
+	if st, n := state(); st != "delivered" || n != 1 {
+		t.Errorf("after the read: got %s (%d), want delivered (1): written is not confirmed", st, n)
+	}
+	receipt := func(reader string, received bool) (int, string) {
+		code, _, body := post("/inbox/receipts", http.Header{"Parley-Reader": {reader}, "Content-Type": {"application/json"}},
+			fmt.Sprintf(`{"message_ids":[%q],"received":%v}`, sent.MessageID, received))
+		return code, body
+	}
+	if code, body := receipt(reader, false); code != 200 || !strings.Contains(body, `"count":1`) {
+		t.Fatalf("give back: %d %s", code, body)
+	}
+	if st, n := state(); st != "redelivered" || n != 1 {
+		t.Errorf("after giving it back: got %s (%d), want redelivered (1)", st, n)
+	}
+	reader = wait()
+	if code, body := receipt(reader, true); code != 200 || !strings.Contains(body, `"count":1`) {
+		t.Fatalf("confirm: %d %s", code, body)
+	}
+	if st, n := state(); st != "read" || n != 2 {
+		t.Errorf("after the confirmation: got %s (%d), want read (2)", st, n)
+	}
+	// A receipt needs a JSON API reader.
+	if code, _ := receipt("", true); code != 400 {
+		t.Errorf("receipt without a reader: got HTTP %d, want 400", code)
+	}
+	if code, _ := receipt("SOMEMCPSESSION", true); code != 400 {
+		t.Errorf("receipt naming an MCP session: got HTTP %d, want 400", code)
+	}
+}

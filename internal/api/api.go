@@ -35,6 +35,28 @@ const (
 	HeaderNudge      = "Parley-Nudge"
 )
 
+// Receipts over the JSON API: a read with HeaderReceipts is not confirmed
+// when its response is written; its response names the reader that holds
+// what it handed out (HeaderReader), leased for a minute, and the client
+// confirms once it has handed the messages on (POST /inbox/receipts as that
+// reader), or gives them back.
+const (
+	HeaderReceipts = "Parley-Receipts"
+	HeaderReader   = "Parley-Reader"
+)
+
+// ReceiptRequest is POST /api/v1/inbox/receipts, sent with HeaderReader.
+type ReceiptRequest struct {
+	MessageIDs []string `json:"message_ids"`
+	// Received confirms them read; false puts them back in the inbox.
+	Received bool `json:"received"`
+}
+
+// ReceiptResult says how many deliveries the receipt settled.
+type ReceiptResult struct {
+	Count int `json:"count"`
+}
+
 // Prefix is the path prefix of the JSON API.
 const Prefix = "/api/v1"
 

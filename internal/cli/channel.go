@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/parley-dev/parley/internal/api"
@@ -76,7 +77,9 @@ func (ch *channel) InitResult(msg []byte) []byte {
 func (ch *channel) Start(ctx context.Context, write func([]byte) error) {
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
-		res, err := ch.c.Wait(ctx, api.WaitRequest{Timeout: new(300)})
+		// Leased to this push until it is written to Claude Code: a bridge
+		// that dies first gives it back (within a minute, when killed).
+		res, reader, err := ch.c.WaitLeased(ctx, api.WaitRequest{Timeout: new(300)})
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -97,8 +100,16 @@ func (ch *channel) Start(ctx context.Context, write func([]byte) error) {
 		if res.Message == nil {
 			continue
 		}
+		ids := []string{res.Message.MessageID}
 		if err := write(channelNotification(res.Message)); err != nil {
+			if _, err := ch.c.Receipt(context.WithoutCancel(ctx), reader, ids, false); err != nil {
+				ch.log.Warn("channel: give back an unwritten message", "err", err)
+			}
 			return
+		}
+		// Written: Claude Code has it. (Not cut short by shutdown.)
+		if _, err := ch.c.Receipt(context.WithoutCancel(ctx), reader, ids, true); err != nil {
+			ch.log.Warn("channel: confirm a pushed message", "err", err)
 		}
 	}
 }
@@ -115,6 +126,10 @@ func channelNotification(m *api.MessageInfo) []byte {
 	}
 	if m.To != "" {
 		meta["to"] = m.To
+	}
+	if m.Redelivered {
+		// Pushed before without being confirmed: the agent may have it.
+		meta["redelivered"], meta["delivery_count"] = "true", strconv.Itoa(m.DeliveryCount)
 	}
 	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": methodChannel,
 		"params": map[string]any{"content": m.Content, "meta": meta}})

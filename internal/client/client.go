@@ -75,11 +75,17 @@ var ErrNotRunning = errors.New("the parley daemon is not running: start it with 
 func IsNotRunning(err error) bool { return errors.Is(err, ErrNotRunning) }
 
 func (c *Client) do(ctx context.Context, method, path string, query url.Values, in, out any) error {
+	_, err := c.doHeader(ctx, method, path, query, nil, in, out)
+	return err
+}
+
+// doHeader is do with more request headers, returning the response's.
+func (c *Client) doHeader(ctx context.Context, method, path string, query url.Values, h http.Header, in, out any) (http.Header, error) {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		body = bytes.NewReader(b)
 	}
@@ -89,7 +95,7 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u, body)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -103,37 +109,40 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	if c.WakePath != "" {
 		req.Header.Set(api.HeaderWakePath, c.WakePath)
 	}
+	for k, v := range h {
+		req.Header[k] = v
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return nil, ctx.Err()
 		}
 		if ne := (*safefile.NotOwnedError)(nil); errors.As(err, &ne) {
-			return &hub.Error{Kind: hub.Forbidden, Err: fmt.Errorf("refusing the daemon socket: %w", ne)}
+			return nil, &hub.Error{Kind: hub.Forbidden, Err: fmt.Errorf("refusing the daemon socket: %w", ne)}
 		}
 		if unreachable(err) {
-			return &hub.Error{Kind: hub.Unavailable, Err: fmt.Errorf("%w (socket %s)", ErrNotRunning, c.Paths.Socket)}
+			return nil, &hub.Error{Kind: hub.Unavailable, Err: fmt.Errorf("%w (socket %s)", ErrNotRunning, c.Paths.Socket)}
 		}
-		return &hub.Error{Kind: hub.Unavailable, Err: fmt.Errorf("talk to the daemon: %w", err)}
+		return nil, &hub.Error{Kind: hub.Unavailable, Err: fmt.Errorf("talk to the daemon: %w", err)}
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return &hub.Error{Kind: hub.Unavailable, Err: fmt.Errorf("read daemon response: %w", err)}
+		return nil, &hub.Error{Kind: hub.Unavailable, Err: fmt.Errorf("read daemon response: %w", err)}
 	}
 	if resp.StatusCode/100 != 2 {
 		var eb api.ErrorBody
 		if json.Unmarshal(b, &eb) == nil && eb.Error.Message != "" {
-			return eb.Err()
+			return nil, eb.Err()
 		}
-		return &hub.Error{Kind: hub.Internal, Err: fmt.Errorf("daemon answered %s: %s", resp.Status, strings.TrimSpace(string(b)))}
+		return nil, &hub.Error{Kind: hub.Internal, Err: fmt.Errorf("daemon answered %s: %s", resp.Status, strings.TrimSpace(string(b)))}
 	}
 	if out != nil {
 		if err := json.Unmarshal(b, out); err != nil {
-			return fmt.Errorf("decode daemon response: %w", err)
+			return nil, fmt.Errorf("decode daemon response: %w", err)
 		}
 	}
-	return nil
+	return resp.Header, nil
 }
 
 // unreachable reports whether err means nothing listens on the socket.
@@ -228,6 +237,26 @@ func (c *Client) Peek(ctx context.Context, limit int) (*api.CheckResult, error) 
 func (c *Client) Wait(ctx context.Context, r api.WaitRequest) (*api.WaitResult, error) {
 	var out api.WaitResult
 	return &out, c.do(ctx, http.MethodPost, "/inbox/wait", nil, r, &out)
+}
+
+// WaitLeased is Wait for a client that confirms by itself: the message stays
+// leased to the returned reader until Receipt settles it (or a minute passes).
+func (c *Client) WaitLeased(ctx context.Context, r api.WaitRequest) (*api.WaitResult, string, error) {
+	var out api.WaitResult
+	h, err := c.doHeader(ctx, http.MethodPost, "/inbox/wait", nil, http.Header{api.HeaderReceipts: {"1"}}, r, &out)
+	if err != nil {
+		return nil, "", err
+	}
+	return &out, h.Get(api.HeaderReader), nil
+}
+
+// Receipt confirms what reader holds of the messages (received), or gives
+// it back.
+func (c *Client) Receipt(ctx context.Context, reader string, ids []string, received bool) (int, error) {
+	var out api.ReceiptResult
+	_, err := c.doHeader(ctx, http.MethodPost, "/inbox/receipts", nil, http.Header{api.HeaderReader: {reader}},
+		api.ReceiptRequest{MessageIDs: ids, Received: received}, &out)
+	return out.Count, err
 }
 
 // Broadcast sends to every other agent.

@@ -39,7 +39,7 @@ func agentAllowed(r *http.Request, agent string) bool {
 	case http.MethodGet, http.MethodHead:
 		return true
 	case http.MethodPost:
-		return slices.Contains([]string{"messages", "inbox/check", "inbox/wait", "inbox/woken", "broadcast"}, p)
+		return slices.Contains([]string{"messages", "inbox/check", "inbox/wait", "inbox/woken", "inbox/receipts", "broadcast"}, p)
 	case http.MethodPut:
 		return p == "agents/"+agent+"/status"
 	}

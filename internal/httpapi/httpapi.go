@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/hub"
@@ -50,6 +51,7 @@ func Routes(mux *http.ServeMux, o *ops.Ops) {
 	Handle(mux, "GET "+p+"/inbox", o.Peek)
 	Handle(mux, "POST "+p+"/inbox/check", o.Check)
 	Handle(mux, "POST "+p+"/inbox/wait", o.Wait)
+	Handle(mux, "POST "+p+"/inbox/receipts", o.Receipt)
 	Handle(mux, "POST "+p+"/inbox/reply", o.WaitForReply)
 	Handle(mux, "GET "+p+"/messages/{message_id}/status", o.MessageStatus)
 	Handle(mux, "POST "+p+"/acks", o.Ack)
@@ -115,6 +117,10 @@ func Handle[In, Out any](mux *http.ServeMux, pattern string, fn func(context.Con
 		// response is written; they go back if it cannot be.
 		var handed bool
 		c.Delivered = func([]string) { handed = true }
+		receipts := r.Header.Get(api.HeaderReceipts) != ""
+		if receipts {
+			c.Lease = receiptLease
+		}
 		ctx := context.WithValue(r.Context(), requestKey{}, r)
 		out, err := fn(ctx, c, in)
 		if err != nil {
@@ -129,16 +135,27 @@ func Handle[In, Out any](mux *http.ServeMux, pattern string, fn func(context.Con
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
+		if receipts {
+			w.Header().Set(api.HeaderReader, c.Session)
+		}
 		w.WriteHeader(http.StatusOK)
 		werr := json.NewEncoder(w).Encode(out)
 		if werr == nil {
 			werr = http.NewResponseController(w).Flush()
+		}
+		if receipts && werr == nil {
+			return // the client confirms; its short lease backs it
 		}
 		// Written whole: it has them. (Only a failed write says otherwise: a
 		// client may hang up as soon as it has read its answer.)
 		c.Settle(context.WithoutCancel(r.Context()), werr == nil)
 	})
 }
+
+// receiptLease is how long a reader that confirms by itself (api.HeaderReceipts)
+// holds what it was handed: it confirms as soon as it handed it on, so a
+// reader that died gives it back soon.
+const receiptLease = time.Minute
 
 type requestKey struct{}
 
@@ -203,6 +220,14 @@ func CallerOf(r *http.Request) (*ops.Caller, error) {
 	}
 	// Reader keys are unique across daemons that share a store.
 	c.Session = "api-" + readerPrefix + strconv.FormatUint(readers.Add(1), 36)
+	if rd := r.Header.Get(api.HeaderReader); rd != "" {
+		// A reader an earlier response named (api.HeaderReceipts): only
+		// JSON API readers, never an MCP session's.
+		if !strings.HasPrefix(rd, "api-") {
+			return nil, hub.Errorf("", hub.Invalid, "%s %q is not a reader the JSON API gave", api.HeaderReader, rd)
+		}
+		c.Session, c.NamedReader = rd, true
+	}
 	c.OneRequest = true
 	return c, nil
 }

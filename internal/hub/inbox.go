@@ -95,6 +95,10 @@ type WaitRequest struct {
 	Filter  PriorityFilter
 	// Via is the wake path the read records (default WakeWait).
 	Via WakePath
+	// Lease, if set, is how long the reader holds the delivery unconfirmed
+	// instead of DefaultLease: for a reader that confirms by itself at once,
+	// so that what a reader that died held comes back soon.
+	Lease time.Duration
 	// Progress, if set, is called about every ProgressEvery while waiting.
 	Progress      func(waited time.Duration)
 	ProgressEvery time.Duration // 0: 5s
@@ -148,7 +152,7 @@ func (h *Hub) Next(ctx context.Context, r WaitRequest) (*Delivery, error) {
 		via = WakeWait
 	}
 	q := TakeQuery{Workspace: r.Workspace, Recipient: r.Agent, Reader: r.Reader,
-		MaxRank: r.Filter.MaxRank(), Thread: r.thread, After: r.after, Limit: 1, Via: via}
+		MaxRank: r.Filter.MaxRank(), Thread: r.thread, After: r.after, Limit: 1, Via: via, lease: r.Lease}
 	d, err := h.block(ctx, key, key, r.Timeout, r.Progress, r.ProgressEvery, q)
 	return d, withOp(op, err)
 }

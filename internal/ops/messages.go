@@ -172,7 +172,7 @@ func (o *Ops) receive(ctx context.Context, c *Caller, total time.Duration, filte
 			}
 			d, err = o.hub.WaitForReply(ctx, rr)
 		} else {
-			wr := hub.WaitRequest{Workspace: c.Workspace, Agent: c.Agent, Reader: c.Session, Timeout: chunk, Filter: filter, Via: c.Via}
+			wr := hub.WaitRequest{Workspace: c.Workspace, Agent: c.Agent, Reader: c.Session, Timeout: chunk, Filter: filter, Via: c.Via, Lease: c.Lease}
 			if progress != nil {
 				wr.ProgressEvery = o.progressEvery
 				wr.Progress = func(time.Duration) { progress(time.Since(start)) }
@@ -266,4 +266,24 @@ func (o *Ops) Thread(ctx context.Context, c *Caller, in api.ThreadRequest) (api.
 		ms[i], ms[j] = ms[j], ms[i]
 	}
 	return api.HistoryResult{Messages: Messages(ms)}, nil
+}
+
+// Receipt settles what the caller's reader (a JSON API reader that asked for
+// receipts) holds of the messages: confirmed read, or put back.
+func (o *Ops) Receipt(ctx context.Context, c *Caller, in api.ReceiptRequest) (api.ReceiptResult, error) {
+	const op = "receipt"
+	if len(in.MessageIDs) == 0 {
+		return api.ReceiptResult{}, hub.Errorf(op, hub.Invalid, "no message ids")
+	}
+	if !c.NamedReader {
+		return api.ReceiptResult{}, hub.Errorf(op, hub.Invalid, "no reader: send the %s header the read's response carried", api.HeaderReader)
+	}
+	var n int
+	var err error
+	if in.Received {
+		n, err = o.hub.Confirm(ctx, c.Session, in.MessageIDs)
+	} else {
+		n, err = o.hub.Release(ctx, c.Session, in.MessageIDs)
+	}
+	return api.ReceiptResult{Count: n}, err
 }

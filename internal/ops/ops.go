@@ -51,6 +51,12 @@ type Caller struct {
 	// hands to this caller (leased to Session): the door confirms them once
 	// its answer is written, or puts them back when it cannot be.
 	Delivered func(messageIDs []string)
+	// NamedReader marks a Session the client named (api.HeaderReader): a
+	// reader of an earlier request, settling its receipts.
+	NamedReader bool
+	// Lease, if set, is how long a wait's delivery stays leased to Session
+	// unconfirmed (see hub.WaitRequest.Lease).
+	Lease time.Duration
 	// Claimed, when not nil, is told the id of a task claimed for Session,
 	// so that the door can give it back when it learns its client is gone.
 	Claimed func(taskID string)
