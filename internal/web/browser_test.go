@@ -25,6 +25,9 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/client"
+	"github.com/parley-dev/parley/internal/home"
 	"github.com/parley-dev/parley/internal/testenv"
 )
 
@@ -319,6 +322,20 @@ func TestReplyReachesWaitingAgent(t *testing.T) {
 		got <- result{text: string(b)}
 	}()
 
+	// Bob is blocked in his wait before the person answers.
+	paths, err := home.Resolve(e.home)
+	must(t, err)
+	c := client.New(paths).As(ws, "")
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		as, err := c.Agents(context.Background(), true)
+		must(t, err)
+		if i := slices.IndexFunc(as.Agents, func(a api.AgentInfo) bool { return a.Name == "bob" }); i >= 0 && as.Agents[i].Waiting == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("bob is not counted as waiting: %+v", as.Agents)
+		}
+	}
 	ctx := tab(t)
 	e.signIn(t, ctx)
 	// The person's own unread mail shows, and a click marks it read.
