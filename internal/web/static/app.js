@@ -257,6 +257,7 @@ function onEvent(e) {
   if (e.workspace && !S.workspaces.includes(e.workspace)) {
     S.workspaces = [...S.workspaces, e.workspace].sort();
     drawWorkspaces();
+    if (S.page === "workspaces") drawPage();
   }
   const kind = e.kind || "";
   if (kind.startsWith("run.") || kind.startsWith("permission.") || kind.startsWith("managed.")) {
@@ -367,7 +368,7 @@ function redraw(what) {
     if (pg === "feed" && p.has("feedcount")) drawFeedCount();
     if (pg === "agents" && (p.has("agents") || p.has("managed"))) drawPage();
     if (pg === "managed" && p.has("managed")) drawPage();
-    if (pg === "permissions" && p.has("perms")) drawPage();
+    if (pg === "permissions" && (p.has("perms") || p.has("managed"))) drawPage();
     if (pg === "gateway" && p.has("upstreams")) drawPage();
     if (p.has("agents")) drawSuggestions();
   });
@@ -840,16 +841,49 @@ function drawTimeline() {
 
 // ---- permission inbox ----
 
+// pagePerms draws the inbox, keeping the cards already shown: a person
+// editing an input or typing a message keeps their text and their focus
+// when another request arrives or one is decided elsewhere.
 function pagePerms() {
-  main.dataset.page = "permissions";
   rosterEl = feedList = threadEl = feedCountEl = null;
-  const drafts = new Map([...main.querySelectorAll(".perm")].map((c) => [c.dataset.id, c.querySelector("textarea").value]));
-  const cards = S.perms.map((p, i) => permCard(p, i, drafts.get(p.request.request_id)));
-  main.replaceChildren(h("div.page.single", null,
-    h("section.pane", null,
-      h("header", null, h("h2", { text: "Permission inbox" }), h("span.count", { text: S.perms.length + " waiting" }), h("span.spacer"), h("span.hint", { text: "j/k select · a allow · d deny · edit the input to allow with changes" })),
-      S.perms.length ? h("div.perms#perms", null, cards) : h("div.empty", { text: "Nothing waits for a decision." }))));
+  let list = main.querySelector("#perms");
+  if (main.dataset.page !== "permissions" || !main.querySelector(".perms-page")) {
+    main.dataset.page = "permissions";
+    permCards = new Map();
+    list = h("div.perms#perms");
+    main.replaceChildren(h("div.page.single.perms-page", null,
+      h("section.pane", null,
+        h("header", null, h("h2", { text: "Permission inbox" }), h("span.count#perms-count"), h("span.spacer"), h("span.hint", { text: "j/k select · a allow · d deny · edit the input to allow with changes" })),
+        list, h("div.empty#perms-empty", { text: "Nothing waits for a decision." }))));
+  }
+  const cards = new Map();
+  const els = S.perms.map((p) => {
+    const id = p.request.request_id;
+    let el = permCards.get(id);
+    // Built again only when the asker turns out to be a managed agent
+    // (its name becomes a link), with what the person typed.
+    if (!el || el._managed !== isManaged(p.request)) {
+      const old = el;
+      el = permCard(p);
+      if (old) {
+        el.querySelector("textarea").value = old.querySelector("textarea").value;
+        el.querySelector(".msgin").value = old.querySelector(".msgin").value;
+        el.querySelector("textarea").dispatchEvent(new Event("input"));
+      }
+    }
+    cards.set(id, el);
+    return el;
+  });
+  permCards = cards;
+  const kids = list.children;
+  if (kids.length !== els.length || els.some((el, i) => kids[i] !== el)) list.replaceChildren(...els);
+  els.forEach((el, i) => el.classList.toggle("sel", i === S.permSel));
+  document.getElementById("perms-count").textContent = S.perms.length + " waiting";
+  list.hidden = !S.perms.length;
+  document.getElementById("perms-empty").hidden = S.perms.length > 0;
 }
+
+let permCards = new Map(); // request id: card
 
 function pretty(raw) {
   try {
@@ -859,10 +893,14 @@ function pretty(raw) {
   }
 }
 
-function permCard(p, i, draft) {
+function isManaged(req) {
+  return S.managed.some((m) => m.agent_id === req.agent_id && m.workspace === req.workspace);
+}
+
+function permCard(p) {
   const req = p.request;
   const orig = pretty(req.input);
-  const input = h("textarea", { spellcheck: "false", "aria-label": "Tool input", value: draft ?? orig });
+  const input = h("textarea", { spellcheck: "false", "aria-label": "Tool input", value: orig });
   const msg = h("input.field.msgin", { placeholder: "message to the agent (optional)" });
   const allow = h("button.btn.ok.allow", { text: "Allow" });
   const deny = h("button.btn.danger.deny", { text: "Deny" });
@@ -898,9 +936,13 @@ function permCard(p, i, draft) {
   deny.addEventListener("click", () => decide("deny"));
   const age = h("span.age", { dataset: { at: req.requested_at, exp: req.expires_at } });
   tickAge(age);
-  return h("article.perm", { class: i === S.permSel ? "sel" : "", dataset: { id: req.request_id }, onclick: () => { S.permSel = i; markPermSel(); } },
+  const select = () => {
+    S.permSel = Math.max(0, S.perms.findIndex((x) => x.request.request_id === req.request_id));
+    markPermSel();
+  };
+  const card = h("article.perm", { dataset: { id: req.request_id }, onclick: select },
     h("div.row", null, h("span.tool", { text: req.tool_name }), h("span", { text: "asked by" }),
-      S.managed.some((m) => m.agent_id === req.agent_id && m.workspace === req.workspace)
+      isManaged(req)
         ? h("a.who", { href: "#/managed/" + encodeURIComponent(req.agent_id), text: req.agent_id })
         : h("span.who", { text: req.agent_id }),
       req.source && req.source !== "managed" ? h("span.chip", { title: "where the request comes from", text: req.source }) : null,
@@ -908,6 +950,8 @@ function permCard(p, i, draft) {
     req.description ? h("div.desc", { text: req.description }) : null,
     input,
     h("div.row", null, msg, deny, allow));
+  card._managed = isManaged(req);
+  return card;
 }
 
 function tickAge(el) {
