@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -30,22 +28,6 @@ func golden(t *testing.T, name string, got []byte) {
 	if !bytes.Equal(got, want) {
 		t.Errorf("%s differs from the golden file (run go test -update after checking the change):\n%s", name, got)
 	}
-}
-
-// TestNativeToolsGolden freezes the native profile's tool surface: seed 000's
-// names, inputs and outputs are a contract with users' prompts.
-func TestNativeToolsGolden(t *testing.T) {
-	e := newEnv(t)
-	s := e.Session(nil, "--workspace", "w", "--agent", "a")
-	res, err := s.ListTools(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := json.MarshalIndent(res.Tools, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	golden(t, "native-tools.json", append(got, '\n'))
 }
 
 // TestHelpGolden freezes the help of the messaging commands.

@@ -4,18 +4,18 @@ package mcpserver
 // reservations, search and work queues (issue 15).
 func (s *Server) coordTools() []Tool {
 	o := s.ops
-	// Tools whose results need no explaining have no output schema:
-	// tools/list is what a client puts in the model's context, and native's
-	// budget (coord_test.go) is nearly spent.
+	// Every native tool declares its output schema (clients validate
+	// structured results against it); tools/list's size is bounded by the
+	// budget in coord_test.go.
 	return []Tool{
 		typed(s, "reserve_paths", "Reserve files before editing them. All or nothing: if another agent holds an overlapping reservation you get none, and the conflicts name holder, reason and expiry. Reserving again renews.", o.ReservePaths),
-		typed(s, "renew_reservations", "Extend your reservations (all, or the ids given).", o.RenewReservations, noOutputSchema()),
-		typed(s, "release_reservations", "Release your reservations when done: by ids, by paths as reserved, or all when neither is given.", o.ReleaseReservations, noOutputSchema()),
+		typed(s, "renew_reservations", "Extend your reservations (all, or the ids given).", o.RenewReservations),
+		typed(s, "release_reservations", "Release your reservations when done: by ids, by paths as reserved, or all when neither is given.", o.ReleaseReservations),
 		typed(s, "list_reservations", "List the live file reservations of this workspace (or one agent's).", o.ListReservations),
 		typed(s, "who_has", "Show who holds reservations covering a file.", o.WhoHas),
-		typed(s, "claim_task", "Take the next task sent to queue:NAME. It is yours alone until you complete or release it, your session ends, or its lease ends.", o.ClaimTask, noOutputSchema()),
-		typed(s, "complete_task", "Finish a task you claimed; its sender gets the result as a reply.", o.CompleteTask, noOutputSchema()),
-		typed(s, "release_task", "Give a task you claimed back to its queue.", o.ReleaseTask, noOutputSchema()),
+		typed(s, "claim_task", "Take the next task sent to queue:NAME. It is yours alone until you complete or release it, your session ends, or its lease ends.", o.ClaimTask),
+		typed(s, "complete_task", "Finish a task you claimed; its sender gets the result as a reply.", o.CompleteTask),
+		typed(s, "release_task", "Give a task you claimed back to its queue.", o.ReleaseTask),
 		typed(s, "search_messages", "Search the messages you sent or received, best match first, with the matching passage.", o.SearchMessages),
 	}
 }
