@@ -42,6 +42,9 @@ type statements struct {
 	rMessage       *sql.Stmt
 	rAgent         *sql.Stmt
 	rAgents        *sql.Stmt
+	// Reservations (reservations.go): prepared, they cost a reserve half
+	// what they did.
+	wResExpire, wResLive, wResDelete, wResPut, rResLive *sql.Stmt
 }
 
 // preparer is what *sql.Conn (the writer) and *sql.DB (the read pool) share.
@@ -90,6 +93,13 @@ func (s *statements) prepare(ctx context.Context, w *sql.Conn, r *sql.DB) error 
 		// cost of a send's own code.
 		{&s.rAgent, r, `SELECT ` + agentCols + ` FROM agents WHERE workspace = ? AND name = ?`},
 		{&s.rAgents, r, `SELECT ` + agentCols + ` FROM agents WHERE workspace = ? ORDER BY name`},
+		{&s.wResExpire, w, `DELETE FROM reservations WHERE workspace = ? AND expires_at <= ?`},
+		{&s.wResLive, w, liveReservations},
+		{&s.wResDelete, w, `DELETE FROM reservations WHERE workspace = ? AND id = ?`},
+		{&s.wResPut, w, `INSERT INTO reservations (` + reservationCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (id) DO UPDATE SET agent = excluded.agent, pattern = excluded.pattern,
+				exclusive = excluded.exclusive, reason = excluded.reason, expires_at = excluded.expires_at`},
+		{&s.rResLive, r, liveReservations},
 	} {
 		st, err := p.db.PrepareContext(ctx, p.sql)
 		if err != nil {
@@ -102,7 +112,8 @@ func (s *statements) prepare(ctx context.Context, w *sql.Conn, r *sql.DB) error 
 
 func (s *statements) close() {
 	for _, st := range []*sql.Stmt{s.wInsMessage, s.wInsDelivery, s.wInsDeliveries, s.wInsWorkspace,
-		s.wTakeSel, s.wTakeUpd, s.wConfirmAll, s.wTouch, s.rUnread, s.rPeek, s.rMessage, s.rAgent, s.rAgents} {
+		s.wTakeSel, s.wTakeUpd, s.wConfirmAll, s.wTouch, s.rUnread, s.rUnreadBy, s.rPeek, s.rMessage, s.rAgent, s.rAgents,
+		s.wResExpire, s.wResLive, s.wResDelete, s.wResPut, s.rResLive} {
 		if st != nil {
 			st.Close()
 		}

@@ -12,6 +12,10 @@ var _ hub.Reservations = (*DB)(nil)
 
 const reservationCols = `id, workspace, agent, pattern, exclusive, reason, created_at, expires_at`
 
+// liveReservations selects a workspace's reservations live at a time.
+const liveReservations = `SELECT ` + reservationCols + ` FROM reservations
+	WHERE workspace = ? AND expires_at > ? ORDER BY created_at, id`
+
 // ChangeReservations runs fn on the writer, so it is serialised with every
 // other write, the conflict check included. Reservations are committed without
 // an fsync (see writeLazy): they coordinate live agents, and a power cut that
@@ -20,10 +24,10 @@ func (db *DB) ChangeReservations(ctx context.Context, ws string, now time.Time, 
 	const op = "change reservations"
 	return db.writeLazy(ctx, op, func(ctx context.Context, c *sql.Conn) error {
 		t := nanos(now)
-		if _, err := c.ExecContext(ctx, `DELETE FROM reservations WHERE workspace = ? AND expires_at <= ?`, ws, t); err != nil {
+		if _, err := db.stmts.wResExpire.ExecContext(ctx, ws, t); err != nil {
 			return err
 		}
-		live, err := queryReservations(ctx, c, ws, t)
+		live, err := queryReservations(ctx, db.stmts.wResLive, ws, t)
 		if err != nil {
 			return err
 		}
@@ -32,7 +36,7 @@ func (db *DB) ChangeReservations(ctx context.Context, ws string, now time.Time, 
 			return err
 		}
 		for _, id := range ch.Delete {
-			if _, err := c.ExecContext(ctx, `DELETE FROM reservations WHERE workspace = ? AND id = ?`, ws, id); err != nil {
+			if _, err := db.stmts.wResDelete.ExecContext(ctx, ws, id); err != nil {
 				return err
 			}
 		}
@@ -40,10 +44,7 @@ func (db *DB) ChangeReservations(ctx context.Context, ws string, now time.Time, 
 			if r.Workspace != ws {
 				return hub.Errorf(op, hub.Invalid, "reservation %s is of workspace %q, not %q", r.ID, r.Workspace, ws)
 			}
-			_, err := c.ExecContext(ctx, `INSERT INTO reservations (`+reservationCols+`)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-				ON CONFLICT (id) DO UPDATE SET agent = excluded.agent, pattern = excluded.pattern,
-					exclusive = excluded.exclusive, reason = excluded.reason, expires_at = excluded.expires_at`,
+			_, err := db.stmts.wResPut.ExecContext(ctx,
 				r.ID, r.Workspace, r.Agent, r.Pattern, r.Exclusive, r.Reason, nanos(r.CreatedAt), nanos(r.ExpiresAt))
 			if err != nil {
 				return err
@@ -56,20 +57,15 @@ func (db *DB) ChangeReservations(ctx context.Context, ws string, now time.Time, 
 // LiveReservations reads from the read pool: a conflict check of an edit or a
 // commit never waits for the writer.
 func (db *DB) LiveReservations(ctx context.Context, ws string, now time.Time) ([]*hub.Reservation, error) {
-	rs, err := queryReservations(ctx, db.r, ws, nanos(now))
+	rs, err := queryReservations(ctx, db.stmts.rResLive, ws, nanos(now))
 	if err != nil {
 		return nil, db.mapErr(ctx, "list reservations", err)
 	}
 	return rs, nil
 }
 
-type querier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}
-
-func queryReservations(ctx context.Context, q querier, ws string, now int64) ([]*hub.Reservation, error) {
-	rows, err := q.QueryContext(ctx, `SELECT `+reservationCols+` FROM reservations
-		WHERE workspace = ? AND expires_at > ? ORDER BY created_at, id`, ws, now)
+func queryReservations(ctx context.Context, st *sql.Stmt, ws string, now int64) ([]*hub.Reservation, error) {
+	rows, err := st.QueryContext(ctx, ws, now)
 	if err != nil {
 		return nil, err
 	}
