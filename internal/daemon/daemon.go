@@ -131,14 +131,12 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		return nil, err
 	}
 	d.hub = hub.New(d.db, &hub.Options{Logger: d.log.With("subsystem", "hub"), MaxContent: cfg.MaxContent, Notifier: d.notifier(), Host: d.host})
-	// The PID lock makes this daemon a SQLite store's only user: whatever is
-	// still out on a lease was handed to a reader of a daemon that stopped
-	// before the reader confirmed it, and goes back to its inbox. (Daemons
-	// sharing PostgreSQL leave each other's leases to run out.)
-	if d.storeKind == "sqlite" {
-		if _, err := d.hub.Recover(ctx); err != nil {
-			return nil, fmt.Errorf("recover deliveries: %w", err)
-		}
+	// What this daemon leased before it stopped or crashed was handed to
+	// readers that are gone: it goes back to its inbox. (The PID lock makes
+	// it a SQLite store's only user; on PostgreSQL its node names its own
+	// leases, and the other daemons keep theirs.)
+	if _, err := d.hub.Recover(ctx); err != nil {
+		return nil, fmt.Errorf("recover deliveries: %w", err)
 	}
 	// The runner's observer publishes on the event stream from the start.
 	d.events = newBroker(d.hub, cfg.EventBuffer, d.log.With("subsystem", "events"))

@@ -101,6 +101,11 @@ type ReleaseQuery struct {
 	MessageIDs []string
 	// Expired, if not zero, releases only leases that end at or before it.
 	Expired time.Time
+	// Mine releases only the leases this daemon handed out (its store's
+	// node), for a daemon that starts again while others share its store.
+	// A store that is one daemon's alone (SQLite) counts every lease as its
+	// own.
+	Mine bool
 }
 
 // Overdue is a message whose acknowledgement deadline passed while some of its

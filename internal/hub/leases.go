@@ -76,12 +76,13 @@ func (h *Hub) Reopen(ctx context.Context, ws, agent string, messageIDs []string)
 	return len(ds), nil
 }
 
-// Recover puts every leased delivery back in its inbox: at the start of a
-// daemon that is its store's only user, every reader of before is gone (the
-// daemon stopped or crashed before they confirmed). It returns how many went
-// back.
+// Recover puts back in their inboxes the deliveries this daemon leased
+// before it started again: every reader of before is gone (the daemon
+// stopped or crashed before they confirmed). Call it at start, before
+// serving. On a store that daemons share, the others' leases are left to
+// them (ReleaseQuery.Mine). It returns how many went back.
 func (h *Hub) Recover(ctx context.Context) (int, error) {
-	n, err := h.release(ctx, ReleaseQuery{})
+	n, err := h.release(ctx, ReleaseQuery{Mine: true})
 	if n > 0 {
 		h.log.Info("returned unconfirmed deliveries to their inboxes", "count", n)
 	}

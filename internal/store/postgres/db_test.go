@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -161,6 +162,53 @@ func TestRunnerNodes(t *testing.T) {
 		runs, err := x.db.OpenRuns(ctx)
 		if err != nil || len(runs) != 1 || runs[0].AgentID != x.want {
 			t.Errorf("OpenRuns of node %s: got %v, %v; want only %s's", x.db.node, runs, err, x.want)
+		}
+	}
+}
+
+// TestRecoverNodes: a daemon that starts again puts back its own leases of
+// before, and leaves those of the daemons it shares the database with.
+func TestRecoverNodes(t *testing.T) {
+	dsn := pgtest.Schema(t)
+	ctx := t.Context()
+	open := func(node string) *DB {
+		db, err := Open(ctx, dsn, &Options{Node: node})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+	a, b := open("hostA:/home/u/.parley"), open("hostB:/home/u/.parley")
+	ha, hb := hub.New(a, nil), hub.New(b, nil)
+	if _, err := ha.Join(ctx, hub.JoinRequest{Workspace: "ws", Name: "bob", Role: "dev"}); err != nil {
+		t.Fatal(err)
+	}
+	var sent []string
+	for i := range 2 {
+		r, err := ha.Send(ctx, hub.SendRequest{Workspace: "ws", From: "alice", To: "bob", Content: fmt.Sprint("m", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent = append(sent, r.Message.ID)
+	}
+	for _, x := range []struct {
+		h      *hub.Hub
+		reader string
+	}{{ha, "session-on-a"}, {hb, "session-on-b"}} {
+		if ds, _, err := x.h.Receive(ctx, hub.ReceiveRequest{Workspace: "ws", Agent: "bob", Reader: x.reader, Limit: 1}); err != nil || len(ds) != 1 {
+			t.Fatalf("Receive for %s: got %d, %v", x.reader, len(ds), err)
+		}
+	}
+	// A starts again: its reader is gone, B's is not.
+	a2 := open("hostA:/home/u/.parley")
+	if n, err := hub.New(a2, nil).Recover(ctx); err != nil || n != 1 {
+		t.Fatalf("Recover on A: got %d, %v; want 1", n, err)
+	}
+	for i, want := range []hub.DeliveryState{hub.Redelivered, hub.Delivered} {
+		ds, err := a2.Deliveries(ctx, "ws", sent[i])
+		if err != nil || len(ds) != 1 || ds[0].State != want {
+			t.Errorf("message %d after A's recovery: got %v, %v; want %s", i, ds, err, want)
 		}
 	}
 }

@@ -113,7 +113,8 @@ const take = `WITH picked AS (
 			delivery_count = d.delivery_count + 1, read_at = $10,
 			-- The first path that reaches the recipient stays its wake path.
 			woke_via = CASE WHEN d.woke_via = '' THEN $11 ELSE d.woke_via END,
-			woke_at = CASE WHEN d.woke_via = '' AND $11 <> '' THEN $9 ELSE d.woke_at END
+			woke_at = CASE WHEN d.woke_via = '' AND $11 <> '' THEN $9 ELSE d.woke_at END,
+			lease_node = CASE WHEN $7::text IS NULL THEN NULL ELSE $12 END
 		FROM picked WHERE d.id = picked.id
 		RETURNING d.*
 	)
@@ -136,7 +137,7 @@ func (db *DB) Take(ctx context.Context, q hub.TakeQuery) ([]*hub.Delivery, error
 		lease = nullTime(q.LeaseUntil)
 	}
 	return db.queryDeliveriesOn(ctx, db.lazy, "take", true, take, q.Workspace, q.Recipient, q.MaxRank, q.Limit,
-		q.Thread, q.After, nullText(q.Reader), lease, now, readAt, string(q.Via))
+		q.Thread, q.After, nullText(q.Reader), lease, now, readAt, string(q.Via), db.node)
 }
 
 // Unread counts recipient's inbox deliveries with rank <= maxRank.
@@ -209,10 +210,11 @@ func (db *DB) Release(ctx context.Context, q hub.ReleaseQuery) ([]*hub.Delivery,
 			AND ($1::text = '' OR d.reader = $1)
 			AND ($2::text[] IS NULL OR m.id = ANY($2))
 			AND ($3::timestamptz IS NULL OR d.lease_until <= $3)
+			AND (NOT $4 OR d.lease_node = $5)
 			RETURNING d.*
 		)
 		SELECT `+delCols+` FROM d JOIN messages m ON m.seq = d.message_seq ORDER BY d.id`,
-		q.Reader, q.MessageIDs, nullTime(q.Expired))
+		q.Reader, q.MessageIDs, nullTime(q.Expired), q.Mine, db.node)
 }
 
 // Reopen puts handed-out, unacked copies back in the inbox.

@@ -215,6 +215,26 @@ func testReopen(t *testing.T, s hub.Store) {
 	}
 }
 
+// testReleaseMine: a daemon's start puts back what its store handle leased
+// (on a store of its own: every lease), expired or not, and nothing else.
+func testReleaseMine(t *testing.T, s hub.Store) {
+	c := ctx(t)
+	f := newFixture(t, s)
+	m0 := f.send("ws", "alice", hub.Normal, "zero", "bob")
+	m1 := f.send("ws", "alice", hub.Normal, "one", "bob")
+	m2 := f.send("ws", "alice", hub.Normal, "two", "bob")
+	take(t, s, "ws", "bob", "s1", 1, at(10))
+	take(t, s, "ws", "bob", "s2", 1, at(20))
+	take(t, s, "ws", "bob", "", 1, at(30)) // read at once: no lease
+	got, err := s.Release(c, hub.ReleaseQuery{Mine: true})
+	if g := states(got); err != nil || !slices.Equal(g, []string{st(m0, hub.Redelivered, 1), st(m1, hub.Redelivered, 1)}) {
+		t.Errorf("Release(mine): got %v, %v; want m0 and m1 redelivered", g, err)
+	}
+	if d := status(t, s, m2, "bob"); d.State != hub.Read {
+		t.Errorf("m2, read without a lease: got %s, want read", d.State)
+	}
+}
+
 func sorted(ss []string) []string {
 	ss = slices.Clone(ss)
 	slices.Sort(ss)

@@ -58,6 +58,7 @@ func Run(t *testing.T, open func(t *testing.T) hub.Store) {
 		{"Confirm", testConfirm},
 		{"ReleaseKeepsPlace", testReleaseKeepsPlace},
 		{"Reopen", testReopen},
+		{"ReleaseMine", testReleaseMine},
 		{"ReleaseSelects", testReleaseSelects},
 		{"TakeConcurrentReaders", testTakeConcurrentReaders},
 		{"TakeThread", testTakeThread},
