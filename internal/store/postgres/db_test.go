@@ -126,19 +126,23 @@ func TestServerDown(t *testing.T) {
 	}
 }
 
+// openNode opens a store on dsn as the daemon node.
+func openNode(t *testing.T, dsn, node string) *DB {
+	t.Helper()
+	db, err := Open(t.Context(), dsn, &Options{Node: node})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
 // TestRunnerNodes: daemons sharing a database each recover only the managed
 // agents they launched.
 func TestRunnerNodes(t *testing.T) {
 	dsn := pgtest.Schema(t)
 	ctx := t.Context()
-	open := func(node string) *DB {
-		db, err := Open(ctx, dsn, &Options{Node: node})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		return db
-	}
+	open := func(node string) *DB { return openNode(t, dsn, node) }
 	a, b := open("hostA:/home/u/.parley"), open("hostB:/home/u/.parley")
 	for _, x := range []struct {
 		db *DB
@@ -171,14 +175,7 @@ func TestRunnerNodes(t *testing.T) {
 func TestRecoverNodes(t *testing.T) {
 	dsn := pgtest.Schema(t)
 	ctx := t.Context()
-	open := func(node string) *DB {
-		db, err := Open(ctx, dsn, &Options{Node: node})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		return db
-	}
+	open := func(node string) *DB { return openNode(t, dsn, node) }
 	a, b := open("hostA:/home/u/.parley"), open("hostB:/home/u/.parley")
 	ha, hb := hub.New(a, nil), hub.New(b, nil)
 	if _, err := ha.Join(ctx, hub.JoinRequest{Workspace: "ws", Name: "bob", Role: "dev"}); err != nil {
