@@ -197,6 +197,16 @@ func testQueueBlocks(t *testing.T, f *queueFixture) {
 }
 
 func testQueueComplete(t *testing.T, f *queueFixture) {
+	var mu sync.Mutex
+	var events []string
+	cancel := f.h.Subscribe(func(e hub.Event) {
+		if e.Kind == hub.EventTaskClaimed || e.Kind == hub.EventTaskCompleted {
+			mu.Lock()
+			events = append(events, fmt.Sprintf("%s %s %s %v", e.Kind, e.Agent, e.Status, e.Recipients))
+			mu.Unlock()
+		}
+	})
+	defer cancel()
 	task := f.send(t, "boss", "queue:review", "review PR 7", hub.High)
 	d := f.claim(t, "w", "sess-w", "review", 0)
 	if d == nil {
@@ -224,6 +234,12 @@ func testQueueComplete(t *testing.T, f *queueFixture) {
 	}
 	_, err = f.h.Complete(ctx(t), hub.CompleteRequest{Workspace: qws, Agent: "w", Readers: []string{"sess-w"}, TaskID: task.ID})
 	wantKind(t, "complete twice", err, hub.Conflict)
+	mu.Lock()
+	want := []string{"task.claimed w  [queue:review]", "task.completed w task_completed [queue:review]"}
+	if !slices.Equal(events, want) {
+		t.Errorf("task events %q, want %q", events, want)
+	}
+	mu.Unlock()
 	ds, err := f.h.Store().Deliveries(ctx(t), qws, task.ID)
 	if err != nil || len(ds) != 1 || ds[0].State != hub.Read {
 		t.Errorf("the queue's copy after completion: %+v, %v; want read", ds, err)
