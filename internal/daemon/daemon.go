@@ -145,7 +145,8 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	}
 	d.openGateway(d.conf)
 	d.ops = ops.New(d.hub, &ops.Options{Logger: d.log.With("subsystem", "ops"), ProgressEvery: cfg.ProgressEvery, Runner: d.runner,
-		Permissions: d.perms, Tokens: d.db, Gateway: d.gw.mgr, Config: d.gw, Dashboard: dashboard{d}})
+		Permissions: d.perms, Tokens: d.db, Gateway: d.gw.mgr, Config: d.gw, Dashboard: dashboard{d},
+		Version: cfg.Version, Process: d.process})
 	d.mcp = mcpserver.New(d.ops, &mcpserver.Options{Logger: d.log.With("subsystem", "mcp"), Version: cfg.Version})
 	d.mcp.Register("manager", d.mcp.Manager)
 	d.mcp.Register("self", d.mcp.Self)

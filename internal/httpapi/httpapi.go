@@ -37,6 +37,8 @@ const MaxBody = 4 << 20
 // Routes adds the endpoints of the operations to mux.
 func Routes(mux *http.ServeMux, o *ops.Ops) {
 	p := api.Prefix
+	Handle(mux, "GET "+p+"/health", o.Health)
+	Handle(mux, "GET "+p+"/status", o.Status)
 	Handle(mux, "POST "+p+"/agents", o.Join)
 	Handle(mux, "GET "+p+"/agents", o.ListAgents)
 	Handle(mux, "GET "+p+"/agents/{name}", o.GetAgent)

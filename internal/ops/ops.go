@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/gateway"
 	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/permission"
@@ -129,6 +130,11 @@ type Options struct {
 	Config Config
 	// Dashboard issues the web dashboard's sign-in links; nil: none.
 	Dashboard Dashboard
+	// Version is the daemon's, for health and status.
+	Version string
+	// Process, if set, gives the daemon's own facts for status: start
+	// time, paths, store, sessions, profiles, listen address.
+	Process func() api.Status
 }
 
 // Dashboard is the web dashboard, as the operations see it.
@@ -148,6 +154,8 @@ type Ops struct {
 	tokens        token.Store
 	gateway       *gateway.Manager
 	config        Config
+	version       string
+	process       func() api.Status
 	dash          Dashboard
 	log           *slog.Logger
 	progressEvery time.Duration
@@ -166,7 +174,7 @@ func New(h *hub.Hub, opts *Options) *Ops {
 		o.ProgressEvery = 5 * time.Second
 	}
 	return &Ops{hub: h, runner: o.Runner, perms: o.Permissions, tokens: o.Tokens, gateway: o.Gateway, config: o.Config, dash: o.Dashboard,
-		log: o.Logger, progressEvery: o.ProgressEvery}
+		version: o.Version, process: o.Process, log: o.Logger, progressEvery: o.ProgressEvery}
 }
 
 // Hub returns the hub the operations run on.
