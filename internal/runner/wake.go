@@ -9,8 +9,9 @@ import (
 	"github.com/parley-dev/parley/internal/hub"
 )
 
-// onHubEvent notes the recipients of every message. It runs on the
-// publisher's goroutine, so it only records and signals: never blocks.
+// onHubEvent notes the recipients of every message, and the hop of each
+// automatic reply. It runs on the publisher's goroutine, so it only records
+// and signals: never blocks.
 func (r *Runner) onHubEvent(e hub.Event) {
 	if e.Kind != hub.EventMessageSent || len(e.Recipients) == 0 {
 		return
@@ -18,14 +19,14 @@ func (r *Runner) onHubEvent(e hub.Event) {
 	r.wakeMu.Lock()
 	// A message a managed agent sends during an automatic turn is an
 	// automatic reply: it carries the turn's hop count on to its recipients.
-	hop := r.guard.replyHop[e.Workspace+"\x00"+e.Agent]
+	// The hop is kept by message, not by recipient: a wake-up can read a
+	// message before its event comes here (the store has it first), and
+	// must still find its hop (hopOf).
+	if hop := r.guard.replyHop[e.Workspace+"\x00"+e.Agent]; hop > 0 && e.Message != nil {
+		r.guard.noteHop(e.Message.ID, hop, time.Now())
+	}
 	for _, n := range e.Recipients {
-		k := e.Workspace + "\x00" + n
-		r.wakeSet[k] = true
-		if hop > r.guard.pending[k] {
-			r.guard.pending[k] = hop
-			r.guard.pendingFrom[k] = e.Agent
-		}
+		r.wakeSet[e.Workspace+"\x00"+n] = true
 	}
 	r.wakeMu.Unlock()
 	select {
@@ -83,9 +84,21 @@ func (r *Runner) wake(ws, name string) {
 		return
 	}
 	k := ws + "\x00" + name
+	ctx, cancel := context.WithTimeout(r.ctx, 10*time.Second)
+	defer cancel()
+	// The chain the mail continues decides before anything is taken: a
+	// stopped agent's mail stays in its inbox as it was.
+	peeked, _, err := r.hub.Peek(ctx, ws, name, wakeBatch)
+	if err != nil {
+		r.log.Warn("wake: read inbox", "agent", name, "err", err)
+		return
+	}
+	if len(peeked) == 0 {
+		return
+	}
 	now := time.Now()
 	r.wakeMu.Lock()
-	hop, from := r.guard.pending[k], r.guard.pendingFrom[k]
+	hop, from := r.guard.hopOf(ws, peeked)
 	held := r.guard.held[k]
 	stop := !held && hop >= r.maxHops()
 	if stop {
@@ -122,8 +135,6 @@ func (r *Runner) wake(ws, name string) {
 		})
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.ctx, 10*time.Second)
-	defer cancel()
 	// The messages are leased to the wake until its turn is queued (the
 	// prompt that carries them is then stored), and go back to the inbox if
 	// it cannot be.
@@ -141,8 +152,10 @@ func (r *Runner) wake(ws, name string) {
 		msgs[i] = d.Message
 	}
 	r.wakeMu.Lock()
-	delete(r.guard.pending, k)
-	delete(r.guard.pendingFrom, k)
+	// What came in since the peek may continue a longer chain.
+	if h, _ := r.guard.hopOf(ws, msgs); h > hop {
+		hop = h
+	}
 	r.guard.replyHop[k] = hop + 1
 	r.wakeMu.Unlock()
 	if _, err := r.enqueue(st, wakePrompt(msgs), "message"); err != nil {
@@ -187,8 +200,6 @@ func (r *Runner) resumeWake(ws, name string) {
 	k := ws + "\x00" + name
 	r.wakeMu.Lock()
 	delete(r.guard.held, k)
-	delete(r.guard.pending, k)
-	delete(r.guard.pendingFrom, k)
 	delete(r.guard.replyHop, k)
 	r.wakeMu.Unlock()
 }
@@ -216,20 +227,60 @@ func (r *Runner) turnsPerMinute() int {
 	return DefaultAutoTurnsPerMinute
 }
 
-// wakeGuard is the loop protection's state, keyed by workspace\x00name and
-// guarded by Runner.wakeMu.
+// wakeGuard is the loop protection's state, keyed by workspace\x00name
+// (hops by message id) and guarded by Runner.wakeMu.
 type wakeGuard struct {
-	pending     map[string]int     // highest hop of the agent's unread automatic mail
-	pendingFrom map[string]string  // who sent that mail
-	replyHop    map[string]int     // hop its messages carry: its automatic turn's hop + 1
-	held        map[string]bool    // stopped by a loop until prompted
-	retry       map[string]bool    // a throttled wake-up is scheduled
-	buckets     map[string]*bucket // automatic turns
+	hops     map[string]noted   // hop of each recent automatic reply, by message id
+	replyHop map[string]int     // hop its messages carry: its automatic turn's hop + 1
+	held     map[string]bool    // stopped by a loop until prompted
+	retry    map[string]bool    // a throttled wake-up is scheduled
+	buckets  map[string]*bucket // automatic turns
 }
 
+// noted is the hop of an automatic reply, and when it was sent.
+type noted struct {
+	hop int
+	at  time.Time
+}
+
+// hopsKept bounds how long a reply's hop is remembered once the map has grown
+// past hopsMany entries: mail read that late ends no hot loop.
+const (
+	hopsKept = 10 * time.Minute
+	hopsMany = 4096
+)
+
 func newWakeGuard() wakeGuard {
-	return wakeGuard{pending: map[string]int{}, pendingFrom: map[string]string{}, replyHop: map[string]int{},
+	return wakeGuard{hops: map[string]noted{}, replyHop: map[string]int{},
 		held: map[string]bool{}, retry: map[string]bool{}, buckets: map[string]*bucket{}}
+}
+
+func (g *wakeGuard) noteHop(id string, hop int, now time.Time) {
+	if len(g.hops) >= hopsMany {
+		for id, n := range g.hops {
+			if now.Sub(n.at) > hopsKept {
+				delete(g.hops, id)
+			}
+		}
+	}
+	g.hops[id] = noted{hop: hop, at: now}
+}
+
+// hopOf is the longest chain of automatic replies that msgs continue, and the
+// sender of its last reply. A message whose event has not come yet (its
+// sender's send has not returned, so its turn still runs) has the hop its
+// sender's turn gives.
+func (g *wakeGuard) hopOf(ws string, msgs []*hub.Message) (hop int, from string) {
+	for _, m := range msgs {
+		h := g.replyHop[ws+"\x00"+m.From]
+		if n, ok := g.hops[m.ID]; ok {
+			h = n.hop
+		}
+		if h > hop {
+			hop, from = h, m.From
+		}
+	}
+	return hop, from
 }
 
 func (g *wakeGuard) bucket(k string, perMinute int) *bucket {
