@@ -107,11 +107,20 @@ func (h *Hub) Agents(ctx context.Context, ws string) ([]AgentView, error) {
 // Active reports the presence of a.
 func (h *Hub) Active(a *Agent) bool { return h.active(a) }
 
+// active: an open session, or seen within ActiveWindow, but not an agent
+// whose last session ended since (its client left, or died and lost its
+// session): the window is for agents that come without a session (the CLI,
+// hooks), and an agent that left is gone.
 func (h *Hub) active(a *Agent) bool {
+	k := inboxKey{a.Workspace, a.Name}
 	h.mu.Lock()
-	n := h.sessions[inboxKey{a.Workspace, a.Name}]
+	n := h.sessions[k]
+	left, gone := h.left[k]
 	h.mu.Unlock()
-	return n > 0 || h.now().Sub(a.LastSeen) < ActiveWindow
+	if n > 0 {
+		return true
+	}
+	return h.now().Sub(a.LastSeen) < ActiveWindow && (!gone || a.LastSeen.After(left))
 }
 
 func (h *Hub) overlaySeen(a *Agent) {
@@ -262,11 +271,13 @@ func (h *Hub) SessionOpened(ws, name string) {
 	}
 	h.mu.Lock()
 	h.sessions[inboxKey{ws, name}]++
+	delete(h.left, inboxKey{ws, name})
 	h.mu.Unlock()
 	h.Touch(context.Background(), ws, name)
 }
 
-// SessionClosed undoes SessionOpened.
+// SessionClosed undoes SessionOpened. The agent's last session ending makes
+// it offline at once (active).
 func (h *Hub) SessionClosed(ws, name string) {
 	if name == "" {
 		return
@@ -281,6 +292,11 @@ func (h *Hub) SessionClosed(ws, name string) {
 	h.mu.Unlock()
 	h.Touch(context.Background(), ws, name)
 	if last {
+		h.mu.Lock()
+		if h.sessions[k] == 0 { // no session opened meanwhile
+			h.left[k] = h.seen[k]
+		}
+		h.mu.Unlock()
 		h.publish(Event{Kind: EventAgentLeft, Workspace: ws, Agent: name})
 	}
 }

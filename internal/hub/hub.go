@@ -63,6 +63,7 @@ type Hub struct {
 	sessions map[inboxKey]int       // open MCP sessions per agent
 	seen     map[inboxKey]time.Time // last seen, in memory, fresher than the store
 	written  map[inboxKey]time.Time // last-seen time last written to the store
+	left     map[inboxKey]time.Time // when the agent's last session ended (agents.go)
 
 	entropyMu sync.Mutex
 	entropy   *ulid.MonotonicEntropy
@@ -112,6 +113,7 @@ func New(store Store, opts *Options) *Hub {
 		sessions:   make(map[inboxKey]int),
 		seen:       make(map[inboxKey]time.Time),
 		written:    make(map[inboxKey]time.Time),
+		left:       make(map[inboxKey]time.Time),
 		entropy:    ulid.Monotonic(rand.Reader, 0),
 	}
 }

@@ -302,13 +302,18 @@ func TestPresence(t *testing.T) {
 			t.Error("open session: want active")
 		}
 		h.SessionClosed("w", "a")
+		if active() {
+			t.Error("its only session just ended: want offline (it left, or its client died)")
+		}
+		time.Sleep(time.Minute)
+		h.Touch(ctx, "w", "a") // a command of its own, without a session
 		time.Sleep(time.Minute)
 		if !active() {
-			t.Error("session closed a minute ago: want active (seen recently)")
+			t.Error("seen a minute ago, after its session ended: want active")
 		}
 		time.Sleep(2 * time.Minute)
 		if active() {
-			t.Error("session closed 3 minutes ago: want offline")
+			t.Error("seen 3 minutes ago: want offline")
 		}
 		if err := h.SetStatus(ctx, "w", "a", "work"); err != nil {
 			t.Fatal(err)

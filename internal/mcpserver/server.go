@@ -52,6 +52,10 @@ type Options struct {
 	Version string
 	// SessionTimeout closes sessions idle this long (no request, none in flight).
 	SessionTimeout time.Duration
+	// Linger ends a session this long after its client hung up, or after it
+	// started without finishing initialization, unless a request comes
+	// (default DefaultLinger; live.go).
+	Linger time.Duration
 	// MaxRequestBytes bounds an HTTP request body (default 8 MiB).
 	MaxRequestBytes int64
 }
@@ -68,6 +72,7 @@ type Server struct {
 	mu       sync.Mutex
 	servers  map[string]*mcp.Server // by sorted profile list
 	sessions map[*mcp.ServerSession]*session
+	byID     map[string]*session // sessions over HTTP, by session id
 
 	// requests are the HTTP requests in flight, by the private header that
 	// ServeHTTP sets on each: the SDK hands a handler the request's headers
@@ -80,11 +85,20 @@ type Server struct {
 	calls    calls    // what recent tool calls handed out, for cancellation
 }
 
-// session is what a session speaks for, fixed when it starts.
+// session is what a session speaks for, fixed when it starts, and whether its
+// client is still there (live.go).
 type session struct {
 	caller ops.Caller
 	tmux   TmuxPane
 	nudge  string // the nudge it asked for: "tmux" or ""
+
+	ss *mcp.ServerSession
+	// Guarded by Server.mu. reap is nil for a session not over HTTP, and
+	// once the session ended.
+	conns int         // its HTTP requests in progress (GET streams, POSTs)
+	lost  bool        // its last request ended with the client gone
+	ready bool        // the client sent notifications/initialized
+	reap  *time.Timer // ends the session once dying for Linger
 }
 
 // inflight is one HTTP request on /mcp.
@@ -115,6 +129,9 @@ func New(o *ops.Ops, opts *Options) *Server {
 	if op.SessionTimeout == 0 {
 		op.SessionTimeout = 30 * time.Minute
 	}
+	if op.Linger == 0 {
+		op.Linger = DefaultLinger
+	}
 	if op.MaxRequestBytes == 0 {
 		// Room for a request well over the message size limit, so that an
 		// oversized message reaches the tool and gets its tool error (the
@@ -126,6 +143,7 @@ func New(o *ops.Ops, opts *Options) *Server {
 		profiles: map[string]*lazyProfile{},
 		servers:  map[string]*mcp.Server{},
 		sessions: map[*mcp.ServerSession]*session{},
+		byID:     map[string]*session{},
 	}
 	s.Register("native", s.native)
 	s.Register("sidechat", s.sidechat)
@@ -183,6 +201,10 @@ func (s *Server) Sessions() int {
 // ServeHTTP serves POST, GET and DELETE /mcp.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Header.Del(headerRequest)
+	if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
+		sess := s.requestStarted(sid)
+		defer func() { s.requestEnded(sess, r.Context().Err() != nil) }()
+	}
 	if r.Method != http.MethodPost {
 		s.handler.ServeHTTP(w, r)
 		if sid := r.Header.Get("Mcp-Session-Id"); sid != "" && r.Method == http.MethodGet && r.Context().Err() != nil {
@@ -395,11 +417,14 @@ func (s *Server) bind(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 		}
 		if method == "initialize" && in != nil && in.new != nil {
-			s.open(ss, in.new)
+			s.open(ss, in.new, true)
 		}
 		s.mu.Lock()
 		sess := s.sessions[ss]
 		s.mu.Unlock()
+		if method == "notifications/initialized" && sess != nil {
+			s.initialized(sess)
+		}
 		if sess != nil {
 			ctx = context.WithValue(ctx, sessionKey{}, sess)
 			if p, ok := req.GetParams().(*mcp.CancelledParams); ok && method == "notifications/cancelled" {
@@ -468,20 +493,31 @@ func callerSession(ctx context.Context) string {
 // errGone is why a tool call ends when its client went away.
 var errGone = errors.New("the client closed the request")
 
-// open binds ss to sess and counts it toward its agent's presence until it ends.
-func (s *Server) open(ss *mcp.ServerSession, sess *session) {
+// open binds ss to sess and counts it toward its agent's presence until it
+// ends. A session over HTTP ends early once abandoned (live.go).
+func (s *Server) open(ss *mcp.ServerSession, sess *session, overHTTP bool) {
+	sess.ss = ss
 	sess.caller.Session = ss.ID()
 	if sess.caller.Session == "" { // in-memory transports have no session ids
 		sess.caller.Session = "mem-" + strconv.FormatUint(s.nextReq.Add(1), 36)
 	}
 	s.mu.Lock()
 	s.sessions[ss] = sess
+	if overHTTP {
+		s.byID[sess.caller.Session] = sess
+		sess.reap = time.AfterFunc(s.opts.Linger, func() { s.reapSession(sess) })
+	}
 	s.mu.Unlock()
 	s.hub.SessionOpened(sess.caller.Workspace, sess.caller.Agent)
 	go func() {
 		ss.Wait()
 		s.mu.Lock()
 		delete(s.sessions, ss)
+		if sess.reap != nil {
+			sess.reap.Stop()
+			sess.reap = nil
+			delete(s.byID, sess.caller.Session)
+		}
 		s.mu.Unlock()
 		s.hub.SessionClosed(sess.caller.Workspace, sess.caller.Agent)
 		// The session ended (DELETE, expiry): whatever it holds unconfirmed
@@ -557,7 +593,7 @@ func (s *Server) Connect(ctx context.Context, t mcp.Transport, caller ops.Caller
 	if err != nil {
 		return nil, err
 	}
-	s.open(ss, &session{caller: caller})
+	s.open(ss, &session{caller: caller}, false)
 	return ss, nil
 }
 

@@ -1,0 +1,82 @@
+package mcpserver
+
+import (
+	"time"
+)
+
+// Liveness of sessions over HTTP. The SDK ends a session on DELETE or after
+// SessionTimeout without a request (30 minutes, so that a quiet client keeps
+// its session). A client killed without a DELETE would hold its session, and
+// keep its agent present, that long. But a client that keeps a GET stream
+// open (the bridge, and the go-sdk and TypeScript clients, do) shows its
+// death: the stream's connection closes with it. So a session whose last
+// request ended with the client gone, and one whose client never finished
+// initializing, ends after Linger without a new request. A client that only
+// reconnected its stream is back well within Linger.
+
+// DefaultLinger is how long a session may go without a connection once its
+// client hung up, or without finishing initialization.
+const DefaultLinger = 15 * time.Second
+
+// requestStarted counts a request of the session sid, if it is one of ours,
+// and returns the session to pass to requestEnded.
+func (s *Server) requestStarted(sid string) *session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess := s.byID[sid]
+	if sess == nil {
+		return nil
+	}
+	sess.conns++
+	sess.lost = false
+	if sess.reap != nil {
+		sess.reap.Stop()
+	}
+	return sess
+}
+
+// requestEnded undoes requestStarted; gone says the client hung up.
+func (s *Server) requestEnded(sess *session, gone bool) {
+	if sess == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess.conns--
+	if gone {
+		sess.lost = true
+	}
+	if sess.reap != nil && sess.dying() {
+		sess.reap.Reset(s.opts.Linger)
+	}
+}
+
+// initialized notes that the client finished initializing: from now on only
+// losing it ends the session early.
+func (s *Server) initialized(sess *session) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess.ready = true
+}
+
+// dying reports whether nothing keeps the session: no connection, and a
+// client that hung up or never finished initializing. Server.mu is held.
+func (sess *session) dying() bool {
+	return sess.conns == 0 && (sess.lost || !sess.ready)
+}
+
+// reapSession ends sess if it is still dying once its Linger is up.
+func (s *Server) reapSession(sess *session) {
+	s.mu.Lock()
+	end := sess.reap != nil && sess.dying()
+	s.mu.Unlock()
+	if !end {
+		return
+	}
+	why := "client gone"
+	if !sess.ready {
+		why = "never initialized"
+	}
+	s.log.Info("ending an abandoned MCP session", "session", sess.caller.Session, "agent", sess.caller.Agent, "why", why)
+	sess.ss.Close()
+}
