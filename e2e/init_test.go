@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/pelletier/go-toml/v2"
@@ -227,4 +228,85 @@ command = "y" # keep me
 	if !strings.HasPrefix(string(b), "model = \"o3\"\n\n[mcp_servers.parley]\n") {
 		t.Errorf("appended table: got\n%s", b)
 	}
+}
+
+// TestInitRefusesLinksInRepository: a repository that ships .claude, .cursor
+// or a config file as a symbolic link (to a directory or file of the user's),
+// or a FIFO where a config file belongs, gets a clear refusal from parley
+// init: nothing is read through the link into the diff, nothing is written
+// through it, the link stays as it was.
+func TestInitRefusesLinksInRepository(t *testing.T) {
+	tests := []struct {
+		name   string
+		client string
+		plant  func(t *testing.T, repo, victim string)
+		link   string // what the error must name
+	}{
+		{"claude dir links out", "claude", func(t *testing.T, repo, victim string) {
+			os.Symlink(victim, filepath.Join(repo, ".claude"))
+		}, ".claude"},
+		{"mcp.json links to a file of the user's", "claude", func(t *testing.T, repo, victim string) {
+			os.Symlink(filepath.Join(victim, "secret.json"), filepath.Join(repo, ".mcp.json"))
+		}, ".mcp.json"},
+		{"claude agents dir links out", "claude", func(t *testing.T, repo, victim string) {
+			os.MkdirAll(filepath.Join(repo, ".claude"), 0o755)
+			os.Symlink(victim, filepath.Join(repo, ".claude", "agents"))
+		}, filepath.Join(".claude", "agents")},
+		{"cursor dir links out", "cursor", func(t *testing.T, repo, victim string) {
+			os.Symlink(victim, filepath.Join(repo, ".cursor"))
+		}, ".cursor"},
+		{"cursor mcp.json links within the repository", "cursor", func(t *testing.T, repo, victim string) {
+			writeFile(t, filepath.Join(repo, "conf.json"), "{}")
+			os.MkdirAll(filepath.Join(repo, ".cursor"), 0o755)
+			os.Symlink("../conf.json", filepath.Join(repo, ".cursor", "mcp.json"))
+		}, filepath.Join(".cursor", "mcp.json")},
+		{"gemini settings is a FIFO", "gemini", func(t *testing.T, repo, victim string) {
+			os.MkdirAll(filepath.Join(repo, ".gemini"), 0o755)
+			if err := syscall.Mkfifo(filepath.Join(repo, ".gemini", "settings.json"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, "not a regular file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t)
+			repo := initRepo(t, e)
+			victim := filepath.Join(e.home, "victim")
+			writeFile(t, filepath.Join(victim, "secret.json"), `{"token":"s3cret"}`)
+			writeFile(t, filepath.Join(victim, "settings.json"), `{"mine":true}`)
+			tt.plant(t, repo, victim)
+			before := snapshot(t, victim)
+
+			out, errs, code := e.runIn(repo, "init", tt.client, "--agent", "alice", "--yes")
+			if code == 0 {
+				t.Fatalf("init %s: exit 0, want a refusal\nstdout: %s", tt.client, out)
+			}
+			if !strings.Contains(errs, tt.link) || !strings.Contains(errs, "refusing") {
+				t.Errorf("stderr: got %q, want a refusal naming %s", errs, tt.link)
+			}
+			if strings.Contains(out+errs, "s3cret") {
+				t.Errorf("the linked file's content was shown:\n%s%s", out, errs)
+			}
+			if after := snapshot(t, victim); !reflect.DeepEqual(after, before) {
+				t.Errorf("the link's target changed: got %v, want %v", after, before)
+			}
+			if _, err := os.Lstat(filepath.Join(repo, ".mcp.json")); tt.link != ".mcp.json" && err == nil {
+				t.Error("init wrote .mcp.json though it refused")
+			}
+		})
+	}
+}
+
+// snapshot is the name and content of every file under dir.
+func snapshot(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	m := map[string]string{}
+	filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			b, _ := os.ReadFile(path)
+			m[path] = string(b)
+		}
+		return nil
+	})
+	return m
 }

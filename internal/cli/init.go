@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -20,7 +19,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/parley-dev/parley/internal/hub"
-	"github.com/parley-dev/parley/internal/safefile"
 	"github.com/parley-dev/parley/internal/workspace"
 )
 
@@ -87,7 +85,7 @@ are passed on to ` + "`parley mcp serve`" + ` (and the hooks).`,
 			if err != nil {
 				return err
 			}
-			if err := applyChanges(g, cmd.InOrStdin(), args[0], changes, yes); err != nil {
+			if err := applyChanges(g, cmd.InOrStdin(), loc.Root, args[0], changes, yes); err != nil {
 				return err
 			}
 			if args[0] == "claude" {
@@ -184,7 +182,7 @@ func (p *initPlan) configuredArgs() []string {
 		if err != nil {
 			return nil
 		}
-		b, _, _ := readExisting(path)
+		b, _, _ := readExisting("", path)
 		var conf struct {
 			Servers map[string]map[string]any `toml:"mcp_servers"`
 		}
@@ -197,7 +195,7 @@ func (p *initPlan) configuredArgs() []string {
 		if path == "" {
 			return nil
 		}
-		m, _, _, err := loadJSONObject(filepath.Join(p.root, path))
+		m, _, _, err := loadJSONObject(p.root, filepath.Join(p.root, path))
 		if err != nil {
 			return nil
 		}
@@ -268,21 +266,10 @@ func (p initPlan) serveArgs() []string {
 	return args
 }
 
-func readExisting(path string) ([]byte, bool, error) {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	return b, true, nil
-}
-
-// loadJSONObject reads a JSON object file; a missing or empty file is {}.
-// Numbers stay as written.
-func loadJSONObject(path string) (map[string]any, []byte, bool, error) {
-	b, exists, err := readExisting(path)
+// loadJSONObject reads a JSON object file inside root; a missing or empty
+// file is {}. Numbers stay as written.
+func loadJSONObject(root, path string) (map[string]any, []byte, bool, error) {
+	b, exists, err := readExisting(root, path)
 	if err != nil {
 		return nil, nil, false, err
 	}
@@ -321,7 +308,7 @@ func object(m map[string]any, key, path string) (map[string]any, error) {
 
 // jsonServer adds mcpServers.parley to a JSON config file.
 func (p initPlan) jsonServer(path string, withType bool) ([]fileChange, error) {
-	m, old, exists, err := loadJSONObject(path)
+	m, old, exists, err := loadJSONObject(p.root, path)
 	if err != nil {
 		return nil, err
 	}
@@ -415,7 +402,7 @@ func (p initPlan) claude() ([]fileChange, error) {
 		return nil, err
 	}
 	path := filepath.Join(p.root, ".claude", "settings.json")
-	m, old, exists, err := loadJSONObject(path)
+	m, old, exists, err := loadJSONObject(p.root, path)
 	if err != nil {
 		return nil, err
 	}
@@ -488,7 +475,7 @@ func (p initPlan) claude() ([]fileChange, error) {
 	changes = append(changes, changeJSON(path, old, exists, m))
 
 	agentPath := filepath.Join(p.root, ".claude", "agents", "message-listener.md")
-	cur, exists, err := readExisting(agentPath)
+	cur, exists, err := readExisting(p.root, agentPath)
 	if err != nil {
 		return nil, err
 	}
@@ -569,7 +556,7 @@ func (p initPlan) codex() ([]fileChange, error) {
 	if err != nil {
 		return nil, err
 	}
-	old, exists, err := readExisting(path)
+	old, exists, err := readExisting("", path)
 	if err != nil {
 		return nil, err
 	}
@@ -737,7 +724,7 @@ func tomlString(s string) string {
 }
 
 // applyChanges shows the diffs, asks, and writes.
-func applyChanges(g *globals, stdin io.Reader, client string, changes []fileChange, yes bool) error {
+func applyChanges(g *globals, stdin io.Reader, root, client string, changes []fileChange, yes bool) error {
 	var pending []fileChange
 	wd, _ := os.Getwd()
 	for _, c := range changes {
@@ -775,7 +762,7 @@ func applyChanges(g *globals, stdin io.Reader, client string, changes []fileChan
 		}
 	}
 	for _, c := range pending {
-		if err := writeFileAtomic(c.path, c.new); err != nil {
+		if err := writeFileAtomic(root, c.path, c.new); err != nil {
 			return err
 		}
 		fmt.Fprintf(g.stdout, "wrote %s\n", c.path)
@@ -791,20 +778,6 @@ func isTerminal(r io.Reader) bool {
 	}
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
-}
-
-func writeFileAtomic(path string, b []byte) error {
-	mode := os.FileMode(0o644)
-	if st, err := os.Stat(path); err == nil {
-		mode = st.Mode().Perm()
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := safefile.WriteFile(path, b, mode); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }
 
 // unifiedDiff renders a line diff of a and b with three lines of context.
