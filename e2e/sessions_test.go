@@ -89,15 +89,25 @@ func TestDeadClientsLeave(t *testing.T) {
 	for {
 		st, act := status(), active()
 		if st.Sessions == 0 && act == 0 {
-			t.Logf("%d clients killed: all offline and their sessions ended after %s (goroutines: %d before, %d now)",
-				n, time.Since(killed).Round(100*time.Millisecond), base.Goroutines, st.Goroutines)
-			if st.Goroutines > base.Goroutines+20 {
-				t.Errorf("daemon goroutines: %d after the dead sessions ended, want about %d as before they started", st.Goroutines, base.Goroutines)
-			}
+			t.Logf("%d clients killed: all offline and their sessions ended after %s", n, time.Since(killed).Round(100*time.Millisecond))
 			break
 		}
 		if time.Since(killed) > 30*time.Second {
 			t.Fatalf("30 s after kill -9 of %d clients: %d sessions and %d active agents, want 0", n, st.Sessions, act)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	// What served them goes too (each ended session puts back what it
+	// held, a store write each: on a busy machine that takes a moment).
+	for {
+		g := status().Goroutines
+		if g <= base.Goroutines+20 {
+			t.Logf("daemon goroutines: %d before the clients, %d after", base.Goroutines, g)
+			break
+		}
+		if time.Since(killed) > time.Minute {
+			t.Fatalf("daemon goroutines: %d a minute after the clients died, want about %d as before they started", g, base.Goroutines)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
