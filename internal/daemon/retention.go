@@ -27,7 +27,7 @@ func (d *Daemon) startRetention(ctx context.Context) {
 		d.log.Error("retention setting ignored", "err", err)
 		return
 	}
-	m, ok := d.db.(hub.Maintainer)
+	m, ok := d.db.(hub.Purger)
 	if !ok {
 		d.log.Warn("retention is set but this store cannot purge", "store", d.storeKind)
 		return

@@ -5,14 +5,20 @@ import (
 	"time"
 )
 
-// Maintainer is what a store offers operators besides Store: pruning old
-// messages, a consistent copy, and a full check. It is apart from Store so
-// that a store may offer it or not; the daemon asks by type assertion.
-type Maintainer interface {
+// Purger is a store that prunes old messages. It is apart from Store so that
+// a store may offer it or not; the daemon asks by type assertion.
+type Purger interface {
 	// Purge deletes the messages created before cutoff that every recipient
 	// has read, with their deliveries, a bounded batch per transaction so
 	// that sends are not held up. Unread messages are kept, however old.
 	Purge(ctx context.Context, cutoff time.Time) (PurgeResult, error)
+}
+
+// Maintainer is what a store in one file offers operators besides pruning: a
+// consistent copy and a full check. (A PostgreSQL database has pg_dump and
+// its own checks, and is shared by every daemon that uses it.)
+type Maintainer interface {
+	Purger
 	// Backup writes a consistent copy of the store to path, a file that must
 	// not exist yet.
 	Backup(ctx context.Context, path string) error
@@ -28,9 +34,9 @@ type PurgeResult struct {
 }
 
 // Purge deletes the read messages of every workspace created before cutoff
-// (Maintainer.Purge), when the store can.
+// (Purger), when the store can.
 func (h *Hub) Purge(ctx context.Context, cutoff time.Time) (PurgeResult, error) {
-	m, ok := h.store.(Maintainer)
+	m, ok := h.store.(Purger)
 	if !ok {
 		return PurgeResult{}, Errorf("purge", Unavailable, "this store cannot purge")
 	}

@@ -252,3 +252,7 @@ func TestReservationsContract(t *testing.T) {
 func TestSearchContract(t *testing.T) {
 	storetest.RunSearch(t, func(t *testing.T) hub.Store { return openTest(t) })
 }
+
+func TestPurgeContract(t *testing.T) {
+	storetest.RunPurge(t, func(t *testing.T) hub.Store { return openTest(t) })
+}

@@ -609,3 +609,7 @@ func TestLazyWritesRestoreSync(t *testing.T) {
 		t.Errorf("unread after reopen: got %d, want 0", n)
 	}
 }
+
+func TestPurgeContract(t *testing.T) {
+	storetest.RunPurge(t, func(t *testing.T) hub.Store { return openTest(t) })
+}

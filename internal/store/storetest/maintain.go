@@ -1,0 +1,94 @@
+package storetest
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/parley-dev/parley/internal/hub"
+)
+
+// RunPurge runs the contract of hub.Purger: old messages every recipient has
+// read go, in more than one batch, with their deliveries; unread or recent
+// ones stay; a second purge finds nothing.
+func RunPurge(t *testing.T, open func(t *testing.T) hub.Store) {
+	s := open(t)
+	t.Cleanup(func() { s.Close() })
+	p, ok := s.(hub.Purger)
+	if !ok {
+		t.Fatalf("%T does not purge", s)
+	}
+	c := ctx(t)
+	now := time.Now().UTC()
+	old := now.Add(-48 * time.Hour)
+	add := func(id string, at time.Time, to ...string) {
+		t.Helper()
+		m := &hub.Message{ID: id, Workspace: "ws", From: "a", To: to[0], Content: "purge me " + id, Priority: hub.Normal, CreatedAt: at,
+			Metadata: map[string]string{"k": "needle"}, Payload: []byte(`{"p":"haystack"}`)}
+		if err := s.CreateMessage(c, m, to); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clear := func(recipient string) {
+		t.Helper()
+		if _, err := s.ClearInbox(c, "ws", recipient); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Old and read by all, more than any batch: purged.
+	const many = 1207
+	for i := range many {
+		add(fmt.Sprintf("01K%023d", i), old.Add(time.Duration(i)*time.Millisecond), "b", "c")
+	}
+	clear("b")
+	clear("c")
+	// Old but unread by d (read by b): kept, however old.
+	add("01KOLDUNREAD00000000000000", old, "b", "d")
+	clear("b")
+	// Old and read, in another workspace: purged too. (Messages arrive in
+	// time order: a store may stop its walk at the first recent one.)
+	if err := s.CreateMessage(c, &hub.Message{ID: "01KOTHERWS0000000000000000", Workspace: "other", From: "a", To: "b",
+		Content: "x", Priority: hub.Normal, CreatedAt: old}, []string{"b"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ClearInbox(c, "other", "b"); err != nil {
+		t.Fatal(err)
+	}
+
+	// New and read: kept.
+	add("01KNEWREAD0000000000000000", now, "b")
+	clear("b")
+
+	res, err := p.Purge(c, now.Add(-24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (hub.PurgeResult{Messages: many + 1, Deliveries: 2*many + 1}); res != want {
+		t.Errorf("Purge: got %+v, want %+v", res, want)
+	}
+	for _, id := range []string{"01KOLDUNREAD00000000000000", "01KNEWREAD0000000000000000"} {
+		if _, err := s.Message(c, "ws", id); err != nil {
+			t.Errorf("message %s: %v, want it kept", id, err)
+		}
+	}
+	for _, id := range []string{fmt.Sprintf("01K%023d", 0), fmt.Sprintf("01K%023d", many-1)} {
+		if _, err := s.Message(c, "ws", id); hub.KindOf(err) != hub.NotFound {
+			t.Errorf("old read message %s: got %v, want it purged", id, err)
+		}
+	}
+	if n, _ := s.Unread(c, "ws", "d", 3); n != 1 {
+		t.Errorf("d's unread: got %d, want 1", n)
+	}
+	if ms, err := s.History(c, "ws", hub.HistoryQuery{Limit: 1000}); err != nil || len(ms) != 2 {
+		t.Errorf("history after the purge: got %d messages (%v), want the 2 kept", len(ms), err)
+	}
+	if sr, ok := s.(hub.Searcher); ok {
+		hits, err := sr.Search(c, "ws", hub.SearchQuery{Terms: []hub.SearchTerm{{Words: []string{"purge"}}}, Limit: 100})
+		if err != nil || len(hits) != 2 {
+			t.Errorf("search after the purge: %d hits (%v), want the 2 kept messages", len(hits), err)
+		}
+	}
+	if res, err := p.Purge(c, now.Add(-24*time.Hour)); err != nil || res != (hub.PurgeResult{}) {
+		t.Errorf("second Purge: got %+v %v, want nothing", res, err)
+	}
+}
