@@ -21,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/parley-dev/parley/internal/hub"
+	"github.com/parley-dev/parley/internal/store/postgres/pgtest"
 )
 
 // nobody is another user's uid, for the cross-user cases.
@@ -230,37 +231,66 @@ func TestConfusableNameRefused(t *testing.T) {
 // TestRetentionPrunesOnline: with retention set, messages every recipient
 // has read are pruned once past it while the daemon runs; unread ones stay.
 func TestRetentionPrunesOnline(t *testing.T) {
-	e := newEnv(t)
-	os.WriteFile(filepath.Join(e.home, "config.toml"), []byte("retention = \"2s\"\n"), 0o600)
-	e.Must("daemon", "start")
-	pid := e.daemonPID()
-	e.Must("send", "--workspace", "w", "--agent", "alice", "bob", "read soon")
-	e.Must("send", "--workspace", "w", "--agent", "alice", "carol", "never read")
-	e.Must("inbox", "--workspace", "w", "--agent", "bob")
-	type history struct {
-		Messages []struct{ Content string } `json:"messages"`
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		var h history
-		e.mustAPI("GET", "/messages", "w", "", nil, &h)
-		if len(h.Messages) == 1 {
-			if h.Messages[0].Content != "never read" {
-				t.Fatalf("kept %q, want the unread message", h.Messages[0].Content)
+	for _, store := range []string{"sqlite", "postgres"} {
+		t.Run(store, func(t *testing.T) {
+			e := newEnv(t, storeEnv(t, store)...)
+			os.WriteFile(filepath.Join(e.home, "config.toml"), []byte("retention = \"2s\"\n"), 0o600)
+			e.Must("daemon", "start")
+			pid := e.daemonPID()
+			e.Must("send", "--workspace", "w", "--agent", "alice", "bob", "read soon")
+			e.Must("send", "--workspace", "w", "--agent", "alice", "carol", "never read")
+			e.Must("inbox", "--workspace", "w", "--agent", "bob")
+			type history struct {
+				Messages []struct{ Content string } `json:"messages"`
 			}
-			break
+			deadline := time.Now().Add(20 * time.Second)
+			for {
+				var h history
+				e.mustAPI("GET", "/messages", "w", "", nil, &h)
+				if len(h.Messages) == 1 {
+					if h.Messages[0].Content != "never read" {
+						t.Fatalf("kept %q, want the unread message", h.Messages[0].Content)
+					}
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("history after 20 s: got %d messages, want the read one pruned", len(h.Messages))
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			if e.daemonPID() != pid {
+				t.Error("the daemon restarted; want pruning online")
+			}
+			if b, _ := os.ReadFile(filepath.Join(e.home, "daemon.log")); !strings.Contains(string(b), "purged read messages") {
+				t.Errorf("daemon.log does not report the purge:\n%s", b)
+			}
+		})
+	}
+}
+
+// TestBackupRefusedOnPostgres: backup and restore copy the SQLite file; on
+// PostgreSQL they say so and point to pg_dump, and write nothing.
+func TestBackupRefusedOnPostgres(t *testing.T) {
+	e := newEnv(t, storeEnv(t, "postgres")...)
+	file := filepath.Join(e.home, "copy.db")
+	for _, op := range []string{"backup", "restore"} {
+		_, errOut, code := e.Run(op, file)
+		if code == 0 || !strings.Contains(errOut, "pg_dump") || !strings.Contains(errOut, "parley "+op) {
+			t.Errorf("%s on PostgreSQL: exit %d, stderr %q; want a refusal pointing to pg_dump", op, code, errOut)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("history after 20 s: got %d messages, want the read one pruned", len(h.Messages))
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
-	if e.daemonPID() != pid {
-		t.Error("the daemon restarted; want pruning online")
+	if _, err := os.Stat(file); err == nil {
+		t.Error("backup on PostgreSQL wrote a file")
 	}
-	if b, _ := os.ReadFile(filepath.Join(e.home, "daemon.log")); !strings.Contains(string(b), "purged read messages") {
-		t.Errorf("daemon.log does not report the purge:\n%s", b)
+}
+
+// storeEnv is the environment that selects store: SQLite, or a PostgreSQL
+// database of the test's own (skipped where PostgreSQL is not installed).
+func storeEnv(t *testing.T, store string) []string {
+	if store == "postgres" {
+		return []string{"PARLEY_STORE=" + pgtest.Database(t)}
 	}
+	return nil
 }
 
 type doctorOut struct {
@@ -569,31 +599,35 @@ func TestNoArgumentReachesAnotherWorkspace(t *testing.T) {
 // TestPurge: parley purge deletes old read messages while the daemon runs,
 // keeps unread ones, and refuses a bad age.
 func TestPurge(t *testing.T) {
-	e := newEnv(t)
-	e.Must("send", "--workspace", "w", "--agent", "alice", "bob", "read soon")
-	e.Must("send", "--workspace", "w", "--agent", "alice", "carol", "never read")
-	e.Must("inbox", "--workspace", "w", "--agent", "bob")
-	if _, errOut, code := e.Run("purge", "--older-than", "forever"); code != 2 || !strings.Contains(errOut, "invalid age") {
-		t.Errorf("purge --older-than forever: exit %d %q, want 2 and the reason", code, errOut)
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		var res struct{ Messages int }
-		e.MustJSON(&res, "purge", "--older-than", "1s")
-		if res.Messages == 1 {
-			break
-		}
-		if res.Messages != 0 || time.Now().After(deadline) {
-			t.Fatalf("purge: got %d messages purged, want the read one once it is a second old", res.Messages)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	var h struct {
-		Messages []struct{ Content string } `json:"messages"`
-	}
-	e.MustJSON(&h, "history", "--workspace", "w")
-	if len(h.Messages) != 1 || h.Messages[0].Content != "never read" {
-		t.Errorf("history after purge: got %+v, want the unread message alone", h.Messages)
+	for _, store := range []string{"sqlite", "postgres"} {
+		t.Run(store, func(t *testing.T) {
+			e := newEnv(t, storeEnv(t, store)...)
+			e.Must("send", "--workspace", "w", "--agent", "alice", "bob", "read soon")
+			e.Must("send", "--workspace", "w", "--agent", "alice", "carol", "never read")
+			e.Must("inbox", "--workspace", "w", "--agent", "bob")
+			if _, errOut, code := e.Run("purge", "--older-than", "forever"); code != 2 || !strings.Contains(errOut, "invalid age") {
+				t.Errorf("purge --older-than forever: exit %d %q, want 2 and the reason", code, errOut)
+			}
+			deadline := time.Now().Add(20 * time.Second)
+			for {
+				var res struct{ Messages int }
+				e.MustJSON(&res, "purge", "--older-than", "1s")
+				if res.Messages == 1 {
+					break
+				}
+				if res.Messages != 0 || time.Now().After(deadline) {
+					t.Fatalf("purge: got %d messages purged, want the read one once it is a second old", res.Messages)
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+			var h struct {
+				Messages []struct{ Content string } `json:"messages"`
+			}
+			e.MustJSON(&h, "history", "--workspace", "w")
+			if len(h.Messages) != 1 || h.Messages[0].Content != "never read" {
+				t.Errorf("history after purge: got %+v, want the unread message alone", h.Messages)
+			}
+		})
 	}
 }
 

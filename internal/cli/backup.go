@@ -38,7 +38,7 @@ func sqliteHome(op string) (home.Paths, error) {
 		sel = v
 	}
 	if sel != "" && sel != "sqlite" {
-		return paths, hub.Errorf(op, hub.Invalid, "the store is PostgreSQL, not the SQLite file: use pg_dump and pg_restore")
+		return paths, hub.Errorf(op, hub.Invalid, "the store is PostgreSQL, which is shared by every daemon that uses it and has its own tools: %s copies the SQLite file only; use pg_dump (an online, consistent copy) and pg_restore", "parley "+op)
 	}
 	return paths, nil
 }
