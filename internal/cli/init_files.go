@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -131,28 +129,5 @@ func writeInRoot(root, rel string, b []byte) error {
 	if err := r.MkdirAll(filepath.Dir(rel), 0o755); err != nil {
 		return err
 	}
-	var suffix [6]byte
-	rand.Read(suffix[:])
-	tmp := filepath.Join(filepath.Dir(rel), "."+filepath.Base(rel)+".tmp-"+hex.EncodeToString(suffix[:]))
-	// O_EXCL: an existing name, a link included, is refused.
-	f, err := r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
-	if err != nil {
-		return err
-	}
-	_, werr := f.Write(b)
-	if werr == nil {
-		werr = f.Chmod(mode)
-	}
-	if werr == nil {
-		werr = f.Sync()
-	}
-	if err := errors.Join(werr, f.Close()); err != nil {
-		r.Remove(tmp)
-		return err
-	}
-	if err := r.Rename(tmp, rel); err != nil {
-		r.Remove(tmp)
-		return err
-	}
-	return nil
+	return safefile.WriteIn(r, rel, b, mode)
 }

@@ -5,6 +5,8 @@
 package safefile
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -22,11 +24,24 @@ func WriteFile(path string, data []byte, perm fs.FileMode) error {
 	if dir == "" {
 		dir = "."
 	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	r, err := os.OpenRoot(dir)
 	if err != nil {
 		return err
 	}
-	tmp := f.Name()
+	defer r.Close()
+	return WriteIn(r, base, data, perm)
+}
+
+// WriteIn is WriteFile for the file rel under r: nothing on the way, a link
+// included, leads it out of r.
+func WriteIn(r *os.Root, rel string, data []byte, perm fs.FileMode) error {
+	var suffix [8]byte
+	rand.Read(suffix[:])
+	tmp := filepath.Join(filepath.Dir(rel), "."+filepath.Base(rel)+".tmp-"+hex.EncodeToString(suffix[:]))
+	f, err := r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return err
+	}
 	_, werr := f.Write(data)
 	if werr == nil {
 		werr = f.Chmod(perm)
@@ -35,11 +50,11 @@ func WriteFile(path string, data []byte, perm fs.FileMode) error {
 		werr = f.Sync()
 	}
 	if err := errors.Join(werr, f.Close()); err != nil {
-		os.Remove(tmp)
+		r.Remove(tmp)
 		return err
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
+	if err := r.Rename(tmp, rel); err != nil {
+		r.Remove(tmp)
 		return err
 	}
 	return nil
