@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -11,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/client"
 	"github.com/parley-dev/parley/internal/home"
@@ -20,10 +23,11 @@ import (
 
 // pgEnvs starts two installations (two PARLEY_HOMEs, as on two machines) whose
 // daemons share the PostgreSQL database at dsn.
-func pgEnvs(t *testing.T, dsn string) (*env, *env) {
+func pgEnvs(t *testing.T, dsn string, extraEnv ...string) (*env, *env) {
 	t.Helper()
-	a := newEnv(t, "PARLEY_STORE="+dsn, "PARLEY_WORKSPACE=team")
-	b := newEnv(t, "PARLEY_STORE="+dsn, "PARLEY_WORKSPACE=team")
+	envv := append([]string{"PARLEY_STORE=" + dsn, "PARLEY_WORKSPACE=team"}, extraEnv...)
+	a := newEnv(t, envv...)
+	b := newEnv(t, envv...)
 	a.Must("daemon", "start")
 	b.Must("daemon", "start")
 	return a, b
@@ -186,21 +190,43 @@ func privateCluster(t *testing.T) *pgtest.Cluster {
 // that was acknowledged is lost, a wait blocked across the restart still gets
 // its message, and the daemons carry on without a restart of their own.
 func TestPostgresRestartMidStorm(t *testing.T) {
-	if os.Getenv("PARLEY_KNOWN_FAILURES") == "" {
-		t.Skip("known failure: a wait blocked across a PostgreSQL restart sometimes ends with the unavailable error instead of resuming (issue 14 is open for it); PARLEY_KNOWN_FAILURES=1 runs it")
-	}
 	cluster := privateCluster(t)
-	a, b := pgEnvs(t, cluster.DSN("postgres"))
+	a, b := pgEnvs(t, cluster.DSN("postgres"), "PARLEY_PROGRESS_EVERY=20ms")
 	ctx := t.Context()
 
-	waiter := make(chan *api.WaitResult, 1)
+	// wally waits through MCP on B. Progress is sent only while a wait sleeps,
+	// after its first look: the first notification says it is blocked. (A
+	// wait whose first look meets the outage fails at once, by design.)
+	blocked := make(chan struct{})
+	var once sync.Once
+	wally := b.Session(&mcp.ClientOptions{ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) {
+		once.Do(func() { close(blocked) })
+	}}, "--agent", "wally")
+	waiter := make(chan *waitResult, 1)
 	go func() {
-		res, err := pgClient(t, b, "wally").Wait(ctx, api.WaitRequest{Timeout: new(120)})
-		if err != nil {
+		params := &mcp.CallToolParams{Name: "wait_for_message", Arguments: map[string]any{"timeout": 120}}
+		params.SetProgressToken("wally")
+		res, err := wally.CallTool(ctx, params)
+		var w *waitResult
+		switch {
+		case err != nil:
 			t.Errorf("wait across the restart: %v", err)
+		case res.IsError:
+			t.Errorf("wait across the restart: %s", text(res))
+		default:
+			w = new(waitResult)
+			b, _ := json.Marshal(res.StructuredContent)
+			if err := json.Unmarshal(b, w); err != nil {
+				t.Errorf("wait across the restart: decode %s: %v", b, err)
+			}
 		}
-		waiter <- res
+		waiter <- w
 	}()
+	select {
+	case <-blocked:
+	case <-time.After(30 * time.Second):
+		t.Fatal("wally's wait did not block within 30 s")
+	}
 
 	const senders = 8
 	var (

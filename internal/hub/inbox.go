@@ -118,6 +118,10 @@ func ValidTimeout(seconds int) (time.Duration, error) {
 	return time.Duration(seconds) * time.Second, nil
 }
 
+// A blocked wait whose store cannot serve looks again after storeRetryMin,
+// doubling up to storeRetryMax.
+const storeRetryMin, storeRetryMax = 50 * time.Millisecond, 2 * time.Second
+
 // Wait is Next without a reader's lease: the message is read once returned.
 // Front doors that know their reader use Next.
 func (h *Hub) Wait(ctx context.Context, r WaitRequest) (*Message, error) {
@@ -197,19 +201,35 @@ func (h *Hub) block(ctx context.Context, key, agent inboxKey, timeout time.Durat
 		defer t.Stop()
 		tick = t.C
 	}
-	for {
+	// While the store cannot serve (PostgreSQL restarting), a wait that is
+	// already blocked stays blocked: it looks again after a backoff, or at
+	// its next wake-up, and ends with the outage's error only if its timeout
+	// passes first. Its first look fails at once, so a caller learns of an
+	// outage that was there before it waited.
+	var (
+		down    error
+		retry   <-chan time.Time
+		backoff = storeRetryMin
+	)
+	for first := true; ; first = false {
 		ds, err := h.take(ctx, q)
-		if err != nil {
-			return nil, err
-		}
-		if len(ds) > 0 {
+		switch {
+		case err == nil && len(ds) > 0:
 			return ds[0], nil
+		case err == nil:
+			down, retry, backoff = nil, nil, storeRetryMin
+		case !first && KindOf(err) == Unavailable && ctx.Err() == nil:
+			down, retry = err, time.After(backoff)
+			backoff = min(2*backoff, storeRetryMax)
+		default:
+			return nil, err
 		}
 	sleep:
 		select {
 		case <-ch:
+		case <-retry:
 		case <-timer.C:
-			return nil, nil
+			return nil, down
 		case <-ctx.Done():
 			return nil, context.Cause(ctx)
 		case <-tick:

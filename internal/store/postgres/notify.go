@@ -217,6 +217,11 @@ func (n *Notifier) listen(ctx context.Context, w Waker) {
 			if err != nil {
 				if ctx.Err() == nil {
 					n.log.Warn("lost the connection that listens for wake-ups", "err", err)
+					// Most often the server went away (a restart): the pools'
+					// idle connections are as dead as this one, and the next
+					// call on each would fail. Close them now.
+					n.db.pool.Reset()
+					n.db.lazy.Reset()
 				}
 				break
 			}

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -172,5 +173,60 @@ func TestCrossDaemonPermission(t *testing.T) {
 		t.Logf("decided on B, heard on A after %v", time.Since(start))
 	case <-time.After(20 * time.Second):
 		t.Fatal("A's request was not woken by B's decision within 20 s")
+	}
+}
+
+// TestWaitAcrossRestart: a wait blocked while PostgreSQL restarts stays
+// blocked through the outage, though woken in the middle of it, and returns
+// the message sent once the server is back.
+func TestWaitAcrossRestart(t *testing.T) {
+	if _, err := pgtest.BinDir(); err != nil {
+		t.Skip(err)
+	}
+	c, err := pgtest.NewCluster()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	a, b := newDaemonHub(t, c.DSN("postgres")), newDaemonHub(t, c.DSN("postgres"))
+
+	// Progress is called only from the blocked wait's sleep, so its first
+	// call says the wait has looked once and blocked.
+	blocked := make(chan struct{})
+	var once sync.Once
+	type result struct {
+		m   *hub.Message
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		m, err := b.hub.Wait(t.Context(), hub.WaitRequest{Workspace: "w", Agent: "wally", Timeout: time.Minute,
+			ProgressEvery: time.Millisecond, Progress: func(time.Duration) { once.Do(func() { close(blocked) }) }})
+		got <- result{m, err}
+	}()
+	<-blocked
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the listener to notice the stop", func() bool { return !b.n.Listening() })
+	b.hub.WakeAll() // a wake-up during the outage: the look fails, the wait stays
+	if _, err := a.hub.Send(t.Context(), hub.SendRequest{Workspace: "w", From: "ann", To: "wally", Content: "down"}); hub.KindOf(err) != hub.Unavailable {
+		t.Fatalf("send with the server down: got %v, want kind unavailable", err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var sent *hub.SendResult
+	waitFor(t, "a send after the restart", func() bool {
+		sent, err = a.hub.Send(t.Context(), hub.SendRequest{Workspace: "w", From: "ann", To: "wally", Content: "back"})
+		return err == nil
+	})
+	select {
+	case r := <-got:
+		if r.err != nil || r.m == nil || r.m.ID != sent.Message.ID {
+			t.Fatalf("wait across the restart: got %+v, %v; want message %s", r.m, r.err, sent.Message.ID)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("wait across the restart: no message within 30 s of the send")
 	}
 }
