@@ -79,6 +79,11 @@ func TestAgentTokens(t *testing.T) {
 		t.Errorf("the token's secret is in the database; only its hash may be")
 	}
 
+	e.Must("join", "--name", "alice", "--role", "dev")
+	var toAlice struct {
+		MessageID string `json:"message_id"`
+	}
+	e.MustJSON(&toAlice, "send", "alice", "ack this", "--agent", "bob", "--json")
 	for _, c := range []struct {
 		name, method, path, body string
 		headers                  []string
@@ -94,6 +99,23 @@ func TestAgentTokens(t *testing.T) {
 		{"make a token", "POST", "/api/v1/tokens", `{"agent":"bob"}`, nil, 403},
 		{"join another name", "POST", "/api/v1/agents", `{"name":"mallory"}`, nil, 403},
 		{"sidechat profile", "POST", "/mcp?profile=sidechat", `{}`, nil, 403},
+		// Operations added after the first list: each is open or refused as
+		// ops declares it, with no list of endpoints of the daemon's own.
+		{"ack", "POST", "/api/v1/acks", `{"message_ids":["` + toAlice.MessageID + `"]}`, nil, 200},
+		{"overdue", "GET", "/api/v1/overdue", "", nil, 200},
+		{"reserve", "POST", "/api/v1/reservations", `{"paths":["src/a.go"],"reason":"edit"}`, nil, 200},
+		{"who has", "GET", "/api/v1/reservations/who?path=src/a.go", "", nil, 200},
+		{"search", "GET", "/api/v1/search?query=alice", "", nil, 200},
+		{"own status", "PUT", "/api/v1/agents/alice/status", `{"status":"work"}`, nil, 200},
+		{"bob's status", "PUT", "/api/v1/agents/bob/status", `{"status":"work"}`, nil, 403},
+		{"force release", "POST", "/api/v1/reservations/force-release", `{"id":"x"}`, nil, 403},
+		{"managed agents", "GET", "/api/v1/managed/agents", "", nil, 403},
+		{"permissions", "GET", "/api/v1/permissions", "", nil, 403},
+		{"purge", "POST", "/api/v1/purge", `{"older_than":"1h"}`, nil, 403},
+		{"event stream", "GET", "/api/v1/events", "", nil, 403},
+		{"dashboard", "GET", "/", "", nil, 403},
+		{"health", "GET", "/api/v1/health", "", nil, 200},
+		{"forged token header", "POST", "/api/v1/messages", `{"to":"bob","content":"x"}`, []string{"Parley-Agent-Token: at_other"}, 200},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, body := tcpCall(t, addr, tok, c.method, c.path, c.body, c.headers...)

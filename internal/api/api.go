@@ -27,6 +27,11 @@ const (
 	HeaderWakePath = "Parley-Wake-Path"
 )
 
+// HeaderAgentToken is set by the daemon, never by a client (its TCP guard
+// removes one a client sent), on a request made with an agent token: the
+// token's id. The doors then run only the operations open to agent tokens.
+const HeaderAgentToken = "Parley-Agent-Token"
+
 // Headers of a session started inside tmux (`parley mcp serve` sends them at
 // initialize): where the agent's pane is, and whether it asked to be nudged.
 const (

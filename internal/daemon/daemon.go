@@ -59,6 +59,9 @@ type Daemon struct {
 	// storeKind is "sqlite" or "postgres"; storeDesc names the database
 	// without secrets. node names this daemon among those sharing a store.
 	storeKind, storeDesc, node, host string
+	// mux routes the socket's and TCP's requests; the TCP guard asks it
+	// which endpoint a request reaches.
+	mux *http.ServeMux
 	// pgNotify wakes waiters across daemons sharing a PostgreSQL store (store.go).
 	pgNotify     *postgres.Notifier
 	notifyCancel context.CancelFunc

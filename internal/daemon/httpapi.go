@@ -15,6 +15,7 @@ func (d *Daemon) handler() http.Handler {
 	p := api.Prefix
 	mux.HandleFunc("GET "+p+"/events", d.eventsStream)
 	httpapi.Routes(mux, d.ops)
+	d.mux = mux
 	return d.checkOrigin(mux)
 }
 

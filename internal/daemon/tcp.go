@@ -81,6 +81,8 @@ type tcpEndpoint struct {
 	anyHost bool
 	token   []byte      // the admin token
 	tokens  token.Store // agent tokens (tokens.go)
+	// agentMay reports whether an agent token may reach a request's endpoint.
+	agentMay func(*http.Request) bool
 }
 
 // listenTCP opens the TCP listener for addr. A non-loopback address needs
@@ -137,12 +139,13 @@ func (e *tcpEndpoint) guard(next http.Handler) http.Handler {
 			refuse(w, http.StatusForbidden, "forbidden", fmt.Sprintf("host %q refused: this daemon answers only as %s (DNS-rebinding protection)", r.Host, e.addr))
 			return
 		}
+		r.Header.Del(api.HeaderAgentToken) // the guard's to set, below
 		tok := bearer(r)
 		if tok != "" && token.IsAgentToken(tok) && e.tokens != nil {
 			t, err := lookupToken(r.Context(), e.tokens, tok)
 			switch {
 			case err == nil:
-				if why := bindAgent(r, t); why != "" {
+				if why := bindAgent(r, t, e.agentMay); why != "" {
 					refuse(w, http.StatusForbidden, "forbidden", why)
 					return
 				}
@@ -205,7 +208,7 @@ func (d *Daemon) openTCP(h http.Handler) error {
 	if err != nil {
 		return err
 	}
-	d.tcp.tokens = d.db
+	d.tcp.tokens, d.tcp.agentMay = d.db, d.agentMay
 	for _, o := range d.tcp.origins() {
 		d.origins[o] = true
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/httpapi"
 	"github.com/parley-dev/parley/internal/token"
 )
 
@@ -18,37 +19,29 @@ import (
 //   - over TCP an agent token (`parley token create`) acts as its one agent in
 //     its one workspace: a request that names another agent or workspace is
 //     refused, one that names none is given the token's, and only the
-//     endpoints an agent needs for its own messages are open to it.
+//     operations that ops opens to agent tokens run for it (ops.AgentMay).
 
 // agentProfiles are the MCP profiles open to an agent token: their tools act
 // as the session's own agent. The others take identities as arguments
 // (sidechat's "as", agentmail's sender) or manage other agents.
 var agentProfiles = []string{"native", "lean", "self", "gateway"}
 
-// agentAllowed reports whether an agent-token request may reach the endpoint:
-// MCP, reading, and what an agent does with its own messages.
-func agentAllowed(r *http.Request, agent string) bool {
+// agentMay reports whether an agent-token request may reach its endpoint:
+// MCP (whose tools check their operations themselves) and the JSON API's
+// operations that ops opens to agent tokens. Everything else (the dashboard,
+// the event stream, token management) is refused.
+func (d *Daemon) agentMay(r *http.Request) bool {
 	if r.URL.Path == "/mcp" {
 		return true
 	}
-	p, ok := strings.CutPrefix(r.URL.Path, api.Prefix+"/")
-	if !ok || p == "tokens" || strings.HasPrefix(p, "tokens/") {
-		return false
-	}
-	switch r.Method {
-	case http.MethodGet, http.MethodHead:
-		return true
-	case http.MethodPost:
-		return slices.Contains([]string{"messages", "inbox/check", "inbox/wait", "inbox/woken", "inbox/receipts", "broadcast"}, p)
-	case http.MethodPut:
-		return p == "agents/"+agent+"/status"
-	}
-	return false
+	_, pattern := d.mux.Handler(r)
+	return httpapi.AgentMay(pattern)
 }
 
 // bindAgent checks an agent-token request against the token's identity and
-// makes that identity the request's. It returns the refusal, or "".
-func bindAgent(r *http.Request, t *token.Token) string {
+// the endpoints open to agent tokens (may), and makes that identity the
+// request's. It returns the refusal, or "".
+func bindAgent(r *http.Request, t *token.Token, may func(*http.Request) bool) string {
 	q := r.URL.Query()
 	claim := func(header, query string) []string {
 		var vs []string
@@ -76,11 +69,12 @@ func bindAgent(r *http.Request, t *token.Token) string {
 			}
 		}
 	}
-	if !agentAllowed(r, t.Agent) {
-		return fmt.Sprintf("%s %s is not open to an agent token; use the admin token", r.Method, r.URL.Path)
-	}
 	r.Header.Set(api.HeaderAgent, t.Agent)
 	r.Header.Set(api.HeaderWorkspace, t.Workspace)
+	r.Header.Set(api.HeaderAgentToken, t.ID)
+	if !may(r) {
+		return fmt.Sprintf("%s %s is not open to an agent token; use the admin token", r.Method, r.URL.Path)
+	}
 	return ""
 }
 

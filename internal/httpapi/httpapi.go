@@ -22,6 +22,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -43,8 +44,12 @@ func Routes(mux *http.ServeMux, o *ops.Ops) {
 	Handle(mux, "GET "+p+"/agents", o.ListAgents)
 	Handle(mux, "GET "+p+"/agents/{name}", o.GetAgent)
 	// The path names the agent whose status changes: the caller itself.
-	Handle(mux, "PUT "+p+"/agents/{name}/status", func(ctx context.Context, c *ops.Caller, in api.StatusRequest) (api.StatusResult, error) {
-		c.Agent = pathValue(ctx, "name")
+	handle(mux, "PUT "+p+"/agents/{name}/status", ops.AgentMay(o.SetStatus), func(ctx context.Context, c *ops.Caller, in api.StatusRequest) (api.StatusResult, error) {
+		name := pathValue(ctx, "name")
+		if r, _ := ctx.Value(requestKey{}).(*http.Request); r != nil && r.Header.Get(api.HeaderAgentToken) != "" && name != c.Agent {
+			return api.StatusResult{}, hub.Errorf("set status", hub.Forbidden, "this token speaks for agent %q only; it cannot set the status of %q", c.Agent, name)
+		}
+		c.Agent = name
 		return o.SetStatus(ctx, c, in)
 	})
 	Handle(mux, "POST "+p+"/messages", o.Send)
@@ -94,7 +99,7 @@ func Routes(mux *http.ServeMux, o *ops.Ops) {
 	Handle(mux, "POST "+p+"/permissions", o.AskPermission)
 	// A request is answered by its id in any workspace: ids are unique, and
 	// the people at the CLI and the dashboard watch every workspace.
-	Handle(mux, "POST "+p+"/permissions/{request_id}", func(ctx context.Context, c *ops.Caller, in api.PermissionDecision) (api.SuccessResult, error) {
+	handle(mux, "POST "+p+"/permissions/{request_id}", ops.AgentMay(o.Respond), func(ctx context.Context, c *ops.Caller, in api.PermissionDecision) (api.SuccessResult, error) {
 		c.Workspace = ""
 		return o.Respond(ctx, c, in)
 	})
@@ -103,7 +108,28 @@ func Routes(mux *http.ServeMux, o *ops.Ops) {
 // Handle adds the endpoint pattern (a ServeMux pattern with a method) that
 // runs fn. fn's input is decoded from the JSON body, then the query, then the
 // path's wildcards, each matched to the input's fields by their json names.
+// An agent token may reach the endpoint when fn is an operation that ops
+// opens to agent tokens (ops.AgentMay); see AgentMay.
 func Handle[In, Out any](mux *http.ServeMux, pattern string, fn func(context.Context, *ops.Caller, In) (Out, error)) {
+	handle(mux, pattern, ops.AgentMay(fn), fn)
+}
+
+// agentRoutes records whether an agent token may reach each pattern that
+// handle served.
+var agentRoutes sync.Map // pattern -> bool
+
+// AgentMay reports whether an agent token may reach the endpoint of pattern
+// (as http.ServeMux.Handler names it): only one whose operation is open to
+// agent tokens. Endpoints that are no operation are refused.
+func AgentMay(pattern string) bool {
+	ok, _ := agentRoutes.Load(pattern)
+	return ok == true
+}
+
+// handle is Handle for an fn that wraps an operation, whose access the
+// caller passes.
+func handle[In, Out any](mux *http.ServeMux, pattern string, agentMay bool, fn func(context.Context, *ops.Caller, In) (Out, error)) {
+	agentRoutes.Store(pattern, agentMay)
 	wild := wildcards(pattern)
 	mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		c, err := CallerOf(r)

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/ops"
 )
 
@@ -96,7 +97,11 @@ func typed[In, Out any](s *Server, name, desc string, fn Op[In, Out], opts ...to
 		}
 		t.OutputSchema = out
 	}
+	agentMay := ops.AgentMay(fn)
 	h := func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if !agentMay && req.Extra != nil && req.Extra.Header.Get(api.HeaderAgentToken) != "" {
+			return toolError(fmt.Errorf("tool %s is not open to an agent token; use the admin token", name)), nil
+		}
 		args := []byte(req.Params.Arguments)
 		if len(args) == 0 || string(args) == "null" {
 			args = []byte("{}")
