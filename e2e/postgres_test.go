@@ -407,3 +407,59 @@ func TestPostgresPermissionAcrossDaemons(t *testing.T) {
 		t.Fatal("A's request was not answered within 60 s of the decision on B")
 	}
 }
+
+// TestPostgresManagedAcrossDaemons: a managed agent launched on daemon A runs
+// there and is visible from B: B lists it with A as its node, shows its runs
+// and its timeline; B refuses to prompt it with an error naming A, where a
+// prompt runs it.
+func TestPostgresManagedAcrossDaemons(t *testing.T) {
+	a, b := pgEnvs(t, pgtest.Database(t))
+	ctx := t.Context()
+	ca, cb := pgClient(t, a, ""), pgClient(t, b, "")
+	if _, err := ca.CreateManagedAgent(ctx, api.CreateManagedAgentRequest{Provider: "command", Cwd: t.TempDir(),
+		Command: "echo done {prompt}", Prompt: "first", Name: "builder", Title: "build it"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ca.WaitAgent(ctx, "builder", 30); err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	nodeA := host + ":" + a.home
+
+	res, err := cb.ManagedAgents(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Count != 1 || res.Agents[0].AgentID != "builder" || res.Agents[0].Node != nodeA || res.Agents[0].Title != "build it" {
+		t.Fatalf("managed agents listed on B: got %+v, want builder, run by %s", res.Agents, nodeA)
+	}
+	if res, err := ca.ManagedAgents(ctx, false); err != nil || res.Count != 1 || res.Agents[0].Node != "" {
+		t.Errorf("managed agents listed on A: got %+v, %v; want builder as A's own (no node)", res, err)
+	}
+	d, err := cb.ManagedAgent(ctx, "builder")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Status != "idle" || d.Runs != 1 || len(d.RecentRuns) != 1 || d.RecentRuns[0].State != "completed" {
+		t.Errorf("builder shown on B: status %q, %d runs %+v; want idle after one completed run", d.Status, d.Runs, d.RecentRuns)
+	}
+	act, err := cb.AgentActivity(ctx, "builder", 0, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(act.Content, "done first") {
+		t.Errorf("builder's activity read on B: want its output \"done first\" in\n%s", act.Content)
+	}
+
+	_, err = cb.PromptAgent(ctx, "builder", "second")
+	if hub.KindOf(err) != hub.Conflict || !strings.Contains(err.Error(), nodeA) {
+		t.Errorf("prompt builder on B: got %v, want a conflict naming %s", err, nodeA)
+	}
+	if _, err := ca.PromptAgent(ctx, "builder", "second"); err != nil {
+		t.Fatalf("prompt builder on A: %v", err)
+	}
+	waitUntil(t, "B to see builder's second run end", func() bool {
+		d, err := cb.ManagedAgent(ctx, "builder")
+		return err == nil && d.Runs == 2 && d.Status == "idle"
+	})
+}

@@ -34,6 +34,10 @@ type ManagedAgent struct {
 	Runs               int          `json:"runs" jsonschema:"runs so far"`
 	CreatedAt          time.Time    `json:"created_at"`
 	UpdatedAt          time.Time    `json:"updated_at"`
+	// Node is set for an agent that another daemon on a shared store runs:
+	// that daemon's host and state directory. Only it can prompt, cancel or
+	// kill the agent; every daemon shows it.
+	Node string `json:"node,omitempty" jsonschema:"the daemon that runs it (host:directory) when another one on the shared store does: act on it there"`
 }
 
 // ManagedRun is one turn of a managed agent.

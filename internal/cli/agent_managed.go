@@ -120,7 +120,7 @@ func agentListCmd(g *globals) *cobra.Command {
 				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "ID\tSTATUS\tPROVIDER\tMODE\tRUNS\tTITLE")
 				for _, a := range res.Agents {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", a.AgentID, a.Status, a.Provider, a.Mode, a.Runs, a.Title)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s%s\n", a.AgentID, a.Status, a.Provider, a.Mode, a.Runs, a.Title, ifNotEmpty(" - runs on ", a.Node))
 				}
 				tw.Flush()
 			})
@@ -148,6 +148,9 @@ func agentShowCmd(g *globals) *cobra.Command {
 			return g.out(a, func(w io.Writer) {
 				fmt.Fprintf(w, "%s: %s\n", a.AgentID, a.Title)
 				fmt.Fprintf(w, "status:    %s\nprovider:  %s (mode %s)\ncwd:       %s\n", a.Status, a.Provider, a.Mode, a.Cwd)
+				if a.Node != "" {
+					fmt.Fprintf(w, "runs on:   %s (another daemon: prompt, cancel or kill it there)\n", a.Node)
+				}
 				if a.Branch != "" {
 					fmt.Fprintf(w, "branch:    %s\n", a.Branch)
 				}

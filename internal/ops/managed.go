@@ -62,7 +62,7 @@ func (o *Ops) WaitAgent(ctx context.Context, c *Caller, in api.WaitAgentRequest)
 	})
 	w, err := o.runner.Wait(ctx, c.Workspace, in.AgentID, in.Run, timeout, o.progressEvery, progress)
 	if err != nil {
-		return api.WaitAgentResult{}, err
+		return api.WaitAgentResult{}, o.elsewhere(ctx, op, c.Workspace, in.AgentID, err)
 	}
 	out := api.WaitAgentResult{AgentID: in.AgentID, Status: string(w.Status), LastMessage: w.LastMessage,
 		Run: managedRun(w.Run), TimedOut: w.TimedOut, Waited: w.Waited.Seconds()}
@@ -83,7 +83,7 @@ func (o *Ops) PromptAgent(ctx context.Context, c *Caller, in api.PromptRequest) 
 	}
 	q, err := o.runner.Prompt(ctx, c.Workspace, in.AgentID, in.Prompt)
 	if err != nil {
-		return api.PromptResult{}, err
+		return api.PromptResult{}, o.elsewhere(ctx, "send_agent_prompt", c.Workspace, in.AgentID, err)
 	}
 	return api.PromptResult{Success: true, AgentID: in.AgentID, Status: string(q.Status), Run: q.Run, Queued: q.Queued, Steered: q.Steered}, nil
 }
@@ -94,6 +94,9 @@ func (o *Ops) AgentStatus(ctx context.Context, c *Caller, in api.AgentIDRequest)
 		return api.AgentStatusResult{}, err
 	}
 	a, err := o.runner.Get(c.Workspace, in.AgentID)
+	if hub.IsNotFound(err) {
+		a, _, err = o.runner.Peer(ctx, c.Workspace, in.AgentID, 0)
+	}
 	if err != nil {
 		return api.AgentStatusResult{}, err
 	}
@@ -106,6 +109,9 @@ func (o *Ops) AgentDetail(ctx context.Context, c *Caller, in api.AgentIDRequest)
 		return api.ManagedAgentDetail{}, err
 	}
 	a, runs, err := o.runner.Detail(ctx, c.Workspace, in.AgentID, 10)
+	if hub.IsNotFound(err) {
+		a, runs, err = o.runner.Peer(ctx, c.Workspace, in.AgentID, 10)
+	}
 	if err != nil {
 		return api.ManagedAgentDetail{}, err
 	}
@@ -125,7 +131,12 @@ func (o *Ops) ListManaged(ctx context.Context, c *Caller, in api.ManagedListRequ
 	if in.All {
 		ws = ""
 	}
-	as := o.runner.List(ws)
+	// Every daemon on a shared store lists the agents that the others run.
+	peers, err := o.runner.Peers(ctx, ws)
+	if err != nil {
+		return api.ManagedAgentsResult{}, err
+	}
+	as := append(o.runner.List(ws), peers...)
 	out := api.ManagedAgentsResult{Agents: make([]api.ManagedAgent, len(as)), Count: len(as)}
 	for i, a := range as {
 		out.Agents[i] = managedAgent(a)
@@ -140,7 +151,7 @@ func (o *Ops) CancelAgent(ctx context.Context, c *Caller, in api.AgentIDRequest)
 	}
 	out, err := o.runner.Cancel(ctx, c.Workspace, in.AgentID)
 	if err != nil {
-		return api.SuccessResult{}, err
+		return api.SuccessResult{}, o.elsewhere(ctx, "cancel_agent", c.Workspace, in.AgentID, err)
 	}
 	return api.SuccessResult{Success: out.Done, Status: string(out.Status), Message: out.Note}, nil
 }
@@ -152,7 +163,7 @@ func (o *Ops) KillAgent(ctx context.Context, c *Caller, in api.AgentIDRequest) (
 	}
 	out, err := o.runner.Kill(ctx, c.Workspace, in.AgentID)
 	if err != nil {
-		return api.SuccessResult{}, err
+		return api.SuccessResult{}, o.elsewhere(ctx, "kill_agent", c.Workspace, in.AgentID, err)
 	}
 	return api.SuccessResult{Success: out.Done, Status: string(out.Status), Message: out.Note}, nil
 }
@@ -192,7 +203,7 @@ func (o *Ops) SetMode(ctx context.Context, c *Caller, in api.ModeRequest) (api.M
 		return api.ModeResult{}, err
 	}
 	if err := o.runner.SetMode(ctx, c.Workspace, in.AgentID, in.Mode); err != nil {
-		return api.ModeResult{}, err
+		return api.ModeResult{}, o.elsewhere(ctx, "set_agent_mode", c.Workspace, in.AgentID, err)
 	}
 	return api.ModeResult{Success: true, NewMode: in.Mode}, nil
 }

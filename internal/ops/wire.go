@@ -86,6 +86,7 @@ func managedAgent(s *runner.Snapshot) api.ManagedAgent {
 		Command: a.Command, SessionID: a.SessionID, LastError: a.LastError, CostUSD: a.CostUSD,
 		LastMessage: s.LastMessage, CurrentRun: managedRun(s.Current), Queued: s.Queued, Runs: s.Runs,
 		CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt, PendingPermissions: make([]api.Permission, len(s.Pending)),
+		Node: s.Node,
 	}
 	for i, p := range s.Pending {
 		v.PendingPermissions[i] = Permission(p)

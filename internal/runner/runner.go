@@ -940,6 +940,12 @@ func (r *Runner) Activity(ctx context.Context, ws, id string, offset, limit int)
 		status, mode = st.status(), st.rec.Mode
 	}
 	r.mu.Unlock()
+	if hub.IsNotFound(err) {
+		// Another daemon on the store may run it: its timeline is shared.
+		if s, _, perr := r.Peer(ctx, ws, id, 0); perr == nil {
+			status, mode, err = s.Status, s.Mode, nil
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -97,6 +97,9 @@ type Snapshot struct {
 	Queued      int // prompts waiting for the current run to end
 	Pending     []*permission.Request
 	Runs        int // runs so far
+	// Node is the daemon that runs the agent when another daemon on the
+	// store does (peers.go); "" for this daemon's own.
+	Node string
 }
 
 // Enqueued says what became of a prompt.

@@ -138,7 +138,7 @@ func openNode(t *testing.T, dsn, node string) *DB {
 }
 
 // TestRunnerNodes: daemons sharing a database each recover only the managed
-// agents they launched.
+// agents they launched, and see the others' as peers.
 func TestRunnerNodes(t *testing.T) {
 	dsn := pgtest.Schema(t)
 	ctx := t.Context()
@@ -166,6 +166,19 @@ func TestRunnerNodes(t *testing.T) {
 		runs, err := x.db.OpenRuns(ctx)
 		if err != nil || len(runs) != 1 || runs[0].AgentID != x.want {
 			t.Errorf("OpenRuns of node %s: got %v, %v; want only %s's", x.db.node, runs, err, x.want)
+		}
+	}
+	// Each sees the other's agent as a peer, with its node and newest run.
+	if err := b.PutRun(ctx, &runner.Run{AgentID: "agent-b", Seq: 2, State: runner.RunQueued}); err != nil {
+		t.Fatal(err)
+	}
+	peers, err := a.PeerAgents(ctx, "ws", "")
+	if err != nil || len(peers) != 1 || peers[0].ID != "agent-b" || peers[0].Node != b.node || peers[0].Latest == nil || peers[0].Latest.Seq != 2 {
+		t.Errorf("PeerAgents of node A: got %+v, %v; want agent-b of node B with run 2", peers, err)
+	}
+	for _, q := range []struct{ ws, id string }{{"other", ""}, {"ws", "agent-a"}} {
+		if peers, err := a.PeerAgents(ctx, q.ws, q.id); err != nil || len(peers) != 0 {
+			t.Errorf("PeerAgents(%q, %q) of node A: got %+v, %v; want none", q.ws, q.id, peers, err)
 		}
 	}
 }

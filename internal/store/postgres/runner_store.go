@@ -13,7 +13,10 @@ import (
 // The runner's store: managed agents, their runs and their timelines. Records
 // are kept as JSON; the columns are their keys.
 
-var _ runner.Store = (*DB)(nil)
+var (
+	_ runner.Store     = (*DB)(nil)
+	_ runner.PeerStore = (*DB)(nil)
+)
 
 // PutManagedAgent inserts or replaces a managed agent.
 func (db *DB) PutManagedAgent(ctx context.Context, a *runner.Agent) error {
@@ -33,6 +36,38 @@ func (db *DB) ManagedAgents(ctx context.Context) ([]*runner.Agent, error) {
 	const op = "managed agents"
 	rows, err := db.pool.Query(ctx, `SELECT data::text FROM managed_agents WHERE node = $1 ORDER BY created_at, id`, db.node)
 	return scanJSON[runner.Agent](ctx, db, op, rows, err)
+}
+
+// PeerAgents returns the managed agents of ws (all when "") that other nodes
+// run, each with its newest run, oldest first; only id's when id is not "".
+func (db *DB) PeerAgents(ctx context.Context, ws, id string) ([]*runner.Peer, error) {
+	const op = "peer agents"
+	rows, err := db.pool.Query(ctx, `SELECT a.data::text, a.node, r.data::text FROM managed_agents a
+		LEFT JOIN LATERAL (SELECT data FROM managed_runs WHERE agent_id = a.id ORDER BY seq DESC LIMIT 1) r ON true
+		WHERE a.node <> $1 AND ($2 = '' OR a.workspace = $2) AND ($3 = '' OR a.id = $3)
+		ORDER BY a.created_at, a.id`, db.node, ws, id)
+	if err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*runner.Peer, error) {
+		var agent string
+		var run *string
+		p := &runner.Peer{}
+		if err := row.Scan(&agent, &p.Node, &run); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal([]byte(agent), &p.Agent); err != nil {
+			return nil, fmt.Errorf("decode stored agent: %w", err)
+		}
+		if run != nil {
+			p.Latest = new(runner.Run)
+			if err := json.Unmarshal([]byte(*run), p.Latest); err != nil {
+				return nil, fmt.Errorf("decode stored run: %w", err)
+			}
+		}
+		return p, nil
+	})
+	return out, db.mapErr(ctx, op, err)
 }
 
 // PutRun inserts or replaces a run.
