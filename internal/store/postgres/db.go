@@ -66,6 +66,9 @@ type DB struct {
 
 	closeOnce sync.Once
 
+	// sends commits concurrent CreateMessage calls together (sendbatch.go).
+	sends sendBatcher
+
 	// known holds workspaces already recorded in the workspaces table, so the hot
 	// write paths skip that insert once a workspace has been seen.
 	known sync.Map // string -> struct{}
@@ -133,12 +136,14 @@ func Open(ctx context.Context, dsn string, opts *Options) (*DB, error) {
 		lazy.Close()
 		return nil, fmt.Errorf("open store %s: %w", Redact(dsn), err)
 	}
+	db.sends.start(db)
 	return db, nil
 }
 
 // Close closes every connection. Closing twice is harmless.
 func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
+		db.sends.stop()
 		db.pool.Close()
 		db.lazy.Close()
 	})

@@ -91,6 +91,10 @@ const createMessage = `WITH ws AS (
 // CreateMessage stores m and one unread delivery per distinct recipient,
 // atomically. A zero m.CreatedAt is set to now. Payload bytes are kept exactly
 // (nil stays nil); an empty Metadata map reads back as nil.
+//
+// Concurrent calls commit together (sendbatch.go): one statement and one
+// WAL flush for all the sends that queued while the previous batch
+// committed. It returns once m is durable.
 func (db *DB) CreateMessage(ctx context.Context, m *hub.Message, recipients []string) error {
 	const op = "create message"
 	if m.ID == "" || m.Workspace == "" {
@@ -102,21 +106,29 @@ func (db *DB) CreateMessage(ctx context.Context, m *hub.Message, recipients []st
 	if !m.AckDeadline.IsZero() && !m.AckRequired {
 		return hub.Errorf(op, hub.Invalid, "an ack deadline needs ack_required")
 	}
-	var ackDue *time.Time
-	if !m.AckDeadline.IsZero() {
-		ackDue = &m.AckDeadline
-	}
 	md, err := metadataArg(m.Metadata)
 	if err != nil {
 		return hub.Errorf(op, hub.Invalid, "encode metadata: %w", err)
 	}
-	_, known := db.known.Load(m.Workspace)
 	if recipients == nil {
 		recipients = []string{}
 	}
-	_, err = db.pool.Exec(ctx, createMessage, m.Workspace, m.ID, m.From, m.To, m.Content,
-		payloadArg(m.Payload), string(m.Priority), m.ReplyTo, m.ThreadID, md, m.CreatedAt,
-		!known, m.Priority.Rank(), recipients, m.AckRequired, ackDue)
+	return db.sends.add(ctx, &pendingSend{m: m, recipients: recipients, metadata: md})
+}
+
+// createOne stores one message in its own statement: a batch that failed
+// for one of its messages is retried this way, so that only that one fails.
+func (db *DB) createOne(ctx context.Context, p *pendingSend) error {
+	const op = "create message"
+	m := p.m
+	var ackDue *time.Time
+	if !m.AckDeadline.IsZero() {
+		ackDue = &m.AckDeadline
+	}
+	_, known := db.known.Load(m.Workspace)
+	_, err := db.pool.Exec(ctx, createMessage, m.Workspace, m.ID, m.From, m.To, m.Content,
+		payloadArg(m.Payload), string(m.Priority), m.ReplyTo, m.ThreadID, p.metadata, m.CreatedAt,
+		!known, m.Priority.Rank(), p.recipients, m.AckRequired, ackDue)
 	if err != nil {
 		err = db.mapErr(ctx, op, err)
 		if hub.KindOf(err) == hub.Conflict {
