@@ -328,8 +328,8 @@ func TestPostgresRestartMidStorm(t *testing.T) {
 }
 
 // TestPostgresKill9OneDaemon: a daemon killed with SIGKILL takes nothing of
-// the other's with it; what was sent through it is there, and the survivor
-// serves on.
+// the other's with it; what was sent through it is there, the survivor
+// serves on, and a wait blocked on the survivor meanwhile gets its message.
 func TestPostgresKill9OneDaemon(t *testing.T) {
 	a, b := pgEnvs(t, pgtest.Database(t))
 	ctx := t.Context()
@@ -345,7 +345,23 @@ func TestPostgresKill9OneDaemon(t *testing.T) {
 		}
 		ids = append(ids, res.MessageID)
 	}
+	// A wait on the survivor, under way while the other dies, still ends
+	// with the message sent after.
+	waited := make(chan *api.WaitResult, 1)
+	go func() {
+		res, err := pgClient(t, b, "wally").Wait(ctx, api.WaitRequest{Timeout: new(60)})
+		if err != nil {
+			t.Errorf("wait on the survivor: %v", err)
+		}
+		waited <- res
+	}()
 	a.kill9()
+	if _, err := pgClient(t, b, "alice").Send(ctx, api.SendRequest{To: "wally", Content: "to the survivor"}); err != nil {
+		t.Fatalf("send to wally through the survivor: %v", err)
+	}
+	if res := <-waited; res == nil || res.Message == nil || res.Message.Content != "to the survivor" {
+		t.Errorf("wait on the survivor across the other's kill -9: got %+v, want the message sent after", res)
+	}
 	res, err := pgClient(t, b, "alice").Send(ctx, api.SendRequest{To: "bob", Content: "after"})
 	if err != nil {
 		t.Fatalf("send through the survivor: %v", err)
