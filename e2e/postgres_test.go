@@ -170,27 +170,12 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// privateCluster starts a PostgreSQL cluster of the test's own, which it may
-// stop and start; it skips when PostgreSQL is not installed.
-func privateCluster(t *testing.T) *pgtest.Cluster {
-	t.Helper()
-	if _, err := pgtest.BinDir(); err != nil {
-		t.Skipf("PostgreSQL tests skipped: %v", err)
-	}
-	c, err := pgtest.NewCluster()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
 // TestPostgresRestartMidStorm restarts PostgreSQL under a storm of sends
 // through two daemons: while it is down sends fail as unavailable (503), none
 // that was acknowledged is lost, a wait blocked across the restart still gets
 // its message, and the daemons carry on without a restart of their own.
 func TestPostgresRestartMidStorm(t *testing.T) {
-	cluster := privateCluster(t)
+	cluster := pgtest.Private(t)
 	a, b := pgEnvs(t, cluster.DSN("postgres"), "PARLEY_PROGRESS_EVERY=20ms")
 	ctx := t.Context()
 

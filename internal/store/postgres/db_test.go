@@ -79,14 +79,7 @@ func TestNewerSchemaRefused(t *testing.T) {
 // TestServerDown: while PostgreSQL is down every call fails fast as
 // Unavailable; once it is back the same store works again.
 func TestServerDown(t *testing.T) {
-	if _, err := pgtest.BinDir(); err != nil {
-		t.Skip(err)
-	}
-	c, err := pgtest.NewCluster()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := pgtest.Private(t)
 	ctx := t.Context()
 	db, err := Open(ctx, c.DSN("postgres"), nil)
 	if err != nil {

@@ -180,14 +180,7 @@ func TestCrossDaemonPermission(t *testing.T) {
 // blocked through the outage, though woken in the middle of it, and returns
 // the message sent once the server is back.
 func TestWaitAcrossRestart(t *testing.T) {
-	if _, err := pgtest.BinDir(); err != nil {
-		t.Skip(err)
-	}
-	c, err := pgtest.NewCluster()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := pgtest.Private(t)
 	a, b := newDaemonHub(t, c.DSN("postgres")), newDaemonHub(t, c.DSN("postgres"))
 
 	// Progress is called only from the blocked wait's sleep, so its first
@@ -218,6 +211,7 @@ func TestWaitAcrossRestart(t *testing.T) {
 	}
 	var sent *hub.SendResult
 	waitFor(t, "a send after the restart", func() bool {
+		var err error
 		sent, err = a.hub.Send(t.Context(), hub.SendRequest{Workspace: "w", From: "ann", To: "wally", Content: "back"})
 		return err == nil
 	})

@@ -81,6 +81,22 @@ func trimSpace(b []byte) []byte {
 	return b
 }
 
+// Private starts a cluster of the test's own, which it may stop and start,
+// and closes it when the test ends; it skips the test when PostgreSQL is not
+// installed.
+func Private(t testing.TB) *Cluster {
+	t.Helper()
+	if _, err := BinDir(); err != nil {
+		t.Skipf("PostgreSQL tests skipped: %v", err)
+	}
+	c, err := NewCluster()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 // NewCluster initialises a cluster in a new temporary directory and starts it.
 // As root, the server runs as the "postgres" user, which PostgreSQL requires.
 func NewCluster() (*Cluster, error) {
