@@ -356,7 +356,14 @@ func (in *Inbox) Ask(ctx context.Context, r Request, wait time.Duration) (*Reque
 	if wait > 0 && r.ExpiresAt.IsZero() {
 		r.ExpiresAt = time.Now().UTC().Add(wait)
 	}
-	filed, err := in.File(ctx, r)
+	if err := ctx.Err(); err != nil {
+		return nil, hub.Errorf("request_permission", hub.Unavailable, "the asker went away: %w", err)
+	}
+	// The insert runs to its end even when the asker goes away meanwhile:
+	// a store stopped mid-insert may have written the request anyway, and one
+	// Ask cannot name would stay pending until it expires. Once filed, the
+	// wait below sees ctx ended and closes it as Abandoned.
+	filed, err := in.File(context.WithoutCancel(ctx), r)
 	if err != nil {
 		return nil, err
 	}
