@@ -216,7 +216,30 @@ func (p *provider) claude(t *turn) (*spec, error) {
 		"--allowedTools", allowParley(t),
 	)
 	s.Argv = argv
+	s.Env = claudeWaitsForMCP(p.Env)
 	return s, nil
+}
+
+// claudeWaitsForMCP is the environment that makes Claude Code wait for the
+// agent's MCP servers before it asks the model. By default it starts them in
+// the background and asks at once (or, told to wait, gives up after 5 s): on
+// a loaded machine the first turn then lacks Parley's tools, the very ones a
+// wake-up prompt asks the agent to call. Parley's servers are local
+// processes that fail fast when they fail at all, so waiting costs nothing
+// when they are up. A setting in the provider's env or the daemon's wins.
+func claudeWaitsForMCP(env map[string]string) []string {
+	var out []string
+	for _, kv := range []string{"MCP_CONNECTION_NONBLOCKING=0", "MCP_CONNECT_TIMEOUT_MS=60000"} {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, ok := env[k]; ok {
+			continue
+		}
+		if _, ok := os.LookupEnv(k); ok {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
 }
 
 // allowParley is Claude Code's --allowedTools rule list for every tool of

@@ -63,13 +63,16 @@ func TestClaudeArgv(t *testing.T) {
 			if sp.Format != "claude" {
 				t.Errorf("format: got %q, want claude", sp.Format)
 			}
+			if want := []string{"MCP_CONNECTION_NONBLOCKING=0", "MCP_CONNECT_TIMEOUT_MS=60000"}; !reflect.DeepEqual(sp.Env, want) {
+				t.Errorf("env: got %q, want %q (Claude Code waits for Parley's tools)", sp.Env, want)
+			}
 		})
 	}
 }
 
 func TestClaudeArgvConfigured(t *testing.T) {
 	bin := fakeBin(t, "my-claude")
-	ps, err := providers(map[string]ProviderConfig{"claude": {Command: "my-claude", Args: []string{"--model", "opus"}}})
+	ps, err := providers(map[string]ProviderConfig{"claude": {Command: "my-claude", Args: []string{"--model", "opus"}, Env: map[string]string{"MCP_CONNECT_TIMEOUT_MS": "9000"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,6 +85,10 @@ func TestClaudeArgvConfigured(t *testing.T) {
 		"--allowedTools", "mcp__parley,mcp__parley-self"}
 	if !reflect.DeepEqual(sp.Argv, want) {
 		t.Errorf("argv:\ngot  %q\nwant %q", sp.Argv, want)
+	}
+	// The provider's own setting wins over Parley's default.
+	if want := []string{"MCP_CONNECTION_NONBLOCKING=0"}; !reflect.DeepEqual(sp.Env, want) {
+		t.Errorf("env: got %q, want %q", sp.Env, want)
 	}
 }
 

@@ -5,6 +5,7 @@ package runner_test
 // stand-in (internal/testenv/standin).
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -60,6 +61,11 @@ func TestRealClaudeCallsParleyTools(t *testing.T) {
 			return []standin.Block{standin.Text("SENT " + firstWord(out))}
 		}
 		if r.Has("tell boss") {
+			// A real model cannot call a tool Claude Code does not offer:
+			// it offers Parley's only once their servers are up.
+			if !offers(r, "mcp__parley__send_message") {
+				return []standin.Block{standin.Text("NO send_message TOOL OFFERED")}
+			}
 			return []standin.Block{standin.ToolUse("toolu_send", "mcp__parley__send_message", map[string]any{"to": "boss", "content": "hello from claude"})}
 		}
 		return nil
@@ -74,7 +80,7 @@ func TestRealClaudeCallsParleyTools(t *testing.T) {
 	var inbox api.CheckResult
 	e.MustJSON(&inbox, "inbox", "--agent", "boss")
 	if len(inbox.Messages) != 1 || inbox.Messages[0].Content != "hello from claude" || inbox.Messages[0].From != "cc" {
-		t.Errorf("boss's inbox: got %+v, want hello from claude, from cc", inbox.Messages)
+		t.Errorf("boss's inbox: got %+v, want hello from claude, from cc (the agent's last message: %q)", inbox.Messages, w.LastMessage)
 	}
 	if !strings.HasPrefix(w.LastMessage, "SENT ") {
 		t.Errorf("last message %q: want the model's answer after the tool result", w.LastMessage)
@@ -138,6 +144,17 @@ func TestProviderMissingFromDaemonPath(t *testing.T) {
 	if !strings.Contains(msg, "daemon's PATH") || !strings.Contains(msg, filepath.SplitList(os.Getenv("PATH"))[0]) {
 		t.Errorf("got %q, want it to name the daemon's PATH and show it", msg)
 	}
+}
+
+// offers reports whether the request offers the model the tool name.
+func offers(r *standin.MessagesRequest, name string) bool {
+	for _, tool := range r.Tools {
+		var d struct{ Name string }
+		if json.Unmarshal(tool, &d) == nil && d.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 func firstWord(s string) string {
