@@ -126,8 +126,7 @@ func (c *watchedConn) wasClean() bool {
 // outq is how many bytes written on the connection its peer has not taken:
 // over TCP, not acknowledged. Unknown counts as none.
 func (c *watchedConn) outq() int {
-	n := 0
-	c.control(func(fd int) { n, _ = unix.IoctlGetInt(fd, unix.SIOCOUTQ) })
+	n, _ := c.unread()
 	return n
 }
 
@@ -152,6 +151,60 @@ func (c *watchedConn) control(f func(fd int)) {
 	if rc, err := sc.SyscallConn(); err == nil {
 		rc.Control(func(fd uintptr) { f(int(fd)) })
 	}
+}
+
+// took waits, up to endWait, for the client to read everything written on
+// the connection so far, and reports whether it did. Call it before the
+// handler returns: net/http then ends a chunked response with its last
+// chunk, which a client that has its answer need not read. go-sdk's client
+// closes the connection once its call returns when the call's context ends,
+// with that last chunk unread when it came late, and the kernel resets such
+// a connection just as if the answer itself had been left unread: holding
+// the last chunk until the answer is read keeps the two apart.
+//
+// Only a Unix socket tells that its peer read: the bytes stay charged to the
+// writer (SIOCOUTQ) until the reader takes them, where TCP's count ends at
+// the peer's kernel. Elsewhere, and when the client is slow, the answer is
+// no, and received decides at the session's next request.
+func (c *watchedConn) took() bool {
+	if c == nil || c.LocalAddr().Network() != "unix" {
+		return false
+	}
+	deadline := time.Now().Add(endWait)
+	for d := 20 * time.Microsecond; ; d = min(2*d, 5*time.Millisecond) {
+		select {
+		case <-c.ended:
+			// Before the last chunk was written: the end tells alone.
+			return c.wasClean()
+		default:
+		}
+		// In this order: a peer that closes frees what it left unread.
+		n, ok := c.unread()
+		gone := c.peerGone()
+		if ok && n == 0 && !gone {
+			return true
+		}
+		if gone {
+			// Gone with our bytes read or unread: its kernel freed them
+			// either way, and only how the connection ended tells.
+			return c.received()
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(d)
+	}
+}
+
+// unread is how many bytes written on the connection its peer has not
+// taken (see outq), and whether that is known.
+func (c *watchedConn) unread() (n int, ok bool) {
+	c.control(func(fd int) {
+		var err error
+		n, err = unix.IoctlGetInt(fd, unix.SIOCOUTQ)
+		ok = err == nil
+	})
+	return n, ok
 }
 
 // endWait bounds how long received waits for the server's reader to see how

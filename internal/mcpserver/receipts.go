@@ -88,6 +88,7 @@ type receipts struct {
 type written struct {
 	conn *watchedConn // nil: not watched
 	ids  []string
+	read bool // the client is known to have read it (watchedConn.took)
 }
 
 func (r *receipts) add(session string, w written) {
@@ -287,7 +288,7 @@ func (s *Server) confirmReceipt(w http.ResponseWriter, r *http.Request) {
 
 // settle decides the fate of what one POST handed out, once its response is
 // written or has failed.
-func (s *Server) settle(r *http.Request, session string, ids []string, writeErr error) {
+func (s *Server) settle(r *http.Request, session string, ids []string, writeErr error, read bool) {
 	ctx := context.WithoutCancel(r.Context())
 	// Only a failed write says the client did not get it. (Its connection
 	// may close just after a write that reached it: a client that has read
@@ -301,7 +302,7 @@ func (s *Server) settle(r *http.Request, session string, ids []string, writeErr 
 	}
 	// Written: a bridge confirms it by itself, other clients by their next
 	// request; until then a closing GET stream or the session's end puts it back.
-	s.receipts.add(session, written{conn: connOf(r.Context()), ids: ids})
+	s.receipts.add(session, written{conn: connOf(r.Context()), ids: ids, read: read})
 }
 
 // confirmWritten settles what the session's earlier responses carried, now
@@ -310,7 +311,7 @@ func (s *Server) settle(r *http.Request, session string, ids []string, writeErr 
 func (s *Server) confirmWritten(ctx context.Context, session string) {
 	var got, lost []string
 	for _, w := range s.receipts.take(session) {
-		if w.conn.received() {
+		if w.read || w.conn.received() {
 			got = append(got, w.ids...)
 		} else {
 			lost = append(lost, w.ids...)

@@ -245,7 +245,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.handler.ServeHTTP(rec, r)
 	if ids := in.handed.take(); len(ids) > 0 {
 		rec.Flush() // the SDK is done: a client that is gone shows now
-		s.settle(r, sid, ids, rec.error())
+		// Before the response's last chunk goes out (see took).
+		read := rec.error() == nil && connOf(r.Context()).took()
+		s.settle(r, sid, ids, rec.error(), read)
 	}
 }
 
