@@ -91,9 +91,10 @@ func TestSoak(t *testing.T) {
 	}
 
 	type inboxMsg struct {
-		ID      string `json:"message_id"`
-		From    string `json:"from"`
-		Content string `json:"content"`
+		ID          string `json:"message_id"`
+		From        string `json:"from"`
+		Content     string `json:"content"`
+		Redelivered bool   `json:"redelivered"`
 	}
 	var (
 		mu       sync.Mutex
@@ -110,6 +111,9 @@ func TestSoak(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, m := range msgs {
+			if len(received[m.ID]) > 0 && !m.Redelivered {
+				t.Errorf("message %s came to %s again, not marked redelivered", m.ID, me)
+			}
 			received[m.ID] = append(received[m.ID], me)
 			if _, ns, ok := strings.Cut(m.Content, "@"); ok {
 				if n, err := strconv.ParseInt(ns, 10, 64); err == nil {
@@ -218,11 +222,22 @@ func TestSoak(t *testing.T) {
 			receive(names[i], msgs)
 		}
 	}
+	// Delivery is at least once: a copy whose connection ended in a reset
+	// may not have reached its client, so it comes again, marked redelivered
+	// (checked in receive). Only the recipient may have it, and at least once.
+	repeats := 0
 	for id, to := range sent {
 		got := received[id]
-		if len(got) != 1 || got[0] != to {
-			t.Errorf("message %s to %s: received by %v, want once by %s", id, to, got, to)
+		if len(got) == 0 {
+			t.Errorf("message %s to %s: never received", id, to)
 		}
+		for _, by := range got {
+			if by != to {
+				t.Errorf("message %s to %s: received by %v", id, to, got)
+				break
+			}
+		}
+		repeats += max(len(got)-1, 0)
 	}
 	for id, by := range received {
 		if _, ok := sent[id]; !ok {
@@ -241,6 +256,6 @@ func TestSoak(t *testing.T) {
 		slices.Sort(ds)
 		return ds[int(float64(len(ds)-1)*p)]
 	}
-	t.Logf("%d agents, %s: %d messages sent and delivered exactly once; send p50 %s p99 %s; send->read p50 %s p99 %s; final RSS %.1f MB",
-		agents, dur, len(sent), pct(sendLat, 0.5), pct(sendLat, 0.99), pct(delivLat, 0.5), pct(delivLat, 0.99), float64(r1)/(1<<20))
+	t.Logf("%d agents, %s: %d messages sent, each delivered to its recipient (%d repeats, marked); send p50 %s p99 %s; send->read p50 %s p99 %s; final RSS %.1f MB",
+		agents, dur, len(sent), repeats, pct(sendLat, 0.5), pct(sendLat, 0.99), pct(delivLat, 0.5), pct(delivLat, 0.99), float64(r1)/(1<<20))
 }
