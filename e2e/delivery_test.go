@@ -657,7 +657,7 @@ func TestAckStatusReply(t *testing.T) {
 	mustCall(t, alice, "send_message", map[string]any{"to": "bob", "content": "which port?"}, &sent)
 	mustCall(t, bob, "send_message", map[string]any{"to": "alice", "content": "unrelated"}, nil)
 	go func() {
-		time.Sleep(50 * time.Millisecond) // let alice block first; either order is right
+		waitForWaiter(t, e, ws, "alice") // alice's wait_for_reply is blocked: the reply wakes it
 		var out any
 		mustCall(t, bob, "send_message", map[string]any{"to": "alice", "content": "8080", "reply_to": sent.MessageID}, &out)
 	}()
