@@ -68,15 +68,26 @@ func TestAbandonedSessionsEnd(t *testing.T) {
 		return sid
 	}
 	// stream opens the session's GET stream; cancelling ctx hangs it up.
+	// A reconnect can meet the old stream not yet torn down (409), and
+	// retries as a real client does.
 	stream := func(ctx context.Context, sid, agent string) {
-		resp := do(ctx, http.MethodGet, sid, agent, "")
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("GET stream of %s: %s", agent, resp.Status)
-		}
-		go func() {
-			io.Copy(io.Discard, resp.Body)
+		status := ""
+		waitFor(t, "the GET stream of "+agent+" to open", func() bool {
+			resp := do(ctx, http.MethodGet, sid, agent, "")
+			if resp.StatusCode == http.StatusOK {
+				go func() {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}()
+				return true
+			}
+			status = resp.Status
 			resp.Body.Close()
-		}()
+			if resp.StatusCode != http.StatusConflict {
+				t.Fatalf("GET stream of %s: %s", agent, status)
+			}
+			return false
+		})
 	}
 	alive := func(sid, agent string) bool {
 		return post(sid, agent, `{"jsonrpc":"2.0","id":9,"method":"ping"}`) == http.StatusOK
@@ -84,8 +95,10 @@ func TestAbandonedSessionsEnd(t *testing.T) {
 
 	gone, back, poster, halfway := start("gone", true), start("back", true), start("poster", true), start("halfway", false)
 	goneCtx, hangUpGone := context.WithCancel(context.Background())
+	t.Cleanup(hangUpGone) // before the server closes, should the test stop early
 	stream(goneCtx, gone, "gone")
 	backCtx, hangUpBack := context.WithCancel(context.Background())
+	t.Cleanup(hangUpBack)
 	stream(backCtx, back, "back")
 	if !h.Connected("w", "gone") || !h.Connected("w", "back") {
 		t.Fatal("agents with open sessions: want connected")
@@ -96,7 +109,7 @@ func TestAbandonedSessionsEnd(t *testing.T) {
 	// if dropping were enough to end a session.
 	hangUpBack()
 	again, stop := context.WithCancel(context.Background())
-	defer stop()
+	t.Cleanup(stop)
 	stream(again, back, "back")
 	hangUpGone()
 

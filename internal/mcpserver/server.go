@@ -203,6 +203,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Header.Del(headerRequest)
 	if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
 		sess := s.requestStarted(sid)
+		if sess == nil {
+			// Ours is the map that counts sessions and presence, so it
+			// decides: a session it dropped is gone even while the SDK,
+			// which forgets it a moment later, still holds it.
+			http.Error(w, "session not found", http.StatusNotFound)
+			return
+		}
 		defer func() { s.requestEnded(sess, r.Context().Err() != nil) }()
 	}
 	if r.Method != http.MethodPost {
