@@ -1,7 +1,7 @@
 // Package daemon is the Parley daemon's lifecycle: the state directory, the PID
-// lock, the store, the Unix socket, the HTTP endpoints (/mcp, /api/v1/) and an
-// orderly shutdown. It wires hub, store and mcpserver together; only the CLI
-// imports it.
+// lock, the store, the Unix socket and TCP listener, and an orderly shutdown.
+// It wires hub, store, mcpserver and the route table of package httpapi (every
+// endpoint) together; only the CLI imports it.
 package daemon
 
 import (
@@ -18,6 +18,7 @@ import (
 
 	"github.com/parley-dev/parley/internal/config"
 	"github.com/parley-dev/parley/internal/home"
+	"github.com/parley-dev/parley/internal/httpapi"
 	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/mcpserver"
 	"github.com/parley-dev/parley/internal/ops"
@@ -78,11 +79,11 @@ type Daemon struct {
 	conf         *config.Config
 	// origins are the browser origins the daemon itself issued (its dashboard).
 	origins map[string]bool
-	// The optional TCP listener (tcp.go) and the live event stream (events.go).
+	// The optional TCP listener (tcp.go) and the live event stream.
 	tcp     *tcpEndpoint
 	tcpLn   net.Listener
 	tcpSrv  *http.Server
-	events  *broker
+	events  *httpapi.Events
 	runner  *runner.Runner    // managed agents (runner.go)
 	perms   *permission.Inbox // every agent's permission requests
 	web     *web.Server       // the dashboard (dashboard.go)
@@ -142,7 +143,7 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		return nil, fmt.Errorf("recover deliveries: %w", err)
 	}
 	// The runner's observer publishes on the event stream from the start.
-	d.events = newBroker(d.hub, cfg.EventBuffer, d.log.With("subsystem", "events"))
+	d.events = httpapi.NewEvents(d.hub, &httpapi.EventsOptions{Buffer: cfg.EventBuffer, Logger: d.log.With("subsystem", "events"), Origins: d.originList})
 	if err := d.openRunner(ctx, d.conf); err != nil {
 		return nil, fmt.Errorf("start runner: %w", err)
 	}
@@ -271,7 +272,7 @@ func (d *Daemon) Close() error {
 		d.notices.close()
 	}
 	if d.events != nil {
-		d.events.close()
+		d.events.Close()
 	}
 	if d.ln != nil {
 		d.ln.Close()

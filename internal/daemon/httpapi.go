@@ -1,7 +1,9 @@
 package daemon
 
 import (
+	"maps"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/parley-dev/parley/internal/api"
@@ -11,10 +13,7 @@ import (
 
 func (d *Daemon) handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", d.mcp)
-	p := api.Prefix
-	mux.HandleFunc("GET "+p+"/events", d.eventsStream)
-	httpapi.Routes(mux, d.ops)
+	httpapi.Routes(mux, d.ops, httpapi.Endpoints{MCP: d.mcp, Events: d.events})
 	d.mux = mux
 	return d.checkOrigin(mux)
 }
@@ -30,6 +29,9 @@ func (d *Daemon) checkOrigin(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// originList is the daemon's origins, for the event stream's handshake.
+func (d *Daemon) originList() []string { return slices.Collect(maps.Keys(d.origins)) }
 
 // process is the daemon's part of GET /api/v1/status (ops.Options.Process).
 func (d *Daemon) process() api.Status {

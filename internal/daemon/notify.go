@@ -33,7 +33,7 @@ func (d *Daemon) observeRunner(c runner.Change) {
 		e.Kind, e.Run, e.Activity, e.Tool, e.Text = api.EventRunEvent, ev.Run, ev.Kind, ev.Tool, api.Preview(ev.Text)
 	}
 	if d.events != nil {
-		d.events.publishEvent(e)
+		d.events.Publish(e)
 	}
 	if d.notices != nil {
 		d.notices.offer(e)
@@ -45,7 +45,7 @@ func (d *Daemon) observeRunner(c runner.Change) {
 func (d *Daemon) observePermission(pe permission.Event) {
 	e := permissionEvent(pe)
 	if d.events != nil {
-		d.events.publishEvent(e)
+		d.events.Publish(e)
 	}
 	if d.notices != nil {
 		d.notices.offer(e)

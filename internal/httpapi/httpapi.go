@@ -1,9 +1,10 @@
-// Package httpapi is the daemon's JSON API, /api/v1: one route table over
-// the operations of package ops. Each endpoint is a thin adapter: it finds
-// the caller in the request's headers, decodes the operation's input from
-// the body, the query and the path (by the fields' json names), runs the
-// operation and writes its result, or its error with the status of its kind.
-// The daemon imports it; it imports ops, hub and api.
+// Package httpapi is the daemon's one HTTP route table: /mcp, the live event
+// stream (events.go), and the JSON API, /api/v1, over the operations of
+// package ops. Each API endpoint is a thin adapter: it finds the caller in
+// the request's headers, decodes the operation's input from the body, the
+// query and the path (by the fields' json names), runs the operation and
+// writes its result, or its error with the status of its kind. The daemon
+// imports it; it imports ops, hub and api.
 package httpapi
 
 import (
@@ -35,9 +36,22 @@ import (
 // room for its envelope. Bigger bodies are refused before they are parsed.
 const MaxBody = 4 << 20
 
-// Routes adds the endpoints of the operations to mux.
-func Routes(mux *http.ServeMux, o *ops.Ops) {
+// Endpoints are the routes that are no operation of ops; nil ones are not
+// served.
+type Endpoints struct {
+	MCP    http.Handler // /mcp, every profile (mcpserver)
+	Events *Events      // GET /api/v1/events
+}
+
+// Routes adds every endpoint of the daemon to mux: e's and the operations'.
+func Routes(mux *http.ServeMux, o *ops.Ops, e Endpoints) {
 	p := api.Prefix
+	if e.MCP != nil {
+		mux.Handle("/mcp", e.MCP)
+	}
+	if e.Events != nil {
+		mux.Handle("GET "+p+"/events", e.Events)
+	}
 	Handle(mux, "GET "+p+"/health", o.Health)
 	Handle(mux, "GET "+p+"/status", o.Status)
 	Handle(mux, "POST "+p+"/agents", o.Join)

@@ -52,8 +52,7 @@ func newEnv(t *testing.T) *env {
 	srv.Register("manager", srv.Manager)
 	srv.Register("self", srv.Self)
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", srv)
-	httpapi.Routes(mux, o)
+	httpapi.Routes(mux, o, httpapi.Endpoints{MCP: srv})
 	hs := httptest.NewServer(mux)
 	t.Cleanup(hs.Close)
 	return &env{t: t, hub: h, ops: o, mcp: srv, api: hs}

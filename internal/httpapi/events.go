@@ -1,4 +1,4 @@
-package daemon
+package httpapi
 
 import (
 	"context"
@@ -15,7 +15,6 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/parley-dev/parley/internal/api"
-	"github.com/parley-dev/parley/internal/httpapi"
 	"github.com/parley-dev/parley/internal/hub"
 )
 
@@ -31,14 +30,16 @@ const (
 	CloseSlowConsumer websocket.StatusCode = 4000
 )
 
-// broker fans hub events out to the WebSocket subscribers. The hub calls
-// publish on the sender's goroutine, so publish never blocks: it encodes an
-// event once and offers it to each subscriber's bounded queue, dropping a
-// subscriber whose queue is full.
-type broker struct {
-	log    *slog.Logger
-	buf    int
-	cancel func()
+// Events is the live event stream, GET /api/v1/events: it fans the hub's
+// events, and those the daemon publishes, out to WebSocket subscribers. The
+// hub calls it on the sender's goroutine, so publishing never blocks: it
+// encodes an event once and offers it to each subscriber's bounded queue,
+// dropping a subscriber whose queue is full.
+type Events struct {
+	log     *slog.Logger
+	buf     int
+	origins func() []string
+	cancel  func()
 
 	mu     sync.RWMutex
 	subs   map[*subscriber]struct{}
@@ -52,31 +53,50 @@ type subscriber struct {
 
 	dropped  atomic.Bool
 	behind   atomic.Int64
-	gone     chan struct{} // closed when dropped or when the broker closes
+	gone     chan struct{} // closed when dropped or when the stream closes
 	goneOnce sync.Once
 }
 
-func newBroker(h *hub.Hub, buf int, log *slog.Logger) *broker {
-	if buf <= 0 {
-		buf = defaultEventBuffer
+// EventsOptions configure Events; nil means defaults.
+type EventsOptions struct {
+	Logger *slog.Logger // nil: discard
+	// Buffer is each subscriber's queue (default 1024 events); a
+	// subscriber that falls further behind is dropped.
+	Buffer int
+	// Origins are the browser origins the daemon issued (its dashboard's),
+	// admitted by the WebSocket handshake besides same-origin requests.
+	Origins func() []string
+}
+
+// NewEvents starts an event stream of h's events. Close stops it.
+func NewEvents(h *hub.Hub, o *EventsOptions) *Events {
+	if o == nil {
+		o = &EventsOptions{}
 	}
-	b := &broker{log: log, buf: buf, subs: map[*subscriber]struct{}{}}
+	b := &Events{log: o.Logger, buf: o.Buffer, origins: o.Origins, subs: map[*subscriber]struct{}{}}
+	if b.log == nil {
+		b.log = slog.New(slog.DiscardHandler)
+	}
+	if b.buf <= 0 {
+		b.buf = defaultEventBuffer
+	}
 	b.cancel = h.Subscribe(b.publish)
 	return b
 }
 
-func (b *broker) publish(e hub.Event) {
+func (b *Events) publish(e hub.Event) {
 	b.fanout(e.Workspace, string(e.Kind), func() any { return api.EventOf(e) })
 }
 
-// publishEvent sends an event that is not the hub's (the runner's).
-func (b *broker) publishEvent(e api.Event) {
+// Publish sends an event that is not the hub's (the runner's, the
+// permission inbox's).
+func (b *Events) Publish(e api.Event) {
 	b.fanout(e.Workspace, e.Kind, func() any { return e })
 }
 
 // fanout offers the event to every subscriber of its workspace and kind,
 // encoding it once, when the first wants it.
-func (b *broker) fanout(ws, kind string, event func() any) {
+func (b *Events) fanout(ws, kind string, event func() any) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	var data []byte
@@ -101,7 +121,7 @@ func (b *broker) fanout(ws, kind string, event func() any) {
 	}
 }
 
-func (b *broker) subscribe(ws string, kinds map[string]bool) (*subscriber, error) {
+func (b *Events) subscribe(ws string, kinds map[string]bool) (*subscriber, error) {
 	s := &subscriber{ws: ws, kinds: kinds, ch: make(chan []byte, b.buf), gone: make(chan struct{})}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -112,15 +132,15 @@ func (b *broker) subscribe(ws string, kinds map[string]bool) (*subscriber, error
 	return s, nil
 }
 
-func (b *broker) unsubscribe(s *subscriber) {
+func (b *Events) unsubscribe(s *subscriber) {
 	b.mu.Lock()
 	delete(b.subs, s)
 	b.mu.Unlock()
 }
 
-// close ends every stream: WebSocket connections are hijacked, so the HTTP
+// Close ends every stream: WebSocket connections are hijacked, so the HTTP
 // server's shutdown does not reach them.
-func (b *broker) close() {
+func (b *Events) Close() {
 	b.cancel()
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -130,10 +150,10 @@ func (b *broker) close() {
 	}
 }
 
-// events serves GET /api/v1/events: a WebSocket of api.Event JSON messages for
-// one workspace (Parley-Workspace header or ?workspace=), or every workspace
-// with ?all=true, optionally only ?kinds=k1,k2.
-func (d *Daemon) eventsStream(w http.ResponseWriter, r *http.Request) {
+// ServeHTTP serves GET /api/v1/events: a WebSocket of api.Event JSON
+// messages for one workspace (Parley-Workspace header or ?workspace=), or
+// every workspace with ?all=true, optionally only ?kinds=k1,k2.
+func (b *Events) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	ws := r.Header.Get(api.HeaderWorkspace)
 	if ws == "" {
@@ -157,17 +177,17 @@ func (d *Daemon) eventsStream(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		// Subscribe before the handshake completes, so that an event sent
 		// right after the client's Dial returns is not missed.
-		sub, err = d.events.subscribe(ws, kinds)
+		sub, err = b.subscribe(ws, kinds)
 	}
 	if err != nil {
-		httpapi.WriteError(w, err)
+		WriteError(w, err)
 		return
 	}
-	defer d.events.unsubscribe(sub)
+	defer b.unsubscribe(sub)
 
-	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: d.originHosts()})
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: b.originHosts()})
 	if err != nil {
-		d.log.Debug("events: handshake failed", "err", err)
+		b.log.Debug("events: handshake failed", "err", err)
 		return
 	}
 	defer c.CloseNow()
@@ -197,7 +217,7 @@ func (d *Daemon) eventsStream(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-sub.gone:
 			if sub.dropped.Load() {
-				d.slowConsumer(c, sub.behind.Load())
+				b.slowConsumer(c, sub.behind.Load())
 				return
 			}
 			c.Close(websocket.StatusGoingAway, "the daemon is shutting down")
@@ -207,7 +227,7 @@ func (d *Daemon) eventsStream(w http.ResponseWriter, r *http.Request) {
 			err := c.Write(wctx, websocket.MessageText, data)
 			cancel()
 			if errors.Is(err, context.DeadlineExceeded) {
-				d.slowConsumer(c, int64(len(sub.ch))+1)
+				b.slowConsumer(c, int64(len(sub.ch))+1)
 				return
 			}
 			if err != nil {
@@ -217,16 +237,19 @@ func (d *Daemon) eventsStream(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (d *Daemon) slowConsumer(c *websocket.Conn, behind int64) {
-	d.log.Warn("events: dropped a slow consumer", "behind", behind)
+func (b *Events) slowConsumer(c *websocket.Conn, behind int64) {
+	b.log.Warn("events: dropped a slow consumer", "behind", behind)
 	c.Close(CloseSlowConsumer, fmt.Sprintf("slow consumer: %d events behind", behind))
 }
 
 // originHosts are the hosts of the daemon's own origins, for the WebSocket
-// handshake's origin check (checkOrigin has refused every other origin).
-func (d *Daemon) originHosts() []string {
+// handshake's origin check (the daemon has refused every other origin).
+func (b *Events) originHosts() []string {
+	if b.origins == nil {
+		return nil
+	}
 	var hosts []string
-	for o := range d.origins {
+	for _, o := range b.origins() {
 		if u, err := url.Parse(o); err == nil && u.Host != "" {
 			hosts = append(hosts, u.Host)
 		}
