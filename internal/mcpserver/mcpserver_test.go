@@ -24,19 +24,23 @@ import (
 	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/mcpserver"
 	"github.com/parley-dev/parley/internal/ops"
+	"github.com/parley-dev/parley/internal/permission"
+	"github.com/parley-dev/parley/internal/runner"
 	"github.com/parley-dev/parley/internal/store/sqlite"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-// env is a real hub on a SQLite file with the operations served through
+// env is a real hub on a SQLite file, with a runner of managed agents and
+// a permission inbox over the same file, and the operations served through
 // both doors: MCP sessions over in-memory transports, and the JSON API.
 type env struct {
-	t   *testing.T
-	hub *hub.Hub
-	ops *ops.Ops
-	mcp *mcpserver.Server
-	api *httptest.Server
+	t      *testing.T
+	hub    *hub.Hub
+	ops    *ops.Ops
+	runner *runner.Runner
+	mcp    *mcpserver.Server
+	api    *httptest.Server
 }
 
 func newEnv(t *testing.T) *env {
@@ -47,7 +51,18 @@ func newEnv(t *testing.T) *env {
 	}
 	t.Cleanup(func() { db.Close() })
 	h := hub.New(db, nil)
-	o := ops.New(h, &ops.Options{ProgressEvery: 10 * time.Millisecond})
+	perms := permission.New(db, nil)
+	// Managed agents run real processes: the command provider's shell
+	// commands. A cancelled run gets a short grace before its SIGKILL.
+	rn, err := runner.New(h, db, runner.Options{Home: t.TempDir(), Permissions: perms, CancelGrace: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rn.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rn.Close() })
+	o := ops.New(h, &ops.Options{ProgressEvery: 10 * time.Millisecond, Runner: rn, Permissions: perms})
 	srv := mcpserver.New(o, nil)
 	srv.Register("manager", srv.Manager)
 	srv.Register("self", srv.Self)
@@ -55,7 +70,7 @@ func newEnv(t *testing.T) *env {
 	httpapi.Routes(mux, o, httpapi.Endpoints{MCP: srv})
 	hs := httptest.NewServer(mux)
 	t.Cleanup(hs.Close)
-	return &env{t: t, hub: h, ops: o, mcp: srv, api: hs}
+	return &env{t: t, hub: h, ops: o, runner: rn, mcp: srv, api: hs}
 }
 
 // session opens an MCP session of caller over in-memory transports.
