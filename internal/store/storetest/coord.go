@@ -16,33 +16,14 @@ import (
 // RunReservations runs the contract of hub.Reservations. open must return a new,
 // empty store that implements it; RunReservations closes it.
 func RunReservations(t *testing.T, open func(t *testing.T) hub.Store) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, s hub.Reservations)
-	}{
+	suite(t, open, as[hub.Reservations], []test[hub.Reservations]{
 		{"RoundTrip", testReservationRoundTrip},
 		{"Expiry", testReservationExpiry},
 		{"UpdateAndDelete", testReservationUpdateDelete},
 		{"CallbackError", testReservationCallbackError},
 		{"Atomic", testReservationAtomic},
 		{"WorkspaceIsolation", testReservationIsolation},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			s := open(t)
-			t.Cleanup(func() {
-				if err := s.Close(); err != nil {
-					t.Errorf("Close: %v", err)
-				}
-			})
-			r, ok := s.(hub.Reservations)
-			if !ok {
-				t.Fatalf("%T does not implement hub.Reservations", s)
-			}
-			tt.fn(t, r)
-		})
-	}
+	})
 }
 
 func resv(id, ws, agent, pattern string, exclusive bool, created, expires time.Time) *hub.Reservation {
@@ -226,33 +207,20 @@ func testReservationIsolation(t *testing.T, s hub.Reservations) {
 // RunSearch runs the contract of hub.Searcher. open must return a new, empty
 // store that implements it; RunSearch closes it.
 func RunSearch(t *testing.T, open func(t *testing.T) hub.Store) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, s hub.Store, q hub.Searcher)
-	}{
+	suite(t, open, as[searchable], []test[searchable]{
 		{"Fields", testSearchFields},
 		{"Ranking", testSearchRanking},
 		{"AllTermsPhrasePrefix", testSearchTerms},
 		{"Visibility", testSearchVisibility},
 		{"Filters", testSearchFilters},
 		{"WorkspaceIsolation", testSearchIsolation},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			s := open(t)
-			t.Cleanup(func() {
-				if err := s.Close(); err != nil {
-					t.Errorf("Close: %v", err)
-				}
-			})
-			q, ok := s.(hub.Searcher)
-			if !ok {
-				t.Fatalf("%T does not implement hub.Searcher", s)
-			}
-			tt.fn(t, s, q)
-		})
-	}
+	})
+}
+
+// searchable is a store that searches its messages.
+type searchable interface {
+	hub.Store
+	hub.Searcher
 }
 
 func search(t *testing.T, s hub.Searcher, ws string, q hub.SearchQuery, query string) []hub.SearchHit {
@@ -280,7 +248,7 @@ func hitContents(hits []hub.SearchHit) []string {
 	return out
 }
 
-func testSearchFields(t *testing.T, s hub.Store, q hub.Searcher) {
+func testSearchFields(t *testing.T, s searchable) {
 	f := newFixture(t, s)
 	m := f.msg("w", "alice", hub.Normal, "deploy the gateway tonight")
 	m.Payload = json.RawMessage(`{"ticket":{"title":"quasar outage"},"n":7,"tags":["zephyr"]}`)
@@ -289,7 +257,7 @@ func testSearchFields(t *testing.T, s hub.Store, q hub.Searcher) {
 		t.Fatal(err)
 	}
 	for _, word := range []string{"gateway", "quasar", "zephyr", "nimbus"} {
-		hits := search(t, q, "w", hub.SearchQuery{}, word)
+		hits := search(t, s, "w", hub.SearchQuery{}, word)
 		if len(hits) != 1 || hits[0].Message.ID != m.ID {
 			t.Errorf("search %q: got %v, want the one message", word, hitContents(hits))
 			continue
@@ -301,18 +269,18 @@ func testSearchFields(t *testing.T, s hub.Store, q hub.Searcher) {
 	}
 	// Metadata keys and JSON keys are not text of the message.
 	for _, word := range []string{"component", "ticket"} {
-		if hits := search(t, q, "w", hub.SearchQuery{}, word); len(hits) != 0 {
+		if hits := search(t, s, "w", hub.SearchQuery{}, word); len(hits) != 0 {
 			t.Errorf("search %q (a key): got %v, want nothing", word, hitContents(hits))
 		}
 	}
 }
 
-func testSearchRanking(t *testing.T, s hub.Store, q hub.Searcher) {
+func testSearchRanking(t *testing.T, s searchable) {
 	f := newFixture(t, s)
 	f.send("w", "alice", hub.Normal, "unrelated chatter about lunch plans and the weather today", "bob")
 	once := f.send("w", "alice", hub.Normal, "a long note that mentions the flaky migration once among many other words about several topics", "bob")
 	many := f.send("w", "alice", hub.Normal, "flaky test, flaky build, flaky migration", "bob")
-	hits := search(t, q, "w", hub.SearchQuery{}, "flaky")
+	hits := search(t, s, "w", hub.SearchQuery{}, "flaky")
 	if len(hits) != 2 || hits[0].Message.ID != many.ID || hits[1].Message.ID != once.ID {
 		t.Fatalf("search flaky: got %v, want the message that says it most first", hitContents(hits))
 	}
@@ -321,7 +289,7 @@ func testSearchRanking(t *testing.T, s hub.Store, q hub.Searcher) {
 	}
 }
 
-func testSearchTerms(t *testing.T, s hub.Store, q hub.Searcher) {
+func testSearchTerms(t *testing.T, s searchable) {
 	f := newFixture(t, s)
 	f.send("w", "alice", hub.Normal, "rollback the schema migration", "bob")
 	f.send("w", "alice", hub.Normal, "migration of the schema is done", "bob")
@@ -348,7 +316,7 @@ func testSearchTerms(t *testing.T, s hub.Store, q hub.Searcher) {
 		{`OR NOT AND (x) a:b "`, []string{`she said "OR" NOT AND (x) * -- a:b`}},
 	}
 	for _, tt := range tests {
-		got := hitContents(search(t, q, "w", hub.SearchQuery{}, tt.query))
+		got := hitContents(search(t, s, "w", hub.SearchQuery{}, tt.query))
 		slices.Sort(got)
 		if !slices.Equal(got, tt.want) {
 			t.Errorf("search %q: got %q, want %q", tt.query, got, tt.want)
@@ -356,7 +324,7 @@ func testSearchTerms(t *testing.T, s hub.Store, q hub.Searcher) {
 	}
 }
 
-func testSearchVisibility(t *testing.T, s hub.Store, q hub.Searcher) {
+func testSearchVisibility(t *testing.T, s searchable) {
 	f := newFixture(t, s)
 	f.send("w", "alice", hub.Normal, "secret one from alice to bob", "bob")
 	f.send("w", "carol", hub.Normal, "secret two from carol to alice and dave", "alice", "dave")
@@ -373,7 +341,7 @@ func testSearchVisibility(t *testing.T, s hub.Store, q hub.Searcher) {
 		{"eve", 0},
 	}
 	for _, tt := range tests {
-		if got := search(t, q, "w", hub.SearchQuery{Viewer: tt.viewer}, "secret"); len(got) != tt.want {
+		if got := search(t, s, "w", hub.SearchQuery{Viewer: tt.viewer}, "secret"); len(got) != tt.want {
 			t.Errorf("viewer %q: got %d hits %q, want %d", tt.viewer, len(got), hitContents(got), tt.want)
 		}
 	}
@@ -383,16 +351,16 @@ func testSearchVisibility(t *testing.T, s hub.Store, q hub.Searcher) {
 		f.send("w", "alice", hub.Normal, "needle needle needle", "bob")
 	}
 	mine := f.send("w", "carol", hub.Normal, "a haystack with one needle in a long sentence of many words", "eve")
-	got := search(t, q, "w", hub.SearchQuery{Viewer: "eve", Limit: 1}, "needle")
+	got := search(t, s, "w", hub.SearchQuery{Viewer: "eve", Limit: 1}, "needle")
 	if len(got) != 1 || got[0].Message.ID != mine.ID {
 		t.Errorf("eve searches needle, limit 1: got %q, want her one message", hitContents(got))
 	}
-	if got := search(t, q, "w", hub.SearchQuery{Viewer: "bob", Limit: 100}, "needle"); len(got) != 40 {
+	if got := search(t, s, "w", hub.SearchQuery{Viewer: "bob", Limit: 100}, "needle"); len(got) != 40 {
 		t.Errorf("bob searches needle: got %d hits, want 40", len(got))
 	}
 }
 
-func testSearchFilters(t *testing.T, s hub.Store, q hub.Searcher) {
+func testSearchFilters(t *testing.T, s searchable) {
 	f := newFixture(t, s)
 	root := f.send("w", "alice", hub.Normal, "topic alpha starts", "bob")
 	reply := f.msg("w", "bob", hub.Normal, "topic alpha reply")
@@ -414,17 +382,17 @@ func testSearchFilters(t *testing.T, s hub.Store, q hub.Searcher) {
 		{"from and viewer", hub.SearchQuery{From: "carol", Viewer: "alice"}, 0},
 	}
 	for _, tt := range tests {
-		if got := search(t, q, "w", tt.q, "alpha"); len(got) != tt.want {
+		if got := search(t, s, "w", tt.q, "alpha"); len(got) != tt.want {
 			t.Errorf("%s: got %d hits %q, want %d", tt.name, len(got), hitContents(got), tt.want)
 		}
 	}
 }
 
-func testSearchIsolation(t *testing.T, s hub.Store, q hub.Searcher) {
+func testSearchIsolation(t *testing.T, s searchable) {
 	f := newFixture(t, s)
 	f.send("w1", "alice", hub.Normal, "mercury rising", "bob")
 	f.send("w2", "alice", hub.Normal, "mercury falling", "bob")
-	got := search(t, q, "w1", hub.SearchQuery{}, "mercury")
+	got := search(t, s, "w1", hub.SearchQuery{}, "mercury")
 	if len(got) != 1 || got[0].Message.Workspace != "w1" {
 		t.Errorf("search in w1: got %q, want only w1's message", hitContents(got))
 	}

@@ -16,10 +16,7 @@ import (
 // claim ends unfinished. Queues are built on the store's deliveries, so this
 // is the store's Take, Confirm and Release as a queue uses them.
 func RunQueues(t *testing.T, open func(t *testing.T) hub.Store) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, f *queueFixture)
-	}{
+	suite(t, open, newQueueFixture, []test[*queueFixture]{
 		{"ExactlyOnceEightClaimants", testQueueExactlyOnce},
 		{"PriorityThenAge", testQueueOrder},
 		{"ClaimBlocksUntilSent", testQueueBlocks},
@@ -28,21 +25,13 @@ func RunQueues(t *testing.T, open func(t *testing.T) hub.Store) {
 		{"LeaseExpiryReturnsTask", testQueueLeaseExpiry},
 		{"ReleaseTask", testQueueRelease},
 		{"NotATask", testQueueNotATask},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			s := open(t)
-			t.Cleanup(func() {
-				if err := s.Close(); err != nil {
-					t.Errorf("Close: %v", err)
-				}
-			})
-			f := &queueFixture{now: t0}
-			f.h = hub.New(s, &hub.Options{Now: f.clock})
-			tt.fn(t, f)
-		})
-	}
+	})
+}
+
+func newQueueFixture(_ *testing.T, s hub.Store) *queueFixture {
+	f := &queueFixture{now: t0}
+	f.h = hub.New(s, &hub.Options{Now: f.clock})
+	return f
 }
 
 type queueFixture struct {

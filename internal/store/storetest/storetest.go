@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -26,10 +27,7 @@ import (
 // Times in the suite have microsecond precision, the finest that every backend
 // keeps (PostgreSQL's timestamptz); stores may return them in any location.
 func Run(t *testing.T, open func(t *testing.T) hub.Store) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, s hub.Store)
-	}{
+	suite(t, open, store, []test[hub.Store]{
 		{"Agents", testAgents},
 		{"AgentStatus", testAgentStatus},
 		{"TouchAgents", testTouchAgents},
@@ -66,7 +64,19 @@ func Run(t *testing.T, open func(t *testing.T) hub.Store) {
 		{"Deliveries", testDeliveries},
 		{"DueAcksAndOverdue", testDueAcksAndOverdue},
 		{"ClearInboxLeased", testClearInboxLeased},
-	}
+	})
+}
+
+// test is one case of a suite, on a T made from a store of its own.
+type test[T any] struct {
+	name string
+	fn   func(t *testing.T, x T)
+}
+
+// suite runs each test in parallel on a new store: open makes it, with turns
+// it into what the tests take (store, as), and it is closed when the test
+// ends.
+func suite[T any](t *testing.T, open func(t *testing.T) hub.Store, with func(*testing.T, hub.Store) T, tests []test[T]) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -76,9 +86,21 @@ func Run(t *testing.T, open func(t *testing.T) hub.Store) {
 					t.Errorf("Close: %v", err)
 				}
 			})
-			tt.fn(t, s)
+			tt.fn(t, with(t, s))
 		})
 	}
+}
+
+// store is suite's with for tests of the store itself.
+func store(_ *testing.T, s hub.Store) hub.Store { return s }
+
+// as is suite's with for tests of an interface I the store must implement.
+func as[I any](t *testing.T, s hub.Store) I {
+	i, ok := s.(I)
+	if !ok {
+		t.Fatalf("%T does not implement %s", s, reflect.TypeFor[I]())
+	}
+	return i
 }
 
 // t0 is the suite's epoch; microsecond precision on purpose (see Run).
