@@ -243,20 +243,14 @@ func TestRetentionPrunesOnline(t *testing.T) {
 			type history struct {
 				Messages []struct{ Content string } `json:"messages"`
 			}
-			deadline := time.Now().Add(20 * time.Second)
-			for {
-				var h history
+			var h history
+			waitFor(t, 20*time.Second, "the read message to be pruned", func() (bool, string) {
+				h = history{}
 				e.mustAPI("GET", "/messages", "w", "", nil, &h)
-				if len(h.Messages) == 1 {
-					if h.Messages[0].Content != "never read" {
-						t.Fatalf("kept %q, want the unread message", h.Messages[0].Content)
-					}
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("history after 20 s: got %d messages, want the read one pruned", len(h.Messages))
-				}
-				time.Sleep(100 * time.Millisecond)
+				return len(h.Messages) == 1, fmt.Sprintf("history holds %d messages, want 1", len(h.Messages))
+			})
+			if h.Messages[0].Content != "never read" {
+				t.Fatalf("kept %q, want the unread message", h.Messages[0].Content)
 			}
 			if e.daemonPID() != pid {
 				t.Error("the daemon restarted; want pruning online")
@@ -608,18 +602,14 @@ func TestPurge(t *testing.T) {
 			if _, errOut, code := e.Run("purge", "--older-than", "forever"); code != 2 || !strings.Contains(errOut, "invalid age") {
 				t.Errorf("purge --older-than forever: exit %d %q, want 2 and the reason", code, errOut)
 			}
-			deadline := time.Now().Add(20 * time.Second)
-			for {
+			waitFor(t, 20*time.Second, "a purge of the read message", func() (bool, string) {
 				var res struct{ Messages int }
 				e.MustJSON(&res, "purge", "--older-than", "1s")
-				if res.Messages == 1 {
-					break
-				}
-				if res.Messages != 0 || time.Now().After(deadline) {
+				if res.Messages > 1 {
 					t.Fatalf("purge: got %d messages purged, want the read one once it is a second old", res.Messages)
 				}
-				time.Sleep(200 * time.Millisecond)
-			}
+				return res.Messages == 1, fmt.Sprintf("the last purge took %d messages, want 1", res.Messages)
+			})
 			var h struct {
 				Messages []struct{ Content string } `json:"messages"`
 			}

@@ -143,3 +143,30 @@ func text(res *mcp.CallToolResult) string {
 
 // syncBuffer is a bytes.Buffer safe for a writer goroutine and a reader.
 type syncBuffer = testenv.SyncBuffer
+
+// waitUntil polls cond, which depends on other processes, for up to 20 s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	waitFor(t, 20*time.Second, what, func() (bool, string) { return cond(), "" })
+}
+
+// waitFor polls cond, which depends on other processes, for up to within.
+// When it gives up, the failure names what it waited for and what cond last
+// saw (its counts, say).
+func waitFor(t *testing.T, within time.Duration, what string, cond func() (ok bool, saw string)) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		ok, saw := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			if saw != "" {
+				saw = ": " + saw
+			}
+			t.Fatalf("gave up after %s waiting for %s%s", within, what, saw)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

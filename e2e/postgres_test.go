@@ -158,18 +158,6 @@ func TestPostgresTwoDaemons(t *testing.T) {
 	}
 }
 
-// waitUntil polls cond, which depends on other processes, for up to 20 s.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // TestPostgresRestartMidStorm restarts PostgreSQL under a storm of sends
 // through two daemons: while it is down sends fail as unavailable (503), none
 // that was acknowledged is lost, a wait blocked across the restart still gets

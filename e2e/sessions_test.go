@@ -86,31 +86,20 @@ func TestDeadClientsLeave(t *testing.T) {
 	for _, c := range clients {
 		c.Wait()
 	}
-	for {
+	waitFor(t, 30*time.Second, fmt.Sprintf("the sessions of %d clients killed with -9 to end", n), func() (bool, string) {
 		st, act := status(), active()
-		if st.Sessions == 0 && act == 0 {
-			t.Logf("%d clients killed: all offline and their sessions ended after %s", n, time.Since(killed).Round(100*time.Millisecond))
-			break
-		}
-		if time.Since(killed) > 30*time.Second {
-			t.Fatalf("30 s after kill -9 of %d clients: %d sessions and %d active agents, want 0", n, st.Sessions, act)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return st.Sessions == 0 && act == 0, fmt.Sprintf("%d sessions and %d active agents, want 0", st.Sessions, act)
+	})
+	t.Logf("%d clients killed: all offline and their sessions ended after %s", n, time.Since(killed).Round(100*time.Millisecond))
 
 	// What served them goes too (each ended session puts back what it
 	// held, a store write each: on a busy machine that takes a moment).
-	for {
-		g := status().Goroutines
-		if g <= base.Goroutines+20 {
-			t.Logf("daemon goroutines: %d before the clients, %d after", base.Goroutines, g)
-			break
-		}
-		if time.Since(killed) > time.Minute {
-			t.Fatalf("daemon goroutines: %d a minute after the clients died, want about %d as before they started", g, base.Goroutines)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	var g int
+	waitFor(t, time.Minute, "the daemon's goroutines of the dead clients to end", func() (bool, string) {
+		g = status().Goroutines
+		return g <= base.Goroutines+20, fmt.Sprintf("%d goroutines, want about %d as before the clients started", g, base.Goroutines)
+	})
+	t.Logf("daemon goroutines: %d before the clients, %d after", base.Goroutines, g)
 
 	// Sessions that only initialize: half are deleted, half abandoned.
 	hc := e.httpClient()
@@ -136,13 +125,10 @@ func TestDeadClientsLeave(t *testing.T) {
 	if got := status().Sessions; got != n-n/2 {
 		t.Errorf("after DELETE of %d of %d initialize-only sessions: %d sessions, want %d", n/2, n, got, n-n/2)
 	}
-	started := time.Now()
-	for status().Sessions != 0 {
-		if time.Since(started) > 30*time.Second {
-			t.Fatalf("30 s after they started, %d initialize-only sessions remain", status().Sessions)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitFor(t, 30*time.Second, "the initialize-only sessions to end", func() (bool, string) {
+		left := status().Sessions
+		return left == 0, fmt.Sprintf("%d remain", left)
+	})
 }
 
 // initializeOnly starts a session over HTTP and goes no further, returning
