@@ -133,6 +133,10 @@ type active struct {
 	took    int
 }
 
+// steerable reports whether a prompt can be streamed into a's turn: it runs
+// in a session and is neither ending nor being stopped. Call with r.mu held.
+func (a *active) steerable() bool { return a.sess != nil && !a.ending && a.stop == "" }
+
 // New returns a runner over h and store. Call Start before use.
 func New(h *hub.Hub, store Store, opts Options) (*Runner, error) {
 	if opts.Logger == nil {

@@ -284,9 +284,12 @@ func (r *Runner) executeSession(st *agent, a *active, p *provider, t *turn) {
 		st.sess = s
 		r.mu.Unlock()
 	}
+	// A steer waits until the run's own prompt is sent: it goes first.
+	s.steerMu.Lock()
 	r.mu.Lock()
 	if a.stop != "" {
 		r.mu.Unlock()
+		s.steerMu.Unlock()
 		r.finish(st, a, nil, nil, "")
 		return
 	}
@@ -294,12 +297,17 @@ func (r *Runner) executeSession(st *agent, a *active, p *provider, t *turn) {
 	r.mu.Unlock()
 	if !sent {
 		if err := r.send(st, s, run); err != nil {
+			s.steerMu.Unlock()
 			r.finish(st, a, nil, err, s.stderr.String())
 			return
 		}
 	}
+	s.steerMu.Unlock()
 	r.saveRun(st, run)
 	r.log.Info("turn started", "agent", t.Agent.ID, "run", run.Seq, "pid", s.pid, "streamed", sent)
+	// Mail that came while the session started waited for the run to take
+	// steering: it goes in now.
+	r.markWake(t.Agent.Workspace, t.Agent.ID)
 
 	var end turnEnd
 	var werr error
@@ -339,7 +347,7 @@ func (r *Runner) executeSession(st *agent, a *active, p *provider, t *turn) {
 func (r *Runner) steer(st *agent, run *Run) bool {
 	r.mu.Lock()
 	a := st.run
-	if a == nil || a.sess == nil || a.ending || a.stop != "" || len(st.queue) != 1 || st.queue[0] != run {
+	if a == nil || !a.steerable() || len(st.queue) != 1 || st.queue[0] != run {
 		r.mu.Unlock()
 		return false
 	}
@@ -349,7 +357,7 @@ func (r *Runner) steer(st *agent, run *Run) bool {
 	s.steerMu.Lock()
 	defer s.steerMu.Unlock()
 	r.mu.Lock()
-	if st.run != a || a.ending || a.stop != "" || len(st.queue) != 1 || st.queue[0] != run {
+	if st.run != a || !a.steerable() || len(st.queue) != 1 || st.queue[0] != run {
 		r.mu.Unlock()
 		return false
 	}

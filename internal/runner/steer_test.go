@@ -8,7 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/testenv/standin"
@@ -21,8 +24,8 @@ import (
 // timeline; cancel interrupts the turn (turn/interrupt) and the agent goes
 // on in the same process.
 func TestRealCodexAppServer(t *testing.T) {
-	release, hang := make(chan struct{}), make(chan struct{})
-	t.Cleanup(func() { close(hang) })
+	first, release := gate(t)
+	hang, _ := gate(t)
 	s := standin.OpenAI(t, func(r *standin.ResponsesRequest) []standin.Item {
 		switch {
 		case r.Has("AFTER-CANCEL"):
@@ -39,7 +42,7 @@ func TestRealCodexAppServer(t *testing.T) {
 		case r.Has("SECOND-TASK"):
 			return []standin.Item{standin.Message("ANSWER-2")}
 		case r.Has("FIRST-TASK"):
-			<-release // the first run goes on until the test has steered
+			<-first // the first run goes on until the test has steered
 			return []standin.Item{standin.Message("ANSWER-1")}
 		}
 		return nil
@@ -47,35 +50,22 @@ func TestRealCodexAppServer(t *testing.T) {
 	e := realEnv(t, nil, s)
 	m := e.manager()
 	cwd := t.TempDir()
-	mustCall(t, m, "create_agent", map[string]any{"provider": "realcodexsteer", "cwd": cwd, "prompt": "FIRST-TASK", "name": "cx"}, nil)
-	eventually(t, "the model is asked the first task", func() bool { return s.Saw("FIRST-TASK") })
-
-	var pr api.PromptResult
-	mustCall(t, m, "send_agent_prompt", map[string]any{"agent_id": "cx", "prompt": "SECOND-TASK"}, &pr)
-	if !pr.Steered || pr.Queued || pr.Run != 2 {
-		t.Fatalf("send_agent_prompt during run 1: got %+v, want run 2 steered into it", pr)
-	}
-	close(release)
-	var w api.WaitAgentResult
-	mustCall(t, m, "wait_for_agent", map[string]any{"agent_id": "cx", "run": 2, "timeout": 60}, &w)
-	if w.Run == nil || w.Run.State != "completed" || w.LastMessage != "ANSWER-2" {
-		t.Fatalf("wait_for_agent run 2: got %+v (run %+v, perm %+v), want completed with ANSWER-2", w, w.Run, w.Permission)
-	}
-	mustCall(t, m, "wait_for_agent", map[string]any{"agent_id": "cx", "run": 1, "timeout": 60}, &w)
-	if w.Run == nil || w.Run.State != "completed" || w.LastMessage != "ANSWER-2" {
-		t.Fatalf("wait_for_agent run 1: got %+v (run %+v), want completed with the steered turn's ANSWER-2", w, w.Run)
+	startFirstTask(t, m, s, "realcodexsteer", "cx", cwd)
+	steerSecondTask(t, m, "cx", release)
+	if w := waitRun(t, m, "cx", 1); w.LastMessage != "ANSWER-2" {
+		t.Fatalf("run 1: got %q, want the steered turn's ANSWER-2", w.LastMessage)
 	}
 
 	// An escalation waits in the inbox; a person denies it.
+	var pr api.PromptResult
 	mustCall(t, m, "send_agent_prompt", map[string]any{"agent_id": "cx", "prompt": "ESCALATE-NOW please"}, &pr)
-	w = wait(t, m, "cx")
+	w := wait(t, m, "cx")
 	if w.Permission == nil || w.Permission.ToolName != "shell" || !strings.Contains(string(w.Permission.Input), "touch escalated") {
 		t.Fatalf("wait_for_agent during the escalation: got %+v (permission %+v), want a shell permission request", w, w.Permission)
 	}
 	e.Must("deny", w.Permission.RequestID, "--message", "not on this machine")
-	mustCall(t, m, "wait_for_agent", map[string]any{"agent_id": "cx", "run": pr.Run, "timeout": 60}, &w)
-	if w.Run == nil || w.Run.State != "completed" || !strings.HasPrefix(w.LastMessage, "AFTER-ESC") {
-		t.Fatalf("wait_for_agent run %d: got %+v (run %+v), want completed after the refusal", pr.Run, w, w.Run)
+	if w = waitRun(t, m, "cx", pr.Run); !strings.HasPrefix(w.LastMessage, "AFTER-ESC") {
+		t.Fatalf("run %d: got %q, want the answer after the refusal", pr.Run, w.LastMessage)
 	}
 	if _, err := os.Stat(filepath.Join(cwd, "escalated")); err == nil {
 		t.Errorf("the denied command ran")
@@ -91,24 +81,7 @@ func TestRealCodexAppServer(t *testing.T) {
 			t.Errorf("the timeline has no %s event with %q:\n%s", want.kind, want.sub, act.Content)
 		}
 	}
-
-	// Cancel interrupts the turn; the same process takes the next prompt.
-	mustCall(t, m, "send_agent_prompt", map[string]any{"agent_id": "cx", "prompt": "HANG-NOW"}, &pr)
-	eventually(t, "the model is asked to hang", func() bool { return s.Saw("HANG-NOW") })
-	var cr api.SuccessResult
-	mustCall(t, m, "cancel_agent", map[string]any{"agent_id": "cx"}, &cr)
-	mustCall(t, m, "wait_for_agent", map[string]any{"agent_id": "cx", "run": pr.Run, "timeout": 60}, &w)
-	if w.Run == nil || w.Run.State != "cancelled" {
-		t.Fatalf("the cancelled run: got %+v, want cancelled", w.Run)
-	}
-	mustCall(t, m, "send_agent_prompt", map[string]any{"agent_id": "cx", "prompt": "AFTER-CANCEL"}, &pr)
-	mustCall(t, m, "wait_for_agent", map[string]any{"agent_id": "cx", "run": pr.Run, "timeout": 60}, &w)
-	if w.Run == nil || w.Run.State != "completed" || w.LastMessage != "ANSWER-4" {
-		t.Fatalf("the run after the cancel: got %+v (run %+v), want completed with ANSWER-4", w, w.Run)
-	}
-	if n := sessionsStarted(t, e); n != 1 {
-		t.Errorf("%d codex app-servers started, want 1 for every run", n)
-	}
+	cancelGoesOn(t, e, m, s, "cx")
 }
 
 // TestRealCodexRefusalInTimeline: codex exec refuses an escalation without
@@ -142,8 +115,8 @@ func TestRealCodexRefusalInTimeline(t *testing.T) {
 // streamed into it and ends with the turn that takes it in; cancel
 // interrupts the turn and the process takes the next prompt.
 func TestRealClaudeSteer(t *testing.T) {
-	release, hang := make(chan struct{}), make(chan struct{})
-	t.Cleanup(func() { close(hang) })
+	first, release := gate(t)
+	hang, _ := gate(t)
 	s := standin.Anthropic(t, func(r *standin.MessagesRequest) []standin.Block {
 		switch {
 		case r.Has("AFTER-CANCEL"):
@@ -159,51 +132,164 @@ func TestRealClaudeSteer(t *testing.T) {
 			if _, ok := r.ToolResult("toolu_chk"); ok {
 				return []standin.Block{standin.Text("ANSWER-1")}
 			}
-			<-release // the first run goes on until the test has steered
+			<-first // the first run goes on until the test has steered
 			return []standin.Block{standin.ToolUse("toolu_chk", "mcp__parley__check_messages", nil)}
 		}
 		return nil
 	})
 	e := realEnv(t, s, nil)
 	m := e.manager()
-	mustCall(t, m, "create_agent", map[string]any{"provider": "realclaudesteer", "cwd": t.TempDir(), "prompt": "FIRST-TASK", "name": "cc"}, nil)
-	eventually(t, "the model is asked the first task", func() bool { return s.Saw("FIRST-TASK") })
+	startFirstTask(t, m, s, "realclaudesteer", "cc", t.TempDir())
+	steerSecondTask(t, m, "cc", release)
+	// Claude Code takes a prompt in at the next tool result, or else runs
+	// it as a turn of its own once the first ends: run 1 ends either way.
+	if w := waitRun(t, m, "cc", 1); w.LastMessage != "ANSWER-2" && w.LastMessage != "ANSWER-1" {
+		t.Fatalf("run 1: got %q, want ANSWER-1 or ANSWER-2", w.LastMessage)
+	}
 
 	var pr api.PromptResult
-	mustCall(t, m, "send_agent_prompt", map[string]any{"agent_id": "cc", "prompt": "SECOND-TASK"}, &pr)
+	mustCall(t, m, "send_agent_prompt", map[string]any{"agent_id": "cc", "prompt": "THIRD-TASK"}, &pr)
+	if w := waitRun(t, m, "cc", pr.Run); w.LastMessage != "ANSWER-3" {
+		t.Fatalf("run %d: got %q, want ANSWER-3", pr.Run, w.LastMessage)
+	}
+	cancelGoesOn(t, e, m, s, "cc")
+}
+
+// TestRealCodexSteerMail: mail that comes while a steerable Codex agent is
+// mid-turn is streamed into that turn (turn/steer) at once: the model reads
+// it in the same run, which ends with its answer, and the delivery records
+// the managed turn as its wake path.
+func TestRealCodexSteerMail(t *testing.T) {
+	first, release := gate(t)
+	s := standin.OpenAI(t, func(r *standin.ResponsesRequest) []standin.Item {
+		switch {
+		case r.Has("MAIL-FROM-ALICE"):
+			return []standin.Item{standin.Message("READ-THE-MAIL")}
+		case r.Has("FIRST-TASK"):
+			<-first
+			return []standin.Item{standin.Message("ANSWER-1")}
+		}
+		return nil
+	})
+	e := realEnv(t, nil, s)
+	m := e.manager()
+	startFirstTask(t, m, s, "realcodexsteer", "cx", t.TempDir())
+	mailMidTurn(t, e, m, "cx", release)
+}
+
+// TestRealClaudeSteerMail: mail that comes while a steerable Claude Code
+// agent is mid-turn is written into its process at once (stream-json), and
+// the model reads it at the turn's next tool result, in the same run.
+func TestRealClaudeSteerMail(t *testing.T) {
+	first, release := gate(t)
+	s := standin.Anthropic(t, func(r *standin.MessagesRequest) []standin.Block {
+		switch {
+		case r.Has("MAIL-FROM-ALICE"):
+			return []standin.Block{standin.Text("READ-THE-MAIL")}
+		case r.Has("FIRST-TASK"):
+			if _, ok := r.ToolResult("toolu_chk"); ok {
+				return []standin.Block{standin.Text("ANSWER-1")}
+			}
+			<-first
+			return []standin.Block{standin.ToolUse("toolu_chk", "mcp__parley__check_messages", nil)}
+		}
+		return nil
+	})
+	e := realEnv(t, s, nil)
+	m := e.manager()
+	startFirstTask(t, m, s, "realclaudesteer", "cc", t.TempDir())
+	mailMidTurn(t, e, m, "cc", release)
+}
+
+// gate is a channel a stand-in's reply waits on, and the function that
+// opens it; it opens when the test ends, so that no reply is left waiting.
+func gate(t *testing.T) (<-chan struct{}, func()) {
+	ch := make(chan struct{})
+	var once sync.Once
+	open := func() { once.Do(func() { close(ch) }) }
+	t.Cleanup(open)
+	return ch, open
+}
+
+// startFirstTask creates the steerable agent name with the prompt
+// FIRST-TASK and returns once the model is asked it.
+func startFirstTask(t *testing.T, m *mcp.ClientSession, s *standin.Server, provider, name, cwd string) {
+	t.Helper()
+	mustCall(t, m, "create_agent", map[string]any{"provider": provider, "cwd": cwd, "prompt": "FIRST-TASK", "name": name}, nil)
+	eventually(t, "the model is asked the first task", func() bool { return s.Saw("FIRST-TASK") })
+}
+
+// steerSecondTask sends the prompt SECOND-TASK during run 1 (held by the
+// stand-in until release), which must stream it in as run 2, and waits for
+// run 2 to end with ANSWER-2.
+func steerSecondTask(t *testing.T, m *mcp.ClientSession, name string, release func()) {
+	t.Helper()
+	var pr api.PromptResult
+	mustCall(t, m, "send_agent_prompt", map[string]any{"agent_id": name, "prompt": "SECOND-TASK"}, &pr)
 	if !pr.Steered || pr.Queued || pr.Run != 2 {
 		t.Fatalf("send_agent_prompt during run 1: got %+v, want run 2 steered into it", pr)
 	}
-	close(release)
+	release()
+	if w := waitRun(t, m, name, 2); w.LastMessage != "ANSWER-2" {
+		t.Fatalf("run 2: got %q, want ANSWER-2", w.LastMessage)
+	}
+}
+
+// mailMidTurn sends the agent mail during run 1 (held by the stand-in until
+// release), which must be streamed into run 1, whose turn then ends with the
+// model's answer to it, READ-THE-MAIL; the mail is delivered by the managed
+// turn.
+func mailMidTurn(t *testing.T, e *env, m *mcp.ClientSession, name string, release func()) {
+	t.Helper()
+	var sent api.SendResult
+	e.MustJSON(&sent, "send", "--agent", "alice", name, "MAIL-FROM-ALICE")
+	eventually(t, "the mail is streamed into run 1", func() bool { return hasEvent(activity(t, m, name), "steered", "MAIL-FROM-ALICE") })
+	release()
+	w := waitRun(t, m, name, 1)
+	if w.LastMessage != "READ-THE-MAIL" {
+		t.Fatalf("run 1: got %q, want the model's answer to the mail, read in that run:\n%s", w.LastMessage, activity(t, m, name).Content)
+	}
+	var st api.MessageStatusResult
+	e.MustJSON(&st, "delivery", sent.MessageID, "--agent", "alice")
+	if len(st.Recipients) != 1 || st.Recipients[0].WakePath != "managed" || st.Recipients[0].WokenAt == "" {
+		t.Errorf("delivery: got %+v, want %s's copy woken by its managed turn", st.Recipients, name)
+	}
+	var a struct{ Snapshot api.ManagedAgent }
+	mustCall(t, m, "get_agent_status", map[string]any{"agent_id": name}, &a)
+	if a.Snapshot.Runs != 2 || a.Snapshot.Status != "idle" {
+		t.Errorf("after the run: %d runs, %s; want 2 (the first, and the mail streamed into it), idle", a.Snapshot.Runs, a.Snapshot.Status)
+	}
+}
+
+// waitRun waits for run of agent name to end, and wants it completed.
+func waitRun(t *testing.T, m *mcp.ClientSession, name string, run int) api.WaitAgentResult {
+	t.Helper()
 	var w api.WaitAgentResult
-	mustCall(t, m, "wait_for_agent", map[string]any{"agent_id": "cc", "run": 2, "timeout": 60}, &w)
-	if w.Run == nil || w.Run.State != "completed" || w.LastMessage != "ANSWER-2" {
-		t.Fatalf("wait_for_agent run 2: got %+v (run %+v), want completed with ANSWER-2", w, w.Run)
+	mustCall(t, m, "wait_for_agent", map[string]any{"agent_id": name, "run": run, "timeout": 60}, &w)
+	if w.Run == nil || w.Run.State != "completed" {
+		t.Fatalf("wait_for_agent %s run %d: got %+v (run %+v, permission %+v), want it completed", name, run, w, w.Run, w.Permission)
 	}
-	// Claude Code takes a prompt in at the next tool result, or else runs
-	// it as a turn of its own once the first ends: run 1 ends either way.
-	mustCall(t, m, "wait_for_agent", map[string]any{"agent_id": "cc", "run": 1, "timeout": 60}, &w)
-	if w.Run == nil || w.Run.State != "completed" || (w.LastMessage != "ANSWER-2" && w.LastMessage != "ANSWER-1") {
-		t.Fatalf("wait_for_agent run 1: got %+v (run %+v), want completed", w, w.Run)
-	}
+	return w
+}
 
-	mustCall(t, m, "send_agent_prompt", map[string]any{"agent_id": "cc", "prompt": "THIRD-TASK"}, &pr)
-	mustCall(t, m, "wait_for_agent", map[string]any{"agent_id": "cc", "run": pr.Run, "timeout": 60}, &w)
-	if w.Run == nil || w.Run.State != "completed" || w.LastMessage != "ANSWER-3" {
-		t.Fatalf("run %d: got %+v (run %+v), want completed with ANSWER-3", pr.Run, w, w.Run)
-	}
-
-	mustCall(t, m, "send_agent_prompt", map[string]any{"agent_id": "cc", "prompt": "HANG-NOW"}, &pr)
+// cancelGoesOn sends HANG-NOW (which the stand-in never answers) and
+// cancels the run: the turn is interrupted, the same process takes the next
+// prompt, AFTER-CANCEL (answered ANSWER-4), and one session process served
+// every run.
+func cancelGoesOn(t *testing.T, e *env, m *mcp.ClientSession, s *standin.Server, name string) {
+	t.Helper()
+	var pr api.PromptResult
+	mustCall(t, m, "send_agent_prompt", map[string]any{"agent_id": name, "prompt": "HANG-NOW"}, &pr)
 	eventually(t, "the model is asked to hang", func() bool { return s.Saw("HANG-NOW") })
-	mustCall(t, m, "cancel_agent", map[string]any{"agent_id": "cc"}, nil)
-	mustCall(t, m, "wait_for_agent", map[string]any{"agent_id": "cc", "run": pr.Run, "timeout": 60}, &w)
+	mustCall(t, m, "cancel_agent", map[string]any{"agent_id": name}, nil)
+	var w api.WaitAgentResult
+	mustCall(t, m, "wait_for_agent", map[string]any{"agent_id": name, "run": pr.Run, "timeout": 60}, &w)
 	if w.Run == nil || w.Run.State != "cancelled" {
 		t.Fatalf("the cancelled run: got %+v, want cancelled", w.Run)
 	}
-	mustCall(t, m, "send_agent_prompt", map[string]any{"agent_id": "cc", "prompt": "AFTER-CANCEL"}, &pr)
-	mustCall(t, m, "wait_for_agent", map[string]any{"agent_id": "cc", "run": pr.Run, "timeout": 60}, &w)
-	if w.Run == nil || w.Run.State != "completed" || w.LastMessage != "ANSWER-4" {
-		t.Fatalf("the run after the cancel: got %+v (run %+v), want completed with ANSWER-4", w, w.Run)
+	mustCall(t, m, "send_agent_prompt", map[string]any{"agent_id": name, "prompt": "AFTER-CANCEL"}, &pr)
+	if w = waitRun(t, m, name, pr.Run); w.LastMessage != "ANSWER-4" {
+		t.Fatalf("the run after the cancel: got %q, want ANSWER-4", w.LastMessage)
 	}
 	if n := sessionsStarted(t, e); n != 1 {
 		t.Errorf("%d session processes started, want 1 for every run", n)

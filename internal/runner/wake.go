@@ -68,13 +68,14 @@ func (r *Runner) wakeLoop() {
 }
 
 // wake starts a turn for ws/name with its unread messages if it is a managed
-// agent that is idle and wants to be woken, unless its mail is the end of a
-// chain of automatic replies too long to be anything but a loop, or it has
-// had its share of automatic turns for now (guard).
+// agent that is idle and wants to be woken, or streams them into its turn in
+// progress when its provider keeps a session (steer); unless its mail is the
+// end of a chain of automatic replies too long to be anything but a loop, or
+// it has had its share of automatic turns for now (guard).
 func (r *Runner) wake(ws, name string) {
 	r.mu.Lock()
 	st, err := r.lookup("", ws, name)
-	ok := err == nil && !r.closed && st.rec.AutoWake && !st.rec.Exited && st.run == nil && len(st.queue) == 0
+	ok := err == nil && !r.closed && st.rec.AutoWake && !st.rec.Exited && len(st.queue) == 0 && (st.run == nil || st.run.steerable())
 	owner := ""
 	if ok {
 		owner = st.rec.Owner
@@ -136,8 +137,9 @@ func (r *Runner) wake(ws, name string) {
 		return
 	}
 	// The messages are leased to the wake until its turn is queued (the
-	// prompt that carries them is then stored), and go back to the inbox if
-	// it cannot be.
+	// prompt that carries them is then stored) or streamed into the turn in
+	// progress (written to the agent's process), and go back to the inbox if
+	// neither can be.
 	reader := "runner:" + ws + "/" + name
 	ds, _, err := r.hub.Receive(ctx, hub.ReceiveRequest{Workspace: ws, Agent: name, Reader: reader, Limit: wakeBatch, Via: hub.WakeManaged})
 	if err != nil {
@@ -158,7 +160,8 @@ func (r *Runner) wake(ws, name string) {
 	}
 	r.guard.replyHop[k] = hop + 1
 	r.wakeMu.Unlock()
-	if _, err := r.enqueue(st, wakePrompt(msgs), "message"); err != nil {
+	enq, err := r.enqueue(st, wakePrompt(msgs), "message")
+	if err != nil {
 		r.log.Warn("wake: queue turn", "agent", name, "err", err)
 		if _, err := r.hub.Release(context.WithoutCancel(ctx), reader, nil); err != nil {
 			r.log.Warn("wake: put messages back", "agent", name, "err", err)
@@ -168,7 +171,7 @@ func (r *Runner) wake(ws, name string) {
 	if _, err := r.hub.Confirm(context.WithoutCancel(ctx), reader, nil); err != nil {
 		r.log.Warn("wake: confirm messages", "agent", name, "err", err)
 	}
-	r.log.Info("woke managed agent for new messages", "agent", name, "messages", len(msgs), "hop", hop)
+	r.log.Info("woke managed agent for new messages", "agent", name, "messages", len(msgs), "hop", hop, "steered", enq.Steered)
 }
 
 // stopLoop reports a loop that the guard stopped: on the agent's timeline
