@@ -199,7 +199,10 @@ func TestMCPServeBadFlagFailsAtStart(t *testing.T) {
 
 // TestInitCodexPermissions: init codex --permissions adds a
 // PermissionRequest hook that runs `parley hook codex PermissionRequest`,
-// next to the user's own hooks, once; the real Codex reads it.
+// next to the user's own hooks, once; the real Codex reads it. Codex runs a
+// hook only once it is trusted: init records that through Codex's
+// app-server when codex is on PATH (the user's own hooks stay as they were),
+// and otherwise prints the step that does it by hand.
 func TestInitCodexPermissions(t *testing.T) {
 	codex := standin.CLI(t, "codex")
 	e := newEnv(t)
@@ -208,8 +211,9 @@ func TestInitCodexPermissions(t *testing.T) {
 	e.extra = append(e.extra, "CODEX_HOME="+codexHome)
 	path := filepath.Join(codexHome, "config.toml")
 	writeFile(t, path, "# mine\n[[hooks.PermissionRequest]]\nmatcher = \"Bash\"\n\n[[hooks.PermissionRequest.hooks]]\ntype = \"command\"\ncommand = \"my-own-hook\"\n")
-	if out, errs, code := e.runIn(repo, "init", "codex", "--permissions", "--yes"); code != 0 || !strings.Contains(out, "trust") {
-		t.Fatalf("init codex --permissions: exit %d, want 0 and a word on trusting the hook\n%s%s", code, out, errs)
+	out, errs, code := e.runIn(repo, "init", "codex", "--permissions", "--yes")
+	if code != 0 || !strings.Contains(out, "type /hooks") || !strings.Contains(out, "press t") {
+		t.Fatalf("init codex --permissions without codex on PATH: exit %d, want 0 and the step that trusts the hook by hand\n%s%s", code, out, errs)
 	}
 	b, _ := os.ReadFile(path)
 	var conf struct {
@@ -235,19 +239,61 @@ func TestInitCodexPermissions(t *testing.T) {
 	if !strings.HasPrefix(string(b), "# mine\n") {
 		t.Errorf("the user's comment is gone:\n%s", b)
 	}
-	// Running it again changes nothing.
-	if out, _, code := e.runIn(repo, "init", "codex", "--permissions", "--yes"); code != 0 || !strings.Contains(out, "nothing to change") {
-		t.Errorf("init codex --permissions again: exit %d\n%s", code, out)
+	// The real Codex reads the hook, and does not trust it yet.
+	trust := func() (mine, ours string) {
+		t.Helper()
+		for _, h := range codexHooks(t, codex, repo, append(e.environ(), "CODEX_HOME="+codexHome)) {
+			switch {
+			case h.EventName != "permissionRequest":
+			case h.Command == "my-own-hook":
+				mine = h.TrustStatus
+			case strings.Contains(h.Command, "hook codex PermissionRequest") && h.TimeoutSec == 60:
+				ours = h.TrustStatus
+			}
+		}
+		return mine, ours
 	}
-	if b2, _ := os.ReadFile(path); string(b2) != string(b) {
-		t.Errorf("the second init changed config.toml:\n%s", b2)
+	if mine, ours := trust(); mine != "untrusted" || ours != "untrusted" {
+		t.Fatalf("codex hooks/list before the trust: the user's hook %q, parley's %q; want both untrusted", mine, ours)
 	}
 
-	// The real Codex reads the hook (its app-server lists the hooks it found).
+	// With codex on PATH, init has Codex trust its hook, and only its hook.
+	e.extra = append(e.extra, "PATH="+filepath.Dir(codex)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	if out, errs, code := e.runIn(repo, "init", "codex", "--permissions", "--yes"); code != 0 || !strings.Contains(out, "nothing to change") || !strings.Contains(out, "Codex now trusts") {
+		t.Fatalf("init codex --permissions with codex on PATH: exit %d, want 0, nothing to change and the hook trusted\n%s%s", code, out, errs)
+	}
+	if mine, ours := trust(); mine != "untrusted" || ours != "trusted" {
+		t.Fatalf("codex hooks/list after the trust: the user's hook %q, parley's %q; want the user's untrusted, parley's trusted", mine, ours)
+	}
+	trusted, _ := os.ReadFile(path)
+	if !strings.HasPrefix(string(trusted), "# mine\n") || !strings.Contains(string(trusted), "trusted_hash") {
+		t.Errorf("config.toml after the trust: want the user's comment kept and a trusted_hash\n%s", trusted)
+	}
+	// Running it again changes nothing.
+	if out, _, code := e.runIn(repo, "init", "codex", "--permissions", "--yes"); code != 0 || !strings.Contains(out, "nothing to change") || !strings.Contains(out, "already trusts") {
+		t.Errorf("init codex --permissions again: exit %d\n%s", code, out)
+	}
+	if b2, _ := os.ReadFile(path); string(b2) != string(trusted) {
+		t.Errorf("the third init changed config.toml:\n%s", b2)
+	}
+}
+
+// codexHook is a hook as the Codex app-server's hooks/list reports it.
+type codexHook struct {
+	EventName   string `json:"eventName"`
+	Command     string `json:"command"`
+	TimeoutSec  int    `json:"timeoutSec"`
+	TrustStatus string `json:"trustStatus"`
+}
+
+// codexHooks asks the real `codex app-server`, started in dir with env, for
+// the hooks it would run there.
+func codexHooks(t *testing.T, codex, dir string, env []string) []codexHook {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	c := exec.CommandContext(ctx, codex, "app-server")
-	c.Dir, c.Env = repo, append(e.environ(), "CODEX_HOME="+codexHome)
+	c.Dir, c.Env = dir, env
 	in, _ := c.StdinPipe()
 	out, _ := c.StdoutPipe()
 	if err := c.Start(); err != nil {
@@ -255,7 +301,7 @@ func TestInitCodexPermissions(t *testing.T) {
 	}
 	defer func() { in.Close(); c.Wait() }()
 	for _, l := range []string{`{"id":1,"method":"initialize","params":{"clientInfo":{"name":"parley-test","version":"1"}}}`,
-		`{"method":"initialized"}`, `{"id":2,"method":"hooks/list","params":{"cwds":[` + strconv.Quote(repo) + `]}}`} {
+		`{"method":"initialized"}`, `{"id":2,"method":"hooks/list","params":{"cwds":[` + strconv.Quote(dir) + `]}}`} {
 		io.WriteString(in, l+"\n")
 	}
 	sc := bufio.NewScanner(out)
@@ -265,25 +311,19 @@ func TestInitCodexPermissions(t *testing.T) {
 			ID     int `json:"id"`
 			Result struct {
 				Data []struct {
-					Hooks []struct {
-						EventName  string `json:"eventName"`
-						Command    string `json:"command"`
-						TimeoutSec int    `json:"timeoutSec"`
-					} `json:"hooks"`
+					Hooks []codexHook `json:"hooks"`
 				} `json:"data"`
 			} `json:"result"`
 		}
 		if json.Unmarshal(sc.Bytes(), &m) != nil || m.ID != 2 {
 			continue
 		}
+		var hs []codexHook
 		for _, d := range m.Result.Data {
-			for _, h := range d.Hooks {
-				if h.EventName == "permissionRequest" && strings.Contains(h.Command, "hook codex PermissionRequest") && h.TimeoutSec == 60 {
-					return
-				}
-			}
+			hs = append(hs, d.Hooks...)
 		}
-		t.Fatalf("codex hooks/list does not list parley's hook: %s", sc.Bytes())
+		return hs
 	}
 	t.Fatalf("codex app-server gave no answer to hooks/list: %v", sc.Err())
+	return nil
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -38,7 +39,8 @@ there: other servers and settings are kept.
   codex    [mcp_servers.parley] in $CODEX_HOME/config.toml (default ~/.codex),
            with PARLEY_HOME passed on and Parley's tools approved; with
            --permissions, a PermissionRequest hook that sends Codex's approval
-           requests to Parley's inbox
+           requests to Parley's inbox, trusted in Codex through codex app-server
+           when codex is on PATH (else it prints the /hooks step)
   cursor   .cursor/mcp.json
   gemini   .gemini/settings.json
 
@@ -92,7 +94,7 @@ are passed on to ` + "`parley mcp serve`" + ` (and the hooks).`,
 				fmt.Fprintln(g.stdout, "Claude Code applies .claude/settings.json (Parley's hooks, and the rule that lets Parley's tools run without a prompt, which the background message-listener needs) once this folder is trusted: accept the trust dialog at the first start here, and approve the parley server of .mcp.json.")
 			}
 			if args[0] == "codex" && permissions {
-				fmt.Fprintln(g.stdout, "Codex runs a hook only once you trust it: start codex here and review and trust the PermissionRequest hook (/hooks). It fires where Codex would ask for an approval (codex with approvals on, or codex app-server), not in plain codex exec.")
+				p.trustCodexHook(cmd.Context(), g)
 			}
 			if withChannel {
 				fmt.Fprintln(g.stdout, "Start Claude Code with the channel (a research preview: it needs a claude.ai login, and until parley is on Claude Code's approved allowlist it must be loaded as a development channel):\n  claude --dangerously-load-development-channels server:parley")
@@ -688,6 +690,31 @@ func (p initPlan) codex() ([]fileChange, error) {
 		c.new = []byte(text)
 	}
 	return []fileChange{c}, nil
+}
+
+// trustCodexHook has Codex trust the PermissionRequest hook init wrote, if
+// the config has it (it was written now or before), and says what it did;
+// where it cannot, it prints the step that does it by hand.
+func (p initPlan) trustCodexHook(ctx context.Context, g *globals) {
+	path, err := codexConfigPath()
+	if err != nil {
+		return
+	}
+	var conf map[string]any
+	if b, err := os.ReadFile(path); err != nil || toml.Unmarshal(b, &conf) != nil || !hasCodexPermissionHook(conf) {
+		return // not written
+	}
+	const fires = "It fires where Codex would ask for an approval (codex with approvals on, or codex app-server), not in plain codex exec."
+	n, err := trustCodexHook(ctx, p.root, path, p.codexHookCommand())
+	switch {
+	case err == nil && n == 0:
+		fmt.Fprintln(g.stdout, "Codex already trusts Parley's PermissionRequest hook. "+fires)
+	case err == nil:
+		fmt.Fprintf(g.stdout, "Codex now trusts Parley's PermissionRequest hook (recorded in %s under [hooks.state], as /hooks does). %s\n", path, fires)
+	default:
+		fmt.Fprintf(g.stdout, "Codex runs a hook only once you trust it, and Parley could not record that (%v). Trust it by hand: start codex in %s, type /hooks, press Enter on PermissionRequest, select the hook whose command is %s and press t. %s\n",
+			err, p.root, p.codexHookCommand(), fires)
+	}
 }
 
 // codexHookCommand is the PermissionRequest hook init writes for Codex.
