@@ -221,6 +221,9 @@ func TestClaudeConnectsToChannel(t *testing.T) {
 	if !strings.Contains(string(args), `"--channel"`) {
 		t.Fatalf("init claude --channel: args %s lack --channel", args)
 	}
+	if out, _, _ := e.runIn(repo, "init", "claude", "--agent", "lead", "--channel"); !strings.Contains(out, "claude --dangerously-load-development-channels server:parley") {
+		t.Errorf("init claude --channel does not print the launch command:\n%s", out)
+	}
 	s := standin.Anthropic(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

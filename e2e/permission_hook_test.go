@@ -83,24 +83,7 @@ func TestClaudePermissionRequestHook(t *testing.T) {
 		}
 		done := make(chan error, 1)
 		go func() { done <- c.Wait() }()
-		var pending api.PermissionsResult
-		for len(pending.Permissions) == 0 {
-			select {
-			case err := <-done:
-				t.Fatalf("claude ended before asking: %v\n%s", err, out.String())
-			case <-time.After(20 * time.Millisecond):
-			}
-			c := e.Cmd("permissions", "--json", "--all")
-			c.Dir = repo
-			b, err := c.Output()
-			if err != nil {
-				t.Fatalf("parley permissions: %v", err)
-			}
-			if err := json.Unmarshal(b, &pending); err != nil {
-				t.Fatal(err)
-			}
-		}
-		p := pending.Permissions[0]
+		p := firstPending(t, e, repo, "claude", done, out)
 		if p.AgentID != "lead" || p.Request.ToolName != "Bash" || p.Request.Source != "claude-hook" || !strings.Contains(string(p.Request.Input), file) {
 			t.Errorf("pending request: got %+v, want lead's Bash call from the claude hook", p)
 		}
@@ -131,6 +114,124 @@ func TestClaudePermissionRequestHook(t *testing.T) {
 	}
 	if !s.Saw("not this one") {
 		t.Errorf("the model never saw the denial's message")
+	}
+}
+
+// firstPending waits until Parley's permission inbox, seen from dir, holds
+// a request, and returns the first; it fails if the client (done, its
+// output out) ends before.
+func firstPending(t *testing.T, e *env, dir, client string, done <-chan error, out *syncBuffer) api.PendingPermission {
+	t.Helper()
+	var pending api.PermissionsResult
+	for len(pending.Permissions) == 0 {
+		select {
+		case err := <-done:
+			t.Fatalf("%s ended before asking: %v\n%s", client, err, out.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+		c := e.Cmd("permissions", "--json", "--all")
+		c.Dir = dir
+		b, err := c.Output()
+		if err != nil {
+			t.Fatalf("parley permissions: %v", err)
+		}
+		if err := json.Unmarshal(b, &pending); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return pending.Permissions[0]
+}
+
+// TestCodexPermissionRequestHook: the real Codex, set up with `parley init
+// codex --permissions` (which has Codex trust the hook), asks before a
+// command outside its sandbox (codex exec --approve-for-me, where
+// PermissionRequest fires). The hook files it in Parley's inbox; `parley
+// allow` decides it and the command runs; a deny reaches the model as the
+// command's refusal.
+func TestCodexPermissionRequestHook(t *testing.T) {
+	codex := standin.CLI(t, "codex")
+	e := newEnv(t)
+	repo := initRepo(t, e)
+	codexHome := filepath.Join(e.home, "codex")
+	e.extra = append(e.extra, "CODEX_HOME="+codexHome, "PATH="+filepath.Dir(codex)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	if out, errs, code := e.runIn(repo, "init", "codex", "--permissions", "--yes"); code != 0 || !strings.Contains(out, "Codex now trusts") {
+		t.Fatalf("init codex --permissions: exit %d, want the hook trusted\n%s%s", code, out, errs)
+	}
+
+	run := func(file string, decide func(p api.PendingPermission)) *standin.Server {
+		s := standin.OpenAI(t, func(r *standin.ResponsesRequest) []standin.Item {
+			if out, ok := r.Output("call_esc"); ok {
+				return []standin.Item{standin.Message("AFTER " + out)}
+			}
+			if r.Has("make the file") {
+				return []standin.Item{standin.FunctionCall("call_esc", "", "exec_command", map[string]any{
+					"cmd": "touch " + file, "sandbox_permissions": "require_escalated", "justification": "create the file"})}
+			}
+			return nil
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		args := append([]string{"exec", "--json", "--skip-git-repo-check", "--approve-for-me"}, standin.CodexArgs(s)...)
+		c := exec.CommandContext(ctx, codex, append(args, "make the file")...)
+		c.Dir, c.Env = repo, e.environ()
+		out := &syncBuffer{}
+		c.Stdout, c.Stderr = out, out
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- c.Wait() }()
+		p := firstPending(t, e, repo, "codex", done, out)
+		if p.AgentID != "repo-codex" || p.Request.ToolName != "Bash" || p.Request.Source != "codex-hook" || !strings.Contains(string(p.Request.Input), file) {
+			t.Errorf("pending request: got %+v, want repo-codex's Bash call from the codex hook", p)
+		}
+		decide(p)
+		if err := <-done; err != nil {
+			t.Fatalf("codex: %v\n%s", err, out.String())
+		}
+		return s
+	}
+
+	run("made-by-hook", func(p api.PendingPermission) { e.Must("allow", p.Request.RequestID) })
+	if _, err := os.Stat(filepath.Join(repo, "made-by-hook")); err != nil {
+		t.Errorf("the allowed command did not run: %v", err)
+	}
+	s := run("never-made", func(p api.PendingPermission) {
+		e.Must("deny", p.Request.RequestID, "--message", "not this one")
+	})
+	if _, err := os.Stat(filepath.Join(repo, "never-made")); err == nil {
+		t.Errorf("the denied command ran")
+	}
+	if !s.Saw("not this one") {
+		t.Errorf("the model never saw the denial's message")
+	}
+}
+
+// TestPermissionHookFallsThrough: with no decision within --wait, the hook
+// answers nothing (exit 0, empty stdout: the client shows its own prompt),
+// says so on stderr, and the request is closed as expired, so a late
+// decision is told it came too late.
+func TestPermissionHookFallsThrough(t *testing.T) {
+	e := newEnv(t)
+	e.Must("daemon", "start") // a hook never starts it: it must answer at once
+	for _, client := range []string{"claude", "codex"} {
+		h := e.Cmd("hook", client, "PermissionRequest", "--agent", "lead", "--workspace", "w", "--wait", "1s")
+		h.Stdin = strings.NewReader(`{"tool_name":"Bash","tool_input":{"command":"make"}}`)
+		var stdout, stderr strings.Builder
+		h.Stdout, h.Stderr = &stdout, &stderr
+		if err := h.Run(); err != nil || stdout.Len() != 0 || !strings.Contains(stderr.String(), "falling back to "+client+"'s own prompt") {
+			t.Fatalf("hook %s with no decision: %v, stdout %q, stderr %q; want exit 0, no answer, and a word on stderr", client, err, stdout.String(), stderr.String())
+		}
+		var pending api.PermissionsResult
+		e.MustJSON(&pending, "permissions", "--workspace", "w")
+		if len(pending.Permissions) != 0 {
+			t.Fatalf("after the hook gave up: %d requests pending, want none", len(pending.Permissions))
+		}
+		_, rest, _ := strings.Cut(stderr.String(), "permission request ")
+		id, _, _ := strings.Cut(rest, ":")
+		if _, errs, code := e.Run("allow", id, "--workspace", "w"); code == 0 || !strings.Contains(errs, "already") {
+			t.Errorf("a decision after the hook gave up on %s: exit %d, %q; want it told the request is closed", id, code, errs)
+		}
 	}
 }
 

@@ -13,19 +13,9 @@ import (
 // TestTypeScriptSDK drives parley mcp serve with the official TypeScript SDK,
 // a second MCP implementation. scripts/test-deps installs it.
 func TestTypeScriptSDK(t *testing.T) {
-	dir, _ := filepath.Abs("../test/ts")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the TypeScript SDK is not installed in %s: run scripts/test-deps", dir)
-		}
-		t.Skipf("the TypeScript SDK is not installed in %s: run scripts/test-deps", dir)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatalf("node not found: %v", err)
-	}
+	dir := tsDir(t)
 	e := newEnv(t)
-	c := exec.Command(node, "interop.mjs", bin, "ts-workspace")
+	c := exec.Command("node", "interop.mjs", bin, "ts-workspace")
 	c.Dir = dir
 	c.Env = e.environ()
 	stderr := &syncBuffer{}
@@ -72,4 +62,71 @@ func TestTypeScriptSDK(t *testing.T) {
 	if !got.BadIsError || !strings.Contains(got.BadText, "invalid priority") {
 		t.Errorf("bad priority: isError %v, text %q", got.BadIsError, got.BadText)
 	}
+}
+
+// TestTypeScriptChannel drives `parley mcp serve --channel` with the official
+// TypeScript SDK in Claude Code's place: its capabilities, a message pushed
+// as a channel notification with its meta, and a relayed permission prompt
+// decided in Parley and sent back.
+func TestTypeScriptChannel(t *testing.T) {
+	dir := tsDir(t)
+	e := newEnv(t)
+	c := exec.Command("node", "channel.mjs", bin, "ts-channel")
+	c.Dir, c.Env = dir, e.environ()
+	stderr := &syncBuffer{}
+	c.Stderr = stderr
+	out, err := c.Output()
+	if err != nil {
+		t.Fatalf("node channel.mjs: %v\nstdout: %s\nstderr: %s", err, out, stderr.String())
+	}
+	var got struct {
+		Experimental map[string]any
+		SentID       string
+		Push         channelParams
+		Request      struct {
+			AgentID   string `json:"agent_id"`
+			Source    string `json:"source"`
+			ToolName  string `json:"tool_name"`
+			ToolUseID string `json:"tool_use_id"`
+		}
+		Verdict struct {
+			RequestID string `json:"request_id"`
+			Behavior  string `json:"behavior"`
+		}
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("decode %s: %v", out, err)
+	}
+	if _, ok := got.Experimental["claude/channel"]; !ok {
+		t.Errorf("capabilities: no claude/channel in %v", got.Experimental)
+	}
+	if _, ok := got.Experimental["claude/channel/permission"]; !ok {
+		t.Errorf("capabilities: no claude/channel/permission in %v", got.Experimental)
+	}
+	if p := got.Push; p.Content != "build is red" || p.Meta["from"] != "alice" || p.Meta["message_id"] != got.SentID || p.Meta["priority"] != "high" {
+		t.Errorf("push: got %+v, want the message from alice with its id %s and priority", p, got.SentID)
+	}
+	if r := got.Request; r.AgentID != "bob" || r.Source != "channel" || r.ToolName != "Bash" || r.ToolUseID != "abcde" {
+		t.Errorf("relayed request: got %+v", r)
+	}
+	if got.Verdict.RequestID != "abcde" || got.Verdict.Behavior != "allow" {
+		t.Errorf("verdict: got %+v, want allow for abcde", got.Verdict)
+	}
+}
+
+// tsDir is test/ts, where scripts/test-deps installs the TypeScript SDK; it
+// skips the test when the SDK or node is missing, and fails it on CI.
+func tsDir(t *testing.T) string {
+	t.Helper()
+	dir, _ := filepath.Abs("../test/ts")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the TypeScript SDK is not installed in %s: run scripts/test-deps", dir)
+		}
+		t.Skipf("the TypeScript SDK is not installed in %s: run scripts/test-deps", dir)
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Fatalf("node not found: %v", err)
+	}
+	return dir
 }
