@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -143,6 +144,44 @@ func TestProviderMissingFromDaemonPath(t *testing.T) {
 	msg := toolError(t, m, "create_agent", map[string]any{"provider": "ghost", "cwd": t.TempDir(), "prompt": "hi"})
 	if !strings.Contains(msg, "daemon's PATH") || !strings.Contains(msg, filepath.SplitList(os.Getenv("PATH"))[0]) {
 		t.Errorf("got %q, want it to name the daemon's PATH and show it", msg)
+	}
+}
+
+// TestWaitForAgentWithinClientTimeout: a client built on the official
+// TypeScript SDK sends no progress token and gives up on a request after
+// 60 s. wait_for_agent without a timeout, on a run that goes on, answers it
+// before that (timed out, a result the model can act on), where its general
+// default of 300 s left the client with a request timeout error.
+func TestWaitForAgentWithinClientTimeout(t *testing.T) {
+	dir, _ := filepath.Abs("../../test/ts")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the TypeScript SDK is not installed in %s: run scripts/test-deps", dir)
+		}
+		t.Skipf("the TypeScript SDK is not installed in %s: run scripts/test-deps", dir)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("node not found: %v", err)
+	}
+	e := newEnv(t, "")
+	mustCall(t, e.manager(), "create_agent", map[string]any{"cwd": t.TempDir(), "prompt": "sleep 120", "name": "w"}, nil)
+	c := exec.Command(node, "call.mjs", bin, "wait_for_agent", `{"agent_id":"w"}`, "--agent", "boss", "--profile", "manager")
+	c.Dir, c.Env = dir, e.Environ()
+	out, err := c.Output()
+	if err != nil {
+		t.Fatalf("node call.mjs: %v\n%s", err, out)
+	}
+	var got struct {
+		Result  *api.WaitAgentResult `json:"result"`
+		Error   string               `json:"error"`
+		Seconds float64              `json:"seconds"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("decode %s: %v", out, err)
+	}
+	if got.Error != "" || got.Result == nil || !got.Result.TimedOut || got.Result.Status != "running" || got.Seconds >= 60 {
+		t.Errorf("wait_for_agent from the TypeScript SDK: got %s; want a timed-out result within 60 s", out)
 	}
 }
 
