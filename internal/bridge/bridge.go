@@ -51,6 +51,10 @@ type Options struct {
 	// client's original initialize and notifications/initialized, swallowing the
 	// replayed response) and retries the failed request once.
 	Reconnect func(ctx context.Context) error
+	// Stream asks the server for the session as one connection (a Parley
+	// daemon's stream session; stream.go) instead of an HTTP request per
+	// message. A server that refuses is bridged over Streamable HTTP.
+	Stream bool
 	// Extension, if set, speaks what the server does not: `mcp serve
 	// --channel` adds Claude Code's channel this way.
 	Extension Extension
@@ -127,6 +131,13 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, opts *Options) error 
 	b.ctx = runCtx
 	b.cancel = cancel
 
+	handle, shutdown := b.handleLine, b.shutdown
+	if opts.Stream {
+		if st := b.openStream(); st != nil {
+			handle, shutdown = st.handleLine, st.shutdown
+		}
+	}
+
 	lines := make(chan line)
 	readErr := make(chan error, 1)
 	go readLines(runCtx, in, lines, readErr)
@@ -142,12 +153,12 @@ loop:
 				}
 				break loop
 			}
-			b.handleLine(l)
+			handle(l)
 		case <-runCtx.Done():
 			break loop
 		}
 	}
-	b.shutdown(ctx)
+	shutdown(ctx)
 	if cause := context.Cause(runCtx); result == nil && cause != nil && ctx.Err() == nil && !errors.Is(cause, context.Canceled) {
 		// The only cause set from inside is a failed write to the client.
 		result = cause
@@ -307,19 +318,8 @@ func (b *bridge) spawn(f func()) bool {
 // notifications/initialized before anything else). Requests run concurrently so
 // a call that blocks for minutes never holds up the others.
 func (b *bridge) handleLine(l line) {
-	if l.tooLong {
-		b.writeError(nil, codeParseError, fmt.Sprintf("parse error: message longer than %d bytes", maxLine))
-		return
-	}
-	m, code, err := parseMessage(l.data)
-	if err != nil {
-		// The line may hold a message's content: log its size, not its text.
-		b.log.Warn("bad message from client", "err", err, "bytes", len(l.data))
-		var id json.RawMessage
-		if m != nil && len(m.ids) == 1 {
-			id = m.ids[0]
-		}
-		b.writeError(id, code, err.Error())
+	m := b.parse(l)
+	if m == nil {
 		return
 	}
 	switch {
@@ -375,23 +375,53 @@ func (b *bridge) handleLine(l line) {
 	}
 }
 
+// parse classifies a line from the client, or answers it with an error and
+// returns nil.
+func (b *bridge) parse(l line) *message {
+	if l.tooLong {
+		b.writeError(nil, codeParseError, fmt.Sprintf("parse error: message longer than %d bytes", maxLine))
+		return nil
+	}
+	m, code, err := parseMessage(l.data)
+	if err != nil {
+		// The line may hold a message's content: log its size, not its text.
+		b.log.Warn("bad message from client", "err", err, "bytes", len(l.data))
+		var id json.RawMessage
+		if m != nil && len(m.ids) == 1 {
+			id = m.ids[0]
+		}
+		b.writeError(id, code, err.Error())
+		return nil
+	}
+	return m
+}
+
 // cancelInflight stops waiting for the request named by a notifications/cancelled
 // the client sent: the server has been told, and the client expects no answer.
 func (b *bridge) cancelInflight(raw []byte) {
+	id := cancelledID(raw)
+	if id == "" {
+		return
+	}
+	b.mu.Lock()
+	req := b.inflight[id]
+	b.mu.Unlock()
+	if req != nil {
+		req.cancel()
+	}
+}
+
+// cancelledID is the id key of the request a notifications/cancelled names.
+func cancelledID(raw []byte) string {
 	var n struct {
 		Params struct {
 			RequestID json.RawMessage `json:"requestId"`
 		} `json:"params"`
 	}
 	if json.Unmarshal(raw, &n) != nil || len(n.Params.RequestID) == 0 {
-		return
+		return ""
 	}
-	b.mu.Lock()
-	req := b.inflight[idKey(n.Params.RequestID)]
-	b.mu.Unlock()
-	if req != nil {
-		req.cancel()
-	}
+	return idKey(n.Params.RequestID)
 }
 
 // inflightReq is a request awaiting its response.

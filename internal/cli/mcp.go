@@ -121,6 +121,7 @@ AgentMail), and the server exits when its tmux session goes away.`,
 				Header:     h,
 				Logger:     log,
 				Reconnect:  c.EnsureDaemon,
+				Stream:     true,
 			}
 			if withChannel {
 				opts.Extension = &channel{c: c.As(id.Workspace, id.Agent).Via("channel"), log: log}

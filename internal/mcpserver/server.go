@@ -107,6 +107,15 @@ type inflight struct {
 	new    *session // the identity of a request that starts a session
 	handed handed   // messages the request's tool calls handed out
 	body   *capture // the request's body, for its JSON-RPC id
+	id     string   // or the id itself, on a stream (stream.go)
+}
+
+// requestID is the JSON-RPC id of the request, as requestID makes it.
+func (in *inflight) requestID() string {
+	if in.body == nil {
+		return in.id
+	}
+	return in.body.id()
 }
 
 // headerRequest carries the key of an inflight request from ServeHTTP to the
@@ -201,6 +210,10 @@ func (s *Server) Sessions() int {
 // ServeHTTP serves POST, GET and DELETE /mcp.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Header.Del(headerRequest)
+	if isStream(r) {
+		s.serveStream(w, r)
+		return
+	}
 	if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
 		sess := s.requestStarted(sid)
 		if sess == nil {
@@ -467,7 +480,7 @@ func (s *Server) bind(next mcp.MethodHandler) mcp.MethodHandler {
 					if _, err := s.hub.Release(context.WithoutCancel(ctx), session, ids); err != nil {
 						s.log.Warn("put back undelivered messages", "err", err)
 					}
-				case s.calls.handed(session, in.body.id(), ids):
+				case s.calls.handed(session, in.requestID(), ids):
 					// Cancelled while it ran: its client ignores the answer.
 					in.handed.take()
 					if _, err := s.hub.Release(context.WithoutCancel(ctx), session, ids); err != nil {

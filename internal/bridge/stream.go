@@ -1,0 +1,415 @@
+package bridge
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+)
+
+// A Parley daemon serves a session on one connection: the bridge upgrades a
+// GET of the endpoint (Upgrade: StreamProtocol) and the connection then
+// carries the client's newline-delimited JSON-RPC as it is, both ways. The
+// bridge forwards lines; what it adds is what only it can do:
+//
+//   - it confirms the messages a response handed out once it has written the
+//     response to its client (MethodDelivered); the session ends with the
+//     connection, and the daemon puts back whatever was not confirmed;
+//   - when the connection is lost (the daemon restarts), the requests in
+//     flight get an error, and the next message reconnects (Options.Reconnect),
+//     replays the client's initialize and notifications/initialized, and
+//     swallows their answer, which the client already had.
+
+const (
+	// StreamProtocol is the Upgrade token of a stream session.
+	StreamProtocol = "parley-mcp"
+	// MethodDelivered is the notification with which the bridge confirms,
+	// on a stream, the messages a response handed out (params: messageIds).
+	MethodDelivered = "notifications/parley/delivered"
+	// dialTimeout bounds connecting and upgrading: a local round trip.
+	dialTimeout = 10 * time.Second
+)
+
+// stream is the state of a Run over a stream session.
+type stream struct {
+	b *bridge
+
+	mu        sync.Mutex
+	conn      net.Conn      // nil while disconnected
+	w         *bufio.Writer // on conn
+	closing   bool
+	inflight  map[string]json.RawMessage // requests sent on conn awaiting answers, by idKey
+	rewrite   string                     // idKey of the client's initialize: the extension may rewrite its answer
+	swallow   string                     // idKey of a replayed initialize: its answer is not the client's
+	swallowed chan error                 // gets the replayed initialize's fate
+
+	// The main loop's alone.
+	initMsg, initializedMsg []byte
+	initKey                 string
+
+	readers sync.WaitGroup
+}
+
+// refusedError is a server's answer other than 101 to the upgrade.
+type refusedError struct {
+	status int
+	body   string
+}
+
+func (e *refusedError) Error() string {
+	return fmt.Sprintf("server refused the stream: HTTP %d: %s", e.status, truncate([]byte(e.body), errTextLimit))
+}
+
+// openStream connects the stream, or returns nil when the server does not
+// offer one (an older daemon, or one that refused this identity: over HTTP it
+// says why in the client's own terms). A server that cannot be reached yet
+// is reconnected with the first message.
+func (b *bridge) openStream() *stream {
+	st := &stream{b: b, inflight: map[string]json.RawMessage{}}
+	c, br, err := b.dialStream(b.ctx)
+	var refused *refusedError
+	switch {
+	case errors.As(err, &refused):
+		b.log.Info("no stream session; bridging over HTTP", "err", err)
+		return nil
+	case err == nil:
+		st.attach(c, br)
+	}
+	return st
+}
+
+// dialStream connects to the server and upgrades the connection.
+func (b *bridge) dialStream(ctx context.Context) (net.Conn, *bufio.Reader, error) {
+	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	defer cancel()
+	var d net.Dialer
+	var c net.Conn
+	var err error
+	if b.opts.SocketPath != "" {
+		c, err = d.DialContext(ctx, "unix", b.opts.SocketPath)
+	} else {
+		u, _ := url.Parse(b.endpoint) // checked by newBridge
+		host := u.Host
+		if u.Port() == "" {
+			host = net.JoinHostPort(u.Hostname(), "80")
+		}
+		c, err = d.DialContext(ctx, "tcp", host)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Now()) })
+	defer stop()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.endpoint, nil)
+	if err != nil {
+		c.Close()
+		return nil, nil, err
+	}
+	req.Header = b.base.Clone()
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", StreamProtocol)
+	br := bufio.NewReaderSize(c, 64<<10)
+	var resp *http.Response
+	if err = req.Write(c); err == nil {
+		resp, err = http.ReadResponse(br, req)
+	}
+	if err != nil {
+		c.Close()
+		return nil, nil, fmt.Errorf("upgrade: %w", err)
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		body := readErrBody(resp)
+		resp.Body.Close()
+		c.Close()
+		return nil, nil, &refusedError{resp.StatusCode, body}
+	}
+	if !stop() {
+		c.Close()
+		return nil, nil, ctx.Err()
+	}
+	return c, br, nil
+}
+
+// attach makes c the stream's connection and starts reading it. st.mu is
+// held, or nothing else runs yet.
+func (st *stream) attach(c net.Conn, br *bufio.Reader) {
+	st.conn, st.w = c, bufio.NewWriterSize(c, 64<<10)
+	st.readers.Add(1)
+	go st.read(c, br)
+}
+
+// handleLine forwards one line from the client, in order.
+func (st *stream) handleLine(l line) {
+	b := st.b
+	m := b.parse(l)
+	if m == nil {
+		return
+	}
+	if len(m.ids) == 0 {
+		if ext := b.opts.Extension; ext != nil && ext.Intercept(b.ctx, m.method, m.raw, b.writeOut) {
+			return
+		}
+	}
+	if m.isInit {
+		// A second initialize replaces the first; it is not replayed before
+		// itself.
+		st.initMsg, st.initializedMsg = nil, nil
+	}
+	if err := st.send(m); err != nil {
+		b.log.Warn("server unreachable", "method", m.method, "err", err)
+		b.fail(m, fmt.Sprintf("parley: server unreachable at %s: %v", b.target, err))
+		return
+	}
+	switch {
+	case m.isInit:
+		st.initMsg, st.initKey = m.raw, idKey(m.ids[0])
+	case m.method == "notifications/initialized":
+		st.initializedMsg = m.raw
+		if ext := b.opts.Extension; ext != nil {
+			b.extOnce.Do(func() { b.spawn(func() { ext.Start(b.ctx, b.writeOut) }) })
+		}
+	case m.method == "notifications/cancelled":
+		// The server answers a cancelled call, or not; the client expects
+		// nothing either way.
+		if id := cancelledID(m.raw); id != "" {
+			st.mu.Lock()
+			delete(st.inflight, id)
+			st.mu.Unlock()
+		}
+	}
+}
+
+// send writes m to the server, connecting first if there is no connection.
+// A request written is answered by the server, or with an error if the
+// connection is lost first.
+func (st *stream) send(m *message) error {
+	for attempt := 0; ; attempt++ {
+		st.mu.Lock()
+		c := st.conn
+		if c != nil {
+			st.w.Write(m.raw)
+			st.w.WriteByte('\n')
+			err := st.w.Flush()
+			if err == nil {
+				for _, id := range m.ids {
+					st.inflight[idKey(id)] = id
+				}
+				if m.isInit {
+					st.rewrite = idKey(m.ids[0])
+				}
+			}
+			st.mu.Unlock()
+			if err == nil {
+				return nil
+			}
+			// The server went away before it could read m: safe to send again.
+			st.lost(c, err)
+		} else {
+			st.mu.Unlock()
+		}
+		if attempt > 0 {
+			return errors.New("connection lost again")
+		}
+		if err := st.reconnect(); err != nil {
+			return err
+		}
+	}
+}
+
+// reconnect connects anew, restarting the server if it cannot be reached,
+// and replays the client's initialization on the new session.
+func (st *stream) reconnect() error {
+	b := st.b
+	c, br, err := b.dialStream(b.ctx)
+	if err != nil && isDialError(err) && b.opts.Reconnect != nil {
+		if rerr := b.opts.Reconnect(b.ctx); rerr != nil {
+			return fmt.Errorf("%w (reconnect: %w)", err, rerr)
+		}
+		c, br, err = b.dialStream(b.ctx)
+	}
+	if err != nil {
+		return err
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.closing {
+		c.Close()
+		return errors.New("shutting down")
+	}
+	st.attach(c, br)
+	if st.initMsg == nil {
+		return nil
+	}
+	done := make(chan error, 1)
+	st.swallow, st.swallowed = st.initKey, done
+	st.w.Write(st.initMsg)
+	st.w.WriteByte('\n')
+	if err := st.w.Flush(); err != nil {
+		st.swallow = ""
+		return fmt.Errorf("re-initialize: %w", err)
+	}
+	// The server must have answered initialize before it takes
+	// notifications/initialized.
+	st.mu.Unlock()
+	t := time.NewTimer(dialTimeout)
+	select {
+	case err = <-done:
+	case <-t.C:
+		err = errors.New("no answer")
+	}
+	t.Stop()
+	st.mu.Lock()
+	if err != nil {
+		st.swallow = ""
+		return fmt.Errorf("re-initialize: %w", err)
+	}
+	if st.conn != c {
+		return errors.New("re-initialize: connection lost")
+	}
+	if st.initializedMsg != nil {
+		st.w.Write(st.initializedMsg)
+		st.w.WriteByte('\n')
+		if err := st.w.Flush(); err != nil {
+			return fmt.Errorf("re-initialize: send initialized: %w", err)
+		}
+	}
+	b.log.Info("session re-initialized on a new stream")
+	return nil
+}
+
+// read forwards what the server sends on c to the client until c ends.
+func (st *stream) read(c net.Conn, br *bufio.Reader) {
+	defer st.readers.Done()
+	lr := &lineReader{r: br, max: maxEvent}
+	for {
+		l, err := lr.next()
+		if err != nil {
+			st.lost(c, err)
+			return
+		}
+		if l.tooLong {
+			st.b.log.Warn("dropping a message from the server", "err", errEventTooLarge)
+			continue
+		}
+		st.receive(c, l.data)
+	}
+}
+
+// receive passes one message from the server on to the client, then
+// confirms what it handed out.
+func (st *stream) receive(c net.Conn, msg []byte) {
+	b := st.b
+	if msg[0] == '[' {
+		var batch []envelope
+		if json.Unmarshal(msg, &batch) == nil {
+			st.mu.Lock()
+			for _, e := range batch {
+				if e.Method == "" {
+					delete(st.inflight, idKey(e.ID))
+				}
+			}
+			st.mu.Unlock()
+		}
+	} else if env := (envelope{}); json.Unmarshal(msg, &env) == nil && env.Method == "" {
+		k := idKey(env.ID)
+		st.mu.Lock()
+		delete(st.inflight, k)
+		swallow, done := k == st.swallow && c == st.conn, st.swallowed
+		if swallow {
+			st.swallow = ""
+		}
+		rewrite := k == st.rewrite
+		if rewrite {
+			st.rewrite = ""
+		}
+		st.mu.Unlock()
+		if swallow {
+			if len(env.Error) > 0 {
+				done <- fmt.Errorf("the server refused it: %s", truncate(env.Error, errTextLimit))
+			} else {
+				done <- nil
+			}
+			return
+		}
+		if rewrite {
+			msg = b.initResult(msg)
+		}
+	}
+	if b.writeOut(msg) != nil {
+		return // the client is gone: the run ends, and so does the session
+	}
+	if ids := deliveredIDs(msg); len(ids) > 0 {
+		st.confirm(c, ids)
+	}
+}
+
+// confirm tells the server, on the connection that carried them, that the
+// client has the messages.
+func (st *stream) confirm(c net.Conn, ids []string) {
+	msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": MethodDelivered,
+		"params": map[string]any{"messageIds": ids}})
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.conn != c {
+		return // that session ended, and put them back
+	}
+	st.w.Write(msg)
+	st.w.WriteByte('\n')
+	if err := st.w.Flush(); err != nil {
+		st.b.log.Warn("confirm delivered messages", "err", err, "count", len(ids))
+	}
+}
+
+// lost drops c, answering the requests in flight on it with an error: the
+// server may have acted on them, so only the client may retry.
+func (st *stream) lost(c net.Conn, err error) {
+	st.mu.Lock()
+	if st.conn != c {
+		st.mu.Unlock()
+		return
+	}
+	st.conn, st.w = nil, nil
+	ids := make([]json.RawMessage, 0, len(st.inflight))
+	for k, id := range st.inflight {
+		ids = append(ids, id)
+		delete(st.inflight, k)
+	}
+	if st.swallow != "" {
+		st.swallow = ""
+		st.swallowed <- err
+	}
+	closing := st.closing
+	st.mu.Unlock()
+	c.Close()
+	if closing {
+		return
+	}
+	st.b.log.Warn("connection to the server lost", "err", err, "in_flight", len(ids))
+	for _, id := range ids {
+		st.b.writeError(id, codeInternalError, "parley: "+msgLost)
+	}
+}
+
+// shutdown ends the run: the connection closes once the message being
+// passed on is confirmed, and the session ends with it.
+func (st *stream) shutdown(context.Context) {
+	st.b.mu.Lock()
+	st.b.closing = true // no extension starts now
+	st.b.mu.Unlock()
+	st.mu.Lock()
+	st.closing = true
+	c := st.conn
+	st.mu.Unlock()
+	st.b.cancel(nil)
+	if c != nil {
+		c.SetReadDeadline(time.Now())
+	}
+	st.readers.Wait()
+	st.b.wg.Wait()
+}

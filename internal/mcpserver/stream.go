@@ -1,0 +1,189 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"maps"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/bridge"
+	"github.com/parley-dev/parley/internal/hub"
+)
+
+// A stream session is one MCP session on one connection: the bridge (parley
+// mcp serve) upgrades a GET /mcp (Upgrade: bridge.StreamProtocol) and the
+// connection then carries newline-delimited JSON-RPC both ways, served by the
+// SDK's own IO transport. It saves an HTTP request, SSE framing and a
+// session lookup per message, and it makes delivery exact: the bridge
+// confirms what it wrote to its client (bridge.MethodDelivered), and when
+// the connection ends, so does the session, and everything it did not
+// confirm goes back to the inbox, marked redelivered. No guess from how a
+// connection ended is needed.
+
+// serveStream serves a stream session on the hijacked connection of r until
+// the connection or the daemon ends. The identity comes from r's headers, as
+// for a session over HTTP (identityOf).
+func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
+	sess, err := s.identityOf(r)
+	if err != nil {
+		http.Error(w, err.Error(), api.HTTPStatus(hub.KindOf(err)))
+		return
+	}
+	conn, rw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		http.Error(w, "mcp stream: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Time{}) // a session may be quiet for hours
+	rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + bridge.StreamProtocol + "\r\n\r\n")
+	if rw.Flush() != nil {
+		return
+	}
+	// r's context ends when the daemon shuts down; the stream's also when
+	// the connection does.
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	defer context.AfterFunc(ctx, func() { conn.Close() })()
+	// The client may have sent its first messages right behind the request:
+	// they are in rw's buffer.
+	t := &streamTransport{IOTransport: mcp.IOTransport{Reader: readCloser{rw.Reader, conn}, Writer: conn, MaxLineLength: int(s.opts.MaxRequestBytes)},
+		s: s, ctx: ctx, cancel: cancel, header: r.Header.Clone(), ready: make(chan struct{})}
+	ss, err := s.server(sess.caller.Profiles).Connect(ctx, t, nil)
+	if err != nil {
+		s.log.Warn("mcp stream: connect", "err", err)
+		return
+	}
+	t.sess = sess
+	s.open(ss, sess, false)
+	close(t.ready)
+	ss.Wait()
+}
+
+// streamTransport is the SDK's IO transport with what a stream session adds
+// to it (streamConn).
+type streamTransport struct {
+	mcp.IOTransport
+	s      *Server
+	ctx    context.Context // the stream's
+	cancel context.CancelCauseFunc
+	header http.Header // of the upgrade request
+	sess   *session    // set before ready is closed
+	ready  chan struct{}
+}
+
+func (t *streamTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.IOTransport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &streamConn{Connection: c, t: t, keys: map[jsonrpc.ID]string{}}, nil
+}
+
+// streamConn gives each request what the handlers find on a request over
+// HTTP (an inflight, through the private header), takes the bridge's
+// confirmations, and ends the stream's context when the connection ends, so
+// that blocked calls end with it.
+type streamConn struct {
+	mcp.Connection
+	t *streamTransport
+
+	mu   sync.Mutex
+	keys map[jsonrpc.ID]string // inflight keys of the calls not answered yet
+}
+
+func (c *streamConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	t := c.t
+	select {
+	case <-t.ready: // the session is bound before its first message
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	for {
+		msg, err := c.Connection.Read(ctx)
+		if err != nil {
+			t.cancel(errGone)
+			return nil, err
+		}
+		req, ok := msg.(*jsonrpc.Request)
+		if !ok {
+			return msg, nil
+		}
+		if req.Method == bridge.MethodDelivered {
+			c.confirm(req.Params)
+			continue
+		}
+		if req.IsCall() {
+			key := strconv.FormatUint(t.s.nextReq.Add(1), 36)
+			h := maps.Clone(t.header)
+			h[headerRequest] = []string{key}
+			req.Extra = &mcp.RequestExtra{Header: h}
+			t.s.requests.Store(key, &inflight{ctx: t.ctx, id: requestID(req.ID.Raw())})
+			c.mu.Lock()
+			c.keys[req.ID] = key
+			c.mu.Unlock()
+		}
+		return req, nil
+	}
+}
+
+func (c *streamConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	err := c.Connection.Write(ctx, msg)
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		c.mu.Lock()
+		key, ok := c.keys[resp.ID]
+		delete(c.keys, resp.ID)
+		c.mu.Unlock()
+		if ok {
+			c.t.s.requests.Delete(key)
+		}
+	}
+	return err
+}
+
+func (c *streamConn) Close() error {
+	c.t.cancel(errGone)
+	c.mu.Lock()
+	for id, key := range c.keys {
+		c.t.s.requests.Delete(key)
+		delete(c.keys, id)
+	}
+	c.mu.Unlock()
+	return c.Connection.Close()
+}
+
+// confirm settles what the bridge says its client has. It runs before the
+// next message is read, so a session that ends after a confirmation never
+// puts back what it confirmed.
+func (c *streamConn) confirm(params json.RawMessage) {
+	var p struct {
+		MessageIDs []string `json:"messageIds"`
+	}
+	if json.Unmarshal(params, &p) != nil || len(p.MessageIDs) == 0 {
+		return
+	}
+	if _, err := c.t.s.hub.Confirm(context.WithoutCancel(c.t.ctx), c.t.sess.caller.Session, p.MessageIDs); err != nil {
+		c.t.s.log.Warn("confirm delivered messages", "err", err)
+	}
+}
+
+// readCloser reads what the hijack buffered, then the connection, and
+// closes the connection.
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+// isStream reports whether r asks for a stream session.
+func isStream(r *http.Request) bool {
+	return r.Method == http.MethodGet && strings.EqualFold(r.Header.Get("Upgrade"), bridge.StreamProtocol)
+}
