@@ -76,21 +76,7 @@ func TestClaudePermissionRequestHook(t *testing.T) {
 		c := exec.CommandContext(ctx, claude, "-p", "make the file")
 		c.Dir = repo
 		c.Env = append(standin.ClaudeEnv(s, claudeHome), "PATH="+os.Getenv("PATH"), "PARLEY_HOME="+e.home)
-		out := &syncBuffer{}
-		c.Stdout, c.Stderr = out, out
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- c.Wait() }()
-		p := firstPending(t, e, repo, "claude", done, out)
-		if p.AgentID != "lead" || p.Request.ToolName != "Bash" || p.Request.Source != "claude-hook" || !strings.Contains(string(p.Request.Input), file) {
-			t.Errorf("pending request: got %+v, want lead's Bash call from the claude hook", p)
-		}
-		decide(p)
-		if err := <-done; err != nil {
-			t.Fatalf("claude: %v\n%s", err, out.String())
-		}
+		decideHookRequest(t, e, c, "claude", "lead", file, decide)
 		return s
 	}
 
@@ -117,11 +103,19 @@ func TestClaudePermissionRequestHook(t *testing.T) {
 	}
 }
 
-// firstPending waits until Parley's permission inbox, seen from dir, holds
-// a request, and returns the first; it fails if the client (done, its
-// output out) ends before.
-func firstPending(t *testing.T, e *env, dir, client string, done <-chan error, out *syncBuffer) api.PendingPermission {
+// decideHookRequest runs c, a client that must ask Parley's
+// PermissionRequest hook (source CLIENT-hook, as agent) for a Bash call
+// naming file; decide answers the request once it is in the inbox, and c
+// must then end well.
+func decideHookRequest(t *testing.T, e *env, c *exec.Cmd, client, agent, file string, decide func(api.PendingPermission)) {
 	t.Helper()
+	out := &syncBuffer{}
+	c.Stdout, c.Stderr = out, out
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
 	var pending api.PermissionsResult
 	for len(pending.Permissions) == 0 {
 		select {
@@ -129,9 +123,9 @@ func firstPending(t *testing.T, e *env, dir, client string, done <-chan error, o
 			t.Fatalf("%s ended before asking: %v\n%s", client, err, out.String())
 		case <-time.After(20 * time.Millisecond):
 		}
-		c := e.Cmd("permissions", "--json", "--all")
-		c.Dir = dir
-		b, err := c.Output()
+		ls := e.Cmd("permissions", "--json", "--all")
+		ls.Dir = c.Dir
+		b, err := ls.Output()
 		if err != nil {
 			t.Fatalf("parley permissions: %v", err)
 		}
@@ -139,7 +133,14 @@ func firstPending(t *testing.T, e *env, dir, client string, done <-chan error, o
 			t.Fatal(err)
 		}
 	}
-	return pending.Permissions[0]
+	p := pending.Permissions[0]
+	if p.AgentID != agent || p.Request.ToolName != "Bash" || p.Request.Source != client+"-hook" || !strings.Contains(string(p.Request.Input), file) {
+		t.Errorf("pending request: got %+v, want %s's Bash call from the %s hook", p, agent, client)
+	}
+	decide(p)
+	if err := <-done; err != nil {
+		t.Fatalf("%s: %v\n%s", client, err, out.String())
+	}
 }
 
 // TestCodexPermissionRequestHook: the real Codex, set up with `parley init
@@ -174,21 +175,7 @@ func TestCodexPermissionRequestHook(t *testing.T) {
 		args := append([]string{"exec", "--json", "--skip-git-repo-check", "--approve-for-me"}, standin.CodexArgs(s)...)
 		c := exec.CommandContext(ctx, codex, append(args, "make the file")...)
 		c.Dir, c.Env = repo, e.environ()
-		out := &syncBuffer{}
-		c.Stdout, c.Stderr = out, out
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- c.Wait() }()
-		p := firstPending(t, e, repo, "codex", done, out)
-		if p.AgentID != "repo-codex" || p.Request.ToolName != "Bash" || p.Request.Source != "codex-hook" || !strings.Contains(string(p.Request.Input), file) {
-			t.Errorf("pending request: got %+v, want repo-codex's Bash call from the codex hook", p)
-		}
-		decide(p)
-		if err := <-done; err != nil {
-			t.Fatalf("codex: %v\n%s", err, out.String())
-		}
+		decideHookRequest(t, e, c, "codex", "repo-codex", file, decide)
 		return s
 	}
 
