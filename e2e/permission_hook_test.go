@@ -80,6 +80,18 @@ func TestClaudePermissionRequestHook(t *testing.T) {
 		return s
 	}
 
+	id := allowThenDeny(t, e, repo, run)
+	if _, errs, code := e.Run("deny", id); code == 0 || !strings.Contains(errs, "already decided: allowed by cli") {
+		t.Errorf("a second decision: exit %d, %q; want it told the request was already allowed", code, errs)
+	}
+}
+
+// allowThenDeny runs a client twice through run (which makes it ask for a
+// command that creates file in repo, and decides with decide): `parley
+// allow` must let the command run, and `parley deny`'s message must reach
+// the model instead. It returns the allowed request's id.
+func allowThenDeny(t *testing.T, e *env, repo string, run func(file string, decide func(api.PendingPermission)) *standin.Server) string {
+	t.Helper()
 	var id string
 	run("made-by-hook", func(p api.PendingPermission) {
 		id = p.Request.RequestID
@@ -88,10 +100,6 @@ func TestClaudePermissionRequestHook(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(repo, "made-by-hook")); err != nil {
 		t.Errorf("the allowed command did not run: %v", err)
 	}
-	if _, errs, code := e.Run("deny", id); code == 0 || !strings.Contains(errs, "already decided: allowed by cli") {
-		t.Errorf("a second decision: exit %d, %q; want it told the request was already allowed", code, errs)
-	}
-
 	s := run("never-made", func(p api.PendingPermission) {
 		e.Must("deny", p.Request.RequestID, "--message", "not this one")
 	})
@@ -101,6 +109,7 @@ func TestClaudePermissionRequestHook(t *testing.T) {
 	if !s.Saw("not this one") {
 		t.Errorf("the model never saw the denial's message")
 	}
+	return id
 }
 
 // decideHookRequest runs c, a client that must ask Parley's
@@ -179,19 +188,7 @@ func TestCodexPermissionRequestHook(t *testing.T) {
 		return s
 	}
 
-	run("made-by-hook", func(p api.PendingPermission) { e.Must("allow", p.Request.RequestID) })
-	if _, err := os.Stat(filepath.Join(repo, "made-by-hook")); err != nil {
-		t.Errorf("the allowed command did not run: %v", err)
-	}
-	s := run("never-made", func(p api.PendingPermission) {
-		e.Must("deny", p.Request.RequestID, "--message", "not this one")
-	})
-	if _, err := os.Stat(filepath.Join(repo, "never-made")); err == nil {
-		t.Errorf("the denied command ran")
-	}
-	if !s.Saw("not this one") {
-		t.Errorf("the model never saw the denial's message")
-	}
+	allowThenDeny(t, e, repo, run)
 }
 
 // TestPermissionHookFallsThrough: with no decision within --wait, the hook
