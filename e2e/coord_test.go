@@ -2,12 +2,15 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/parley-dev/parley/internal/testenv/standin"
 )
@@ -281,23 +284,101 @@ func TestEditHookWarn(t *testing.T) {
 	}
 }
 
-// BenchmarkEditHook measures the PreToolUse hook's process time (a check
-// and a lease, against a running daemon) beside the floor of the same
-// binary printing its version.
+// BenchmarkEditHook measures the PreToolUse hooks' process time (a check
+// and a lease, against a running daemon), Claude Code's for an Edit and
+// Codex's for an apply_patch of two files, beside the floor of the same
+// binary printing its version. It reports the median besides the mean.
 func BenchmarkEditHook(b *testing.B) {
 	e := newEnv(b)
 	dir := gitRepo(b)
 	e.Must("daemon", "start")
-	in, _ := json.Marshal(map[string]any{"cwd": dir, "tool_name": "Edit", "tool_input": map[string]any{"file_path": filepath.Join(dir, "a.go")}})
-	run := func(b *testing.B, args ...string) {
+	edit, _ := json.Marshal(map[string]any{"cwd": dir, "tool_name": "Edit", "tool_input": map[string]any{"file_path": filepath.Join(dir, "a.go")}})
+	patch, _ := json.Marshal(map[string]any{"cwd": dir, "tool_name": "apply_patch", "tool_input": map[string]any{
+		"command": "*** Begin Patch\n*** Update File: src/a.go\n@@\n-v1\n+v2\n*** Add File: src/c.go\n+v1\n*** End Patch\n"}})
+	run := func(b *testing.B, in []byte, args ...string) {
+		var lat []time.Duration
 		for b.Loop() {
 			c := e.Cmd(args...)
 			c.Stdin = bytes.NewReader(in)
+			start := time.Now()
 			if out, err := c.CombinedOutput(); err != nil {
 				b.Fatalf("%v: %s", err, out)
 			}
+			lat = append(lat, time.Since(start))
 		}
+		slices.Sort(lat)
+		b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-us")
 	}
-	b.Run("floor=version", func(b *testing.B) { run(b, "--version") })
-	b.Run("hook", func(b *testing.B) { run(b, "hook", "claude", "PreToolUse", "--agent", "bob", "--lease", "10m") })
+	b.Run("floor=version", func(b *testing.B) { run(b, nil, "--version") })
+	b.Run("hook=claude", func(b *testing.B) { run(b, edit, "hook", "claude", "PreToolUse", "--agent", "bob", "--lease", "10m") })
+	b.Run("hook=codex", func(b *testing.B) { run(b, patch, "hook", "codex", "PreToolUse", "--agent", "bob", "--lease", "10m") })
+}
+
+// TestEditHookWithCodex runs the real Codex against a scripted model whose
+// apply_patch adds a file alice holds: the PreToolUse hook that `parley init
+// codex --leases` installs (and has Codex trust) refuses the whole patch, and the model reads who
+// holds the file and why. A second patch, of a file nobody holds, goes
+// through and leases that file to the editing agent.
+func TestEditHookWithCodex(t *testing.T) {
+	codex := standin.CLI(t, "codex")
+	e := newEnv(t)
+	repo := gitRepo(t)
+	codexHome := filepath.Join(e.home, "codex")
+	// With codex on PATH, init has Codex trust the hook it adds.
+	e.extra = append(e.extra, "CODEX_HOME="+codexHome, "PATH="+filepath.Dir(codex)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	if out, errs, code := e.in(t, repo, "init", "codex", "--leases", "--agent", "bob", "--yes"); code != 0 || !strings.Contains(out, "Codex now trusts Parley's PreToolUse hook") {
+		t.Fatalf("init codex --leases: exit %d, want 0 and the hook trusted\n%s%s", code, out, errs)
+	}
+	conf, _ := os.ReadFile(filepath.Join(codexHome, "config.toml"))
+	if !strings.Contains(string(conf), "[[hooks.PreToolUse]]\nmatcher = \"apply_patch\"") ||
+		!strings.Contains(string(conf), "hook codex PreToolUse --agent bob --policy deny --lease 10m") {
+		t.Fatalf("config.toml lacks the edit hook:\n%s", conf)
+	}
+	if out, _, _ := e.in(t, repo, "init", "codex", "--leases", "--agent", "bob", "--yes"); !strings.Contains(out, "nothing to change") || !strings.Contains(out, "already trusts") {
+		t.Errorf("init codex --leases again: %q; want nothing to change, the hook already trusted", out)
+	}
+	e.in(t, repo, "reserve", "src/new.go", "--agent", "alice", "--reason", "alice is writing new.go")
+
+	// The first patch touches a free file and alice's: none of it may land.
+	held := "*** Begin Patch\n*** Update File: src/b.go\n@@\n-v1\n+v2 by bob\n*** Add File: src/new.go\n+v2 by bob\n*** End Patch\n"
+	free := "*** Begin Patch\n*** Update File: src/a.go\n@@\n-v1\n+v2 by bob\n*** End Patch\n"
+	patch := func(id, input string) standin.Item {
+		return standin.Item{"type": "custom_tool_call", "call_id": id, "name": "apply_patch", "input": input}
+	}
+	s := standin.OpenAI(t, func(r *standin.ResponsesRequest) []standin.Item {
+		if out, ok := r.Output("call_2"); ok {
+			return []standin.Item{standin.Message("SECOND " + out)}
+		}
+		if out, ok := r.Output("call_1"); ok {
+			return []standin.Item{patch("call_2", free), standin.Message("FIRST " + out)}
+		}
+		return []standin.Item{patch("call_1", held)}
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	// No --dangerously-bypass-hook-trust: the hook runs because init had
+	// Codex trust it.
+	args := append([]string{"exec", "--json", "--skip-git-repo-check", "-s", "workspace-write"}, standin.CodexArgs(s)...)
+	c := exec.CommandContext(ctx, codex, append(args, "change the files")...)
+	c.Dir, c.Env, c.WaitDelay = repo, e.environ(), 5*time.Second
+	out, err := c.CombinedOutput()
+	if err != nil {
+		t.Fatalf("codex: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(repo, "src", "new.go")); err == nil {
+		t.Errorf("src/new.go was written despite alice's reservation")
+	}
+	if b, _ := os.ReadFile(filepath.Join(repo, "src", "b.go")); string(b) != "v1\n" {
+		t.Errorf("src/b.go, in the refused patch, changed: %q", b)
+	}
+	if !s.Saw("src/new.go is reserved by alice: alice is writing new.go") {
+		t.Errorf("the model was not told who holds src/new.go and why; codex said:\n%s", out)
+	}
+	if b, _ := os.ReadFile(filepath.Join(repo, "src", "a.go")); string(b) != "v2 by bob\n" {
+		t.Errorf("src/a.go, which nobody held, was not patched: %q; codex said:\n%s", b, out)
+	}
+	o, _, _ := e.in(t, repo, "reserve", "who", "src/a.go")
+	if !strings.Contains(o, "by bob") || !strings.Contains(o, "editing it (apply_patch)") {
+		t.Errorf("who has src/a.go after bob's patch: %q; want bob's lease", o)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -37,11 +38,11 @@ type codexHook struct {
 // errNoCodex is trustCodexHook's answer when codex is not on PATH.
 var errNoCodex = errors.New("codex is not on PATH")
 
-// trustCodexHook records Codex's trust of the PermissionRequest hooks of
-// config (Codex's user config.toml) that run command, through a `codex
+// trustCodexHook records Codex's trust of the event hooks of config
+// (Codex's user config.toml) that run command, through a `codex
 // app-server` started in cwd, and checks that Codex then calls them trusted.
 // It returns how many it trusted (0: they already were).
-func trustCodexHook(ctx context.Context, cwd, config, command string) (int, error) {
+func trustCodexHook(ctx context.Context, cwd, config, event, command string) (int, error) {
 	codex, err := exec.LookPath("codex")
 	if err != nil {
 		return 0, errNoCodex
@@ -84,7 +85,7 @@ func trustCodexHook(ctx context.Context, cwd, config, command string) (int, erro
 		var hs []codexHook
 		for _, d := range res.Data {
 			for _, h := range d.Hooks {
-				if h.EventName == "permissionRequest" && h.Command == command && sameFile(h.SourcePath, config) {
+				if strings.EqualFold(h.EventName, event) && h.Command == command && sameFile(h.SourcePath, config) {
 					hs = append(hs, h)
 				}
 			}

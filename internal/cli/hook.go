@@ -72,7 +72,7 @@ writes .claude/settings.json.`,
 			ctx, cancel := context.WithTimeout(cmd.Context(), hookTimeout)
 			defer cancel()
 			if args[0] == evPreToolUse {
-				return printHook(g, func() (any, error) { return runEditHook(ctx, g, edit, cmd.InOrStdin()) })
+				return printHook(g, func() (any, error) { return runEditHook(ctx, g, "claude", edit, cmd.InOrStdin()) })
 			}
 			return printHook(g, func() (any, error) { return runClaudeHook(ctx, g, args[0], cmd.InOrStdin()) })
 		},
@@ -85,28 +85,44 @@ writes .claude/settings.json.`,
 
 func hookCodexCmd(g *globals) *cobra.Command {
 	var wait time.Duration
+	var edit editHookOptions
 	cmd := &cobra.Command{
-		Use:   "codex PermissionRequest",
-		Short: "Codex hook: send Codex's permission requests to Parley's permission inbox",
-		Long: `A Codex PermissionRequest hook. It files the request in Parley's permission
-inbox and waits up to --wait for a decision (parley allow|deny, a manager
-agent, the dashboard), then answers Codex with it; with none it prints nothing,
-and Codex goes on as it would without the hook.
+		Use:   "codex PermissionRequest|PreToolUse",
+		Short: "Codex hook: permission requests to Parley's inbox, edits checked against file reservations",
+		Long: `A Codex hook.
 
-Add it to Codex's config.toml as a [[hooks.PermissionRequest]] command
-(matcher "*"); Codex runs only hooks it trusts, so review and trust it in Codex
-(/hooks). It never fails the session: on any error
-it prints nothing on stdout, a note on stderr, and exits 0.`,
+PermissionRequest files the request in Parley's permission inbox and waits up
+to --wait for a decision (parley allow|deny, a manager agent, the dashboard),
+then answers Codex with it; with none it prints nothing, and Codex goes on as
+it would without the hook.
+
+PreToolUse, on apply_patch, checks every file the patch adds, changes, deletes
+or moves to against other agents' exclusive reservations: --policy deny
+refuses the patch and tells the model who holds the file and why, --policy
+warn lets it through with that as context; --lease 10m reserves the files for
+the editing agent.
+
+Set them up with ` + "`parley init codex --permissions --leases`" + `, which adds them to
+Codex's config.toml; Codex runs only hooks it trusts, so review and trust them
+in Codex (/hooks). It never fails the session: on any error it prints nothing
+on stdout, a note on stderr, and exits 0.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if args[0] != evPermissionRequest {
-				fmt.Fprintf(g.stderr, "parley hook: codex event %q is not handled: want PermissionRequest\n", args[0])
-				return nil
+			switch args[0] {
+			case evPermissionRequest:
+				return printHook(g, func() (any, error) { return runPermissionHook(cmd.Context(), g, "codex", wait, cmd.InOrStdin()) })
+			case evPreToolUse:
+				ctx, cancel := context.WithTimeout(cmd.Context(), hookTimeout)
+				defer cancel()
+				return printHook(g, func() (any, error) { return runEditHook(ctx, g, "codex", edit, cmd.InOrStdin()) })
 			}
-			return printHook(g, func() (any, error) { return runPermissionHook(cmd.Context(), g, "codex", wait, cmd.InOrStdin()) })
+			fmt.Fprintf(g.stderr, "parley hook: codex event %q is not handled: want PermissionRequest or PreToolUse\n", args[0])
+			return nil
 		},
 	}
-	cmd.Flags().DurationVar(&wait, "wait", defaultPermissionWait, "how long to wait for a decision before Codex goes on without one (keep it under the hook's timeout)")
+	cmd.Flags().DurationVar(&wait, "wait", defaultPermissionWait, "PermissionRequest: how long to wait for a decision before Codex goes on without one (keep it under the hook's timeout)")
+	cmd.Flags().StringVar(&edit.policy, "policy", policyDeny, "PreToolUse: deny or warn when a patch runs into another agent's reservation")
+	cmd.Flags().DurationVar(&edit.lease, "lease", 0, "PreToolUse: reserve the patched files for this long (e.g. 10m; 0: no lease)")
 	return cmd
 }
 

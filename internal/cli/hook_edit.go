@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,7 +19,9 @@ import (
 
 // The PreToolUse hook checks every file edit against other agents'
 // reservations (issue 15): the edits themselves take and respect leases, so
-// agents need not remember to.
+// agents need not remember to. Claude Code edits through Edit, Write,
+// MultiEdit and NotebookEdit, each naming one file; Codex through
+// apply_patch, whose patch names any number.
 
 const evPreToolUse = "PreToolUse"
 
@@ -35,6 +38,11 @@ var editTools = map[string]string{
 // writes.
 const EditToolMatcher = "Edit|Write|MultiEdit|NotebookEdit"
 
+// codexEditTool is Codex's file-editing tool, and the PreToolUse matcher
+// that `parley init codex --leases` writes. Its hook input carries the patch
+// as tool_input.command.
+const codexEditTool = "apply_patch"
+
 // Edit policies: what the hook does when an edit runs into another agent's
 // exclusive reservation.
 const (
@@ -48,12 +56,15 @@ type editHookOptions struct {
 	lease  time.Duration // 0: take no lease
 }
 
+// preToolUseInput is the PreToolUse hook input; Claude Code and Codex send
+// the same shape.
 type preToolUseInput struct {
 	Cwd       string                     `json:"cwd"`
 	ToolName  string                     `json:"tool_name"`
 	ToolInput map[string]json.RawMessage `json:"tool_input"`
 }
 
+// preToolUseSpecific is the PreToolUse answer, the same for both clients.
 type preToolUseSpecific struct {
 	HookEventName            string `json:"hookEventName"`
 	PermissionDecision       string `json:"permissionDecision,omitempty"`
@@ -65,9 +76,44 @@ type preToolUseOutput struct {
 	HookSpecificOutput preToolUseSpecific `json:"hookSpecificOutput"`
 }
 
-// runEditHook answers Claude Code's PreToolUse for file edits. It prints
-// nothing (nil) to let the edit through untouched.
-func runEditHook(ctx context.Context, g *globals, o editHookOptions, stdin io.Reader) (*preToolUseOutput, error) {
+// editedFiles are the files a tool call changes, as it names them (absolute,
+// or relative to the session's directory); none when the tool edits none.
+func editedFiles(clientName string, in preToolUseInput) []string {
+	var s string
+	if clientName == "codex" {
+		if in.ToolName != codexEditTool || json.Unmarshal(in.ToolInput["command"], &s) != nil {
+			return nil
+		}
+		return patchFiles(s)
+	}
+	field, ok := editTools[in.ToolName]
+	if !ok || json.Unmarshal(in.ToolInput[field], &s) != nil || s == "" {
+		return nil
+	}
+	return []string{s}
+}
+
+// patchFiles are the files an apply_patch patch adds, updates, deletes or
+// moves to: the paths of its "*** Add File: ", "*** Update File: ",
+// "*** Delete File: " and "*** Move to: " lines, each once.
+func patchFiles(patch string) []string {
+	var files []string
+	for line := range strings.Lines(patch) {
+		for _, p := range []string{"*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: "} {
+			if f, ok := strings.CutPrefix(line, p); ok {
+				if f = strings.TrimSpace(f); f != "" && !slices.Contains(files, f) {
+					files = append(files, f)
+				}
+				break
+			}
+		}
+	}
+	return files
+}
+
+// runEditHook answers a PreToolUse of clientName (claude or codex) that edits
+// files. It prints nothing (nil) to let the edit through untouched.
+func runEditHook(ctx context.Context, g *globals, clientName string, o editHookOptions, stdin io.Reader) (*preToolUseOutput, error) {
 	if o.policy != policyDeny && o.policy != policyWarn {
 		return nil, fmt.Errorf("invalid --policy %q: want deny or warn", o.policy)
 	}
@@ -77,15 +123,11 @@ func runEditHook(ctx context.Context, g *globals, o editHookOptions, stdin io.Re
 	}
 	var in preToolUseInput
 	if err := json.Unmarshal(b, &in); err != nil {
-		return nil, fmt.Errorf("hook input is not Claude Code's hook JSON: %v", err)
+		return nil, fmt.Errorf("hook input is not %s's PreToolUse JSON: %v", clientName, err)
 	}
-	field, ok := editTools[in.ToolName]
-	if !ok {
+	files := editedFiles(clientName, in)
+	if len(files) == 0 {
 		return nil, nil // not an edit: the matcher was wider than ours
-	}
-	var file string
-	if raw, ok := in.ToolInput[field]; !ok || json.Unmarshal(raw, &file) != nil || file == "" {
-		return nil, nil
 	}
 	dir := in.Cwd
 	if dir == "" {
@@ -97,17 +139,23 @@ func runEditHook(ctx context.Context, g *globals, o editHookOptions, stdin io.Re
 	if err != nil {
 		return nil, err
 	}
-	rel, ok := repoPath(id.Root, dir, file)
-	if !ok {
-		return nil, nil // outside the repository: no reservation covers it
+	var pats, rels []string
+	for _, f := range files {
+		// Files outside the repository: no reservation covers them.
+		if rel, ok := repoPath(id.Root, dir, f); ok {
+			rels = append(rels, rel)
+			pats = append(pats, hub.EscapePath(rel))
+		}
+	}
+	if len(pats) == 0 {
+		return nil, nil
 	}
 	paths, err := home.Resolve("")
 	if err != nil {
 		return nil, err
 	}
 	c := client.New(paths).As(id.Workspace, id.Agent)
-	pat := hub.EscapePath(rel)
-	res, err := c.CheckPaths(ctx, []string{pat})
+	res, err := c.CheckPaths(ctx, pats)
 	if err != nil {
 		return nil, err
 	}
@@ -131,11 +179,11 @@ func runEditHook(ctx context.Context, g *globals, o editHookOptions, stdin io.Re
 	}
 	if o.lease > 0 && id.Agent != "" {
 		excl := true
-		_, err := c.Reserve(ctx, api.ReserveRequest{Paths: []string{pat}, TTLSeconds: int(o.lease / time.Second),
+		_, err := c.Reserve(ctx, api.ReserveRequest{Paths: pats, TTLSeconds: int(o.lease / time.Second),
 			Exclusive: &excl, Reason: "editing it (" + in.ToolName + ")"})
 		if err != nil {
 			// The edit goes on: the lease is a courtesy to others.
-			fmt.Fprintf(g.stderr, "parley hook: lease on %s not taken: %v\n", rel, err)
+			fmt.Fprintf(g.stderr, "parley hook: lease on %s not taken: %v\n", strings.Join(rels, ", "), err)
 		}
 	}
 	return nil, nil

@@ -39,8 +39,10 @@ there: other servers and settings are kept.
   codex    [mcp_servers.parley] in $CODEX_HOME/config.toml (default ~/.codex),
            with PARLEY_HOME passed on and Parley's tools approved; with
            --permissions, a PermissionRequest hook that sends Codex's approval
-           requests to Parley's inbox, trusted in Codex through codex app-server
-           when codex is on PATH (else it prints the /hooks step)
+           requests to Parley's inbox; with --leases, a PreToolUse hook that
+           checks each apply_patch against other agents' file reservations;
+           the hooks trusted in Codex through codex app-server when codex is
+           on PATH (else it prints the /hooks step)
   cursor   .cursor/mcp.json
   gemini   .gemini/settings.json
 
@@ -68,6 +70,9 @@ are passed on to ` + "`parley mcp serve`" + ` (and the hooks).`,
 			if permissions && args[0] != "claude" && args[0] != "codex" {
 				return fmt.Errorf("--permissions is for claude and codex: %s has no permission hook", args[0])
 			}
+			if leases && args[0] != "claude" && args[0] != "codex" {
+				return fmt.Errorf("--leases is for claude and codex: %s has no edit hook", args[0])
+			}
 			if err := p.settleIdentity(g, dir); err != nil {
 				return err
 			}
@@ -93,8 +98,8 @@ are passed on to ` + "`parley mcp serve`" + ` (and the hooks).`,
 			if args[0] == "claude" {
 				fmt.Fprintln(g.stdout, "Claude Code applies .claude/settings.json (Parley's hooks, and the rule that lets Parley's tools run without a prompt, which the background message-listener needs) once this folder is trusted: accept the trust dialog at the first start here, and approve the parley server of .mcp.json.")
 			}
-			if args[0] == "codex" && permissions {
-				p.trustCodexHook(cmd.Context(), g)
+			if args[0] == "codex" {
+				p.trustCodexHooks(cmd.Context(), g)
 			}
 			if withChannel {
 				fmt.Fprintln(g.stdout, "Start Claude Code with the channel (a research preview: it needs a claude.ai login, and until parley is on Claude Code's approved allowlist it must be loaded as a development channel):\n  claude --dangerously-load-development-channels server:parley")
@@ -107,7 +112,7 @@ are passed on to ` + "`parley mcp serve`" + ` (and the hooks).`,
 	}
 	cmd.Flags().StringVar(&role, "role", "", "the agent's role, passed on to parley mcp serve --role")
 	cmd.Flags().BoolVarP(&yes, "yes", "y", false, "write without asking")
-	cmd.Flags().BoolVar(&leases, "leases", false, "claude: also a PreToolUse hook that checks each edit against other agents' file reservations and reserves the file")
+	cmd.Flags().BoolVar(&leases, "leases", false, "claude, codex: also a PreToolUse hook that checks each edit (Claude Code's Edit, Write, MultiEdit, NotebookEdit; Codex's apply_patch) against other agents' file reservations and reserves the files")
 	cmd.Flags().BoolVar(&withChannel, "channel", false, "claude: make the server a Claude Code channel (mcp serve --channel): messages are pushed into the session as they arrive, and permission prompts are relayed to Parley's inbox")
 	cmd.Flags().BoolVar(&permissions, "permissions", false, "claude, codex: also send the client's permission prompts to Parley's permission inbox (a PermissionRequest hook), where parley allow|deny, a manager agent or the dashboard can answer them")
 	return cmd
@@ -669,9 +674,12 @@ func (p initPlan) codex() ([]fileChange, error) {
 			}
 		}
 	}
-	if p.permissions && !hasCodexPermissionHook(after) {
-		// Appended as a new entry of the [[hooks.PermissionRequest]] array:
-		// the user's own hooks stay as they are.
+	// Each hook is appended as a new entry of its [[hooks.EVENT]] array: the
+	// user's own hooks stay as they are.
+	for _, h := range p.codexHooks() {
+		if hasCodexHook(after, h.event) {
+			continue
+		}
 		text := string(c.new)
 		if text != "" && !strings.HasSuffix(text, "\n") {
 			text += "\n"
@@ -679,65 +687,94 @@ func (p initPlan) codex() ([]fileChange, error) {
 		if strings.TrimSpace(text) != "" {
 			text += "\n"
 		}
-		text += "[[hooks.PermissionRequest]]\nmatcher = \"*\"\n\n[[hooks.PermissionRequest.hooks]]\ntype = \"command\"\n" +
-			"command = " + tomlString(p.codexHookCommand()) + "\n" +
-			// It waits for a person (up to its --wait of 50 s).
-			"timeout = 60\n"
+		cmd := p.codexHookCommand(h.event)
+		text += fmt.Sprintf("[[hooks.%s]]\nmatcher = %s\n\n[[hooks.%s.hooks]]\ntype = \"command\"\ncommand = %s\ntimeout = %d\n",
+			h.event, tomlString(h.matcher), h.event, tomlString(cmd), h.timeout)
 		var withHook map[string]any
-		if err := toml.Unmarshal([]byte(text), &withHook); err != nil || !hasCodexPermissionHook(withHook) {
-			return nil, fmt.Errorf("%s: cannot add the PermissionRequest hook to it (%v): add a [[hooks.PermissionRequest]] with command %q by hand", path, err, p.codexHookCommand())
+		if err := toml.Unmarshal([]byte(text), &withHook); err != nil || !hasCodexHook(withHook, h.event) {
+			return nil, fmt.Errorf("%s: cannot add the %s hook to it (%v): add a [[hooks.%s]] with command %q by hand", path, h.event, err, h.event, cmd)
 		}
-		c.new = []byte(text)
+		c.new, after = []byte(text), withHook
 	}
 	return []fileChange{c}, nil
 }
 
-// trustCodexHook has Codex trust the PermissionRequest hook init wrote, if
-// the config has it (it was written now or before), and says what it did;
-// where it cannot, it prints the step that does it by hand.
-func (p initPlan) trustCodexHook(ctx context.Context, g *globals) {
+// codexHookSpec is a hook init writes into Codex's config.toml.
+type codexHookSpec struct {
+	event, matcher string
+	timeout        int    // seconds
+	fires          string // when Codex runs it, for the user
+}
+
+// codexHooks are the hooks the plan asks for: PermissionRequest waits for a
+// person (up to its --wait of 50 s); PreToolUse checks apply_patch's files.
+func (p initPlan) codexHooks() []codexHookSpec {
+	var hs []codexHookSpec
+	if p.permissions {
+		hs = append(hs, codexHookSpec{evPermissionRequest, "*", 60,
+			"It fires where Codex would ask for an approval (codex with approvals on, or codex app-server), not in plain codex exec."})
+	}
+	if p.leases {
+		hs = append(hs, codexHookSpec{evPreToolUse, codexEditTool, 10,
+			"It checks every apply_patch against other agents' file reservations."})
+	}
+	return hs
+}
+
+// trustCodexHooks has Codex trust the hooks init wrote, if the config has
+// them (written now or before), and says what it did; where it cannot, it
+// prints the step that does it by hand.
+func (p initPlan) trustCodexHooks(ctx context.Context, g *globals) {
 	path, err := codexConfigPath()
 	if err != nil {
 		return
 	}
 	var conf map[string]any
-	if b, err := os.ReadFile(path); err != nil || toml.Unmarshal(b, &conf) != nil || !hasCodexPermissionHook(conf) {
+	if b, err := os.ReadFile(path); err != nil || toml.Unmarshal(b, &conf) != nil {
 		return // not written
 	}
-	const fires = "It fires where Codex would ask for an approval (codex with approvals on, or codex app-server), not in plain codex exec."
-	n, err := trustCodexHook(ctx, p.root, path, p.codexHookCommand())
-	switch {
-	case err == nil && n == 0:
-		fmt.Fprintln(g.stdout, "Codex already trusts Parley's PermissionRequest hook. "+fires)
-	case err == nil:
-		fmt.Fprintf(g.stdout, "Codex now trusts Parley's PermissionRequest hook (recorded in %s under [hooks.state], as /hooks does). %s\n", path, fires)
-	default:
-		fmt.Fprintf(g.stdout, "Codex runs a hook only once you trust it, and Parley could not record that (%v). Trust it by hand: start codex in %s, type /hooks, press Enter on PermissionRequest, select the hook whose command is %s and press t. %s\n",
-			err, p.root, p.codexHookCommand(), fires)
+	for _, h := range p.codexHooks() {
+		if !hasCodexHook(conf, h.event) {
+			continue
+		}
+		cmd := p.codexHookCommand(h.event)
+		n, err := trustCodexHook(ctx, p.root, path, h.event, cmd)
+		switch {
+		case err == nil && n == 0:
+			fmt.Fprintf(g.stdout, "Codex already trusts Parley's %s hook. %s\n", h.event, h.fires)
+		case err == nil:
+			fmt.Fprintf(g.stdout, "Codex now trusts Parley's %s hook (recorded in %s under [hooks.state], as /hooks does). %s\n", h.event, path, h.fires)
+		default:
+			fmt.Fprintf(g.stdout, "Codex runs a hook only once you trust it, and Parley could not record that (%v). Trust it by hand: start codex in %s, type /hooks, press Enter on %s, select the hook whose command is %s and press t. %s\n",
+				err, p.root, h.event, cmd, h.fires)
+		}
 	}
 }
 
-// codexHookCommand is the PermissionRequest hook init writes for Codex.
-func (p initPlan) codexHookCommand() string {
-	parts := []string{shellQuote(p.command), "hook", "codex", evPermissionRequest}
+// codexHookCommand is the hook command init writes for Codex's event.
+func (p initPlan) codexHookCommand(event string) string {
+	parts := []string{shellQuote(p.command), "hook", "codex", event}
 	if p.agent != "" {
 		parts = append(parts, "--agent", shellQuote(p.agent))
+	}
+	if event == evPreToolUse {
+		parts = append(parts, editHookArgs...)
 	}
 	return strings.Join(parts, " ")
 }
 
-// hasCodexPermissionHook reports whether Codex's config (parsed) runs
-// `parley hook codex PermissionRequest` as a PermissionRequest hook.
-func hasCodexPermissionHook(conf map[string]any) bool {
+// hasCodexHook reports whether Codex's config (parsed) runs
+// `parley hook codex EVENT` as an EVENT hook.
+func hasCodexHook(conf map[string]any, event string) bool {
 	hooks, _ := conf["hooks"].(map[string]any)
-	groups, _ := hooks[evPermissionRequest].([]any)
+	groups, _ := hooks[event].([]any)
 	for _, g := range groups {
 		gm, _ := g.(map[string]any)
 		list, _ := gm["hooks"].([]any)
 		for _, h := range list {
 			hm, _ := h.(map[string]any)
 			cmd, _ := hm["command"].(string)
-			if f := strings.Fields(cmd); len(f) >= 4 && strings.Contains(f[0], "parley") && f[1] == "hook" && f[2] == "codex" && f[3] == evPermissionRequest {
+			if f := strings.Fields(cmd); len(f) >= 4 && strings.Contains(f[0], "parley") && f[1] == "hook" && f[2] == "codex" && f[3] == event {
 				return true
 			}
 		}

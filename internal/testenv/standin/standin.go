@@ -286,8 +286,8 @@ func (r *ResponsesRequest) Has(sub string) bool {
 	return false
 }
 
-// Output returns the output of the function call callID, as text, if the
-// request carries it.
+// Output returns the output of the function call (or the freeform tool call,
+// such as apply_patch) callID, as text, if the request carries it.
 func (r *ResponsesRequest) Output(callID string) (string, bool) {
 	for _, in := range r.Input {
 		var it struct {
@@ -295,7 +295,7 @@ func (r *ResponsesRequest) Output(callID string) (string, bool) {
 			CallID string          `json:"call_id"`
 			Output json.RawMessage `json:"output"`
 		}
-		if json.Unmarshal(in, &it) != nil || it.Type != "function_call_output" || it.CallID != callID {
+		if json.Unmarshal(in, &it) != nil || it.Type != "function_call_output" && it.Type != "custom_tool_call_output" || it.CallID != callID {
 			continue
 		}
 		var s string
