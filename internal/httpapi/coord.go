@@ -1,14 +1,12 @@
 package httpapi
 
 import (
-	"net/http"
-
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/ops"
 )
 
 // coordRoutes adds the endpoints of file reservations, search and work queues.
-func coordRoutes(mux *http.ServeMux, o *ops.Ops) {
+func coordRoutes(mux Mux, o *ops.Ops) {
 	r := api.Prefix + "/reservations"
 	Handle(mux, "POST "+r, o.ReservePaths)
 	Handle(mux, "GET "+r, o.ListReservations)

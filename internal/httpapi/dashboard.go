@@ -1,15 +1,13 @@
 package httpapi
 
 import (
-	"net/http"
-
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/ops"
 )
 
 // dashboardRoutes adds the endpoints only the dashboard uses: its sign-in
 // links and its reads of the whole workspace.
-func dashboardRoutes(mux *http.ServeMux, o *ops.Ops) {
+func dashboardRoutes(mux Mux, o *ops.Ops) {
 	p := api.Prefix + "/dashboard"
 	Handle(mux, "POST "+p+"/login", o.DashboardLogin)
 	Handle(mux, "GET "+p+"/unread", o.UnreadByAgent)

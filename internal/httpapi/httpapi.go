@@ -43,8 +43,14 @@ type Endpoints struct {
 	Events *Events      // GET /api/v1/events
 }
 
+// Mux is where Routes adds the endpoints: an *http.ServeMux.
+type Mux interface {
+	Handle(pattern string, handler http.Handler)
+}
+
 // Routes adds every endpoint of the daemon to mux: e's and the operations'.
-func Routes(mux *http.ServeMux, o *ops.Ops, e Endpoints) {
+// docs/api.md lists them all (TestRoutesDocumented).
+func Routes(mux Mux, o *ops.Ops, e Endpoints) {
 	p := api.Prefix
 	if e.MCP != nil {
 		mux.Handle("/mcp", e.MCP)
@@ -124,7 +130,7 @@ func Routes(mux *http.ServeMux, o *ops.Ops, e Endpoints) {
 // path's wildcards, each matched to the input's fields by their json names.
 // An agent token may reach the endpoint when fn is an operation that ops
 // opens to agent tokens (ops.AgentMay); see AgentMay.
-func Handle[In, Out any](mux *http.ServeMux, pattern string, fn func(context.Context, *ops.Caller, In) (Out, error)) {
+func Handle[In, Out any](mux Mux, pattern string, fn func(context.Context, *ops.Caller, In) (Out, error)) {
 	handle(mux, pattern, ops.AgentMay(fn), fn)
 }
 
@@ -142,10 +148,10 @@ func AgentMay(pattern string) bool {
 
 // handle is Handle for an fn that wraps an operation, whose access the
 // caller passes.
-func handle[In, Out any](mux *http.ServeMux, pattern string, agentMay bool, fn func(context.Context, *ops.Caller, In) (Out, error)) {
+func handle[In, Out any](mux Mux, pattern string, agentMay bool, fn func(context.Context, *ops.Caller, In) (Out, error)) {
 	agentRoutes.Store(pattern, agentMay)
 	wild := wildcards(pattern)
-	mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, err := CallerOf(r)
 		var in In
 		if err == nil {
@@ -191,7 +197,7 @@ func handle[In, Out any](mux *http.ServeMux, pattern string, agentMay bool, fn f
 		// Written whole: it has them. (Only a failed write says otherwise: a
 		// client may hang up as soon as it has read its answer.)
 		c.Settle(context.WithoutCancel(r.Context()), werr == nil)
-	})
+	}))
 }
 
 // receiptLease is how long a reader that confirms by itself (api.HeaderReceipts)
