@@ -131,10 +131,11 @@ func TestManagerLifecycle(t *testing.T) {
 	if w.TimedOut || w.Run == nil || w.Run.Seq != 1 || w.Run.State != "cancelled" {
 		t.Errorf("wait for the cancelled run: got %+v (run %+v), want run 1 cancelled", w, w.Run)
 	}
-	mustCall(t, m, "get_agent_status", map[string]any{"agent_id": "s1"}, &st)
-	if st.Snapshot.CurrentRun == nil || st.Snapshot.CurrentRun.Seq != 2 || st.Snapshot.Queued != 0 {
-		t.Errorf("after the cancel: got %+v, want run 2 (the queued prompt) current", st.Snapshot)
-	}
+	// The queued prompt starts once the cancelled run is reaped.
+	waitFor(t, "run 2 (the queued prompt) to start", func() bool {
+		mustCall(t, m, "get_agent_status", map[string]any{"agent_id": "s1"}, &st)
+		return st.Snapshot.CurrentRun != nil && st.Snapshot.CurrentRun.Seq == 2 && st.Snapshot.Queued == 0
+	})
 
 	// Both agents are listed, in this workspace only.
 	var list api.ManagedAgentsResult
@@ -229,17 +230,19 @@ func TestManagerPermissions(t *testing.T) {
 		answered <- a
 	}()
 
+	// The request is listed as soon as it is filed, and the agent's status
+	// follows: wait for both.
 	var pending api.PermissionsResult
+	var st api.AgentStatusResult
 	waitFor(t, "the request to be pending", func() bool {
 		mustCall(t, m, "list_pending_permissions", nil, &pending)
-		return len(pending.Permissions) == 1
+		mustCall(t, m, "get_agent_status", map[string]any{"agent_id": "w1"}, &st)
+		return len(pending.Permissions) == 1 && st.Status == "waiting_permission"
 	})
 	pp := pending.Permissions[0]
 	if pp.AgentID != "w1" || pp.Status != "waiting_permission" || pp.Request.ToolName != "Bash" || !strings.Contains(string(pp.Request.Input), "rm -rf build") {
 		t.Errorf("list_pending_permissions: got %+v", pp)
 	}
-	var st api.AgentStatusResult
-	mustCall(t, m, "get_agent_status", map[string]any{"agent_id": "w1"}, &st)
 	if st.Status != "waiting_permission" || st.Snapshot.Title != "renamed by itself" || len(st.Snapshot.PendingPermissions) != 1 {
 		t.Errorf("get_agent_status while asking: got %+v, want waiting_permission, the new title, one request", st)
 	}
