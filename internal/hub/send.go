@@ -51,10 +51,19 @@ func (h *Hub) Send(ctx context.Context, r SendRequest) (*SendResult, error) {
 // deliver stores m for recips and wakes them. agents, if not nil, are the
 // workspace's agents as resolving the address read them; presence uses them.
 func (h *Hub) deliver(ctx context.Context, m *Message, recips []string, agents []*Agent) (*SendResult, error) {
-	if err := h.store.CreateMessage(ctx, m, recips); err != nil {
-		return nil, withOp("send", err)
+	if s, ok := h.store.(SendStore); ok {
+		as, err := s.SendMessage(ctx, m, recips)
+		if err != nil {
+			return nil, withOp("send", err)
+		}
+		h.wakeLocal(m.Workspace, recips)   // the store told the other daemons
+		agents = append([]*Agent{}, as...) // not nil: presence reads nothing more
+	} else {
+		if err := h.store.CreateMessage(ctx, m, recips); err != nil {
+			return nil, withOp("send", err)
+		}
+		h.wake(ctx, m.Workspace, recips)
 	}
-	h.wake(ctx, m.Workspace, recips)
 	h.Touch(ctx, m.Workspace, m.From)
 	h.publish(Event{Kind: EventMessageSent, Workspace: m.Workspace, Agent: m.From, Message: m, Recipients: recips})
 	return &SendResult{Message: m, Recipients: recips, Presence: h.presence(ctx, m.Workspace, recips, agents)}, nil

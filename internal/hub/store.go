@@ -103,6 +103,17 @@ type Store interface {
 	Close() error
 }
 
+// SendStore is a Store that sends in one round trip: it stores a message and
+// reads its recipients' agents (for the presence a send reports) together. A
+// store on a server (PostgreSQL) pays a round trip per call, and a send was
+// two. A store that several daemons share also tells the others of the new
+// message in the same transaction, so the hub does not notify after it.
+type SendStore interface {
+	// SendMessage is CreateMessage that also returns the agents of the
+	// recipients that exist, in any order.
+	SendMessage(ctx context.Context, m *Message, recipients []string) ([]*Agent, error)
+}
+
 // HistoryQuery selects messages from a workspace's history.
 type HistoryQuery struct {
 	Thread string // only this thread

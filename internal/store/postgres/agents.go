@@ -12,13 +12,14 @@ import (
 
 const agentCols = `workspace, name, role, module, status, created_at, last_seen, host`
 
-func scanAgent(row pgx.Row) (*hub.Agent, error) {
+// scanAgent reads agentCols (after any leading dest) into a new agent.
+func scanAgent(row pgx.Row, lead ...any) (*hub.Agent, error) {
 	var (
 		a        hub.Agent
 		status   string
 		lastSeen *time.Time
 	)
-	if err := row.Scan(&a.Workspace, &a.Name, &a.Role, &a.Module, &status, &a.CreatedAt, &lastSeen, &a.Host); err != nil {
+	if err := row.Scan(append(lead, &a.Workspace, &a.Name, &a.Role, &a.Module, &status, &a.CreatedAt, &lastSeen, &a.Host)...); err != nil {
 		return nil, err
 	}
 	a.Status = hub.Status(status)

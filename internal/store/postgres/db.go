@@ -63,11 +63,14 @@ type DB struct {
 	dsn  string // as given: the listener opens its own connection with it
 	node string
 	host string
+	// origin names this DB in the notifications it sends (notify.go), so
+	// that its own notifier skips them.
+	origin string
 
 	closeOnce sync.Once
 
-	// sends commits concurrent CreateMessage calls together (sendbatch.go).
-	sends sendBatcher
+	// sends commits concurrent sends together (sendbatch.go).
+	sends batcher[pendingSend]
 
 	// known holds workspaces already recorded in the workspaces table, so the hot
 	// write paths skip that insert once a workspace has been seen.
@@ -130,13 +133,13 @@ func Open(ctx context.Context, dsn string, opts *Options) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open store %s: %w", Redact(dsn), err)
 	}
-	db := &DB{pool: pool, lazy: lazy, log: log, dsn: dsn, node: opts.Node, host: opts.Host}
+	db := &DB{pool: pool, lazy: lazy, log: log, dsn: dsn, node: opts.Node, host: opts.Host, origin: newOrigin()}
 	if err := db.migrate(ctx); err != nil {
 		pool.Close()
 		lazy.Close()
 		return nil, fmt.Errorf("open store %s: %w", Redact(dsn), err)
 	}
-	db.sends.start(db)
+	db.sends.start(committers, db.commitSends)
 	return db, nil
 }
 

@@ -73,71 +73,42 @@ func metadataArg(md map[string]string) (any, error) {
 	return string(b), nil
 }
 
-// createMessage inserts the workspace (once), the message and its deliveries in
-// one statement, so a send is one round trip and one commit.
-const createMessage = `WITH ws AS (
-		INSERT INTO workspaces (name) SELECT $1 WHERE $12 ON CONFLICT DO NOTHING
-	), m AS (
-		INSERT INTO messages (id, workspace, sender, to_addr, content, payload, priority,
-			reply_to, thread_id, metadata, created_at, ack_required, ack_deadline)
-		VALUES ($2, $1, $3, $4, $5, $6::json, $7, $8, $9, $10::jsonb, $11, $15, $16)
-		RETURNING seq
-	)
-	INSERT INTO deliveries (workspace, recipient, message_seq, rank)
-	SELECT $1, r.name, m.seq, $13 FROM m, unnest($14::text[]) WITH ORDINALITY AS r(name, n)
-	ORDER BY r.n
-	ON CONFLICT DO NOTHING`
-
 // CreateMessage stores m and one unread delivery per distinct recipient,
 // atomically. A zero m.CreatedAt is set to now. Payload bytes are kept exactly
 // (nil stays nil); an empty Metadata map reads back as nil.
 //
-// Concurrent calls commit together (sendbatch.go): one statement and one
+// Concurrent calls commit together (sendbatch.go): one round trip and one
 // WAL flush for all the sends that queued while the previous batch
-// committed. It returns once m is durable.
+// committed, which also tells the other daemons on the database. It returns
+// once m is durable.
 func (db *DB) CreateMessage(ctx context.Context, m *hub.Message, recipients []string) error {
+	p, err := db.newSend(m, recipients)
+	if err != nil {
+		return err
+	}
+	return db.send(ctx, p)
+}
+
+// newSend checks m and prepares its send.
+func (db *DB) newSend(m *hub.Message, recipients []string) (*pendingSend, error) {
 	const op = "create message"
 	if m.ID == "" || m.Workspace == "" {
-		return hub.Errorf(op, hub.Invalid, "message needs an id and a workspace")
+		return nil, hub.Errorf(op, hub.Invalid, "message needs an id and a workspace")
 	}
 	if m.CreatedAt.IsZero() {
 		m.CreatedAt = time.Now().UTC()
 	}
 	if !m.AckDeadline.IsZero() && !m.AckRequired {
-		return hub.Errorf(op, hub.Invalid, "an ack deadline needs ack_required")
+		return nil, hub.Errorf(op, hub.Invalid, "an ack deadline needs ack_required")
 	}
 	md, err := metadataArg(m.Metadata)
 	if err != nil {
-		return hub.Errorf(op, hub.Invalid, "encode metadata: %w", err)
+		return nil, hub.Errorf(op, hub.Invalid, "encode metadata: %w", err)
 	}
 	if recipients == nil {
 		recipients = []string{}
 	}
-	return db.sends.add(ctx, &pendingSend{m: m, recipients: recipients, metadata: md})
-}
-
-// createOne stores one message in its own statement: a batch that failed
-// for one of its messages is retried this way, so that only that one fails.
-func (db *DB) createOne(ctx context.Context, p *pendingSend) error {
-	const op = "create message"
-	m := p.m
-	var ackDue *time.Time
-	if !m.AckDeadline.IsZero() {
-		ackDue = &m.AckDeadline
-	}
-	_, known := db.known.Load(m.Workspace)
-	_, err := db.pool.Exec(ctx, createMessage, m.Workspace, m.ID, m.From, m.To, m.Content,
-		payloadArg(m.Payload), string(m.Priority), m.ReplyTo, m.ThreadID, p.metadata, m.CreatedAt,
-		!known, m.Priority.Rank(), p.recipients, m.AckRequired, ackDue)
-	if err != nil {
-		err = db.mapErr(ctx, op, err)
-		if hub.KindOf(err) == hub.Conflict {
-			return hub.Errorf(op, hub.Conflict, "message %s exists already", m.ID)
-		}
-		return err
-	}
-	db.markKnown(m.Workspace)
-	return nil
+	return &pendingSend{m: m, recipients: recipients, metadata: md}, nil
 }
 
 // Message returns the message with the id in ws.

@@ -43,7 +43,7 @@ type PermissionWaker interface {
 type Notifier struct {
 	db     *DB
 	log    *slog.Logger
-	origin string // this process, so its own notifications are skipped
+	origin string // its store's (DB.origin): its own notifications are skipped
 
 	reqs    chan *note
 	stopped chan struct{} // closed when Run has ended
@@ -74,12 +74,28 @@ type note struct {
 	done    chan error
 }
 
+// wakePayload encodes a notification; one that would not fit wakes the whole
+// workspace instead.
+func wakePayload(w wire) string {
+	b, _ := json.Marshal(w) // strings and bools only: it cannot fail
+	if len(b) > maxPayload {
+		w.Recipients, w.All = nil, true
+		b, _ = json.Marshal(w)
+	}
+	return string(b)
+}
+
+// newOrigin names this process in its notifications.
+func newOrigin() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
 // NewNotifier returns the notifier of db's database; Run must be running for it
 // to deliver or hear anything.
 func (db *DB) NewNotifier() *Notifier {
-	b := make([]byte, 8)
-	rand.Read(b)
-	return &Notifier{db: db, log: db.log, origin: hex.EncodeToString(b), reqs: make(chan *note), stopped: make(chan struct{})}
+	return &Notifier{db: db, log: db.log, origin: db.origin, reqs: make(chan *note), stopped: make(chan struct{})}
 }
 
 // Notify tells the other daemons that the recipients' inboxes in ws have new
@@ -97,17 +113,7 @@ func (n *Notifier) NotifyPermission(ctx context.Context, id string) error {
 }
 
 func (n *Notifier) send1(ctx context.Context, w wire) error {
-	b, err := json.Marshal(w)
-	if err != nil {
-		return err
-	}
-	if len(b) > maxPayload {
-		w.Recipients, w.All = nil, true
-		if b, err = json.Marshal(w); err != nil {
-			return err
-		}
-	}
-	r := &note{payload: string(b), done: make(chan error, 1)}
+	r := &note{payload: wakePayload(w), done: make(chan error, 1)}
 	select {
 	case n.reqs <- r:
 	case <-n.stopped:
@@ -163,8 +169,11 @@ func (n *Notifier) send(ctx context.Context) {
 		}
 		// Not ctx: the senders are waiting for this outcome. A bound, so a
 		// server that stopped answering does not hold the senders forever.
+		// On the lazy pool: listeners hear a NOTIFY when its transaction
+		// commits, before its WAL reaches disk, and a notification lost in
+		// a power cut only delays a waiter until it looks again.
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		_, err := n.db.pool.Exec(sctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, channel, payloads)
+		_, err := n.db.lazy.Exec(sctx, notify, channel, payloads)
 		cancel()
 		if err != nil {
 			err = n.db.mapErr(ctx, "notify", err)

@@ -3,116 +3,85 @@ package postgres
 import (
 	"context"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/parley-dev/parley/internal/hub"
 )
 
-// Group commit of sends. Each durable commit waits for PostgreSQL to flush
-// its WAL, and each send was one round trip and one flush of its own: with
-// 64 senders the server spent its time waking backends and flushing. Sends
-// that arrive while a batch commits now wait for the next one, and each batch
-// is one statement and one flush. A lone send still goes at once.
+// Sends. Under load a send's cost is its round trips: each one waits for a
+// backend and for this process to be scheduled again. A send is one round
+// trip for its batch (batch.go), one transaction with one WAL flush that
+// stores the messages and their deliveries and reads the recipients' agent
+// records (the presence the hub reports), and then a short one that tells
+// the other daemons.
+//
+// The notifications are a transaction of their own, committed without
+// waiting for the disk: PostgreSQL serialises the commits of transactions
+// that NOTIFY under one lock held across their WAL flush, so sends that
+// notified in their own transaction could not share flushes.
 
-// committers is how many batches may commit at once: while one waits for
-// its flush, the next gathers and sends.
+// committers is how many batches of sends may commit at once: while one
+// waits for its flush, the next gathers and sends.
 const committers = 4
-
-// maxBatch bounds the messages of one statement.
-const maxBatch = 256
 
 // sendTimeout bounds a batch's commit: the senders of a batch wait for it
 // whatever their own contexts say, so that a send is never reported failed
 // after it was stored, nor stored without its wake-up.
 const sendTimeout = 15 * time.Second
 
-// pendingSend is one CreateMessage waiting for its batch.
+// pendingSend is one send waiting for its batch.
 type pendingSend struct {
 	m          *hub.Message
 	recipients []string
-	metadata   any // the JSON text, or nil
-	done       chan error
+	metadata   any  // the JSON text, or nil
+	read       bool // read the recipients' agents (SendMessage)
+
+	agents []*hub.Agent // the recipients' agents that exist, once done
+	done   chan error   // buffered: the committer never waits for the sender
 }
 
-// sendBatcher gathers concurrent sends into batches.
-type sendBatcher struct {
-	db    *DB
-	queue chan *pendingSend // unbuffered: a send is handed to a running committer
-	quit  chan struct{}
-	wg    sync.WaitGroup
-	// batches counts the statements that stored several messages.
-	batches atomic.Int64
-}
+var _ hub.SendStore = (*DB)(nil)
 
-func (b *sendBatcher) start(db *DB) {
-	b.db, b.queue, b.quit = db, make(chan *pendingSend), make(chan struct{})
-	for range committers {
-		b.wg.Go(b.run)
+// notify sends notifications ($2) on channel $1, one statement for many.
+const notify = `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`
+
+// SendMessage stores m like CreateMessage and returns the recipients' agents
+// (those that exist) as read in the same round trip (hub.SendStore). Like
+// CreateMessage, it tells the other daemons on the database of the message
+// when it commits.
+func (db *DB) SendMessage(ctx context.Context, m *hub.Message, recipients []string) ([]*hub.Agent, error) {
+	p, err := db.newSend(m, recipients)
+	if err != nil {
+		return nil, err
 	}
-}
-
-// stop ends the committers once their batches are done.
-func (b *sendBatcher) stop() {
-	close(b.quit)
-	b.wg.Wait()
-}
-
-// add queues p and returns once its batch committed or failed.
-func (b *sendBatcher) add(ctx context.Context, p *pendingSend) error {
-	const op = "create message"
-	if err := ctx.Err(); err != nil { // a ready committer must not win the select below
-		return b.db.mapErr(ctx, op, err)
+	p.read = true
+	if err := db.send(ctx, p); err != nil {
+		return nil, err
 	}
+	return p.agents, nil
+}
+
+// send queues p and returns once its batch committed or failed.
+func (db *DB) send(ctx context.Context, p *pendingSend) error {
 	p.done = make(chan error, 1)
-	select {
-	case b.queue <- p:
-	case <-b.quit:
-		return hub.Errorf(op, hub.Unavailable, "the store is closed")
-	case <-ctx.Done():
-		return b.db.mapErr(ctx, op, ctx.Err())
+	if err := db.sends.submit(ctx, db, "create message", p); err != nil {
+		return err
 	}
 	return <-p.done
 }
 
-func (b *sendBatcher) run() {
-	batch := make([]*pendingSend, 0, maxBatch)
-	for {
-		select {
-		case p := <-b.queue:
-			batch = append(batch[:0], p)
-		case <-b.quit:
-			return
-		}
-	gather:
-		for len(batch) < maxBatch {
-			select {
-			case p := <-b.queue:
-				batch = append(batch, p)
-			default:
-				break gather
-			}
-		}
-		b.commit(batch)
-	}
-}
-
-// commit stores a batch. When it fails for a reason other than the server
-// (a duplicate id, say), each message is tried alone, so that only the bad
-// one fails.
-func (b *sendBatcher) commit(batch []*pendingSend) {
+// commitSends stores a batch. When it fails for a reason other than the
+// server (a duplicate id, say), each message is tried alone, so that only
+// the bad one fails.
+func (db *DB) commitSends(batch []*pendingSend) {
 	ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
 	defer cancel()
-	if len(batch) == 1 {
-		batch[0].done <- b.db.createOne(ctx, batch[0])
-		return
-	}
-	b.batches.Add(1)
-	err := b.db.createMany(ctx, batch)
-	if err != nil && hub.KindOf(err) != hub.Unavailable {
+	err := db.commit(ctx, batch)
+	if err != nil && len(batch) > 1 && hub.KindOf(err) != hub.Unavailable {
 		for _, p := range batch {
-			p.done <- b.db.createOne(ctx, p)
+			p.done <- db.commit(ctx, []*pendingSend{p})
 		}
 		return
 	}
@@ -121,9 +90,97 @@ func (b *sendBatcher) commit(batch []*pendingSend) {
 	}
 }
 
-// createMessages is createMessage for many messages, in their order, as
-// parallel arrays: the messages' columns, then the deliveries' (message id,
-// recipient, rank).
+// commit stores batch in one round trip, the insert and the agent reads
+// pipelined in one implicit transaction, then tells the other daemons.
+func (db *DB) commit(ctx context.Context, batch []*pendingSend) error {
+	const op = "create message"
+	var b pgx.Batch
+	newWS := db.queueInsert(&b, batch)
+	idx, wss, names := []int32{}, []string{}, []string{}
+	for i, p := range batch {
+		if p.read {
+			for _, r := range p.recipients {
+				idx, wss, names = append(idx, int32(i)), append(wss, p.m.Workspace), append(names, r)
+			}
+		}
+	}
+	read := len(idx) > 0
+	if read {
+		b.Queue(`SELECT k.i, `+agentCols+` FROM unnest($1::int[], $2::text[], $3::text[]) AS k(i, kws, kname)
+			JOIN agents ON workspace = k.kws AND name = k.kname`, idx, wss, names)
+	}
+	res := db.pool.SendBatch(ctx, &b)
+	_, err := res.Exec()
+	if err == nil && read {
+		var rows pgx.Rows
+		if rows, err = res.Query(); err == nil {
+			for rows.Next() {
+				var i int32
+				var a *hub.Agent
+				if a, err = scanAgent(rows, &i); err != nil {
+					break
+				}
+				batch[i].agents = append(batch[i].agents, a)
+			}
+			rows.Close()
+			if err == nil {
+				err = rows.Err()
+			}
+		}
+	}
+	if cerr := res.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		for _, p := range batch {
+			p.agents = nil
+		}
+		err = db.mapErr(ctx, op, err)
+		if len(batch) == 1 && hub.KindOf(err) == hub.Conflict {
+			return hub.Errorf(op, hub.Conflict, "message %s exists already", batch[0].m.ID)
+		}
+		return err
+	}
+	for _, ws := range newWS {
+		db.markKnown(ws)
+	}
+	// Stored: the send succeeds whatever happens to its wake-up, as when
+	// the hub notified after CreateMessage.
+	if _, err := db.lazy.Exec(ctx, notify, channel, db.wakePayloads(batch)); err != nil {
+		db.log.Warn("notify other daemons", "messages", len(batch), "err", db.mapErr(ctx, "notify", err))
+	}
+	return nil
+}
+
+// wakePayloads are the notifications of a batch: for each workspace, its
+// recipients (wire, in notify.go).
+func (db *DB) wakePayloads(batch []*pendingSend) []string {
+	var order []string
+	byWS := map[string][]string{}
+	seen := map[[2]string]bool{}
+	for _, p := range batch {
+		ws := p.m.Workspace
+		if _, ok := byWS[ws]; !ok {
+			order = append(order, ws)
+			byWS[ws] = []string{}
+		}
+		for _, r := range p.recipients {
+			if !seen[[2]string{ws, r}] {
+				seen[[2]string{ws, r}] = true
+				byWS[ws] = append(byWS[ws], r)
+			}
+		}
+	}
+	payloads := make([]string, len(order))
+	for i, ws := range order {
+		payloads[i] = wakePayload(wire{Origin: db.origin, Workspace: ws, Recipients: byWS[ws]})
+	}
+	return payloads
+}
+
+// createMessages stores messages, in their order, with their deliveries, in
+// one statement. Its arguments are parallel arrays: the new workspaces, the
+// messages' columns, then the deliveries' (message id, recipient, rank).
 const createMessages = `WITH ws AS (
 		INSERT INTO workspaces (name) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING
 	), m AS (
@@ -145,12 +202,11 @@ const createMessages = `WITH ws AS (
 	ORDER BY m.seq, d.n
 	ON CONFLICT DO NOTHING`
 
-// createMany stores the batch's messages and deliveries in one statement.
-func (db *DB) createMany(ctx context.Context, batch []*pendingSend) error {
-	const op = "create messages"
+// queueInsert queues the insert of the batch's messages and deliveries, one
+// statement, and returns the workspaces it records for the first time.
+func (db *DB) queueInsert(b *pgx.Batch, batch []*pendingSend) (newWS []string) {
 	n := len(batch)
 	var (
-		newWS                                            []string
 		ids, wss, senders, tos, contents, prios, replies = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		threads                                          = make([]string, n)
 		payloads, metadata                               = make([]*string, n), make([]*string, n)
@@ -187,13 +243,7 @@ func (db *DB) createMany(ctx context.Context, batch []*pendingSend) error {
 	if dIDs == nil {
 		dIDs, dNames, dRanks = []string{}, []string{}, []int16{}
 	}
-	_, err := db.pool.Exec(ctx, createMessages, newWS, ids, wss, senders, tos, contents, payloads, prios,
+	b.Queue(createMessages, newWS, ids, wss, senders, tos, contents, payloads, prios,
 		replies, threads, metadata, created, ackReq, ackDue, dIDs, dNames, dRanks)
-	if err != nil {
-		return db.mapErr(ctx, op, err)
-	}
-	for _, ws := range newWS {
-		db.markKnown(ws)
-	}
-	return nil
+	return newWS
 }

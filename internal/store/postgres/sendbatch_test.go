@@ -54,7 +54,7 @@ func TestCreateMessageBatches(t *testing.T) {
 	if failed != 1 {
 		t.Errorf("%d sends failed, want 1 (the duplicate)", failed)
 	}
-	if db.sends.batches.Load() == 0 {
+	if db.sends.shared.Load() == 0 {
 		t.Errorf("%d concurrent sends never shared a statement", n)
 	}
 	for _, want := range msgs {
@@ -74,5 +74,57 @@ func TestCreateMessageBatches(t *testing.T) {
 				t.Errorf("Unread(ws%d, %s): got %d, %v; want at least %d", ws, r, u, err, n/3)
 			}
 		}
+	}
+}
+
+// TestSendMessageReadsRecipients: SendMessage returns the agents of the
+// recipients that exist, each send its own, also when concurrent sends share
+// a batch; and the hub reports presence from them.
+func TestSendMessageReadsRecipients(t *testing.T) {
+	db := openTest(t)
+	ctx := t.Context()
+	now := time.Now().UTC()
+	for i := range 8 {
+		a := &hub.Agent{Workspace: "ws", Name: fmt.Sprint("r", i), Role: fmt.Sprint("role", i), Status: hub.StatusReady, LastSeen: now}
+		if err := db.PutAgent(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const n = 64
+	got := make([][]*hub.Agent, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		m := &hub.Message{ID: fmt.Sprintf("m%03d", i), Workspace: "ws", From: "alice", To: "x", Content: "hi", Priority: hub.Normal}
+		m.ThreadID = m.ID
+		// r(i%8) exists, ghost does not, and a queue is no agent.
+		to := []string{fmt.Sprint("r", i%8), "ghost", "queue:jobs"}
+		wg.Go(func() { got[i], errs[i] = db.SendMessage(ctx, m, to) })
+	}
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("send %d: %v", i, errs[i])
+		}
+		want := fmt.Sprint("r", i%8)
+		if len(got[i]) != 1 || got[i][0].Name != want || got[i][0].Role != fmt.Sprint("role", i%8) || !got[i][0].LastSeen.Equal(now.Truncate(time.Microsecond)) {
+			t.Errorf("send %d: got agents %v, want only %s as stored", i, got[i], want)
+		}
+	}
+
+	h := hub.New(db, nil)
+	old := &hub.Agent{Workspace: "ws", Name: "sleeper", Status: hub.StatusReady, LastSeen: now.Add(-time.Hour)}
+	if err := db.PutAgent(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	res, err := h.Send(ctx, hub.SendRequest{Workspace: "ws", From: "alice", To: "r1", Content: "hi"})
+	if err != nil || len(res.Presence) != 1 || res.Presence[0] != hub.PresenceActive {
+		t.Errorf("send to r1, seen just now: %+v, %v; want active", res, err)
+	}
+	if res, err = h.Send(ctx, hub.SendRequest{Workspace: "ws", From: "alice", To: "sleeper", Content: "hi"}); err != nil || res.Presence[0] != hub.PresenceOffline {
+		t.Errorf("send to sleeper, seen an hour ago: %+v, %v; want offline", res, err)
+	}
+	if res, err = h.Send(ctx, hub.SendRequest{Workspace: "ws", From: "alice", To: "ghost", Content: "hi"}); err != nil || res.Presence[0] != hub.PresenceUnregistered {
+		t.Errorf("send to ghost: %+v, %v; want unregistered", res, err)
 	}
 }
