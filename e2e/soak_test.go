@@ -89,7 +89,38 @@ func TestSoak(t *testing.T) {
 		sessions[i] = s
 		defer s.Close()
 	}
+	repeats := soak(t, e, names, sessions, dur, hc.CloseIdleConnections)
+	t.Logf("%d repeats among the HTTP clients, marked redelivered", repeats)
+}
 
+// TestSoakBridges is TestSoak's traffic from agents behind `parley mcp
+// serve`, each cancelling its call's context as soon as the call returns:
+// the bridge confirms what it wrote to its client, so every message reaches
+// its recipient exactly once.
+func TestSoakBridges(t *testing.T) {
+	const agents = 40
+	dur := soakDuration(t) / 4
+	e := newEnv(t)
+	e.Must("daemon", "start")
+	names := make([]string, agents)
+	sessions := make([]*mcp.ClientSession, agents)
+	for i := range sessions {
+		names[i] = fmt.Sprintf("ag%03d", i)
+		sessions[i] = e.Session(nil, "--workspace", "soak", "--agent", names[i])
+	}
+	if repeats := soak(t, e, names, sessions, dur, func() {}); repeats != 0 {
+		t.Errorf("bridge clients got %d messages twice, want none: nothing ended unconfirmed", repeats)
+	}
+}
+
+// soak runs the soak's traffic over sessions (of the agents names) for dur
+// and checks that each acknowledged message reached its recipient, and only
+// it, at least once, marked when again; that the daemon's goroutines and RSS
+// stay flat after the warm-up (idle drops the client's idle connections
+// first). It returns how many copies came again.
+func soak(t *testing.T, e *env, names []string, sessions []*mcp.ClientSession, dur time.Duration, idle func()) int {
+	t.Helper()
+	agents := len(sessions)
 	type inboxMsg struct {
 		ID          string `json:"message_id"`
 		From        string `json:"from"`
@@ -185,7 +216,7 @@ func TestSoak(t *testing.T) {
 		defer gate.Unlock()
 		// Idle keep-alive connections come and go with the load; each holds
 		// a goroutine in the daemon. Close them so only sessions remain.
-		hc.CloseIdleConnections()
+		idle()
 		time.Sleep(300 * time.Millisecond)
 		return e.daemonGauges()
 	}
@@ -204,7 +235,7 @@ func TestSoak(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	if t.Failed() {
-		return
+		return 0
 	}
 	g1, r1 := e.daemonGauges()
 	t.Logf("daemon goroutines/RSS: %s; after %d", strings.Join(samples, ", "), g1)
@@ -258,4 +289,5 @@ func TestSoak(t *testing.T) {
 	}
 	t.Logf("%d agents, %s: %d messages sent, each delivered to its recipient (%d repeats, marked); send p50 %s p99 %s; send->read p50 %s p99 %s; final RSS %.1f MB",
 		agents, dur, len(sent), repeats, pct(sendLat, 0.5), pct(sendLat, 0.99), pct(delivLat, 0.5), pct(delivLat, 0.99), float64(r1)/(1<<20))
+	return repeats
 }

@@ -20,11 +20,14 @@ import (
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/bridge"
 	"github.com/parley-dev/parley/internal/hub"
+	"github.com/parley-dev/parley/internal/mcpserver"
+	"github.com/parley-dev/parley/internal/ops"
+	"github.com/parley-dev/parley/internal/store/sqlite"
 )
 
 // streamServer serves e's /mcp on a Unix socket and counts the requests
 // that are not stream upgrades.
-func streamServer(t *testing.T, e *env) (sock string, posts *atomic.Int64) {
+func streamServer(t testing.TB, e *env) (sock string, posts *atomic.Int64) {
 	t.Helper()
 	dir, err := os.MkdirTemp("/tmp", "ps")
 	if err != nil {
@@ -46,6 +49,24 @@ func streamServer(t *testing.T, e *env) (sock string, posts *atomic.Int64) {
 	go hs.Serve(ln)
 	t.Cleanup(func() { hs.Close() })
 	return sock, posts
+}
+
+// upgrade opens a stream session of agent by hand.
+func upgrade(t testing.TB, sock, ws, agent string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(c, "GET /mcp HTTP/1.1\r\nHost: parley\r\nConnection: Upgrade\r\nUpgrade: %s\r\n%s: %s\r\n%s: %s\r\n\r\n",
+		bridge.StreamProtocol, api.HeaderAgent, agent, api.HeaderWorkspace, ws)
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+		c.Close()
+		t.Fatalf("upgrade: %v %v", resp, err)
+	}
+	return c, br
 }
 
 func sendTo(t *testing.T, e *env, ws, to, content string) string {
@@ -137,19 +158,9 @@ func TestStreamUnconfirmedGoesBack(t *testing.T) {
 	sock, _ := streamServer(t, e)
 	id := sendTo(t, e, ws, "bob", "never confirmed")
 
-	c, err := net.Dial("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, br := upgrade(t, sock, ws, "bob")
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(20 * time.Second))
-	fmt.Fprintf(c, "GET /mcp HTTP/1.1\r\nHost: parley\r\nConnection: Upgrade\r\nUpgrade: %s\r\n%s: bob\r\n%s: %s\r\n\r\n",
-		bridge.StreamProtocol, api.HeaderAgent, api.HeaderWorkspace, ws)
-	br := bufio.NewReader(c)
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
-		t.Fatalf("upgrade: %v %v", resp, err)
-	}
 	for _, l := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`,
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
@@ -175,4 +186,63 @@ func TestStreamUnconfirmedGoesBack(t *testing.T) {
 	c.Close()
 	waitFor(t, "the message back in the inbox", func() bool { return deliveryOf(t, e, ws, id).State == hub.Redelivered })
 	waitFor(t, "the session to end", func() bool { return e.mcp.Sessions() == 0 })
+}
+
+// BenchmarkStreamWhoami compares one whoami over Streamable HTTP with the
+// same call on the daemon's stream, from a go-sdk client on it directly and
+// through the bridge (in process, over pipes): the bridge's own cost.
+func BenchmarkStreamWhoami(b *testing.B) {
+	for _, via := range []string{"http", "stream", "bridge"} {
+		b.Run(via, func(b *testing.B) {
+			dir, _ := os.MkdirTemp("/tmp", "pm")
+			defer os.RemoveAll(dir)
+			db, err := sqlite.Open(context.Background(), filepath.Join(dir, "p.db"), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			e := &env{mcp: mcpserver.New(ops.New(hub.New(db, nil), nil), nil)}
+			sock, _ := streamServer(b, e)
+			ctx := context.Background()
+			var tr mcp.Transport
+			switch via {
+			case "http":
+				hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+					return net.Dial("unix", sock)
+				}}}
+				tr = &mcp.StreamableClientTransport{Endpoint: "http://x/mcp?agent=a&workspace=w", HTTPClient: hc}
+			case "stream":
+				c, br := upgrade(b, sock, "w", "a")
+				defer c.Close()
+				tr = &mcp.IOTransport{Reader: struct {
+					io.Reader
+					io.Closer
+				}{br, c}, Writer: c}
+			case "bridge":
+				inR, inW := io.Pipe()
+				outR, outW := io.Pipe()
+				done := make(chan struct{})
+				go func() {
+					bridge.Run(ctx, inR, outW, &bridge.Options{SocketPath: sock, Stream: true,
+						Header: http.Header{api.HeaderAgent: {"a"}, api.HeaderWorkspace: {"w"}}})
+					outW.Close()
+					close(done)
+				}()
+				defer func() { inW.Close(); <-done }()
+				tr = &mcp.IOTransport{Reader: outR, Writer: inW}
+			}
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "b", Version: "1"}, nil).Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer cs.Close()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "whoami"}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

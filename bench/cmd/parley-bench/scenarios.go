@@ -28,6 +28,7 @@ type scenario struct {
 // The order matters only for reading the log: each scenario starts its own daemon.
 var scenarios = []scenario{
 	{"send-wake", sendWakeScenario},
+	{"bridge", bridgeScenario},
 	{"throughput", throughputScenario},
 	{"broadcast", broadcastScenario},
 	{"check", checkScenario},
