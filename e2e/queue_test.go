@@ -216,7 +216,10 @@ func TestQueueCLI(t *testing.T) {
 	if out := e.Must(append([]string{"queue", "review"}, w...)...); !strings.Contains(out, "1 waiting") {
 		t.Errorf("after release:\n%s\nwant 1 waiting", out)
 	}
-	if _, _, code := e.Run(append([]string{"queue", "claim", "empty", "--agent", "rita", "--timeout", "1s"}, w...)...); code != 3 {
-		t.Errorf("claim from an empty queue: exit %d, want 3 (timeout)", code)
+	if out, _, code := e.Run(append([]string{"queue", "claim", "empty", "--agent", "rita", "--timeout", "1s"}, w...)...); code != 3 || !strings.Contains(out, "no task within 1s") {
+		t.Errorf("claim from an empty queue: exit %d, %q; want 3 (timeout) and no task within 1s", code, out)
+	}
+	if _, errs, code := e.Run(append([]string{"queue", "claim", "empty", "--agent", "rita", "--timeout", "11m"}, w...)...); code == 0 || !strings.Contains(errs, "out of range") {
+		t.Errorf("claim with an 11m timeout: exit %d, %q; want refused as out of range", code, errs)
 	}
 }

@@ -224,40 +224,30 @@ func agentWaitCmd(g *globals) *cobra.Command {
 print its status and last message (or the pending request). Exit status 3 when
 the timeout passes first.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			secs := int(timeout.Round(time.Second) / time.Second)
-			if secs < 1 || secs > 600 {
-				return fmt.Errorf("--timeout %s is out of range: want 1s to 10m", timeout)
-			}
+		RunE: blockingRun(g, &timeout, func(cmd *cobra.Command, args []string, secs int) (*api.WaitAgentResult, bool, error) {
 			c, _, err := g.client(cmd.Context(), false)
 			if err != nil {
-				return err
+				return nil, false, err
 			}
 			res, err := c.WaitAgent(cmd.Context(), args[0], secs)
 			if err != nil {
-				return err
+				return nil, false, err
 			}
-			if err := g.out(res, func(w io.Writer) {
-				fmt.Fprintf(w, "%s: %s\n", res.AgentID, res.Status)
-				if p := res.Permission; p != nil {
-					fmt.Fprintf(w, "permission %s: %s %s\nanswer: parley allow %s | parley deny %s\n", p.RequestID, p.ToolName, p.Input, p.RequestID, p.RequestID)
-				}
-				if res.Run != nil {
-					fmt.Fprintf(w, "run %d: %s%s\n", res.Run.Seq, res.Run.State, ifNotEmpty(": ", res.Run.Error))
-				}
-				if res.LastMessage != "" {
-					fmt.Fprintln(w, res.LastMessage)
-				}
-			}); err != nil {
-				return err
+			return res, !res.TimedOut, nil
+		}, func(w io.Writer, res *api.WaitAgentResult, _ bool) {
+			fmt.Fprintf(w, "%s: %s\n", res.AgentID, res.Status)
+			if p := res.Permission; p != nil {
+				fmt.Fprintf(w, "permission %s: %s %s\nanswer: parley allow %s | parley deny %s\n", p.RequestID, p.ToolName, p.Input, p.RequestID, p.RequestID)
 			}
-			if res.TimedOut {
-				return errTimeout
+			if res.Run != nil {
+				fmt.Fprintf(w, "run %d: %s%s\n", res.Run.Seq, res.Run.State, ifNotEmpty(": ", res.Run.Error))
 			}
-			return nil
-		},
+			if res.LastMessage != "" {
+				fmt.Fprintln(w, res.LastMessage)
+			}
+		}),
 	}
-	cmd.Flags().DurationVarP(&timeout, "timeout", "t", 300*time.Second, "how long to wait (at most 10m)")
+	timeoutFlag(cmd, &timeout, "")
 	addJSON(cmd, g)
 	return cmd
 }

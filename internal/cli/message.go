@@ -136,14 +136,10 @@ func waitCmd(g *globals) *cobra.Command {
 		Long: `Block until the next message for this agent arrives (it is then marked read)
 or the timeout passes. Exit status 0 with a message, 3 on timeout.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			secs := int(timeout.Round(time.Second) / time.Second)
-			if secs < 1 || secs > 600 {
-				return fmt.Errorf("--timeout %s is out of range: want 1s to 10m", timeout)
-			}
+		RunE: blockingRun(g, &timeout, func(cmd *cobra.Command, _ []string, secs int) (*api.WaitResult, bool, error) {
 			c, _, err := g.client(cmd.Context(), true)
 			if err != nil {
-				return err
+				return nil, false, err
 			}
 			var res *api.WaitResult
 			if replyTo != "" {
@@ -152,24 +148,18 @@ or the timeout passes. Exit status 0 with a message, 3 on timeout.`,
 				res, err = c.Wait(cmd.Context(), api.WaitRequest{Timeout: &secs, PriorityFilter: filter})
 			}
 			if err != nil {
-				return err
+				return nil, false, err
 			}
-			if err := g.out(res, func(w io.Writer) {
-				if res.Message == nil {
-					fmt.Fprintf(w, "no message within %s\n", timeout)
-					return
-				}
-				printMessage(w, *res.Message)
-			}); err != nil {
-				return err
+			return res, res.Message != nil, nil
+		}, func(w io.Writer, res *api.WaitResult, came bool) {
+			if !came {
+				fmt.Fprintf(w, "no message within %s\n", timeout)
+				return
 			}
-			if res.Message == nil {
-				return errTimeout
-			}
-			return nil
-		},
+			printMessage(w, *res.Message)
+		}),
 	}
-	cmd.Flags().DurationVarP(&timeout, "timeout", "t", 300*time.Second, "how long to wait (at most 10m)")
+	timeoutFlag(cmd, &timeout, "")
 	cmd.Flags().StringVar(&filter, "priority-filter", "all", "all, critical, high_and_above or normal_and_above")
 	cmd.Flags().StringVar(&replyTo, "reply-to", "", "wait only for a reply to this message (in its thread, to me)")
 	addJSON(cmd, g)

@@ -58,37 +58,27 @@ func queueClaimCmd(g *globals) *cobra.Command {
 status 0 with a task, 3 on timeout. The task is this agent's until
 "parley queue complete" or "release", or until --lease runs out.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			secs := int(timeout.Round(time.Second) / time.Second)
-			if secs < 1 || secs > 600 {
-				return fmt.Errorf("--timeout %s is out of range: want 1s to 10m", timeout)
-			}
+		RunE: blockingRun(g, &timeout, func(cmd *cobra.Command, args []string, secs int) (*api.ClaimTaskResult, bool, error) {
 			c, _, err := g.client(cmd.Context(), true)
 			if err != nil {
-				return err
+				return nil, false, err
 			}
 			res, err := c.ClaimTask(cmd.Context(), api.ClaimTaskRequest{Queue: args[0], Timeout: &secs,
 				LeaseSeconds: int(lease.Round(time.Second) / time.Second)})
 			if err != nil {
-				return err
+				return nil, false, err
 			}
-			if err := g.out(res, func(w io.Writer) {
-				if res.Task == nil {
-					fmt.Fprintf(w, "no task within %s\n", timeout)
-					return
-				}
-				printMessage(w, res.Task.MessageInfo)
-				fmt.Fprintf(w, "   claimed from %s until %s\n", res.Task.Queue, res.Task.LeaseUntil)
-			}); err != nil {
-				return err
+			return res, res.Task != nil, nil
+		}, func(w io.Writer, res *api.ClaimTaskResult, came bool) {
+			if !came {
+				fmt.Fprintf(w, "no task within %s\n", timeout)
+				return
 			}
-			if res.Task == nil {
-				return errTimeout
-			}
-			return nil
-		},
+			printMessage(w, res.Task.MessageInfo)
+			fmt.Fprintf(w, "   claimed from %s until %s\n", res.Task.Queue, res.Task.LeaseUntil)
+		}),
 	}
-	cmd.Flags().DurationVarP(&timeout, "timeout", "t", 300*time.Second, "how long to wait for a task (at most 10m)")
+	timeoutFlag(cmd, &timeout, "for a task")
 	cmd.Flags().DurationVar(&lease, "lease", 0, "how long the claim lasts (5s to 24h; default 30m)")
 	addJSON(cmd, g)
 	return cmd
