@@ -289,6 +289,12 @@ func (p *provider) codex(t *turn) (*spec, error) {
 			// exec runs with approvals off, so a tool that would need one
 			// is refused ("approval policy is never"): Parley's are approved.
 			"-c", "mcp_servers."+srv.key+`.default_tools_approval_mode="approve"`,
+			// Codex asks the model while its MCP servers start, and answers
+			// a call to one not up yet with "unsupported call" (on a loaded
+			// machine, the first turn's send_message). A required server is
+			// waited for, up to its startup timeout (10 s by default).
+			"-c", "mcp_servers."+srv.key+".required=true",
+			"-c", "mcp_servers."+srv.key+".startup_timeout_sec=60",
 		)
 	}
 	if p.Steer {

@@ -104,6 +104,8 @@ func TestCodexArgv(t *testing.T) {
 			"-c", "mcp_servers." + key + `.args=["mcp","serve","--agent","w1","--workspace","ws","--profile","` + profile + `"]`,
 			"-c", "mcp_servers." + key + `.env={PARLEY_HOME="/h"}`,
 			"-c", "mcp_servers." + key + `.default_tools_approval_mode="approve"`,
+			"-c", "mcp_servers." + key + ".required=true",
+			"-c", "mcp_servers." + key + ".startup_timeout_sec=60",
 		}
 	}
 	cfg := func(sandbox string) []string {
