@@ -237,22 +237,23 @@ func steerSecondTask(t *testing.T, m *mcp.ClientSession, name string, release fu
 
 // mailMidTurn sends the agent mail during run 1 (held by the stand-in until
 // release), which must be streamed into run 1, whose turn then ends with the
-// model's answer to it, READ-THE-MAIL; the mail is delivered by the managed
-// turn.
+// model's answer to it, READ-THE-MAIL; the mail is confirmed read, by the
+// managed turn, once written.
 func mailMidTurn(t *testing.T, e *env, m *mcp.ClientSession, name string, release func()) {
 	t.Helper()
 	var sent api.SendResult
 	e.MustJSON(&sent, "send", "--agent", "alice", name, "MAIL-FROM-ALICE")
 	eventually(t, "the mail is streamed into run 1", func() bool { return hasEvent(activity(t, m, name), "steered", "MAIL-FROM-ALICE") })
+	// Written into the turn is delivered: confirmed before the turn ends.
+	var st api.MessageStatusResult
+	eventually(t, "the streamed mail confirmed, by the managed turn", func() bool {
+		e.MustJSON(&st, "delivery", sent.MessageID, "--agent", "alice")
+		return len(st.Recipients) == 1 && st.Recipients[0].State == "read" && st.Recipients[0].WakePath == "managed" && st.Recipients[0].WokenAt != ""
+	})
 	release()
 	w := waitRun(t, m, name, 1)
 	if w.LastMessage != "READ-THE-MAIL" {
 		t.Fatalf("run 1: got %q, want the model's answer to the mail, read in that run:\n%s", w.LastMessage, activity(t, m, name).Content)
-	}
-	var st api.MessageStatusResult
-	e.MustJSON(&st, "delivery", sent.MessageID, "--agent", "alice")
-	if len(st.Recipients) != 1 || st.Recipients[0].WakePath != "managed" || st.Recipients[0].WokenAt == "" {
-		t.Errorf("delivery: got %+v, want %s's copy woken by its managed turn", st.Recipients, name)
 	}
 	var a struct{ Snapshot api.ManagedAgent }
 	mustCall(t, m, "get_agent_status", map[string]any{"agent_id": name}, &a)
