@@ -750,3 +750,82 @@ func TestJSONReceipts(t *testing.T) {
 		t.Errorf("receipt naming an MCP session: got HTTP %d, want 400", code)
 	}
 }
+
+// TestNoFalseRepeats: go-sdk clients over HTTP that end each call's context
+// as soon as the call returns (defer cancel(), the common way) read every
+// message once. Their transport closes the connection as the context ends,
+// with whatever came after the answer unread, and the kernel resets it just
+// as for a client that hung up on an unread answer: nothing may follow an
+// answer on the wire.
+func TestNoFalseRepeats(t *testing.T) {
+	const readers, each = 4, 100
+	e := newEnv(t)
+	const ws = "once"
+	sender := e.Session(nil, "--agent", "alice", "--workspace", ws)
+	var (
+		g    got
+		mu   sync.Mutex
+		sent []string
+		wg   sync.WaitGroup
+	)
+	for i := range readers {
+		name := fmt.Sprintf("r%d", i)
+		client := mcp.NewClient(&mcp.Implementation{Name: "once", Version: "1"}, nil)
+		cs, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{
+			Endpoint: "http://parley/mcp?agent=" + name + "&workspace=" + ws, HTTPClient: e.httpClient()},
+			&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			seen := map[string]bool{}
+			deadline := time.Now().Add(60 * time.Second)
+			for n := 0; len(seen) < each && time.Now().Before(deadline); n++ {
+				// Half block in a wait, half read the inbox: a wait's
+				// answer comes alone, a check's may carry several.
+				p := &mcp.CallToolParams{Name: "check_messages", Arguments: map[string]any{"limit": 20}}
+				if n%2 == 0 {
+					p = &mcp.CallToolParams{Name: "wait_for_message", Arguments: map[string]any{"timeout": 5}}
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				res, err := cs.CallTool(ctx, p)
+				cancel()
+				if err != nil || res.IsError {
+					t.Errorf("%s: %s: %v %v", name, p.Name, err, res)
+					return
+				}
+				var out struct {
+					Message  *msgInfo  `json:"message"`
+					Messages []msgInfo `json:"messages"`
+				}
+				b, _ := json.Marshal(res.StructuredContent)
+				json.Unmarshal(b, &out)
+				if out.Message != nil {
+					out.Messages = append(out.Messages, *out.Message)
+				}
+				for _, m := range out.Messages {
+					g.add(m)
+					seen[m.MessageID] = true
+				}
+			}
+		}()
+	}
+	for n := range readers * each {
+		var out struct {
+			MessageID string `json:"message_id"`
+		}
+		mustCall(t, sender, "send_message", map[string]any{"to": fmt.Sprintf("r%d", n%readers), "content": fmt.Sprintf("once %d", n)}, &out)
+		mu.Lock()
+		sent = append(sent, out.MessageID)
+		mu.Unlock()
+	}
+	wg.Wait()
+	lost, repeats := g.check(t, sent)
+	t.Logf("%d readers cancelling each call as it returns: %d sent, %d lost, %d received again", readers, len(sent), lost, repeats)
+	if repeats > 0 {
+		t.Errorf("%d of %d messages came again: a client that read its answer was taken for one that hung up", repeats, len(sent))
+	}
+}

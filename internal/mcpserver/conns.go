@@ -28,6 +28,16 @@ import (
 // So a response is known received once its connection carried another
 // request or ended cleanly, or, when the session makes its next request, if
 // that connection is still open.
+//
+// A reset says the client left bytes unread, not which: a client that read
+// its answer and hung up before the response's end ("0\r\n\r\n", which
+// net/http writes after the handler returns) resets the connection just like
+// one that read nothing. go-sdk's client does that whenever a call's context
+// ends as the call returns. So nothing follows an answer on the wire
+// (recorder.hold): a response goes whole, with its length, or, once progress
+// made it chunked, its answer and its end go in one write, and what it handed
+// out is settled at that write (afterWrite). A client that has its answer
+// has then read everything, and a reset means it did not get the answer.
 
 // WatchConns wraps the listener of a server that serves /mcp so that the
 // server learns how each connection ends. Pair it with ConnContext.
@@ -64,9 +74,10 @@ type watchedConn struct {
 	net.Conn
 	ended chan struct{} // closed once the connection ended
 
-	mu    sync.Mutex
-	done  bool // ended is closed
-	clean bool // the peer had everything written on the connection
+	mu      sync.Mutex
+	done    bool          // ended is closed
+	clean   bool          // the peer had everything written on the connection
+	pending []func(error) // run with the outcome of the next write
 }
 
 func (c *watchedConn) Read(p []byte) (int, error) {
@@ -88,15 +99,40 @@ func (c *watchedConn) Write(p []byte) (int, error) {
 	if c.done {
 		c.clean = false
 	}
+	fs := c.pending
+	c.pending = nil
 	c.mu.Unlock()
+	for _, f := range fs {
+		f(err)
+	}
 	return n, err
 }
+
+// afterWrite runs f with the outcome of the connection's next write, or with
+// errNotWritten if the server closes it first. net/http ends every response
+// with a write after the handler returned (its buffered rest and last
+// chunk), so a handler that calls it as it returns learns whether its
+// response went out whole.
+func (c *watchedConn) afterWrite(f func(error)) {
+	c.mu.Lock()
+	c.pending = append(c.pending, f)
+	c.mu.Unlock()
+}
+
+var errNotWritten = errors.New("connection closed before the response was written")
 
 // Close by the server itself (after a response to a client that asked to
 // close, or at shutdown) leaves what was written to the client: nothing says
 // it did not get it.
 func (c *watchedConn) Close() error {
 	c.end(true)
+	c.mu.Lock()
+	fs := c.pending
+	c.pending = nil
+	c.mu.Unlock()
+	for _, f := range fs {
+		f(errNotWritten)
+	}
 	return c.Conn.Close()
 }
 
@@ -150,49 +186,6 @@ func (c *watchedConn) control(f func(fd int)) {
 	}
 	if rc, err := sc.SyscallConn(); err == nil {
 		rc.Control(func(fd uintptr) { f(int(fd)) })
-	}
-}
-
-// took waits, up to endWait, for the client to read everything written on
-// the connection so far, and reports whether it did. Call it before the
-// handler returns: net/http then ends a chunked response with its last
-// chunk, which a client that has its answer need not read. go-sdk's client
-// closes the connection once its call returns when the call's context ends,
-// with that last chunk unread when it came late, and the kernel resets such
-// a connection just as if the answer itself had been left unread: holding
-// the last chunk until the answer is read keeps the two apart.
-//
-// Only a Unix socket tells that its peer read: the bytes stay charged to the
-// writer (SIOCOUTQ) until the reader takes them, where TCP's count ends at
-// the peer's kernel. Elsewhere, and when the client is slow, the answer is
-// no, and received decides at the session's next request.
-func (c *watchedConn) took() bool {
-	if c == nil || c.LocalAddr().Network() != "unix" {
-		return false
-	}
-	deadline := time.Now().Add(endWait)
-	for d := 20 * time.Microsecond; ; d = min(2*d, 5*time.Millisecond) {
-		select {
-		case <-c.ended:
-			// Before the last chunk was written: the end tells alone.
-			return c.wasClean()
-		default:
-		}
-		// In this order: a peer that closes frees what it left unread.
-		n, ok := c.unread()
-		gone := c.peerGone()
-		if ok && n == 0 && !gone {
-			return true
-		}
-		if gone {
-			// Gone with our bytes read or unread: its kernel freed them
-			// either way, and only how the connection ended tells.
-			return c.received()
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(d)
 	}
 }
 

@@ -6,8 +6,10 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -23,7 +25,7 @@ import (
 //   - For other clients, the session's next request confirms what its earlier
 //     responses carried, once they were written whole, unless the connection
 //     a response went out on shows that the client hung up without reading
-//     it (conns.go).
+//     all of it (conns.go).
 //
 // They go back to the inbox, marked redelivered, when the response could not
 // be written or its client hung up first, when the session's GET stream
@@ -88,7 +90,6 @@ type receipts struct {
 type written struct {
 	conn *watchedConn // nil: not watched
 	ids  []string
-	read bool // the client is known to have read it (watchedConn.took)
 }
 
 func (r *receipts) add(session string, w written) {
@@ -287,22 +288,29 @@ func (s *Server) confirmReceipt(w http.ResponseWriter, r *http.Request) {
 }
 
 // settle decides the fate of what one POST handed out, once its response is
-// written or has failed.
-func (s *Server) settle(r *http.Request, session string, ids []string, writeErr error, read bool) {
+// written whole or has failed: now if it is (whole), else, on a watched
+// connection, at the write that ends it, after the handler returned.
+func (s *Server) settle(r *http.Request, session string, ids []string, writeErr error, whole bool) {
 	ctx := context.WithoutCancel(r.Context())
-	// Only a failed write says the client did not get it. (Its connection
-	// may close just after a write that reached it: a client that has read
-	// its answer may hang up before the stream formally ends.)
-	if writeErr != nil {
-		// The client never got the response: put the messages back now.
-		if _, err := s.hub.Release(ctx, session, ids); err != nil {
-			s.log.Warn("put back undelivered messages", "err", err)
+	done := func(err error) {
+		// Only a failed write says the client did not get it. (Its
+		// connection may close just after a write that reached it.)
+		if err != nil {
+			if _, err := s.hub.Release(ctx, session, ids); err != nil {
+				s.log.Warn("put back undelivered messages", "err", err)
+			}
+			return
 		}
+		// Written: a bridge confirms it by itself, other clients by their
+		// next request; until then a closing GET stream or the session's
+		// end puts it back.
+		s.receipts.add(session, written{conn: connOf(ctx), ids: ids})
+	}
+	if wc := connOf(ctx); wc != nil && writeErr == nil && !whole {
+		wc.afterWrite(done)
 		return
 	}
-	// Written: a bridge confirms it by itself, other clients by their next
-	// request; until then a closing GET stream or the session's end puts it back.
-	s.receipts.add(session, written{conn: connOf(r.Context()), ids: ids, read: read})
+	done(writeErr)
 }
 
 // confirmWritten settles what the session's earlier responses carried, now
@@ -311,7 +319,7 @@ func (s *Server) settle(r *http.Request, session string, ids []string, writeErr 
 func (s *Server) confirmWritten(ctx context.Context, session string) {
 	var got, lost []string
 	for _, w := range s.receipts.take(session) {
-		if w.read || w.conn.received() {
+		if w.conn.received() {
 			got = append(got, w.ids...)
 		} else {
 			lost = append(lost, w.ids...)
@@ -358,12 +366,17 @@ func markDelivered(res mcp.Result, ids []string) {
 	tr.Meta[bridge.MetaDelivered] = ids
 }
 
-// recorder remembers the first error writing a response: the SDK does not
-// tell whether its client got the answer.
+// recorder remembers the first error writing a response (the SDK does not
+// tell whether its client got the answer) and holds a response's answer so
+// that nothing follows it on the wire (see hold).
 type recorder struct {
 	http.ResponseWriter
-	mu  sync.Mutex
-	err error
+	held atomic.Bool
+
+	mu      sync.Mutex
+	started bool   // something went to net/http: its headers are set
+	buf     []byte // the held answer of a response not started
+	err     error
 }
 
 func (w *recorder) note(err error) {
@@ -376,13 +389,63 @@ func (w *recorder) note(err error) {
 	}
 }
 
+func (w *recorder) WriteHeader(code int) {
+	w.mu.Lock()
+	w.started = true
+	w.mu.Unlock()
+	w.ResponseWriter.WriteHeader(code)
+}
+
 func (w *recorder) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	if w.held.Load() && !w.started {
+		w.buf = append(w.buf, p...)
+		w.mu.Unlock()
+		return len(p), nil
+	}
+	w.started = true
+	w.mu.Unlock()
 	n, err := w.ResponseWriter.Write(p)
 	w.note(err)
 	return n, err
 }
 
-func (w *recorder) Flush() { w.note(http.NewResponseController(w.ResponseWriter).Flush()) }
+// Flush flushes, unless the response is held.
+func (w *recorder) Flush() {
+	if !w.held.Load() {
+		w.note(http.NewResponseController(w.ResponseWriter).Flush())
+	}
+}
+
+// hold keeps what is written from now on, the answer, from the wire until
+// the handler returns (see finish). A client that closes the connection
+// with bytes unread makes its kernel reset it, and one that has read its
+// answer must not leave anything unread behind it.
+func (w *recorder) hold() {
+	if w != nil {
+		w.held.Store(true)
+	}
+}
+
+// finish writes a held answer once the SDK is done. A response not started
+// before (no progress went out) goes whole, with its length and without the
+// last chunk of a chunked one, and finish reports true. One that started
+// chunked must end with that chunk: its answer stays in net/http's buffers
+// to go out with it, in one write, as the handler returns.
+func (w *recorder) finish() (whole bool) {
+	w.mu.Lock()
+	buf, started := w.buf, w.started
+	w.buf, w.started = nil, true
+	w.mu.Unlock()
+	if buf == nil || started {
+		return false
+	}
+	w.Header().Set("Content-Length", strconv.Itoa(len(buf)))
+	_, err := w.ResponseWriter.Write(buf)
+	w.note(err)
+	w.note(http.NewResponseController(w.ResponseWriter).Flush())
+	return true
+}
 
 func (w *recorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 

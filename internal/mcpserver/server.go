@@ -104,10 +104,11 @@ type session struct {
 // inflight is one HTTP request on /mcp.
 type inflight struct {
 	ctx    context.Context
-	new    *session // the identity of a request that starts a session
-	handed handed   // messages the request's tool calls handed out
-	body   *capture // the request's body, for its JSON-RPC id
-	id     string   // or the id itself, on a stream (stream.go)
+	new    *session  // the identity of a request that starts a session
+	handed handed    // messages the request's tool calls handed out
+	body   *capture  // the request's body, for its JSON-RPC id
+	id     string    // or the id itself, on a stream (stream.go)
+	rec    *recorder // its response, over HTTP
 }
 
 // requestID is the JSON-RPC id of the request, as requestID makes it.
@@ -261,13 +262,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Header.Set(headerRequest, key)
 	s.requests.Store(key, in)
 	defer s.requests.Delete(key)
-	rec := &recorder{ResponseWriter: w}
-	s.handler.ServeHTTP(rec, r)
+	in.rec = &recorder{ResponseWriter: w}
+	s.handler.ServeHTTP(in.rec, r)
+	whole := in.rec.finish()
 	if ids := in.handed.take(); len(ids) > 0 {
-		rec.Flush() // the SDK is done: a client that is gone shows now
-		// Before the response's last chunk goes out (see took).
-		read := rec.error() == nil && connOf(r.Context()).took()
-		s.settle(r, sid, ids, rec.error(), read)
+		s.settle(r, sid, ids, in.rec.error(), whole)
 	}
 }
 
@@ -471,6 +470,9 @@ func (s *Server) bind(next mcp.MethodHandler) mcp.MethodHandler {
 			}()
 			before := in.handed.len()
 			res, err := next(ctx, method, req)
+			// What the SDK writes now is the answer: it leaves with the
+			// response's end, in one write (conns.go).
+			in.rec.hold()
 			if ids := in.handed.since(before); len(ids) > 0 {
 				session := callerSession(ctx)
 				switch {
