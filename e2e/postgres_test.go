@@ -1,11 +1,14 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
+	osexec "os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -450,5 +453,66 @@ func TestPostgresManagedAcrossDaemons(t *testing.T) {
 	waitUntil(t, "B to see builder's second run end", func() bool {
 		d, err := cb.ManagedAgent(ctx, "builder")
 		return err == nil && d.Runs == 2 && d.Status == "idle"
+	})
+}
+
+// TestPostgresDeadClientGoneEverywhere: clients of daemon A killed with -9
+// are shown gone by daemon B within the 30 s that one daemon meets, not when
+// their last-seen time ages out (2 minutes): A records in the database when
+// their last session ended. One that connects again, through B, is active on
+// A again.
+func TestPostgresDeadClientGoneEverywhere(t *testing.T) {
+	const n = 10
+	a, b := pgEnvs(t, pgtest.Database(t))
+	active := func(e *env) map[string]bool {
+		var res api.ListAgentsResult
+		e.MustJSON(&res, "agents", "--json", "--workspace", "dead")
+		act := map[string]bool{}
+		for _, ag := range res.Agents {
+			if ag.Status == "active" {
+				act[ag.Name] = true
+			}
+		}
+		return act
+	}
+	connect := func(e *env, agent string) *osexec.Cmd {
+		cmd := e.Cmd("mcp", "serve", "--workspace", "dead", "--agent", agent)
+		stdin, _ := cmd.StdinPipe()
+		stdout, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		// The pipes stay open: the client dies with them, by signal.
+		io.WriteString(stdin, initializeLine)
+		if _, err := bufio.NewReader(stdout).ReadBytes('\n'); err != nil {
+			t.Fatalf("client %s: read initialize result: %v", agent, err)
+		}
+		io.WriteString(stdin, initializedLine)
+		return cmd
+	}
+	clients := make([]*osexec.Cmd, n)
+	for i := range clients {
+		clients[i] = connect(a, fmt.Sprintf("d%02d", i))
+	}
+	waitUntil(t, fmt.Sprintf("%d agents of A active on B", n), func() bool { return len(active(b)) == n })
+
+	for _, c := range clients {
+		c.Process.Kill()
+	}
+	killed := time.Now()
+	for _, c := range clients {
+		c.Wait()
+	}
+	waitFor(t, 30*time.Second, "the killed clients to be gone on both daemons", func() (bool, string) {
+		onA, onB := active(a), active(b)
+		return len(onA) == 0 && len(onB) == 0, fmt.Sprintf("active on A %v, on B %v; want none", onA, onB)
+	})
+	t.Logf("%d clients of A killed: gone on both daemons after %s", n, time.Since(killed).Round(100*time.Millisecond))
+
+	connect(b, "d00")
+	waitFor(t, 10*time.Second, "d00, back through B, active on A", func() (bool, string) {
+		onA := active(a)
+		return onA["d00"] && len(onA) == 1, fmt.Sprintf("active on A: %v; want d00 alone", onA)
 	})
 }

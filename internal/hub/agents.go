@@ -115,12 +115,21 @@ func (h *Hub) active(a *Agent) bool {
 	k := inboxKey{a.Workspace, a.Name}
 	h.mu.Lock()
 	n := h.sessions[k]
-	left, gone := h.left[k]
+	left := h.left[k]
 	h.mu.Unlock()
 	if n > 0 {
 		return true
 	}
-	return h.now().Sub(a.LastSeen) < ActiveWindow && (!gone || a.LastSeen.After(left))
+	if _, ok := h.store.(PresenceStore); ok {
+		// The store knows of every daemon's sessions: the agent may have
+		// left through another, or come back through one since it left
+		// here (no time stored). Our own time of the same leave is the
+		// more precise one.
+		if a.LeftAt.IsZero() || a.LeftAt.After(left) {
+			left = a.LeftAt
+		}
+	}
+	return h.now().Sub(a.LastSeen) < ActiveWindow && (left.IsZero() || a.LastSeen.After(left))
 }
 
 func (h *Hub) overlaySeen(a *Agent) {
@@ -271,9 +280,13 @@ func (h *Hub) SessionOpened(ws, name string) {
 	}
 	h.mu.Lock()
 	h.sessions[inboxKey{ws, name}]++
+	first := h.sessions[inboxKey{ws, name}] == 1
 	delete(h.left, inboxKey{ws, name})
 	h.mu.Unlock()
 	h.Touch(context.Background(), ws, name)
+	if first {
+		h.storeLeft(ws, name)
+	}
 }
 
 // SessionClosed undoes SessionOpened. The agent's last session ending makes
@@ -297,9 +310,39 @@ func (h *Hub) SessionClosed(ws, name string) {
 			h.left[k] = h.seen[k]
 		}
 		h.mu.Unlock()
+		h.storeLeft(ws, name)
 		h.publish(Event{Kind: EventAgentLeft, Workspace: ws, Agent: name})
 	}
 }
+
+// storeLeft tells a PresenceStore whether the agent has left this daemon:
+// when its last session ended, or nothing if it has a session again. It
+// writes what holds when it runs, under leftMu, so that the last of racing
+// opens and closes leaves the store right.
+func (h *Hub) storeLeft(ws, name string) {
+	ps, ok := h.store.(PresenceStore)
+	if !ok {
+		return
+	}
+	h.leftMu.Lock()
+	defer h.leftMu.Unlock()
+	k := inboxKey{ws, name}
+	h.mu.Lock()
+	var at time.Time
+	if h.sessions[k] == 0 {
+		at = h.left[k]
+	}
+	h.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), storeLeftTimeout)
+	defer cancel()
+	if err := ps.SetAgentLeft(ctx, ws, name, at); err != nil {
+		h.log.Warn("record agent left", "workspace", ws, "agent", name, "err", err)
+	}
+}
+
+// storeLeftTimeout bounds storeLeft's write, which runs as sessions open and
+// close, whatever their callers' contexts.
+const storeLeftTimeout = 5 * time.Second
 
 // TouchConnected records that every agent with an open session or a blocked
 // wait here was just seen. Daemons sharing a store call it periodically, so

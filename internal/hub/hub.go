@@ -65,6 +65,9 @@ type Hub struct {
 	written  map[inboxKey]time.Time // last-seen time last written to the store
 	left     map[inboxKey]time.Time // when the agent's last session ended (agents.go)
 
+	// leftMu orders the writes of a PresenceStore's left times (agents.go).
+	leftMu sync.Mutex
+
 	entropyMu sync.Mutex
 	entropy   *ulid.MonotonicEntropy
 

@@ -114,6 +114,17 @@ type SendStore interface {
 	SendMessage(ctx context.Context, m *Message, recipients []string) ([]*Agent, error)
 }
 
+// PresenceStore is a Store that several daemons share and that records when
+// an agent left: its last session on a daemon ended. The other daemons know
+// the agent only from the store, and would show it active until its
+// last-seen time aged out of ActiveWindow; with this they show it gone at
+// once. Agent and Agents fill in LeftAt.
+type PresenceStore interface {
+	// SetAgentLeft records when the agent's last session ended; the zero
+	// time clears it (a session opened again). Unknown agents are ignored.
+	SetAgentLeft(ctx context.Context, ws, name string, at time.Time) error
+}
+
 // HistoryQuery selects messages from a workspace's history.
 type HistoryQuery struct {
 	Thread string // only this thread

@@ -104,6 +104,10 @@ type Agent struct {
 	// Host is the machine whose daemon last saw the agent, where a store
 	// shared by several records it; the hub fills in its own host otherwise.
 	Host string
+	// LeftAt is when the agent's last session on a daemon ended, where a
+	// store shared by several records it (PresenceStore); zero if it has not
+	// left, or came back.
+	LeftAt time.Time
 }
 
 // ID is the agent's composite id, agent:{role}:{hash} (seed 000).

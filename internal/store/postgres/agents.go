@@ -10,7 +10,7 @@ import (
 	"github.com/parley-dev/parley/internal/hub"
 )
 
-const agentCols = `workspace, name, role, module, status, created_at, last_seen, host`
+const agentCols = `workspace, name, role, module, status, created_at, last_seen, host, left_at`
 
 // scanAgent reads agentCols (after any leading dest) into a new agent.
 func scanAgent(row pgx.Row, lead ...any) (*hub.Agent, error) {
@@ -18,14 +18,18 @@ func scanAgent(row pgx.Row, lead ...any) (*hub.Agent, error) {
 		a        hub.Agent
 		status   string
 		lastSeen *time.Time
+		left     *time.Time
 	)
-	if err := row.Scan(append(lead, &a.Workspace, &a.Name, &a.Role, &a.Module, &status, &a.CreatedAt, &lastSeen, &a.Host)...); err != nil {
+	if err := row.Scan(append(lead, &a.Workspace, &a.Name, &a.Role, &a.Module, &status, &a.CreatedAt, &lastSeen, &a.Host, &left)...); err != nil {
 		return nil, err
 	}
 	a.Status = hub.Status(status)
 	a.CreatedAt = a.CreatedAt.UTC()
 	if lastSeen != nil {
 		a.LastSeen = lastSeen.UTC()
+	}
+	if left != nil {
+		a.LeftAt = left.UTC()
 	}
 	return &a, nil
 }
@@ -55,7 +59,8 @@ func (db *DB) PutAgent(ctx context.Context, a *hub.Agent) error {
 		if err := db.ensureWorkspace(ctx, tx, a.Workspace); err != nil {
 			return err
 		}
-		return tx.QueryRow(ctx, `INSERT INTO agents (`+agentCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+		return tx.QueryRow(ctx, `INSERT INTO agents (workspace, name, role, module, status, created_at, last_seen, host)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 			ON CONFLICT (workspace, name) DO UPDATE SET role = excluded.role, module = excluded.module,
 				status = excluded.status, last_seen = excluded.last_seen, host = excluded.host
 			RETURNING created_at`,
@@ -126,6 +131,18 @@ func (db *DB) TouchAgents(ctx context.Context, ws string, seen map[string]time.T
 	_, err := db.lazy.Exec(ctx, `UPDATE agents a SET last_seen = s.t, host = $4
 		FROM unnest($2::text[], $3::timestamptz[]) AS s(name, t)
 		WHERE a.workspace = $1 AND a.name = s.name`, ws, names, times, db.host)
+	return db.mapErr(ctx, op, err)
+}
+
+var _ hub.PresenceStore = (*DB)(nil)
+
+// SetAgentLeft records when the agent's last session on this daemon ended,
+// or clears it (a zero at), for the other daemons (hub.PresenceStore).
+func (db *DB) SetAgentLeft(ctx context.Context, ws, name string, at time.Time) error {
+	const op = "set agent left"
+	// The lazy pool: a leave lost in a power cut leaves the agent to age out
+	// of ActiveWindow, as it did before this was recorded.
+	_, err := db.lazy.Exec(ctx, `UPDATE agents SET left_at = $3 WHERE workspace = $1 AND name = $2`, ws, name, ts(at))
 	return db.mapErr(ctx, op, err)
 }
 

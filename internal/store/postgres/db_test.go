@@ -247,6 +247,57 @@ func TestAgentHost(t *testing.T) {
 	}
 }
 
+// TestAgentLeftAcrossDaemons: when an agent's last session on one daemon
+// ends, another daemon on the database shows it gone at once, though its
+// last-seen time is recent; when a session opens again, on either daemon,
+// both show it active.
+func TestAgentLeftAcrossDaemons(t *testing.T) {
+	dsn := pgtest.Schema(t)
+	ctx := t.Context()
+	hubOf := func() *hub.Hub {
+		db, err := Open(ctx, dsn, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return hub.New(db, nil)
+	}
+	a, b := hubOf(), hubOf()
+	if _, err := a.Join(ctx, hub.JoinRequest{Workspace: "ws", Name: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	active := func(h *hub.Hub) bool {
+		ag, err := h.Agent(ctx, "ws", "alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h.Active(ag)
+	}
+	a.SessionOpened("ws", "alice")
+	if !active(a) || !active(b) {
+		t.Fatalf("session open on A: active on A %v, on B %v; want both", active(a), active(b))
+	}
+	a.SessionClosed("ws", "alice")
+	if active(a) || active(b) {
+		t.Errorf("last session on A ended: active on A %v, on B %v; want neither", active(a), active(b))
+	}
+	if ag, err := b.Agent(ctx, "ws", "alice"); err != nil || ag.LeftAt.IsZero() {
+		t.Errorf("stored left time: %+v, %v; want one", ag, err)
+	}
+	b.SessionOpened("ws", "alice")
+	if !active(a) || !active(b) {
+		t.Errorf("back through B: active on A %v, on B %v; want both", active(a), active(b))
+	}
+	if ag, err := a.Agent(ctx, "ws", "alice"); err != nil || !ag.LeftAt.IsZero() {
+		t.Errorf("stored left time after it came back: %+v, %v; want none", ag, err)
+	}
+	b.SessionClosed("ws", "alice")
+	a.SessionOpened("ws", "alice")
+	if !active(a) || !active(b) {
+		t.Errorf("left B, back through A: active on A %v, on B %v; want both", active(a), active(b))
+	}
+}
+
 func TestPermissionContract(t *testing.T) {
 	permtest.Run(t, func(t *testing.T) permission.Store { return openTest(t) })
 }
