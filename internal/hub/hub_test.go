@@ -515,14 +515,4 @@ func TestParsers(t *testing.T) {
 			t.Errorf("ValidName(%q): got %v, want ok=%v", tt.in, err, tt.ok)
 		}
 	}
-	for _, tt := range []struct {
-		in   int
-		want time.Duration
-		ok   bool
-	}{{0, 300 * time.Second, true}, {1, time.Second, true}, {600, 600 * time.Second, true}, {601, 0, false}, {-1, 0, false}} {
-		got, err := hub.ValidTimeout(tt.in)
-		if (err == nil) != tt.ok || got != tt.want {
-			t.Errorf("ValidTimeout(%d): got %v, %v", tt.in, got, err)
-		}
-	}
 }

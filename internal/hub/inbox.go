@@ -107,17 +107,6 @@ type WaitRequest struct {
 	thread, after string
 }
 
-// ValidTimeout checks a wait timeout given in seconds; 0 means the default.
-func ValidTimeout(seconds int) (time.Duration, error) {
-	if seconds < 0 || time.Duration(seconds)*time.Second > MaxWaitTimeout {
-		return 0, Errorf("", Invalid, "timeout %d s is out of range: want 0 to %d seconds", seconds, int(MaxWaitTimeout/time.Second))
-	}
-	if seconds == 0 {
-		return DefaultWaitTimeout, nil
-	}
-	return time.Duration(seconds) * time.Second, nil
-}
-
 // A blocked wait whose store cannot serve looks again after storeRetryMin,
 // doubling up to storeRetryMax.
 const storeRetryMin, storeRetryMax = 50 * time.Millisecond, 2 * time.Second

@@ -93,13 +93,6 @@ func New(h *hub.Hub, opts *Options) *Nudger {
 		pending: map[key]*burst{}, last: map[key]time.Time{}}
 }
 
-// Nudged counts the notices typed so far.
-func (n *Nudger) Nudged() int {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.nudged
-}
-
 // Run watches the hub until ctx ends. Call it once.
 func (n *Nudger) Run(ctx context.Context) error {
 	cancel := n.hub.Subscribe(func(e hub.Event) {
