@@ -1,0 +1,52 @@
+package e2e
+
+import (
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// deps lists the packages pkg imports, itself and transitively.
+func deps(t *testing.T, pkg string) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", pkg).Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v", pkg, err)
+	}
+	return strings.Fields(string(out))
+}
+
+// TestLayering holds issue 10's layering: the domain packages (hub, runner,
+// gateway) import no wire package, and the shipped binary holds no test
+// fixture, whatever its environment.
+func TestLayering(t *testing.T) {
+	const mod = "github.com/parley-dev/parley/internal/"
+	wire := []string{"api", "ops", "httpapi", "mcpserver", "client", "daemon", "web"}
+	for _, domain := range []string{"hub", "runner", "gateway"} {
+		ds := deps(t, "../internal/"+domain)
+		for _, w := range wire {
+			if slices.Contains(ds, mod+w) {
+				t.Errorf("internal/%s imports internal/%s, a wire package", domain, w)
+			}
+		}
+	}
+	ds := deps(t, "../cmd/parley")
+	for _, fixture := range []string{"conformance", "testenv", "testenv/standin"} {
+		if slices.Contains(ds, mod+fixture) {
+			t.Errorf("the parley binary links internal/%s, a test fixture", fixture)
+		}
+	}
+	if !slices.Contains(ds, mod+"daemon") {
+		t.Fatalf("go list -deps ../cmd/parley lists no internal/daemon: is the package path right? got %d packages", len(ds))
+	}
+
+	// The daemon once registered the conformance profile when
+	// PARLEY_CONFORMANCE=1: no environment brings it back.
+	e := newEnv(t, "PARLEY_CONFORMANCE=1")
+	e.Must("daemon", "start")
+	_, errs, code := e.Run("mcp", "serve", "--agent", "a", "--workspace", "w", "--profile", "conformance")
+	if code == 0 || !strings.Contains(errs, `unknown profile "conformance"`) {
+		t.Errorf("mcp serve --profile conformance with PARLEY_CONFORMANCE=1: exit %d, stderr %q; want unknown profile", code, errs)
+	}
+}
