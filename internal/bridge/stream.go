@@ -252,6 +252,7 @@ func (st *stream) reconnect() error {
 	st.w.WriteByte('\n')
 	if err := st.w.Flush(); err != nil {
 		st.swallow = ""
+		c.Close()
 		return fmt.Errorf("re-initialize: %w", err)
 	}
 	// The server must have answered initialize before it takes
@@ -265,19 +266,20 @@ func (st *stream) reconnect() error {
 	}
 	t.Stop()
 	st.mu.Lock()
-	if err != nil {
-		st.swallow = ""
-		return fmt.Errorf("re-initialize: %w", err)
+	if err == nil && st.conn != c {
+		err = errors.New("connection lost")
 	}
-	if st.conn != c {
-		return errors.New("re-initialize: connection lost")
-	}
-	if st.initializedMsg != nil {
+	if err == nil && st.initializedMsg != nil {
 		st.w.Write(st.initializedMsg)
 		st.w.WriteByte('\n')
-		if err := st.w.Flush(); err != nil {
-			return fmt.Errorf("re-initialize: send initialized: %w", err)
-		}
+		err = st.w.Flush()
+	}
+	if err != nil {
+		// A session that did not initialize serves nothing: the next
+		// message starts again.
+		st.swallow = ""
+		c.Close()
+		return fmt.Errorf("re-initialize: %w", err)
 	}
 	b.log.Info("session re-initialized on a new stream")
 	return nil
