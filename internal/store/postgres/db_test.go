@@ -2,8 +2,10 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -312,4 +314,62 @@ func TestSearchContract(t *testing.T) {
 
 func TestPurgeContract(t *testing.T) {
 	storetest.RunPurge(t, func(t *testing.T) hub.Store { return openTest(t) })
+}
+
+// TestSearchStems: whole words match in any English form, stemmed, on
+// content, payload and metadata alike; prefixes match words as written; stop
+// words are words like any other.
+func TestSearchStems(t *testing.T) {
+	db := openTest(t)
+	ctx := t.Context()
+	for i, c := range []struct {
+		content  string
+		payload  string
+		metadata map[string]string
+	}{
+		{content: "deployed the gateway"},
+		{content: "nothing here", payload: `{"note": "the builds are failing"}`},
+		{content: "still nothing", metadata: map[string]string{"state": "migrations running"}},
+		{content: "redeploy it"},
+		{content: "to be or not to be"},
+	} {
+		m := &hub.Message{ID: fmt.Sprint("m", i), Workspace: "ws", From: "alice", To: "bob", Content: c.content,
+			Priority: hub.Normal, Metadata: c.metadata}
+		if c.payload != "" {
+			m.Payload = json.RawMessage(c.payload)
+		}
+		m.ThreadID = m.ID
+		if err := db.CreateMessage(ctx, m, []string{"bob"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct{ query, want string }{
+		{"deploying", "m0"},
+		{"deployments gateways", "m0"},
+		{`"deploying the gateways"`, "m0"}, // a phrase of stems
+		{`"deploying gateway"`, ""},        // "the" is a word between them
+		{"build failed", "m1"},
+		{"migration runs", "m2"},
+		{"redeployed", "m3"},
+		{"deploy*", "m0"}, // not "redeploy"
+		{"deployi*", ""},  // a prefix is matched as written, not stemmed
+		{"not", "m4"},
+		{"to be or", "m4"},
+	} {
+		terms, err := hub.ParseSearchQuery(c.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hits, err := db.Search(ctx, "ws", hub.SearchQuery{Terms: terms, Limit: 10})
+		if err != nil {
+			t.Fatalf("search %q: %v", c.query, err)
+		}
+		var got []string
+		for _, h := range hits {
+			got = append(got, h.Message.ID)
+		}
+		if want := slices.DeleteFunc([]string{c.want}, func(s string) bool { return s == "" }); !slices.Equal(got, want) {
+			t.Errorf("search %q: got %v, want %v", c.query, got, want)
+		}
+	}
 }

@@ -10,19 +10,29 @@ import (
 	"github.com/parley-dev/parley/internal/hub"
 )
 
-// Message search (migration 8) with PostgreSQL's full-text search: a stored
-// tsvector per message under a GIN index, ts_rank for the order and
-// ts_headline for the snippet.
+// Message search (migrations 8 and 12) with PostgreSQL's full-text search: a
+// stored tsvector per message under a GIN index, ts_rank for the order and
+// ts_headline for the snippet. The tsvector has each word twice, stemmed
+// (parley_english) and as written (simple): whole words are matched
+// stemmed, so "deploying" finds "deployed"; prefixes as written, so
+// "deploy*" finds "deployment" but not "redeploy".
 
 var _ hub.Searcher = (*DB)(nil)
 
-// tsquery writes the parsed terms as a tsquery: every term must match
-// (&), a phrase's words in order (<->), a prefix term's last word as a prefix
-// (:*). Words are quoted lexemes, so nothing a user types is query syntax.
-func tsquery(terms []hub.SearchTerm) string {
-	var b strings.Builder
-	for i, t := range terms {
-		if i > 0 {
+// tsqueries writes the parsed terms as two tsqueries, for to_tsquery with
+// parley_english (the whole-word terms, which it stems) and with simple
+// (the prefix terms, as written); either may be empty. Every term must
+// match (&), a phrase's words in order (<->), a prefix term's last word as a
+// prefix (:*). Words are quoted lexemes, so nothing a user types is query
+// syntax.
+func tsqueries(terms []hub.SearchTerm) (stemmed, prefix string) {
+	var st, pr strings.Builder
+	for _, t := range terms {
+		b := &st
+		if t.Prefix {
+			b = &pr
+		}
+		if b.Len() > 0 {
 			b.WriteString(" & ")
 		}
 		b.WriteByte('(')
@@ -37,7 +47,7 @@ func tsquery(terms []hub.SearchTerm) string {
 		}
 		b.WriteByte(')')
 	}
-	return b.String()
+	return st.String(), pr.String()
 }
 
 // searchText is what ts_headline marks the words in: the indexed text, in
@@ -52,8 +62,16 @@ func (db *DB) Search(ctx context.Context, ws string, q hub.SearchQuery) ([]hub.S
 	if len(q.Terms) == 0 || q.Limit <= 0 {
 		return nil, nil
 	}
-	args := []any{ws, tsquery(q.Terms)}
+	args := []any{ws}
 	arg := func(v any) string { args = append(args, v); return fmt.Sprintf("$%d", len(args)) }
+	var query []string
+	stemmed, prefix := tsqueries(q.Terms)
+	if stemmed != "" {
+		query = append(query, `to_tsquery('parley_english', `+arg(stemmed)+`)`)
+	}
+	if prefix != "" {
+		query = append(query, `to_tsquery('simple', `+arg(prefix)+`)`)
+	}
 	var where strings.Builder
 	if q.Viewer != "" {
 		v := arg(q.Viewer)
@@ -71,13 +89,13 @@ func (db *DB) Search(ctx context.Context, ws string, q hub.SearchQuery) ([]hub.S
 	}
 	// The filters apply before the limit, so a viewer's one match is found
 	// however many better ones others see; snippets only for the hits.
-	sql := `WITH q AS (SELECT to_tsquery('simple', $2) AS q),
+	sql := `WITH q AS (SELECT ` + strings.Join(query, " && ") + ` AS q),
 		top AS (
 			SELECT m.seq, -ts_rank(m.search, q.q) AS score FROM messages m, q
 			WHERE m.workspace = $1 AND m.search @@ q.q` + where.String() + `
 			ORDER BY score, m.seq DESC LIMIT ` + arg(q.Limit) + `
 		)
-		SELECT ts_headline('simple', ` + searchText + `, q.q, 'StartSel=**, StopSel=**, MaxWords=24, MinWords=8'),
+		SELECT ts_headline('parley_english', ` + searchText + `, q.q, 'StartSel=**, StopSel=**, MaxWords=24, MinWords=8'),
 			top.score, ` + msgCols + `
 		FROM top JOIN messages m ON m.seq = top.seq, q
 		ORDER BY top.score, m.seq DESC`
