@@ -382,3 +382,40 @@ func TestEditHookWithCodex(t *testing.T) {
 		t.Errorf("who has src/a.go after bob's patch: %q; want bob's lease", o)
 	}
 }
+
+// TestSearchCLI: parley search finds messages by word forms and prefixes,
+// best first; an agent sees only what it sent or received, a person the
+// whole workspace.
+func TestSearchCLI(t *testing.T) {
+	e := newEnv(t)
+	w := []string{"--workspace", "srch"}
+	e.Must(append([]string{"send", "bob", "the deployment failed on staging", "--agent", "alice"}, w...)...)
+	e.Must(append([]string{"send", "dave", "deploying the parser fix", "--agent", "carol"}, w...)...)
+	type result struct {
+		Results []struct {
+			From    string `json:"from"`
+			Snippet string `json:"snippet"`
+		} `json:"results"`
+	}
+	search := func(args ...string) result {
+		t.Helper()
+		var r result
+		e.MustJSON(&r, append(append(args, "--json"), w...)...)
+		return r
+	}
+	if r := search("search", "deploy*"); len(r.Results) != 2 {
+		t.Errorf("a person's deploy*: got %+v, want both messages", r.Results)
+	}
+	if r := search("search", "deploy*", "--agent", "bob"); len(r.Results) != 1 || r.Results[0].From != "alice" || !strings.Contains(r.Results[0].Snippet, "**deployment**") {
+		t.Errorf("bob's deploy*: got %+v, want alice's message only, deployment marked", r.Results)
+	}
+	if r := search("search", "fails", "--agent", "carol"); len(r.Results) != 0 {
+		t.Errorf("carol's fails: got %+v, want nothing (she neither sent nor received it)", r.Results)
+	}
+	if r := search("search", "fails", "--agent", "alice"); len(r.Results) != 1 {
+		t.Errorf("alice's fails (stemmed: failed): got %+v, want her message", r.Results)
+	}
+	if out := e.Must(append([]string{"search", "zebra"}, w...)...); !strings.Contains(out, "no messages match") {
+		t.Errorf("search zebra: %q, want no messages match", out)
+	}
+}

@@ -277,3 +277,46 @@ func droppedAll(ev *Events) bool {
 	}
 	return true
 }
+
+// TestEventsCoordination: reservations granted and released, and a queue's
+// task claimed and completed, reach the event stream (issue 15).
+func TestEventsCoordination(t *testing.T) {
+	e := newEventsEnv(t, 0)
+	ctx := context.Background()
+	h := e.hub
+	c := e.dial(t, "?workspace=ws1&kinds=reservations.changed,task.claimed,task.completed", nil)
+
+	res, err := h.Reserve(ctx, hub.ReserveRequest{Workspace: "ws1", Agent: "alice", Paths: []string{"src/**"}, TTL: time.Hour, Exclusive: true, Reason: "refactor"})
+	if err != nil || len(res.Granted) != 1 {
+		t.Fatalf("reserve: %+v, %v", res, err)
+	}
+	if ev := nextEvent(t, c); ev.Kind != "reservations.changed" || ev.Change != "granted" || ev.Agent != "alice" ||
+		len(ev.Reservations) != 1 || ev.Reservations[0].Path != "src/**" || ev.Reservations[0].Reason != "refactor" {
+		t.Errorf("after reserve: got %+v, want alice's src/** granted", ev)
+	}
+	if _, err := h.ReleaseReservations(ctx, "ws1", "alice", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if ev := nextEvent(t, c); ev.Kind != "reservations.changed" || ev.Change != "released" || len(ev.Reservations) != 1 {
+		t.Errorf("after release: got %+v, want src/** released", ev)
+	}
+
+	sent, err := h.Send(ctx, hub.SendRequest{Workspace: "ws1", From: "boss", To: "queue:review", Content: "review PR 1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := h.Claim(ctx, hub.ClaimRequest{Workspace: "ws1", Agent: "rita", Queue: "review", Reader: "rita-key", Timeout: time.Second})
+	if err != nil || d == nil {
+		t.Fatalf("claim: %+v, %v", d, err)
+	}
+	if ev := nextEvent(t, c); ev.Kind != "task.claimed" || ev.ID != sent.Message.ID || ev.Agent != "rita" {
+		t.Errorf("after claim: got %+v, want task %s claimed by rita", ev, sent.Message.ID)
+	}
+	if _, err := h.Complete(ctx, hub.CompleteRequest{Workspace: "ws1", Agent: "rita", Readers: []string{"rita-key"}, TaskID: sent.Message.ID, Result: "LGTM"}); err != nil {
+		t.Fatal(err)
+	}
+	if ev := nextEvent(t, c); ev.Kind != "task.completed" || ev.ID != sent.Message.ID || ev.Status != "task_completed" {
+		t.Errorf("after complete: got %+v, want task %s completed", ev, sent.Message.ID)
+	}
+	noEvent(t, c)
+}
