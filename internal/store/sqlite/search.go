@@ -42,37 +42,53 @@ func (db *DB) Search(ctx context.Context, ws string, q hub.SearchQuery) ([]hub.S
 	if q.Limit <= 0 {
 		q.Limit = hub.DefaultSearchLimit
 	}
-	stmt, err := db.searchStmt(ctx, searchSQL(q, index, filter != ""))
-	if err != nil {
-		return nil, db.mapErr(ctx, op, err)
+	// A person's search of the whole workspace first takes the best
+	// matches straight from the index (quickSearchSQL); only when some of
+	// them belong to other workspaces does it need the filtered scan.
+	if filter == "" && q.Viewer == "" && q.From == "" && q.Thread == "" && q.Since.IsZero() {
+		hits, full, err := db.runSearch(ctx, quickSearchSQL(index), q.Terms, match, ws, q.Limit)
+		if err != nil || len(hits) == q.Limit || !full {
+			return hits, err
+		}
 	}
 	args := []any{match, ws, q.Viewer, q.From, q.Thread, nanos(q.Since), q.Limit}
 	if filter != "" {
 		args = append(args, filter)
 	}
+	hits, _, err := db.runSearch(ctx, searchSQL(q, index, filter != ""), q.Terms, args...)
+	return hits, err
+}
+
+// runSearch runs a search query and reads its hits. full reports whether
+// the query's candidates column said the index gave all it was asked for.
+func (db *DB) runSearch(ctx context.Context, query string, terms []hub.SearchTerm, args ...any) (hits []hub.SearchHit, full bool, err error) {
+	const op = "search"
+	stmt, err := db.searchStmt(ctx, query)
+	if err != nil {
+		return nil, false, db.mapErr(ctx, op, err)
+	}
 	rows, err := stmt.QueryContext(ctx, args...)
 	if err != nil {
-		return nil, db.mapErr(ctx, op, err)
+		return nil, false, db.mapErr(ctx, op, err)
 	}
 	defer rows.Close()
-	var hits []hub.SearchHit
 	for rows.Next() {
 		var (
 			h                 hub.SearchHit
 			payload, metadata sql.NullString
 		)
-		m, err := scanMessage(rows, &payload, &metadata, &h.Score)
+		m, err := scanMessage(rows, &full, &payload, &metadata, &h.Score)
 		if err != nil {
-			return nil, db.mapErr(ctx, op, err)
+			return nil, false, db.mapErr(ctx, op, err)
 		}
 		h.Message = m
-		h.Snippet = makeSnippet(q.Terms, m.Content, payload.String, metadata.String)
+		h.Snippet = makeSnippet(terms, m.Content, payload.String, metadata.String)
 		hits = append(hits, h)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, db.mapErr(ctx, op, err)
+		return nil, false, db.mapErr(ctx, op, err)
 	}
-	return hits, nil
+	return hits, full || len(hits) == 0, nil
 }
 
 // searchStmt returns the prepared statement for query, preparing it once: a
@@ -127,11 +143,33 @@ func searchSQL(q hub.SearchQuery, index string, prefixFilter bool) string {
 		b.WriteString(` AND +f.rowid IN (SELECT rowid FROM messages_words WHERE messages_words MATCH ?8)`)
 	}
 	b.WriteString(` ORDER BY f.rank LIMIT ?7)
-	SELECT t.payload, t.metadata, page.score, ` + msgCols + `
+	SELECT 0, t.payload, t.metadata, page.score, ` + msgCols + `
 	FROM page CROSS JOIN messages m ON m.seq = page.seq
 	LEFT JOIN message_search_text t ON t.seq = page.seq
 	ORDER BY page.score, page.seq DESC`)
 	return b.String()
+}
+
+// quickSearchSQL is a person's search of a whole workspace. FTS5's own
+// ORDER BY rank ranks every match in a statement of its own, and then
+// computes the rank of each row it hands out a second time, learning the
+// terms' weights over again (the bm25 of a rank column read): together
+// about a third more than ranking once. Ordered by +rank, which FTS5 does
+// not take, the index hands out matches with their rank computed once, and
+// SQLite keeps the best ?4 of them as they come. The workspace is checked
+// on those only: the first column says whether the index gave ?4 (then, if
+// some were in other workspaces, Search runs the filtered scan).
+func quickSearchSQL(index string) string {
+	return `WITH best AS MATERIALIZED (
+		SELECT f.rowid AS seq, f.rank AS score FROM ` + index + ` f
+		WHERE f.` + index + ` MATCH ?1 ORDER BY +f.rank, f.rowid DESC LIMIT ?3),
+	page AS MATERIALIZED (
+		SELECT seq, score FROM best
+		WHERE EXISTS (SELECT 1 FROM messages m WHERE m.seq = best.seq AND m.workspace = ?2))
+	SELECT (SELECT count(*) FROM best) = ?3, t.payload, t.metadata, page.score, ` + msgCols + `
+	FROM page CROSS JOIN messages m ON m.seq = page.seq
+	LEFT JOIN message_search_text t ON t.seq = page.seq
+	ORDER BY page.score, page.seq DESC`
 }
 
 // snippetWords is how many words a snippet shows around the first match.

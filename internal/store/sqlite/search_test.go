@@ -143,3 +143,61 @@ func TestSearchOddPayloads(t *testing.T) {
 	}
 	ftsIntegrity(t, db)
 }
+
+// TestSearchBestMatchesElsewhere: a person's search takes the best matches
+// from the index before it checks their workspace; when the best are all in
+// another workspace, it must still find this one's.
+func TestSearchBestMatchesElsewhere(t *testing.T) {
+	db := openTest(t)
+	ctx := context.Background()
+	// Distinct lengths give distinct scores, so that the order is defined;
+	// the messages without the word make it a rare one.
+	for i := range 90 {
+		content := "kestrel kestrel kestrel" + strings.Repeat(" filler", i)
+		if i >= 30 {
+			content = "nothing to see here"
+		}
+		m := &hub.Message{ID: fmt.Sprintf("01J0000000000000000000A%03d", i), Workspace: "loud", From: "a",
+			Content: content, Priority: hub.Normal, CreatedAt: time.Now()}
+		if err := db.CreateMessage(ctx, m, []string{"b"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 5 {
+		m := &hub.Message{ID: fmt.Sprintf("01J0000000000000000000B%03d", i), Workspace: "quiet", From: "a",
+			Content: fmt.Sprintf("a kestrel among %d other words of a longer message", i), Priority: hub.Normal, CreatedAt: time.Now()}
+		if err := db.CreateMessage(ctx, m, []string{"b"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	terms, _ := hub.ParseSearchQuery("kestrel")
+	for _, limit := range []int{2, 20} {
+		hits, err := db.Search(ctx, "quiet", hub.SearchQuery{Terms: terms, Limit: limit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := min(limit, 5); len(hits) != want {
+			t.Errorf("limit %d: got %d hits in quiet, want %d", limit, len(hits), want)
+		}
+		for i, h := range hits {
+			if h.Message.Workspace != "quiet" {
+				t.Errorf("limit %d: hit %d is from %s", limit, i, h.Message.Workspace)
+			}
+			if i > 0 && h.Score < hits[i-1].Score {
+				t.Errorf("limit %d: scores not ascending: %v after %v", limit, h.Score, hits[i-1].Score)
+			}
+		}
+	}
+	// The quick path and the filtered scan agree: a person's search and the
+	// same search narrowed by sender (every message here is a's).
+	all, _ := db.Search(ctx, "loud", hub.SearchQuery{Terms: terms, Limit: 7})
+	from, _ := db.Search(ctx, "loud", hub.SearchQuery{Terms: terms, From: "a", Limit: 7})
+	if len(all) != 7 || len(from) != 7 {
+		t.Fatalf("loud: got %d and %d hits, want 7 and 7", len(all), len(from))
+	}
+	for i := range all {
+		if all[i].Message.ID != from[i].Message.ID || all[i].Score != from[i].Score {
+			t.Errorf("hit %d: %s (%v) by the quick path, %s (%v) by the scan", i, all[i].Message.ID, all[i].Score, from[i].Message.ID, from[i].Score)
+		}
+	}
+}
