@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -20,32 +21,21 @@ import (
 // ("K: V") and returns the connection on 101, or the status and body.
 func upgradeTCP(t *testing.T, addr string, headers ...string) (net.Conn, *bufio.Reader, int, string) {
 	t.Helper()
-	c, err := net.Dial("tcp", addr)
+	h := http.Header{}
+	for _, kv := range headers {
+		k, v, _ := strings.Cut(kv, ": ")
+		h.Set(k, v)
+	}
+	c, br, err := bridge.DialStream(context.Background(), "tcp", addr, "http://"+addr+"/mcp", h)
+	var refused *bridge.RefusedError
+	if errors.As(err, &refused) {
+		return nil, nil, refused.Status, refused.Body
+	}
 	if err != nil {
 		t.Fatal(err)
-	}
-	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/mcp", nil)
-	req.Header.Set("Connection", "Upgrade")
-	req.Header.Set("Upgrade", bridge.StreamProtocol)
-	for _, h := range headers {
-		k, v, _ := strings.Cut(h, ": ")
-		req.Header.Set(k, v)
-	}
-	br := bufio.NewReader(c)
-	if err := req.Write(c); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.ReadResponse(br, req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusSwitchingProtocols {
-		body, _ := io.ReadAll(resp.Body)
-		c.Close()
-		return nil, nil, resp.StatusCode, string(body)
 	}
 	t.Cleanup(func() { c.Close() })
-	return c, br, resp.StatusCode, ""
+	return c, br, http.StatusSwitchingProtocols, ""
 }
 
 // TestStreamOverTCP: a stream session over TCP passes the same guard as

@@ -56,14 +56,14 @@ type stream struct {
 	readers sync.WaitGroup
 }
 
-// refusedError is a server's answer other than 101 to the upgrade.
-type refusedError struct {
-	status int
-	body   string
+// RefusedError is a server's answer other than 101 to a stream upgrade.
+type RefusedError struct {
+	Status int
+	Body   string
 }
 
-func (e *refusedError) Error() string {
-	return fmt.Sprintf("server refused the stream: HTTP %d: %s", e.status, truncate([]byte(e.body), errTextLimit))
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("server refused the stream: HTTP %d: %s", e.Status, truncate([]byte(e.Body), errTextLimit))
 }
 
 // openStream connects the stream, or returns nil when the server does not
@@ -73,7 +73,7 @@ func (e *refusedError) Error() string {
 func (b *bridge) openStream() *stream {
 	st := &stream{b: b, inflight: map[string]json.RawMessage{}}
 	c, br, err := b.dialStream(b.ctx)
-	var refused *refusedError
+	var refused *RefusedError
 	switch {
 	case errors.As(err, &refused):
 		b.log.Info("no stream session; bridging over HTTP", "err", err)
@@ -86,32 +86,41 @@ func (b *bridge) openStream() *stream {
 
 // dialStream connects to the server and upgrades the connection.
 func (b *bridge) dialStream(ctx context.Context) (net.Conn, *bufio.Reader, error) {
+	network, addr := "unix", b.opts.SocketPath
+	if addr == "" {
+		u, _ := url.Parse(b.endpoint) // checked by newBridge
+		network, addr = "tcp", u.Host
+		if u.Port() == "" {
+			addr = net.JoinHostPort(u.Hostname(), "80")
+		}
+	}
+	return DialStream(ctx, network, addr, b.endpoint, b.base)
+}
+
+// DialStream connects to a Parley daemon at addr and asks for a stream
+// session at endpoint (a URL; only its path and host are sent), with the
+// identity and authorization in h. It returns the connection, and a reader
+// on it that holds what came right after the 101; a refusal is a
+// *RefusedError.
+func DialStream(ctx context.Context, network, addr, endpoint string, h http.Header) (net.Conn, *bufio.Reader, error) {
 	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
 	var d net.Dialer
-	var c net.Conn
-	var err error
-	if b.opts.SocketPath != "" {
-		c, err = d.DialContext(ctx, "unix", b.opts.SocketPath)
-	} else {
-		u, _ := url.Parse(b.endpoint) // checked by newBridge
-		host := u.Host
-		if u.Port() == "" {
-			host = net.JoinHostPort(u.Hostname(), "80")
-		}
-		c, err = d.DialContext(ctx, "tcp", host)
-	}
+	c, err := d.DialContext(ctx, network, addr)
 	if err != nil {
 		return nil, nil, err
 	}
 	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Now()) })
 	defer stop()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.endpoint, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint, nil)
 	if err != nil {
 		c.Close()
 		return nil, nil, err
 	}
-	req.Header = b.base.Clone()
+	req.Header = h.Clone()
+	if req.Header == nil {
+		req.Header = http.Header{}
+	}
 	req.Header.Set("Connection", "Upgrade")
 	req.Header.Set("Upgrade", StreamProtocol)
 	br := bufio.NewReaderSize(c, 64<<10)
@@ -127,7 +136,7 @@ func (b *bridge) dialStream(ctx context.Context) (net.Conn, *bufio.Reader, error
 		body := readErrBody(resp)
 		resp.Body.Close()
 		c.Close()
-		return nil, nil, &refusedError{resp.StatusCode, body}
+		return nil, nil, &RefusedError{resp.StatusCode, body}
 	}
 	if !stop() {
 		c.Close()

@@ -51,20 +51,13 @@ func streamServer(t testing.TB, e *env) (sock string, posts *atomic.Int64) {
 	return sock, posts
 }
 
-// upgrade opens a stream session of agent by hand.
+// upgrade opens a stream session of agent, as the bridge does.
 func upgrade(t testing.TB, sock, ws, agent string) (net.Conn, *bufio.Reader) {
 	t.Helper()
-	c, err := net.Dial("unix", sock)
+	c, br, err := bridge.DialStream(context.Background(), "unix", sock, "http://parley/mcp",
+		http.Header{api.HeaderAgent: {agent}, api.HeaderWorkspace: {ws}})
 	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Fprintf(c, "GET /mcp HTTP/1.1\r\nHost: parley\r\nConnection: Upgrade\r\nUpgrade: %s\r\n%s: %s\r\n%s: %s\r\n\r\n",
-		bridge.StreamProtocol, api.HeaderAgent, agent, api.HeaderWorkspace, ws)
-	br := bufio.NewReader(c)
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
-		c.Close()
-		t.Fatalf("upgrade: %v %v", resp, err)
+		t.Fatalf("upgrade: %v", err)
 	}
 	return c, br
 }

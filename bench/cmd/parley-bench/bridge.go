@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,6 +15,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/parley-dev/parley/internal/bridge"
 )
 
 // The bridge's overhead: the same client calls the same tool sequentially,
@@ -221,25 +221,9 @@ func tsRate(dur time.Duration, tool string, args map[string]any, cmd *exec.Cmd) 
 // streamSession opens an MCP session on the daemon's stream (what `parley
 // mcp serve` uses), without a bridge process.
 func (d *daemon) streamSession(ctx context.Context, ws, agent string) (*mcp.ClientSession, error) {
-	c, err := net.Dial("unix", filepath.Join(d.home, "parley.sock"))
+	c, br, err := bridge.DialStream(ctx, "unix", filepath.Join(d.home, "parley.sock"), "http://parley/mcp",
+		http.Header{"Parley-Workspace": {ws}, "Parley-Agent": {agent}})
 	if err != nil {
-		return nil, err
-	}
-	req, _ := http.NewRequest(http.MethodGet, "http://parley/mcp", nil)
-	req.Header.Set("Connection", "Upgrade")
-	req.Header.Set("Upgrade", "parley-mcp")
-	req.Header.Set("Parley-Workspace", ws)
-	req.Header.Set("Parley-Agent", agent)
-	br := bufio.NewReader(c)
-	var resp *http.Response
-	if err = req.Write(c); err == nil {
-		resp, err = http.ReadResponse(br, req)
-	}
-	if err == nil && resp.StatusCode != http.StatusSwitchingProtocols {
-		err = fmt.Errorf("upgrade: HTTP %d", resp.StatusCode)
-	}
-	if err != nil {
-		c.Close()
 		return nil, err
 	}
 	t := &confirming{IOTransport: mcp.IOTransport{Reader: struct {
@@ -270,7 +254,7 @@ func (c confirmingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		}
 		if json.Unmarshal(r.Result, &res) == nil && len(res.Meta.IDs) > 0 {
 			params, _ := json.Marshal(map[string]any{"messageIds": res.Meta.IDs})
-			if err := c.Write(ctx, &jsonrpc.Request{Method: "notifications/parley/delivered", Params: params}); err != nil {
+			if err := c.Write(ctx, &jsonrpc.Request{Method: bridge.MethodDelivered, Params: params}); err != nil {
 				return nil, err
 			}
 		}
