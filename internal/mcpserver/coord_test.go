@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/ops"
 )
 
@@ -162,5 +163,46 @@ func TestReservationTools(t *testing.T) {
 	}
 	if r := callJSON(t, bob, "search_messages", map[string]any{"query": "flaky", "since": "yesterday"}, nil); !r.IsError {
 		t.Errorf("since=yesterday: got no error")
+	}
+}
+
+// TestReservationRenewAndList: list_reservations shows the workspace's
+// reservations (or one agent's), renew_reservations moves their expiry, and
+// POST /api/v1/reservations/check, the commit guard's call, names the
+// exclusive ones another agent's change runs into.
+func TestReservationRenewAndList(t *testing.T) {
+	e := newEnv(t)
+	alice := e.session(ops.Caller{Workspace: "w", Agent: "alice"}, nil)
+	bob := e.session(ops.Caller{Workspace: "w", Agent: "bob"}, nil)
+	mustCall(t, alice, "reserve_paths", map[string]any{"paths": []string{"docs/**", "go.mod"}, "ttl_seconds": 60}, nil)
+	mustCall(t, bob, "reserve_paths", map[string]any{"paths": []string{"README.md"}, "exclusive": false}, nil)
+
+	var all, mine api.ReservationsResult
+	mustCall(t, bob, "list_reservations", nil, &all)
+	mustCall(t, bob, "list_reservations", map[string]any{"agent": "alice"}, &mine)
+	if len(all.Reservations) != 3 || len(mine.Reservations) != 2 || mine.Reservations[0].Agent != "alice" {
+		t.Fatalf("list_reservations: got %+v, and alice's %+v; want 3, of which alice's 2", all, mine)
+	}
+	var renewed api.ReservationsResult
+	mustCall(t, alice, "renew_reservations", map[string]any{"ttl_seconds": 7200}, &renewed)
+	if len(renewed.Reservations) != 2 {
+		t.Fatalf("renew_reservations: got %+v, want alice's 2", renewed)
+	}
+	for i, r := range renewed.Reservations {
+		if r.ExpiresAt <= mine.Reservations[i].ExpiresAt {
+			t.Errorf("renewed %s expires %s, want later than %s", r.Path, r.ExpiresAt, mine.Reservations[i].ExpiresAt)
+		}
+	}
+	if msg := toolError(t, alice, "renew_reservations", map[string]any{"ttl_seconds": 1}); !strings.Contains(msg, "out of range") {
+		t.Errorf("renew for 1 s: got %q", msg)
+	}
+
+	code, body := e.do("POST", "/reservations/check", "w", "bob", api.CheckPathsRequest{Paths: []string{"docs/api.md", "README.md", "main.go"}})
+	var check api.CheckPathsResult
+	if code != 200 || json.Unmarshal(body, &check) != nil {
+		t.Fatalf("POST /reservations/check: %d %s", code, body)
+	}
+	if len(check.Conflicts) != 1 || check.Conflicts[0].Path != "docs/api.md" || check.Conflicts[0].Reservation.Agent != "alice" {
+		t.Errorf("check of bob's change: got %+v, want docs/api.md held by alice alone", check.Conflicts)
 	}
 }
