@@ -1,6 +1,8 @@
 // Package bridge connects an MCP client that speaks stdio (newline-delimited
 // JSON-RPC on stdin and stdout) to an MCP server that speaks Streamable HTTP,
-// over a Unix socket or a URL.
+// over a Unix socket or a URL; or, with Options.Stream, to a Parley daemon's
+// stream session, where one connection carries the lines as they are
+// (stream.go). What follows is about Streamable HTTP.
 //
 // It owns the transport only: framing, the HTTP session (Mcp-Session-Id,
 // MCP-Protocol-Version), the server-to-client GET stream, re-initialization
