@@ -80,7 +80,7 @@ func benchSend(b *testing.B, senders int) {
 		ss[i] = session(b, hc, "p", "s"+strconv.Itoa(i))
 	}
 	b.ResetTimer()
-	start := time.Now()
+	start, cpu0 := time.Now(), processCPU()
 	per := (b.N + senders - 1) / senders
 	var wg sync.WaitGroup
 	for i, s := range ss {
@@ -100,6 +100,7 @@ func benchSend(b *testing.B, senders int) {
 	wg.Wait()
 	b.StopTimer()
 	b.ReportMetric(float64(per*senders)/time.Since(start).Seconds(), "msgs/s")
+	cpuPer(b, cpu0, per*senders)
 }
 
 // BenchmarkSend1 and BenchmarkSend64: durable sends from 1 and 64 MCP sessions.
@@ -134,7 +135,7 @@ func BenchmarkAPISend64(b *testing.B) {
 	const senders = 64
 	_, hc := startDaemon(b)
 	b.ResetTimer()
-	start := time.Now()
+	start, cpu0 := time.Now(), processCPU()
 	per := (b.N + senders - 1) / senders
 	var wg sync.WaitGroup
 	for i := 0; i < senders; i++ {
@@ -163,4 +164,5 @@ func BenchmarkAPISend64(b *testing.B) {
 	wg.Wait()
 	b.StopTimer()
 	b.ReportMetric(float64(per*senders)/time.Since(start).Seconds(), "msgs/s")
+	cpuPer(b, cpu0, per*senders)
 }

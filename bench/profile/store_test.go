@@ -26,7 +26,7 @@ func BenchmarkStoreCreate64(b *testing.B) {
 	defer db.Close()
 	var seq atomic.Int64
 	b.ResetTimer()
-	start := time.Now()
+	start, cpu0 := time.Now(), processCPU()
 	var wg sync.WaitGroup
 	for w := 0; w < 64; w++ {
 		wg.Add(1)
@@ -44,4 +44,5 @@ func BenchmarkStoreCreate64(b *testing.B) {
 	}
 	wg.Wait()
 	b.ReportMetric(float64(seq.Load())/time.Since(start).Seconds(), "msgs/s")
+	cpuPer(b, cpu0, int(seq.Load()))
 }

@@ -473,6 +473,10 @@ func seed(ctx context.Context, path string, n int) error {
 				printf('01SEED%%020d', x), %d + x FROM c`, n, now-int64(n)*1000),
 		fmt.Sprintf(`INSERT INTO deliveries (id, workspace, recipient, message_seq, rank, read_at)
 			SELECT seq, 'bench', to_addr, seq, 2, %d FROM messages`, now),
+		// Index them for search as a daemon would have (one pass each).
+		`INSERT INTO messages_fts (messages_fts) VALUES ('rebuild')`,
+		`INSERT INTO messages_words (messages_words) VALUES ('rebuild')`,
+		`DELETE FROM search_pending`,
 	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {

@@ -158,7 +158,7 @@ func Open(ctx context.Context, path string, opts *Options) (*DB, error) {
 		w.Close()
 		return nil, fmt.Errorf("open store: %w", db.mapErr(ctx, "prepare", err))
 	}
-	db.wr = newWriter(conn, strings.ToUpper(syncMode))
+	db.wr = newWriter(conn, strings.ToUpper(syncMode), db.indexPending)
 	return db, nil
 }
 

@@ -564,7 +564,70 @@ func TestGroupCommit(t *testing.T) {
 					t.Errorf("write %d: %v", i, err)
 				}
 			}
+			// The batch indexed exactly the kept messages for search, in
+			// its own transaction: a search finds them once committed, and
+			// nothing is left queued.
+			kept := 0
+			for i, err := range errs {
+				if i%3 == 1 && err == nil {
+					kept++
+				}
+			}
+			if got := searchCount(t, db, "ws", "small") + searchCount(t, db, "ws", "big"); got != kept {
+				t.Errorf("search after the group commit: got %d hits, want the %d kept messages", got, kept)
+			}
+			var queued int
+			if err := db.r.QueryRowContext(ctx, "SELECT count(*) FROM search_pending").Scan(&queued); err != nil || queued != 0 {
+				t.Errorf("search_pending after commit: %d rows (%v), want 0", queued, err)
+			}
+			if tc.full {
+				execWriter(t, db, "PRAGMA max_page_count = 1073741823")
+			}
+			ftsIntegrity(t, db)
 		})
+	}
+}
+
+// TestSearchIndexedPerCommit: a message indexed at its commit can be deleted
+// and edited in later transactions, and one stored and deleted within one
+// transaction never reaches the indexes, which stay consistent throughout.
+func TestSearchIndexedPerCommit(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	for i, c := range []string{"alpha one", "alpha two"} {
+		if err := db.CreateMessage(ctx, &hub.Message{ID: "01JIX" + strconv.Itoa(i), Workspace: "ws", From: "a", To: "b",
+			Content: c, Priority: hub.Normal, CreatedAt: time.Now()}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := searchCount(t, db, "ws", "alpha"); got != 2 {
+		t.Fatalf("search alpha: got %d hits, want 2", got)
+	}
+	onWriter(t, db, func(ctx context.Context, c *sql.Conn) error {
+		if _, err := c.ExecContext(ctx, `UPDATE messages SET content = 'beta two' WHERE id = '01JIX1'`); err != nil {
+			return err
+		}
+		_, err := c.ExecContext(ctx, `DELETE FROM messages WHERE id = '01JIX0'`)
+		return err
+	})
+	ftsIntegrity(t, db)
+	// Stored and deleted before the commit that would have indexed it.
+	err := db.write(ctx, "test", func(ctx context.Context, c *sql.Conn) error {
+		if _, err := c.ExecContext(ctx, `INSERT INTO messages (id, workspace, sender, to_addr, content, priority, created_at)
+			VALUES ('01JIX9', 'ws', 'a', 'b', 'gamma', 'normal', 1)`); err != nil {
+			return err
+		}
+		_, err := c.ExecContext(ctx, `DELETE FROM messages WHERE id = '01JIX9'`)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ftsIntegrity(t, db)
+	for q, want := range map[string]int{"alpha": 0, "beta": 1, "gamma": 0} {
+		if got := searchCount(t, db, "ws", q); got != want {
+			t.Errorf("search %s: got %d hits, want %d", q, got, want)
+		}
 	}
 }
 

@@ -39,6 +39,9 @@ func fill(t testing.TB, path string, n, size int) {
 		INSERT INTO messages (id, workspace, sender, to_addr, content, priority, created_at)
 		SELECT printf('01K%023d', x), 'ws', 'a', 'b', substr(hex(randomblob(?2)), 1, ?2), 'normal', ?3 + x FROM i;
 		INSERT INTO deliveries (workspace, recipient, message_seq, rank, read_at) SELECT 'ws', 'b', seq, 2, ?3 FROM messages;
+		INSERT INTO messages_fts (messages_fts) VALUES ('rebuild');
+		INSERT INTO messages_words (messages_words) VALUES ('rebuild');
+		DELETE FROM search_pending;
 		COMMIT`, n, size, now)
 	if err != nil {
 		t.Fatal(err)

@@ -45,6 +45,9 @@ type statements struct {
 	// Reservations (reservations.go): prepared, they cost a reserve half
 	// what they did.
 	wResExpire, wResLive, wResDelete, wResPut, rResLive *sql.Stmt
+	// Search indexing of the messages queued in search_pending (migration
+	// 9), one statement per index for a whole group commit.
+	wIndexDue, wIndexFTS, wIndexWords, wIndexDone *sql.Stmt
 }
 
 // preparer is what *sql.Conn (the writer) and *sql.DB (the read pool) share.
@@ -81,6 +84,12 @@ func (s *statements) prepare(ctx context.Context, w *sql.Conn, r *sql.DB) error 
 		{&s.wConfirmAll, w, `SELECT d.id, ` + delCols + ` FROM deliveries d JOIN messages m ON m.seq = d.message_seq
 			WHERE d.reader = ?`},
 		{&s.wTouch, w, `UPDATE agents SET last_seen = ? WHERE workspace = ? AND name = ?`},
+		{&s.wIndexDue, w, `SELECT EXISTS (SELECT 1 FROM search_pending)`},
+		{&s.wIndexFTS, w, `INSERT INTO messages_fts (rowid, content, payload, metadata)
+			SELECT s.seq, s.content, s.payload, s.metadata FROM search_pending p JOIN messages_search s ON s.seq = p.seq`},
+		{&s.wIndexWords, w, `INSERT INTO messages_words (rowid, content, payload, metadata)
+			SELECT s.seq, s.content, s.payload, s.metadata FROM search_pending p JOIN messages_search s ON s.seq = p.seq`},
+		{&s.wIndexDone, w, `DELETE FROM search_pending`},
 		{&s.rUnread, r, `SELECT count(*) FROM deliveries
 			WHERE workspace = ? AND recipient = ? AND read_at IS NULL AND reader IS NULL AND rank <= ?`},
 		// The inbox index, in recipient order: one pass groups it.
@@ -113,7 +122,7 @@ func (s *statements) prepare(ctx context.Context, w *sql.Conn, r *sql.DB) error 
 func (s *statements) close() {
 	for _, st := range []*sql.Stmt{s.wInsMessage, s.wInsDelivery, s.wInsDeliveries, s.wInsWorkspace,
 		s.wTakeSel, s.wTakeUpd, s.wConfirmAll, s.wTouch, s.rUnread, s.rUnreadBy, s.rPeek, s.rMessage, s.rAgent, s.rAgents,
-		s.wResExpire, s.wResLive, s.wResDelete, s.wResPut, s.rResLive} {
+		s.wResExpire, s.wResLive, s.wResDelete, s.wResPut, s.rResLive, s.wIndexDue, s.wIndexFTS, s.wIndexWords, s.wIndexDone} {
 		if st != nil {
 			st.Close()
 		}
@@ -249,6 +258,24 @@ func (db *DB) CreateMessage(ctx context.Context, m *hub.Message, recipients []st
 	}
 	if !known {
 		db.markKnown(m.Workspace)
+	}
+	return nil
+}
+
+// indexPending adds the messages queued in search_pending (by whatever
+// stored, edited or restored them) to both search indexes and empties the
+// queue. The writer runs it at the end of every transaction; see migration 9
+// for why not per message.
+func (db *DB) indexPending() error {
+	ctx := context.Background()
+	var due bool
+	if err := db.stmts.wIndexDue.QueryRowContext(ctx).Scan(&due); err != nil || !due {
+		return err
+	}
+	for _, st := range []*sql.Stmt{db.stmts.wIndexFTS, db.stmts.wIndexWords, db.stmts.wIndexDone} {
+		if _, err := st.ExecContext(ctx); err != nil {
+			return fmt.Errorf("index messages for search: %w", err)
+		}
 	}
 	return nil
 }

@@ -38,17 +38,23 @@ type writer struct {
 	// batch of lazy writes committed without a sync.
 	syncMode string
 
+	// beforeCommit, if set, runs last in every transaction: the search
+	// indexing of the messages it stored (DB.indexPending), done once per
+	// group commit instead of once per message.
+	beforeCommit func() error
+
 	commits atomic.Int64 // transactions committed, for tests and benchmarks
 	writes  atomic.Int64 // writes committed
 }
 
-func newWriter(conn *sql.Conn, syncMode string) *writer {
+func newWriter(conn *sql.Conn, syncMode string, beforeCommit func() error) *writer {
 	w := &writer{
-		conn:     conn,
-		syncMode: syncMode,
-		reqs:     make(chan *writeReq),
-		closing:  make(chan struct{}),
-		stopped:  make(chan struct{}),
+		conn:         conn,
+		syncMode:     syncMode,
+		beforeCommit: beforeCommit,
+		reqs:         make(chan *writeReq),
+		closing:      make(chan struct{}),
+		stopped:      make(chan struct{}),
 	}
 	go w.run()
 	return w
@@ -160,6 +166,10 @@ func (w *writer) commit(batch []*writeReq) {
 		w.exec("ROLLBACK")
 		return
 	}
+	if err := w.finish(); err != nil {
+		w.rollbackAndRetry(ok)
+		return
+	}
 	if err := w.exec("COMMIT"); err != nil {
 		w.exec("ROLLBACK") // may fail: SQLite may have rolled back already
 		for _, r := range ok {
@@ -198,6 +208,11 @@ func (w *writer) commitOne(r *writeReq) {
 		r.done <- err
 		return
 	}
+	if err := w.finish(); err != nil {
+		w.exec("ROLLBACK")
+		r.done <- err
+		return
+	}
 	if err := w.exec("COMMIT"); err != nil {
 		w.exec("ROLLBACK")
 		r.done <- err
@@ -206,6 +221,14 @@ func (w *writer) commitOne(r *writeReq) {
 	w.commits.Add(1)
 	w.writes.Add(1)
 	r.done <- nil
+}
+
+// finish runs beforeCommit, if any.
+func (w *writer) finish() error {
+	if w.beforeCommit == nil {
+		return nil
+	}
+	return w.beforeCommit()
 }
 
 func (w *writer) exec(q string) error {

@@ -1,0 +1,26 @@
+package profile
+
+import (
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// processCPU is the user plus system CPU time this process has used.
+func processCPU() time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// cpuPer reports the process's CPU time per message since cpu0 (client and
+// daemon together, both being in-process): on a loaded machine it moves far
+// less than the wall-clock rate does.
+func cpuPer(b *testing.B, cpu0 time.Duration, msgs int) {
+	if msgs > 0 {
+		b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(msgs), "cpu-µs/msg")
+	}
+}
