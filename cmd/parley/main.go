@@ -15,7 +15,8 @@ func main() {
 		// decodes, so the collector ran a third of the daemon's CPU under
 		// load. Collecting at 200% cut CPU per MCP send by ~30% for ~20 MB
 		// more RSS with 1,000 sessions (docs/performance.md). The process
-		// decides this, not the daemon package; GOGC overrides.
+		// decides this, not the daemon package; GOGC overrides. A daemon
+		// goes further once running: see internal/daemon's tuneGC.
 		debug.SetGCPercent(200)
 	}
 	os.Exit(cli.Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
