@@ -29,12 +29,21 @@ var (
 	flagRun    = flag.String("run", "", "run only scenarios whose name matches this regexp")
 	flagSeed   = flag.Int("seed-messages", 1_000_000, "messages stored before the check_messages scenario")
 	flagAgents = flag.Int("agents", 1000, "agents of the broadcast scenario")
-	flagSess   = flag.Int("sessions", 1000, "MCP sessions of the RSS scenario")
+	flagSess   = flag.Int("sessions", 10000, "MCP sessions of the RSS scenario")
 	flagGOGC   = flag.String("daemon-gogc", "", "GOGC for the daemons (and mcp serve), to measure the collector's share")
+	flagSend   = flag.String("senders", "1,8,64", "sender counts of the throughput scenario, comma-separated")
+	flagBare   = flag.String("bare-serve", "", "internal: serve the bare floor server (bare.go) on this Unix socket until stdin closes")
 )
 
 func main() {
 	flag.Parse()
+	if *flagBare != "" {
+		if err := serveBare(*flagBare); err != nil {
+			fmt.Fprintf(os.Stderr, "parley-bench: bare server: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *flagParley == "" {
 		fmt.Fprintln(os.Stderr, "parley-bench: -parley PATH is required (scripts/bench builds it)")
 		os.Exit(2)
@@ -81,8 +90,16 @@ type latRow struct {
 type valRow struct {
 	name, unit    string
 	parley, floor float64
+	floorIs       string // what the floor is
 	target, met   string
 	note          string
+	listed        bool // already in bench.targets
+}
+
+// A target is one line of issue 16's table: each target with its floor,
+// measured in the same run, and whether it is met.
+type target struct {
+	name, parley, floor, floorIs, goal, met string
 }
 
 type bench struct {
@@ -90,6 +107,7 @@ type bench struct {
 	load0      string // load average before the first scenario
 	lat        []latRow
 	val        []valRow
+	targets    []target
 	cleanups   []func()
 }
 
@@ -121,14 +139,41 @@ func (b *bench) print(w *os.File, took time.Duration) {
 			r.name, ms(p[0]), ms(p[1]), ms(p[2]), fl[0], fl[1], ratio, dash(r.target), dash(r.met))
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| scenario | parley | redis floor | target | met | note |")
-	fmt.Fprintln(w, "|---|---:|---:|---|---|---|")
+	fmt.Fprintln(w, "| scenario | parley | floor | floor is | target | met | note |")
+	fmt.Fprintln(w, "|---|---:|---:|---|---|---|---|")
 	for _, r := range b.val {
 		fl := "-"
 		if r.floor > 0 {
 			fl = num(r.floor) + " " + r.unit
 		}
-		fmt.Fprintf(w, "| %s | %s %s | %s | %s | %s | %s |\n", r.name, num(r.parley), r.unit, fl, dash(r.target), dash(r.met), dash(r.note))
+		is := r.floorIs
+		if is == "" {
+			is = "-"
+		}
+		fmt.Fprintf(w, "| %s | %s %s | %s | %s | %s | %s | %s |\n", r.name, num(r.parley), r.unit, fl, is, dash(r.target), dash(r.met), dash(r.note))
+	}
+	// Rows with a target that no scenario listed among the targets itself
+	// (the bridge's) join them, their note saying what the floor is.
+	targets := b.targets
+	for _, r := range b.val {
+		if r.target != "" && !r.listed {
+			is := r.floorIs
+			if is == "" {
+				is = r.note
+			}
+			targets = append(targets, target{name: r.name, parley: num(r.parley) + " " + r.unit,
+				floor: num(r.floor) + " " + r.unit, floorIs: is, goal: r.target, met: r.met})
+		}
+	}
+	if len(targets) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "Issue 16's targets, each beside its floor from this run:")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "| target | parley | floor | floor is | goal | met |")
+		fmt.Fprintln(w, "|---|---:|---:|---|---|---|")
+		for _, t := range targets {
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", t.name, t.parley, t.floor, t.floorIs, t.goal, t.met)
+		}
 	}
 	fmt.Fprintf(w, "\nLatencies in milliseconds; %d samples per latency row; throughput over %s per row; whole run %s.\n",
 		*flagN, *flagDur, took.Round(time.Second))
