@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	osexec "os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -515,4 +516,29 @@ func TestPostgresDeadClientGoneEverywhere(t *testing.T) {
 		onA := active(a)
 		return onA["d00"] && len(onA) == 1, fmt.Sprintf("active on A: %v; want d00 alone", onA)
 	})
+}
+
+// TestPostgresFromConfigFile: `store = "postgres://..."` in config.toml
+// selects the database as PARLEY_STORE does: a daemon configured by its
+// file and one by the environment share one bus.
+func TestPostgresFromConfigFile(t *testing.T) {
+	dsn := pgtest.Database(t)
+	a := newEnv(t, "PARLEY_STORE="+dsn, "PARLEY_WORKSPACE=team")
+	b := newEnv(t, "PARLEY_WORKSPACE=team")
+	if err := os.WriteFile(filepath.Join(b.home, "config.toml"), []byte(fmt.Sprintf("store = %q\n", dsn)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a.Must("daemon", "start")
+	b.Must("daemon", "start")
+	var st struct {
+		Store string `json:"store"`
+	}
+	b.MustJSON(&st, "daemon", "status")
+	if st.Store != "postgres" {
+		t.Errorf("daemon with store in config.toml: store %q, want postgres", st.Store)
+	}
+	a.Must("join", "--name", "alice", "--role", "planner")
+	if out := b.Must("agents"); !strings.Contains(out, "alice") {
+		t.Errorf("agents on the daemon configured by file: want alice, who joined on the other, in\n%s", out)
+	}
 }
