@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/client"
 )
 
 func sendCmd(g *globals) *cobra.Command {
@@ -99,15 +101,20 @@ first, and mark them read, as check_messages does. --peek leaves them unread.`,
 				return err
 			}
 			var res *api.CheckResult
+			var reader string
 			if peek {
 				res, err = c.Peek(cmd.Context(), limit)
 			} else {
-				res, err = c.Check(cmd.Context(), limit)
+				res, reader, err = c.CheckLeased(cmd.Context(), limit)
 			}
 			if err != nil {
 				return err
 			}
-			return g.out(res, func(w io.Writer) {
+			ids := make([]string, len(res.Messages))
+			for i, m := range res.Messages {
+				ids[i] = m.MessageID
+			}
+			return g.settle(cmd.Context(), c, reader, ids, g.out(res, func(w io.Writer) {
 				if len(res.Messages) == 0 {
 					fmt.Fprintln(w, "no unread messages")
 					return
@@ -118,7 +125,7 @@ first, and mark them read, as check_messages does. --peek leaves them unread.`,
 				if res.Remaining > 0 {
 					fmt.Fprintf(w, "(%d more unread)\n", res.Remaining)
 				}
-			})
+			}))
 		},
 	}
 	cmd.Flags().IntVarP(&limit, "limit", "n", 50, "most messages to read")
@@ -130,34 +137,44 @@ first, and mark them read, as check_messages does. --peek leaves them unread.`,
 func waitCmd(g *globals) *cobra.Command {
 	var timeout time.Duration
 	var filter, replyTo string
+	// What the wait read, to settle once it is printed.
+	var c *client.Client
+	var reader string
+	var ids []string
+	wait := blockingRun(g, &timeout, func(cmd *cobra.Command, _ []string, secs int) (*api.WaitResult, bool, error) {
+		var err error
+		if c, _, err = g.client(cmd.Context(), true); err != nil {
+			return nil, false, err
+		}
+		var res *api.WaitResult
+		if replyTo != "" {
+			res, reader, err = c.WaitForReplyLeased(cmd.Context(), api.ReplyWaitRequest{MessageID: replyTo, Timeout: &secs})
+		} else {
+			res, reader, err = c.WaitLeased(cmd.Context(), api.WaitRequest{Timeout: &secs, PriorityFilter: filter})
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		if res.Message != nil {
+			ids = []string{res.Message.MessageID}
+		}
+		return res, res.Message != nil, nil
+	}, func(w io.Writer, res *api.WaitResult, came bool) {
+		if !came {
+			fmt.Fprintf(w, "no message within %s\n", timeout)
+			return
+		}
+		printMessage(w, *res.Message)
+	})
 	cmd := &cobra.Command{
 		Use:   "wait",
 		Short: "Block until a message arrives for this agent, then print it",
 		Long: `Block until the next message for this agent arrives (it is then marked read)
 or the timeout passes. Exit status 0 with a message, 3 on timeout.`,
 		Args: cobra.NoArgs,
-		RunE: blockingRun(g, &timeout, func(cmd *cobra.Command, _ []string, secs int) (*api.WaitResult, bool, error) {
-			c, _, err := g.client(cmd.Context(), true)
-			if err != nil {
-				return nil, false, err
-			}
-			var res *api.WaitResult
-			if replyTo != "" {
-				res, err = c.WaitForReply(cmd.Context(), api.ReplyWaitRequest{MessageID: replyTo, Timeout: &secs})
-			} else {
-				res, err = c.Wait(cmd.Context(), api.WaitRequest{Timeout: &secs, PriorityFilter: filter})
-			}
-			if err != nil {
-				return nil, false, err
-			}
-			return res, res.Message != nil, nil
-		}, func(w io.Writer, res *api.WaitResult, came bool) {
-			if !came {
-				fmt.Fprintf(w, "no message within %s\n", timeout)
-				return
-			}
-			printMessage(w, *res.Message)
-		}),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return g.settle(cmd.Context(), c, reader, ids, wait(cmd, args))
+		},
 	}
 	timeoutFlag(cmd, &timeout, "")
 	cmd.Flags().StringVar(&filter, "priority-filter", "all", "all, critical, high_and_above or normal_and_above")
@@ -244,4 +261,19 @@ func printMessage(w io.Writer, m api.MessageInfo) {
 	if len(m.Payload) > 0 {
 		fmt.Fprintf(w, "payload: %s\n", m.Payload)
 	}
+}
+
+// settle tells the daemon what became of what a read handed out (ids, to
+// reader), once the command printed it: read if printing went well, given
+// back if it failed (printed). A CLI killed before it settled leaves the
+// messages leased to its reader, and they come back, marked redelivered,
+// when the lease ends (a minute). It returns printed.
+func (g *globals) settle(ctx context.Context, c *client.Client, reader string, ids []string, printed error) error {
+	if reader == "" || len(ids) == 0 {
+		return printed
+	}
+	if _, err := c.Receipt(context.WithoutCancel(ctx), reader, ids, printed == nil); err != nil && printed == nil {
+		return fmt.Errorf("confirm the printed messages (they will come again, marked redelivered): %w", err)
+	}
+	return printed
 }

@@ -149,13 +149,33 @@ func (g *globals) printJSON(v any) error {
 	return enc.Encode(v)
 }
 
-// out prints text or JSON, as --json asks.
+// out prints text or JSON, as --json asks, and reports whether all of it
+// reached stdout.
 func (g *globals) out(v any, text func(w io.Writer)) error {
 	if g.json {
 		return g.printJSON(v)
 	}
-	text(g.stdout)
-	return nil
+	ew := &errWriter{w: g.stdout}
+	text(ew)
+	if f, ok := g.stdout.(interface{ Flush() error }); ok && ew.err == nil {
+		ew.err = f.Flush()
+	}
+	return ew.err
+}
+
+// errWriter keeps the first error writing to w.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
 }
 
 // errTimeout makes `parley wait` exit with status 3 when nothing came.

@@ -243,11 +243,24 @@ func (c *Client) Wait(ctx context.Context, r api.WaitRequest) (*api.WaitResult, 
 // leased to the returned reader until Receipt settles it (or a minute passes).
 func (c *Client) WaitLeased(ctx context.Context, r api.WaitRequest) (*api.WaitResult, string, error) {
 	var out api.WaitResult
-	h, err := c.doHeader(ctx, http.MethodPost, "/inbox/wait", nil, http.Header{api.HeaderReceipts: {"1"}}, r, &out)
+	reader, err := c.leased(ctx, "/inbox/wait", r, &out)
+	return &out, reader, err
+}
+
+// CheckLeased is Check for a client that confirms by itself (see WaitLeased).
+func (c *Client) CheckLeased(ctx context.Context, limit int) (*api.CheckResult, string, error) {
+	var out api.CheckResult
+	reader, err := c.leased(ctx, "/inbox/check", api.CheckRequest{Limit: limit}, &out)
+	return &out, reader, err
+}
+
+// leased makes a read whose messages stay leased to the reader it returns.
+func (c *Client) leased(ctx context.Context, path string, in, out any) (reader string, err error) {
+	h, err := c.doHeader(ctx, http.MethodPost, path, nil, http.Header{api.HeaderReceipts: {"1"}}, in, out)
 	if err != nil {
-		return nil, "", err
+		return "", err
 	}
-	return &out, h.Get(api.HeaderReader), nil
+	return h.Get(api.HeaderReader), nil
 }
 
 // Receipt confirms what reader holds of the messages (received), or gives

@@ -33,6 +33,14 @@ func (c *Client) WaitForReply(ctx context.Context, r api.ReplyWaitRequest) (*api
 	return &out, c.do(ctx, http.MethodPost, "/inbox/reply", nil, r, &out)
 }
 
+// WaitForReplyLeased is WaitForReply for a client that confirms by itself
+// (see WaitLeased).
+func (c *Client) WaitForReplyLeased(ctx context.Context, r api.ReplyWaitRequest) (*api.WaitResult, string, error) {
+	var out api.WaitResult
+	reader, err := c.leased(ctx, "/inbox/reply", r, &out)
+	return &out, reader, err
+}
+
 // Overdue lists messages whose ack deadline passed unacknowledged.
 func (c *Client) Overdue(ctx context.Context, all bool) (*api.OverdueResult, error) {
 	var out api.OverdueResult

@@ -19,6 +19,8 @@ type ReceiveRequest struct {
 	Filter PriorityFilter
 	// Via is the wake path the read records (default WakeCheck).
 	Via WakePath
+	// Lease, if set, replaces DefaultLease (see WaitRequest.Lease).
+	Lease time.Duration
 }
 
 // Receive hands up to r.Limit of the agent's messages to r.Reader in inbox
@@ -37,7 +39,7 @@ func (h *Hub) Receive(ctx context.Context, r ReceiveRequest) (ds []*Delivery, re
 		via = WakeCheck
 	}
 	ds, err = h.takeBudgeted(ctx, TakeQuery{Workspace: r.Workspace, Recipient: r.Agent, Reader: r.Reader,
-		MaxRank: r.Filter.MaxRank(), Limit: min(r.Limit, MaxCheckLimit), Via: via})
+		MaxRank: r.Filter.MaxRank(), Limit: min(r.Limit, MaxCheckLimit), Via: via, lease: r.Lease})
 	if err != nil {
 		return nil, 0, withOp(op, err)
 	}

@@ -174,6 +174,7 @@ type ReplyWaitRequest struct {
 	MessageID string   // the message replied to
 	Via       WakePath // default WakeWait
 	Timeout   time.Duration
+	Lease     time.Duration // see WaitRequest.Lease
 	// Progress, if set, is called about every ProgressEvery while waiting.
 	Progress      func(waited time.Duration)
 	ProgressEvery time.Duration
@@ -192,7 +193,7 @@ func (h *Hub) WaitForReply(ctx context.Context, r ReplyWaitRequest) (*Delivery, 
 		}
 		return nil, withOp(op, err)
 	}
-	d, err := h.Next(ctx, WaitRequest{Workspace: r.Workspace, Agent: r.Agent, Reader: r.Reader, Timeout: r.Timeout, Via: r.Via,
+	d, err := h.Next(ctx, WaitRequest{Workspace: r.Workspace, Agent: r.Agent, Reader: r.Reader, Timeout: r.Timeout, Via: r.Via, Lease: r.Lease,
 		Progress: r.Progress, ProgressEvery: r.ProgressEvery, thread: m.ThreadID, after: m.ID})
 	if err != nil {
 		if e, ok := err.(*Error); ok && e.Op == "wait" {

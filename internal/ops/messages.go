@@ -51,7 +51,7 @@ func (o *Ops) Check(ctx context.Context, c *Caller, in api.CheckRequest) (api.Ch
 		return api.CheckResult{}, err
 	}
 	ds, remaining, err := o.hub.Receive(ctx, hub.ReceiveRequest{Workspace: c.Workspace, Agent: c.Agent,
-		Reader: c.Session, Limit: in.Limit, Via: c.Via})
+		Reader: c.Session, Limit: in.Limit, Via: c.Via, Lease: c.Lease})
 	if err != nil {
 		return api.CheckResult{}, err
 	}
@@ -165,7 +165,7 @@ func (o *Ops) receive(ctx context.Context, c *Caller, total time.Duration, filte
 		var d *hub.Delivery
 		var err error
 		if replyTo != "" {
-			rr := hub.ReplyWaitRequest{Workspace: c.Workspace, Agent: c.Agent, Reader: c.Session, MessageID: replyTo, Timeout: chunk, Via: c.Via}
+			rr := hub.ReplyWaitRequest{Workspace: c.Workspace, Agent: c.Agent, Reader: c.Session, MessageID: replyTo, Timeout: chunk, Via: c.Via, Lease: c.Lease}
 			if progress != nil {
 				rr.ProgressEvery = o.progressEvery
 				rr.Progress = func(time.Duration) { progress(time.Since(start)) }

@@ -55,7 +55,7 @@ type Caller struct {
 	// NamedReader marks a Session the client named (api.HeaderReader): a
 	// reader of an earlier request, settling its receipts.
 	NamedReader bool
-	// Lease, if set, is how long a wait's delivery stays leased to Session
+	// Lease, if set, is how long a read's deliveries stay leased to Session
 	// unconfirmed (see hub.WaitRequest.Lease).
 	Lease time.Duration
 	// Claimed, when not nil, is told the id of a task claimed for Session,
