@@ -89,7 +89,9 @@ func scCaller(c *ops.Caller, op, session, what, agent string) (*ops.Caller, erro
 	if err := hub.ValidName(what, agent); err != nil {
 		return nil, hub.Errorf(op, hub.Invalid, "%v", err)
 	}
-	return &ops.Caller{Workspace: ws, Agent: agent, Session: c.Session, Progress: c.Progress}, nil
+	// Delivered too: what a read hands this session is confirmed or put
+	// back as for any other read (receipts.go), not left leased.
+	return &ops.Caller{Workspace: ws, Agent: agent, Session: c.Session, Progress: c.Progress, Delivered: c.Delivered}, nil
 }
 
 func (s *Server) scSend(ctx context.Context, c *ops.Caller, in scSendIn) (scSendOut, error) {
