@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 )
@@ -144,5 +145,49 @@ func TestClaudeHookNeverFails(t *testing.T) {
 				t.Errorf("stderr: got %q, want a note containing %q", errb.String(), tc.want)
 			}
 		})
+	}
+}
+
+// TestClaudeHookReportsReturnedMail: the hook reports a message that came
+// back to the inbox after one with a later id was reported: it remembers
+// the ids it reported, not the largest id seen (issue 11).
+func TestClaudeHookReportsReturnedMail(t *testing.T) {
+	e := newEnv(t)
+	const ws = "hooks"
+	e.Must("join", "--name", "alice", "--role", "dev", "--workspace", ws)
+	e.Must("join", "--name", "bob", "--role", "lead", "--workspace", ws)
+	id := []string{"--agent", "alice", "--workspace", ws}
+	e.Must("send", "alice", "first, taken then given back", "--agent", "bob", "--workspace", ws)
+	// A reader takes it, leased, and the hook does not see it.
+	req, _ := http.NewRequest("POST", "http://parley/api/v1/inbox/check", strings.NewReader(`{"limit":10}`))
+	req.Header = http.Header{"Parley-Workspace": {ws}, "Parley-Agent": {"alice"}, "Parley-Receipts": {"1"}, "Content-Type": {"application/json"}}
+	resp, err := e.httpClient().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var taken struct {
+		Messages []struct {
+			MessageID string `json:"message_id"`
+		} `json:"messages"`
+	}
+	json.NewDecoder(resp.Body).Decode(&taken)
+	resp.Body.Close()
+	reader := resp.Header.Get("Parley-Reader")
+	if len(taken.Messages) != 1 || reader == "" {
+		t.Fatalf("leased read: got %+v, reader %q", taken.Messages, reader)
+	}
+	e.Must("send", "alice", "second, later id", "--agent", "bob", "--workspace", ws)
+	if out, _ := e.hook(t, "UserPromptSubmit", nil, id...); !strings.Contains(out, "second, later id") || strings.Contains(out, "first") {
+		t.Fatalf("hook with the first message leased: got %s, want only the second", out)
+	}
+	// The reader gives it back: in the inbox again, with its earlier id.
+	req, _ = http.NewRequest("POST", "http://parley/api/v1/inbox/receipts",
+		strings.NewReader(`{"message_ids":["`+taken.Messages[0].MessageID+`"],"received":false}`))
+	req.Header = http.Header{"Parley-Workspace": {ws}, "Parley-Agent": {"alice"}, "Parley-Reader": {reader}, "Content-Type": {"application/json"}}
+	if resp, err := e.httpClient().Do(req); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("give back: %v %v", resp, err)
+	}
+	if out, _ := e.hook(t, "UserPromptSubmit", nil, id...); !strings.Contains(out, "first, taken then given back") {
+		t.Errorf("hook after the first message came back: got %s, want it reported", out)
 	}
 }
