@@ -62,14 +62,18 @@ func main() {
 			continue
 		}
 		logf("== %s", s.name)
+		// A failed scenario is reported, not fatal: the others' rows are
+		// worth printing (a run takes minutes).
 		if err := s.run(ctx, b); err != nil {
 			fmt.Fprintf(os.Stderr, "parley-bench: %s: %v\n", s.name, err)
-			b.cleanup()
-			os.Exit(1)
+			b.failed = append(b.failed, s.name+": "+err.Error())
 		}
+		b.cleanup()
 	}
-	b.cleanup()
 	b.print(os.Stdout, time.Since(start))
+	if len(b.failed) > 0 {
+		os.Exit(1)
+	}
 }
 
 func logf(format string, args ...any) {
@@ -108,6 +112,7 @@ type bench struct {
 	lat        []latRow
 	val        []valRow
 	targets    []target
+	failed     []string // scenarios that failed, with their error
 	cleanups   []func()
 }
 
@@ -174,6 +179,9 @@ func (b *bench) print(w *os.File, took time.Duration) {
 		for _, t := range targets {
 			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", t.name, t.parley, t.floor, t.floorIs, t.goal, t.met)
 		}
+	}
+	for _, f := range b.failed {
+		fmt.Fprintf(w, "\n**Failed:** %s\n", f)
 	}
 	fmt.Fprintf(w, "\nLatencies in milliseconds; %d samples per latency row; throughput over %s per row; whole run %s.\n",
 		*flagN, *flagDur, took.Round(time.Second))
