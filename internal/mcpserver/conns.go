@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -75,13 +76,17 @@ type watchedConn struct {
 	ended chan struct{} // closed once the connection ended
 
 	mu      sync.Mutex
-	done    bool          // ended is closed
-	clean   bool          // the peer had everything written on the connection
-	pending []func(error) // run with the outcome of the next write
+	done    bool                  // ended is closed
+	clean   bool                  // the peer had everything written on the connection
+	pending []func(error, uint64) // run with the outcome of the next write
+	reads   atomic.Uint64         // reads that returned bytes
 }
 
 func (c *watchedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.reads.Add(1)
+	}
 	if err != nil {
 		var ne net.Error
 		if !(errors.As(err, &ne) && ne.Timeout()) { // the server's deadlines end reads, not the connection
@@ -94,6 +99,7 @@ func (c *watchedConn) Read(p []byte) (int, error) {
 // Write notes a write after the end: that the peer had what came before says
 // nothing of it.
 func (c *watchedConn) Write(p []byte) (int, error) {
+	at := c.mark()
 	n, err := c.Conn.Write(p)
 	c.mu.Lock()
 	if c.done {
@@ -103,7 +109,7 @@ func (c *watchedConn) Write(p []byte) (int, error) {
 	c.pending = nil
 	c.mu.Unlock()
 	for _, f := range fs {
-		f(err)
+		f(err, at)
 	}
 	return n, err
 }
@@ -113,7 +119,7 @@ func (c *watchedConn) Write(p []byte) (int, error) {
 // with a write after the handler returned (its buffered rest and last
 // chunk), so a handler that calls it as it returns learns whether its
 // response went out whole.
-func (c *watchedConn) afterWrite(f func(error)) {
+func (c *watchedConn) afterWrite(f func(err error, at uint64)) {
 	c.mu.Lock()
 	c.pending = append(c.pending, f)
 	c.mu.Unlock()
@@ -131,7 +137,7 @@ func (c *watchedConn) Close() error {
 	c.pending = nil
 	c.mu.Unlock()
 	for _, f := range fs {
-		f(errNotWritten)
+		f(errNotWritten, 0)
 	}
 	return c.Conn.Close()
 }
@@ -204,11 +210,27 @@ func (c *watchedConn) unread() (n int, ok bool) {
 // a connection its peer just closed ended; past it, the answer is no.
 const endWait = 2 * time.Second
 
+// mark is where the connection is in its reads, taken before a response
+// goes out, for received.
+func (c *watchedConn) mark() uint64 {
+	if c == nil {
+		return 0
+	}
+	return c.reads.Load()
+}
+
 // received reports whether the client read everything written on the
-// connection so far, as the session's next request asks (see above).
-func (c *watchedConn) received() bool {
+// connection up to the response written at mark, as the session's next
+// request asks (see above).
+func (c *watchedConn) received(at uint64) bool {
 	if c == nil {
 		return true // not watched (a test server): trust the next request
+	}
+	if c.reads.Load() > at {
+		// The client sent another request on it after that response:
+		// HTTP/1.1 asks only once it read the previous answer whole. What
+		// became of the connection later says nothing of that answer.
+		return true
 	}
 	select {
 	case <-c.ended:

@@ -89,6 +89,7 @@ type receipts struct {
 // written is one response's deliveries and the connection it went out on.
 type written struct {
 	conn *watchedConn // nil: not watched
+	at   uint64       // conn's mark before the response went out
 	ids  []string
 }
 
@@ -290,9 +291,9 @@ func (s *Server) confirmReceipt(w http.ResponseWriter, r *http.Request) {
 // settle decides the fate of what one POST handed out, once its response is
 // written whole or has failed: now if it is (whole), else, on a watched
 // connection, at the write that ends it, after the handler returned.
-func (s *Server) settle(r *http.Request, session string, ids []string, writeErr error, whole bool) {
+func (s *Server) settle(r *http.Request, session string, ids []string, writeErr error, whole bool, at uint64) {
 	ctx := context.WithoutCancel(r.Context())
-	done := func(err error) {
+	done := func(err error, at uint64) {
 		// Only a failed write says the client did not get it. (Its
 		// connection may close just after a write that reached it.)
 		if err != nil {
@@ -304,13 +305,13 @@ func (s *Server) settle(r *http.Request, session string, ids []string, writeErr 
 		// Written: a bridge confirms it by itself, other clients by their
 		// next request; until then a closing GET stream or the session's
 		// end puts it back.
-		s.receipts.add(session, written{conn: connOf(ctx), ids: ids})
+		s.receipts.add(session, written{conn: connOf(ctx), at: at, ids: ids})
 	}
 	if wc := connOf(ctx); wc != nil && writeErr == nil && !whole {
 		wc.afterWrite(done)
 		return
 	}
-	done(writeErr)
+	done(writeErr, at)
 }
 
 // confirmWritten settles what the session's earlier responses carried, now
@@ -319,7 +320,7 @@ func (s *Server) settle(r *http.Request, session string, ids []string, writeErr 
 func (s *Server) confirmWritten(ctx context.Context, session string) {
 	var got, lost []string
 	for _, w := range s.receipts.take(session) {
-		if w.conn.received() {
+		if w.conn.received(w.at) {
 			got = append(got, w.ids...)
 		} else {
 			lost = append(lost, w.ids...)

@@ -264,9 +264,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer s.requests.Delete(key)
 	in.rec = &recorder{ResponseWriter: w}
 	s.handler.ServeHTTP(in.rec, r)
+	at := connOf(r.Context()).mark()
 	whole := in.rec.finish()
 	if ids := in.handed.take(); len(ids) > 0 {
-		s.settle(r, sid, ids, in.rec.error(), whole)
+		s.settle(r, sid, ids, in.rec.error(), whole, at)
 	}
 }
 

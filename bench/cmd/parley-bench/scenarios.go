@@ -433,7 +433,7 @@ func checkScenario(ctx context.Context, b *bench) error {
 		bs, _ := json.Marshal(res.StructuredContent)
 		json.Unmarshal(bs, &v)
 		if len(v.Messages) != 1 {
-			return fmt.Errorf("check_messages returned %d messages, want 1", len(v.Messages))
+			return fmt.Errorf("check_messages returned %d messages, want 1 (round %d): %s", len(v.Messages), i, bs)
 		}
 		if i >= 50 {
 			lat = append(lat, el)
