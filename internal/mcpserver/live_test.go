@@ -141,3 +141,81 @@ func TestAbandonedSessionsEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestDeleteEndsBlockedWait: a session deleted by its client while one of
+// its calls blocks in a wait ends at once, and the wait takes nothing: the
+// SDK's close waits for calls in flight, so without this the DELETE hung
+// until the wait timed out.
+func TestDeleteEndsBlockedWait(t *testing.T) {
+	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "p.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	h := hub.New(db, nil)
+	srv := mcpserver.New(ops.New(h, nil), nil)
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+
+	do := func(method, sid, body string) (int, string) {
+		req, _ := http.NewRequest(method, hs.URL+"?workspace=w&agent=bob", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+		}
+		resp, err := hs.Client().Do(req)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if sid == "" {
+			return resp.StatusCode, resp.Header.Get("Mcp-Session-Id")
+		}
+		return resp.StatusCode, string(b)
+	}
+	code, sid := do(http.MethodPost, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	if code != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: %d, session %q", code, sid)
+	}
+	if code, _ := do(http.MethodPost, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); code != http.StatusAccepted {
+		t.Fatalf("initialized: %d", code)
+	}
+	waited := make(chan string, 1)
+	go func() {
+		_, body := do(http.MethodPost, sid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"wait_for_message","arguments":{"timeout":60}}}`)
+		waited <- body
+	}()
+	waitFor(t, "bob's wait to block", func() bool { return h.Waiters("w", "bob") == 1 })
+
+	deleted := make(chan int, 1)
+	go func() {
+		code, _ := do(http.MethodDelete, sid, "")
+		deleted <- code
+	}()
+	select {
+	case code := <-deleted:
+		if code/100 != 2 {
+			t.Errorf("DELETE: status %d", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("DELETE of a session with a blocked wait did not return in 10 s")
+	}
+	select {
+	case <-waited:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the blocked wait did not end with its session")
+	}
+	// Nothing was taken: a message sent now stays in bob's inbox.
+	if _, err := h.Send(context.Background(), hub.SendRequest{Workspace: "w", From: "alice", To: "bob", Content: "after"}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := h.Unread(context.Background(), "w", "bob"); err != nil || n != 1 {
+		t.Errorf("bob's unread after the DELETE and a send: %d %v, want 1", n, err)
+	}
+	if n := srv.Sessions(); n != 0 {
+		t.Errorf("sessions after DELETE: %d, want 0", n)
+	}
+}

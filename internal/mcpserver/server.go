@@ -93,6 +93,11 @@ type session struct {
 	nudge  string // the nudge it asked for: "tmux" or ""
 
 	ss *mcp.ServerSession
+	// ended is cancelled as the session ends, with its calls: the SDK's
+	// close waits for calls in flight, and a blocked wait would hold a
+	// DELETE until its timeout.
+	ended context.Context
+	end   context.CancelCauseFunc
 	// Guarded by Server.mu. reap is nil for a session not over HTTP, and
 	// once the session ended.
 	conns int         // its HTTP requests in progress (GET streams, POSTs)
@@ -225,6 +230,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		defer func() { s.requestEnded(sess, r.Context().Err() != nil) }()
+		if r.Method == http.MethodDelete {
+			sess.end(errEnded) // its calls, before the SDK's close waits for them
+		}
 	}
 	if r.Method != http.MethodPost {
 		s.handler.ServeHTTP(w, r)
@@ -465,8 +473,15 @@ func (s *Server) bind(next mcp.MethodHandler) mcp.MethodHandler {
 				}
 				cancel(cause)
 			})
+			var stopEnded func() bool
+			if sess != nil && sess.ended != nil {
+				stopEnded = context.AfterFunc(sess.ended, func() { cancel(context.Cause(sess.ended)) })
+			}
 			defer func() {
 				stop()
+				if stopEnded != nil {
+					stopEnded()
+				}
 				cancel(nil)
 			}()
 			before := in.handed.len()
@@ -518,10 +533,14 @@ func callerSession(ctx context.Context) string {
 // errGone is why a tool call ends when its client went away.
 var errGone = errors.New("the client closed the request")
 
+// errEnded is why a tool call ends when its session does.
+var errEnded = errors.New("the session ended")
+
 // open binds ss to sess and counts it toward its agent's presence until it
 // ends. A session over HTTP ends early once abandoned (live.go).
 func (s *Server) open(ss *mcp.ServerSession, sess *session, overHTTP bool) {
 	sess.ss = ss
+	sess.ended, sess.end = context.WithCancelCause(context.Background())
 	sess.caller.Session = ss.ID()
 	if sess.caller.Session == "" { // in-memory transports have no session ids
 		sess.caller.Session = "mem-" + strconv.FormatUint(s.nextReq.Add(1), 36)
@@ -536,6 +555,7 @@ func (s *Server) open(ss *mcp.ServerSession, sess *session, overHTTP bool) {
 	s.hub.SessionOpened(sess.caller.Workspace, sess.caller.Agent)
 	go func() {
 		ss.Wait()
+		sess.end(errEnded)
 		s.mu.Lock()
 		delete(s.sessions, ss)
 		if sess.reap != nil {
