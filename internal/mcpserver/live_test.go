@@ -21,26 +21,11 @@ import (
 // initializing; a client that reconnects its stream, and one that never had
 // one (it only posts), keep theirs.
 func TestAbandonedSessionsEnd(t *testing.T) {
-	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "p.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	h := hub.New(db, nil)
-	srv := mcpserver.New(ops.New(h, nil), &mcpserver.Options{Linger: 300 * time.Millisecond})
-	hs := httptest.NewServer(srv)
-	t.Cleanup(hs.Close)
+	h, srv, hs := liveServer(t, &mcpserver.Options{Linger: 300 * time.Millisecond})
 
 	do := func(ctx context.Context, method, sid, agent, body string) *http.Response {
 		t.Helper()
-		req, _ := http.NewRequestWithContext(ctx, method, hs.URL+"?workspace=w&agent="+agent, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-		if sid != "" {
-			req.Header.Set("Mcp-Session-Id", sid)
-		}
-		resp, err := hs.Client().Do(req)
+		resp, err := mcpRequest(ctx, hs, method, sid, agent, body)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -147,25 +132,10 @@ func TestAbandonedSessionsEnd(t *testing.T) {
 // SDK's close waits for calls in flight, so without this the DELETE hung
 // until the wait timed out.
 func TestDeleteEndsBlockedWait(t *testing.T) {
-	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "p.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	h := hub.New(db, nil)
-	srv := mcpserver.New(ops.New(h, nil), nil)
-	hs := httptest.NewServer(srv)
-	t.Cleanup(hs.Close)
+	h, srv, hs := liveServer(t, nil)
 
 	do := func(method, sid, body string) (int, string) {
-		req, _ := http.NewRequest(method, hs.URL+"?workspace=w&agent=bob", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-		if sid != "" {
-			req.Header.Set("Mcp-Session-Id", sid)
-		}
-		resp, err := hs.Client().Do(req)
+		resp, err := mcpRequest(context.Background(), hs, method, sid, "bob", body)
 		if err != nil {
 			return 0, err.Error()
 		}
@@ -218,4 +188,34 @@ func TestDeleteEndsBlockedWait(t *testing.T) {
 	if n := srv.Sessions(); n != 0 {
 		t.Errorf("sessions after DELETE: %d, want 0", n)
 	}
+}
+
+// liveServer serves a real hub over SQLite at /mcp on a test HTTP server.
+func liveServer(t *testing.T, opts *mcpserver.Options) (*hub.Hub, *mcpserver.Server, *httptest.Server) {
+	t.Helper()
+	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "p.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	h := hub.New(db, nil)
+	srv := mcpserver.New(ops.New(h, nil), opts)
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	return h, srv, hs
+}
+
+// mcpRequest sends one raw Streamable HTTP request as agent in workspace w.
+func mcpRequest(ctx context.Context, hs *httptest.Server, method, sid, agent, body string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, hs.URL+"?workspace=w&agent="+agent, strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+	}
+	return hs.Client().Do(req)
 }
