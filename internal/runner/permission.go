@@ -72,13 +72,7 @@ func (r *Runner) RequestPermission(ctx context.Context, ws, id, tool string, inp
 		}
 	}
 	r.mu.Lock()
-	for i, p := range st.perms {
-		if p.ID == req.ID {
-			st.perms = append(st.perms[:i], st.perms[i+1:]...)
-			break
-		}
-	}
-	st.notify()
+	st.dropPermission(req.ID)
 	r.mu.Unlock()
 
 	d := got.Decision
@@ -109,9 +103,33 @@ func (r *Runner) RequestPermission(ctx context.Context, ws, id, tool string, inp
 // Respond decides the permission request id. ws scopes it to a workspace;
 // "" finds it in any (the CLI's parley allow/deny). Requests of any agent,
 // managed or not, are in the one inbox; the first decision wins.
+//
+// A request decided here leaves its agent's pending list before Respond
+// returns, so a wait_for_agent that follows sees the agent running again,
+// not still waiting on the request it just answered.
 func (r *Runner) Respond(ws, id string, d Decision) error {
-	_, err := r.inbox.Decide(context.Background(), ws, id, permission.Decision{Allow: d.Allow, Message: d.Message, UpdatedInput: d.UpdatedInput, By: d.By})
-	return err
+	req, err := r.inbox.Decide(context.Background(), ws, id, permission.Decision{Allow: d.Allow, Message: d.Message, UpdatedInput: d.UpdatedInput, By: d.By})
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	if st := r.agents[req.Agent]; st != nil && st.rec.Workspace == req.Workspace {
+		st.dropPermission(req.ID)
+	}
+	r.mu.Unlock()
+	return nil
+}
+
+// dropPermission removes request id from st's pending list, if there, and
+// wakes st's waiters. Call with r.mu held.
+func (st *agent) dropPermission(id string) {
+	for i, p := range st.perms {
+		if p.ID == id {
+			st.perms = append(st.perms[:i], st.perms[i+1:]...)
+			st.notify()
+			return
+		}
+	}
 }
 
 // denyAll ends the pending requests of agent id (of every agent when id is
