@@ -1,11 +1,16 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -101,9 +106,16 @@ func newBenchHub(b *testing.B, dsn string) *daemonHub {
 
 // BenchmarkDurableSends64 measures durable sends (each committed with
 // synchronous_commit on before it returns) from 64 concurrent senders through
-// one hub with the notifier, in messages per second. The floor: 64 connections
-// each committing one-row INSERTs into a plain table. The two alternate in
-// phases of 512 operations, so that both see the same machine load.
+// one hub with the notifier, in messages per second. It has two floors, both
+// 64 concurrent clients committing into a table with only a primary key:
+// floor-msg/s commits each one-row INSERT alone (PostgreSQL's own group
+// commit shares the flushes); batch-floor-msg/s gathers the clients' rows as
+// the sends do (batch.go) and commits each batch as one INSERT, which is the
+// most any batching of durable sends can reach on this machine. The three
+// alternate in phases of 512 operations, so that all see the same machine
+// load. The *-cpu-us figures are the CPU time per operation of this process
+// (client) and of the server's processes, less sensitive to other load than
+// the rates.
 func BenchmarkDurableSends64(b *testing.B) {
 	const senders, phase = 64, 512
 	dsn := pgtest.Database(b)
@@ -123,11 +135,30 @@ func BenchmarkDurableSends64(b *testing.B) {
 	go func() { n.Run(ctx, h); close(done) }()
 	defer func() { cancel(); <-done }()
 
-	// run does ops operations from 64 goroutines and returns how long they took.
-	run := func(ops int, op func(i int) error) time.Duration {
+	type floorRow struct {
+		body string
+		done chan error
+	}
+	var rows batcher[floorRow]
+	rows.start(committers, func(batch []*floorRow) {
+		bodies := make([]string, len(batch))
+		for i, r := range batch {
+			bodies[i] = r.body
+		}
+		_, err := db.pool.Exec(context.Background(), `INSERT INTO floor_sends (body) SELECT unnest($1::text[])`, bodies)
+		for _, r := range batch {
+			r.done <- err
+		}
+	})
+	defer rows.stop()
+
+	type phaseCost struct{ wall, client, server time.Duration }
+	// run does ops operations from 64 goroutines and returns what they cost.
+	run := func(ops int, op func(i int) error) phaseCost {
 		var next atomic.Int64
 		var failed atomic.Value
 		var wg sync.WaitGroup
+		client, server := processCPU(b), serverCPU(b, db)
 		start := time.Now()
 		for range senders {
 			wg.Go(func() {
@@ -147,23 +178,82 @@ func BenchmarkDurableSends64(b *testing.B) {
 		if err, _ := failed.Load().(error); err != nil {
 			b.Fatal(err)
 		}
-		return time.Since(start)
+		return phaseCost{time.Since(start), processCPU(b) - client, serverCPU(b, db) - server}
 	}
 	floor := func(i int) error {
 		_, err := db.pool.Exec(ctx, `INSERT INTO floor_sends (body) VALUES ($1)`, "x")
 		return err
 	}
+	batchFloor := func(i int) error {
+		r := &floorRow{body: "x", done: make(chan error, 1)}
+		if err := rows.submit(ctx, db, "floor", r); err != nil {
+			return err
+		}
+		return <-r.done
+	}
 	send := func(i int) error {
 		_, err := h.Send(ctx, hub.SendRequest{Workspace: "ws", From: fmt.Sprint("s", i%senders), To: fmt.Sprint("r", i%senders), Content: "x"})
 		return err
 	}
-	var tFloor, tSend time.Duration
+	var cFloor, cBatch, cSend phaseCost
+	add := func(sum *phaseCost, c phaseCost) {
+		sum.wall, sum.client, sum.server = sum.wall+c.wall, sum.client+c.client, sum.server+c.server
+	}
 	b.ResetTimer()
 	for left := b.N; left > 0; left -= phase {
 		ops := min(left, phase)
-		tFloor += run(ops, floor)
-		tSend += run(ops, send)
+		add(&cFloor, run(ops, floor))
+		add(&cBatch, run(ops, batchFloor))
+		add(&cSend, run(ops, send))
 	}
-	b.ReportMetric(float64(b.N)/tFloor.Seconds(), "floor-msg/s")
-	b.ReportMetric(float64(b.N)/tSend.Seconds(), "msg/s")
+	b.StopTimer()
+	us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) / float64(b.N) }
+	for _, r := range []struct {
+		prefix string
+		c      phaseCost
+	}{{"floor-", cFloor}, {"batch-floor-", cBatch}, {"", cSend}} {
+		b.ReportMetric(float64(b.N)/r.c.wall.Seconds(), r.prefix+"msg/s")
+		b.ReportMetric(us(r.c.client), r.prefix+"client-cpu-us")
+		b.ReportMetric(us(r.c.server), r.prefix+"server-cpu-us")
+	}
 }
+
+// processCPU is the CPU time (user and system) this process has used.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// serverCPU is the CPU time (user and system) that the server's processes
+// now running have used: its backends and background workers. The server is
+// on this machine in the benchmarks; the pool keeps its backends for the run.
+func serverCPU(b *testing.B, db *DB) time.Duration {
+	rows, err := db.pool.Query(context.Background(), `SELECT pid FROM pg_stat_activity`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		b.Fatal(err)
+	}
+	var ticks int64
+	for _, pid := range pids {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue // ended meanwhile
+		}
+		// The fields after the command (which may hold spaces): utime and
+		// stime are the 12th and 13th after its closing parenthesis.
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		u, _ := strconv.ParseInt(f[11], 10, 64)
+		s, _ := strconv.ParseInt(f[12], 10, 64)
+		ticks += u + s
+	}
+	return time.Duration(ticks) * time.Second / clockTicks
+}
+
+// clockTicks is the unit of /proc/PID/stat's times (USER_HZ, 100 on Linux).
+const clockTicks = 100

@@ -51,15 +51,6 @@ func collectMessages(rows pgx.Rows) ([]*hub.Message, error) {
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (*hub.Message, error) { return scanMessage(r) })
 }
 
-// payloadArg binds a payload so that nil is NULL and anything else exactly
-// those bytes (as text: the column is json, which keeps them).
-func payloadArg(p json.RawMessage) any {
-	if p == nil {
-		return nil
-	}
-	return string(p)
-}
-
 // metadataArg binds metadata as a JSON object; nil and empty maps are NULL, so
 // both read back as nil.
 func metadataArg(md map[string]string) (any, error) {
