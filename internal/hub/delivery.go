@@ -87,6 +87,10 @@ type TakeQuery struct {
 	LeaseUntil time.Time // when an unconfirmed lease ends
 	// Via is recorded as the wake path (at Now) of the copies that have none.
 	Via WakePath
+	// Confirm lists messages leased to Reader that the reader is known to
+	// have: they are confirmed (at Now) before the take, in the same
+	// transaction where the store has one.
+	Confirm []string
 
 	lease time.Duration // how long the hub leases, when not its default
 }

@@ -68,6 +68,11 @@ type Hub struct {
 	// leftMu orders the writes of a PresenceStore's left times (agents.go).
 	leftMu sync.Mutex
 
+	// confirms holds, per reader, the ids of messages it is known to have
+	// whose confirmation is not written yet (ConfirmLater).
+	confirmMu sync.Mutex
+	confirms  map[string][]string
+
 	entropyMu sync.Mutex
 	entropy   *ulid.MonotonicEntropy
 
@@ -117,6 +122,7 @@ func New(store Store, opts *Options) *Hub {
 		seen:       make(map[inboxKey]time.Time),
 		written:    make(map[inboxKey]time.Time),
 		left:       make(map[inboxKey]time.Time),
+		confirms:   make(map[string][]string),
 		entropy:    ulid.Monotonic(rand.Reader, 0),
 	}
 }

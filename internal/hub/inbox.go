@@ -62,16 +62,21 @@ func (h *Hub) Check(ctx context.Context, ws, agent string, limit int) (msgs []*M
 // when there is no reader), and takes them back if ctx ended meanwhile: a
 // caller that is gone must not take anything with it.
 func (h *Hub) take(ctx context.Context, q TakeQuery) ([]*Delivery, error) {
-	now := h.now().UTC()
-	q.Now = now
 	if q.Reader != "" {
+		q.Confirm, q.Now = h.pendingConfirms(q.Reader)
 		lease := h.lease
 		if q.lease > 0 {
 			lease = q.lease
 		}
-		q.LeaseUntil = now.Add(lease)
+		q.LeaseUntil = q.Now.Add(lease)
+	} else {
+		q.Now = h.now().UTC()
 	}
-	ds, err := h.store.Take(ctx, q)
+	ds, confirmed, err := h.store.Take(ctx, q)
+	h.publishDeliveries(EventMessageRead, confirmed)
+	if err != nil && len(q.Confirm) > 0 {
+		h.ConfirmLater(q.Reader, q.Confirm) // not written: try again later
+	}
 	if err != nil || len(ds) == 0 {
 		return nil, err
 	}

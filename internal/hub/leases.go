@@ -37,6 +37,69 @@ func (h *Hub) Confirm(ctx context.Context, reader string, messageIDs []string) (
 	return len(ds), nil
 }
 
+// ConfirmLater is Confirm for a reader that reads on: the reader is known to
+// have the messages, and nothing waits for the store to record it. The
+// confirmation is written with the reader's next hand-out, in the same
+// transaction; or before anything puts the reader's leases back; or by the
+// next sweep, whichever comes first. It speaks only for what the reader held
+// when it was made. A daemon that dies before it is written hands the
+// messages out again, marked redelivered, which at-least-once allows: in
+// exchange, a read costs one store write instead of two.
+func (h *Hub) ConfirmLater(reader string, messageIDs []string) {
+	if reader == "" || len(messageIDs) == 0 {
+		return
+	}
+	h.confirmMu.Lock()
+	h.confirms[reader] = append(h.confirms[reader], messageIDs...)
+	h.confirmMu.Unlock()
+}
+
+// pendingConfirms takes reader's confirmations not yet written, and the
+// time to write them (and to hand out with them) at. The time is read under
+// the same lock, so a hand-out of a later take is always later than it: a
+// confirmation taken here never confirms a lease made after it.
+func (h *Hub) pendingConfirms(reader string) (ids []string, now time.Time) {
+	h.confirmMu.Lock()
+	defer h.confirmMu.Unlock()
+	ids = h.confirms[reader]
+	delete(h.confirms, reader)
+	return ids, h.now().UTC()
+}
+
+// flushConfirms writes the confirmations not yet written of reader, or of
+// every reader if reader is "".
+func (h *Hub) flushConfirms(ctx context.Context, reader string) {
+	var (
+		pending map[string][]string
+		at      time.Time
+	)
+	if reader != "" {
+		ids, now := h.pendingConfirms(reader)
+		if len(ids) == 0 {
+			return
+		}
+		pending, at = map[string][]string{reader: ids}, now
+	} else {
+		h.confirmMu.Lock()
+		if len(h.confirms) == 0 {
+			h.confirmMu.Unlock()
+			return
+		}
+		pending, at = h.confirms, h.now().UTC()
+		h.confirms = make(map[string][]string)
+		h.confirmMu.Unlock()
+	}
+	for r, ids := range pending {
+		ds, err := h.store.Confirm(ctx, r, ids, at)
+		if err != nil {
+			h.log.Warn("confirm delivered messages", "reader", r, "err", err)
+			h.ConfirmLater(r, ids) // try again at the next sweep
+			continue
+		}
+		h.publishDeliveries(EventMessageRead, ds)
+	}
+}
+
 // Release puts back in their inboxes, in their places, the deliveries that
 // reader holds unconfirmed (only the messages with the ids, if any are given),
 // marked redelivered, and wakes their recipients. Front doors call it when a
@@ -50,6 +113,10 @@ func (h *Hub) Release(ctx context.Context, reader string, messageIDs []string) (
 }
 
 func (h *Hub) release(ctx context.Context, q ReleaseQuery) (int, error) {
+	if q.Reader != "" {
+		// What the reader confirmed is not put back.
+		h.flushConfirms(ctx, q.Reader)
+	}
 	ds, err := h.store.Release(ctx, q)
 	if err != nil {
 		h.log.Warn("release deliveries", "reader", q.Reader, "err", err)
@@ -146,6 +213,8 @@ func (h *Hub) MessageStatus(ctx context.Context, ws, agent, messageID string) (*
 		}
 		return nil, withOp(op, err)
 	}
+	// A status shows what readers confirmed, written or not.
+	h.flushConfirms(ctx, "")
 	ds, err := h.store.Deliveries(ctx, ws, messageID)
 	if err != nil {
 		return nil, withOp(op, err)
@@ -212,6 +281,8 @@ func (h *Hub) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
+			// A daemon that stops keeps what its readers confirmed.
+			h.flushConfirms(context.WithoutCancel(ctx), "")
 			return nil
 		case <-t.C:
 			h.Sweep(ctx)
@@ -221,6 +292,7 @@ func (h *Hub) Run(ctx context.Context) error {
 
 // Sweep does one round of Run's work now.
 func (h *Hub) Sweep(ctx context.Context) {
+	h.flushConfirms(ctx, "")
 	now := h.now().UTC()
 	h.release(ctx, ReleaseQuery{Expired: now})
 	due, err := h.store.DueAcks(ctx, now)

@@ -400,3 +400,87 @@ func TestWaitForReply(t *testing.T) {
 		}
 	})
 }
+
+// TestConfirmLater: a confirmation that nothing waits for is written with the
+// reader's next hand-out, before its leases are put back, or by the sweep;
+// status shows it at once; and it speaks only for what the reader held.
+func TestConfirmLater(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		h := newHub(t, &hub.Options{Lease: time.Minute, SweepEvery: 10 * time.Second})
+		ev := record(h)
+		running(t, h)
+		stored := func(m *hub.Message) hub.DeliveryState {
+			t.Helper()
+			ds, err := h.Store().Deliveries(ctx, "w", m.ID)
+			if err != nil || len(ds) != 1 {
+				t.Fatalf("deliveries of %s: %v, %v", m.Content, ds, err)
+			}
+			return ds[0].State
+		}
+		receive := func(reader string, want ...*hub.Message) {
+			t.Helper()
+			ds, _, err := h.Receive(ctx, hub.ReceiveRequest{Workspace: "w", Agent: "b", Reader: reader})
+			if err != nil || len(ds) != len(want) {
+				t.Fatalf("receive for %s: got %d, %v; want %d", reader, len(ds), err, len(want))
+			}
+			for i, d := range ds {
+				if d.MessageID != want[i].ID || d.State != hub.Delivered {
+					t.Fatalf("receive for %s: got %s %s, want %s delivered", reader, d.Message.Content, d.State, want[i].Content)
+				}
+			}
+		}
+
+		// Written with the next hand-out, not before.
+		m1 := send(t, h, "a", "b", "one")
+		receive("s1", m1)
+		h.ConfirmLater("s1", []string{m1.ID})
+		if st := stored(m1); st != hub.Delivered {
+			t.Fatalf("confirmed later, before the next hand-out: stored %s, want delivered", st)
+		}
+		m2 := send(t, h, "a", "b", "two")
+		receive("s1", m2)
+		if st := stored(m1); st != hub.Read {
+			t.Errorf("after the next hand-out: m1 stored %s, want read", st)
+		}
+		want := []string{"message.delivered b 1", "message.read b 1", "message.delivered b 1"}
+		if got := ev.take(); !slices.Equal(got, want) {
+			t.Errorf("events: got %v, want %v", got, want)
+		}
+
+		// Written before the reader's leases go back: what it has stays read.
+		h.ConfirmLater("s1", []string{m2.ID})
+		if n, err := h.Release(ctx, "s1", nil); err != nil || n != 0 {
+			t.Errorf("release after a confirmation: put back %d, %v; want 0", n, err)
+		}
+		if st := stored(m2); st != hub.Read {
+			t.Errorf("m2 after release: stored %s, want read", st)
+		}
+
+		// Status shows it at once; with no status asked, the sweep writes it.
+		m3 := send(t, h, "a", "b", "three")
+		receive("s2", m3)
+		h.ConfirmLater("s2", []string{m3.ID})
+		if d := state(t, h, m3, "b"); d.State != hub.Read {
+			t.Errorf("status after a confirmation: got %s, want read", d.State)
+		}
+		m4 := send(t, h, "a", "b", "four")
+		receive("s2", m4)
+		h.ConfirmLater("s2", []string{m4.ID})
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		if st := stored(m4); st != hub.Read {
+			t.Errorf("after a sweep: m4 stored %s, want read", st)
+		}
+
+		// A confirmation made before the hand-out does not confirm it.
+		m5 := send(t, h, "a", "b", "five")
+		h.ConfirmLater("s3", []string{m5.ID})
+		receive("s3", m5)
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		if d := state(t, h, m5, "b"); d.State != hub.Delivered || d.Reader != "s3" {
+			t.Errorf("confirmed before it was handed out: got %s to %q, want delivered to s3", d.State, d.Reader)
+		}
+	})
+}

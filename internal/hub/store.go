@@ -34,8 +34,10 @@ type Store interface {
 	// queued: a copy that comes back keeps its place), counting one delivery
 	// each, and returns them with their messages. With a reader they become
 	// Delivered, leased until q.LeaseUntil; without, Read at once. Two
-	// concurrent calls never return the same delivery.
-	Take(ctx context.Context, q TakeQuery) ([]*Delivery, error)
+	// concurrent calls never return the same delivery. First it confirms
+	// q.Confirm for q.Reader at q.Now, as Confirm does, and returns those it
+	// confirmed too: a reader's confirmations ride its next hand-out.
+	Take(ctx context.Context, q TakeQuery) (taken, confirmed []*Delivery, err error)
 	// Unread counts recipient's inbox deliveries (Queued or Redelivered) with
 	// rank <= maxRank.
 	Unread(ctx context.Context, ws, recipient string, maxRank int) (int, error)
@@ -45,9 +47,11 @@ type Store interface {
 	// Peek returns up to limit inbox deliveries of recipient in inbox order,
 	// with their messages, without taking them.
 	Peek(ctx context.Context, ws, recipient string, limit int) ([]*Delivery, error)
-	// Confirm marks Read the deliveries leased to reader (of the messages
-	// with the ids, if any given) and returns them. A delivery no longer
-	// leased to reader (released, or confirmed already) is left alone.
+	// Confirm marks Read, at at, the deliveries leased to reader (of the
+	// messages with the ids, if any given) and returns them. A delivery no
+	// longer leased to reader (released, or confirmed already), or handed
+	// out after at, is left alone: a confirmation speaks only for what the
+	// reader held when it was made.
 	Confirm(ctx context.Context, reader string, messageIDs []string, at time.Time) ([]*Delivery, error)
 	// NoteWake records via (at at) as the wake path of recipient's
 	// deliveries of the messages that have none yet and are still in its

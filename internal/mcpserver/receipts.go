@@ -280,11 +280,7 @@ func (s *Server) confirmReceipt(w http.ResponseWriter, r *http.Request) {
 	}
 	ids := strings.Split(r.Header.Get(bridge.HeaderDelivered), ",")
 	s.receipts.forget(session, ids)
-	if _, err := s.hub.Confirm(r.Context(), session, ids); err != nil {
-		s.log.Warn("confirm delivered messages", "err", err)
-		http.Error(w, err.Error(), http.StatusServiceUnavailable)
-		return
-	}
+	s.hub.ConfirmLater(session, ids)
 	w.WriteHeader(http.StatusAccepted)
 }
 
@@ -326,14 +322,11 @@ func (s *Server) confirmWritten(ctx context.Context, session string) {
 			lost = append(lost, w.ids...)
 		}
 	}
-	ctx = context.WithoutCancel(ctx)
-	if len(got) > 0 {
-		if _, err := s.hub.Confirm(ctx, session, got); err != nil {
-			s.log.Warn("confirm delivered messages", "err", err)
-		}
-	}
+	// The confirmation rides the session's next hand-out (often this
+	// request's): the request does not wait for a write of its own.
+	s.hub.ConfirmLater(session, got)
 	if len(lost) > 0 {
-		if _, err := s.hub.Release(ctx, session, lost); err != nil {
+		if _, err := s.hub.Release(context.WithoutCancel(ctx), session, lost); err != nil {
 			s.log.Warn("put back unread messages", "err", err)
 		}
 	}

@@ -171,9 +171,7 @@ func (c *streamConn) confirm(params json.RawMessage) {
 	if json.Unmarshal(params, &p) != nil || len(p.MessageIDs) == 0 {
 		return
 	}
-	if _, err := c.t.s.hub.Confirm(context.WithoutCancel(c.t.ctx), c.t.sess.caller.Session, p.MessageIDs); err != nil {
-		c.t.s.log.Warn("confirm delivered messages", "err", err)
-	}
+	c.t.s.hub.ConfirmLater(c.t.sess.caller.Session, p.MessageIDs)
 }
 
 // readCloser reads what the hijack buffered, then the connection, and

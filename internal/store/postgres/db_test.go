@@ -103,7 +103,7 @@ func TestServerDown(t *testing.T) {
 			return db.CreateMessage(ctx, &hub.Message{ID: "m1", Workspace: "ws", From: "alice", Content: "x", Priority: hub.Normal}, []string{"bob"})
 		}},
 		{"Take", func() error {
-			_, err := db.Take(ctx, hub.TakeQuery{Workspace: "ws", Recipient: "bob", MaxRank: 3, Limit: 1})
+			_, _, err := db.Take(ctx, hub.TakeQuery{Workspace: "ws", Recipient: "bob", MaxRank: 3, Limit: 1})
 			return err
 		}},
 	} {

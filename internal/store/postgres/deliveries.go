@@ -121,14 +121,20 @@ const take = `WITH picked AS (
 	SELECT ` + delCols + `, ` + msgCols + ` FROM d JOIN messages m ON m.seq = d.message_seq
 	ORDER BY d.rank, d.id`
 
-// Take hands inbox deliveries to a reader (see hub.Store).
-func (db *DB) Take(ctx context.Context, q hub.TakeQuery) ([]*hub.Delivery, error) {
-	if q.Limit <= 0 {
-		return nil, nil
-	}
+// Take hands inbox deliveries to a reader (see hub.Store), after it
+// confirms q.Confirm.
+func (db *DB) Take(ctx context.Context, q hub.TakeQuery) (taken, confirmed []*hub.Delivery, err error) {
 	now := q.Now
 	if now.IsZero() {
 		now = time.Now()
+	}
+	if len(q.Confirm) > 0 && q.Reader != "" {
+		if confirmed, err = db.Confirm(ctx, q.Reader, q.Confirm, now); err != nil {
+			return nil, nil, err
+		}
+	}
+	if q.Limit <= 0 {
+		return nil, confirmed, nil
 	}
 	var readAt, lease *time.Time
 	if q.Reader == "" {
@@ -136,8 +142,13 @@ func (db *DB) Take(ctx context.Context, q hub.TakeQuery) ([]*hub.Delivery, error
 	} else {
 		lease = nullTime(q.LeaseUntil)
 	}
-	return db.queryDeliveriesOn(ctx, db.lazy, "take", true, take, q.Workspace, q.Recipient, q.MaxRank, q.Limit,
+	taken, err = db.queryDeliveriesOn(ctx, db.lazy, "take", true, take, q.Workspace, q.Recipient, q.MaxRank, q.Limit,
 		q.Thread, q.After, nullText(q.Reader), lease, now, readAt, string(q.Via), db.node)
+	if err != nil {
+		// What was confirmed stays confirmed: report it.
+		return nil, confirmed, err
+	}
+	return taken, confirmed, nil
 }
 
 // Unread counts recipient's inbox deliveries with rank <= maxRank.
@@ -195,7 +206,7 @@ func (db *DB) Confirm(ctx context.Context, reader string, messageIDs []string, a
 	return db.queryDeliveriesOn(ctx, db.lazy, "confirm", false, `WITH d AS (
 			UPDATE deliveries d SET read_at = $3, reader = NULL, lease_until = NULL
 			FROM messages m WHERE m.seq = d.message_seq
-			AND d.reader = $1 AND ($2::text[] IS NULL OR m.id = ANY($2))
+			AND d.reader = $1 AND ($2::text[] IS NULL OR m.id = ANY($2)) AND d.delivered_at <= $3
 			RETURNING d.*
 		)
 		SELECT `+delCols+` FROM d JOIN messages m ON m.seq = d.message_seq ORDER BY d.id`,

@@ -133,7 +133,7 @@ func BenchmarkConsume(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		ms, err := db.Take(ctx, hub.TakeQuery{Workspace: "ws", Recipient: "agent-1", MaxRank: 3, Limit: 1})
+		ms, _, err := db.Take(ctx, hub.TakeQuery{Workspace: "ws", Recipient: "agent-1", MaxRank: 3, Limit: 1})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -153,7 +153,7 @@ func BenchmarkTakeConfirm(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		now := time.Now()
-		ds, err := db.Take(ctx, hub.TakeQuery{Workspace: "ws", Recipient: "agent-1", Reader: "session-1",
+		ds, _, err := db.Take(ctx, hub.TakeQuery{Workspace: "ws", Recipient: "agent-1", Reader: "session-1",
 			MaxRank: 3, Limit: 1, Now: now, LeaseUntil: now.Add(time.Minute)})
 		if err != nil || len(ds) != 1 {
 			b.Fatalf("Take: got %d, %v; want 1", len(ds), err)
@@ -206,7 +206,7 @@ func BenchmarkUnreadWith1MRows(b *testing.B) {
 	b.Run("Consume+Unread", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			ms, err := db.Take(ctx, hub.TakeQuery{Workspace: "ws", Recipient: "agent-1", MaxRank: 3, Limit: 10})
+			ms, _, err := db.Take(ctx, hub.TakeQuery{Workspace: "ws", Recipient: "agent-1", MaxRank: 3, Limit: 10})
 			if err != nil || len(ms) != 1 {
 				b.Fatalf("Take: got %d, %v; want 1", len(ms), err)
 			}

@@ -96,7 +96,7 @@ func TestReopenKeepsData(t *testing.T) {
 	if err := db.CreateMessage(ctx, m, []string{"bob", "carol"}); err != nil {
 		t.Fatalf("CreateMessage: %v", err)
 	}
-	if _, err := db.Take(ctx, hub.TakeQuery{Workspace: "ws", Recipient: "carol", MaxRank: 3, Limit: 1}); err != nil {
+	if _, _, err := db.Take(ctx, hub.TakeQuery{Workspace: "ws", Recipient: "carol", MaxRank: 3, Limit: 1}); err != nil {
 		t.Fatalf("Take: %v", err)
 	}
 	if err := db.CreateGroup(ctx, &hub.Group{Workspace: "ws", Name: "team", CreatedAt: created,
@@ -412,7 +412,7 @@ func TestErrorKinds(t *testing.T) {
 	ctx := context.Background()
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	_, err := db.Take(cctx, hub.TakeQuery{Workspace: "ws", Recipient: "bob", MaxRank: 3, Limit: 1})
+	_, _, err := db.Take(cctx, hub.TakeQuery{Workspace: "ws", Recipient: "bob", MaxRank: 3, Limit: 1})
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("Consume(cancelled): got %v, want context.Canceled in the chain", err)
 	}
@@ -651,7 +651,7 @@ func TestLazyWritesRestoreSync(t *testing.T) {
 	if err := db.CreateMessage(ctx, &hub.Message{ID: "m1", Workspace: "w", From: "a", To: "b", Content: "x", Priority: hub.Normal, ThreadID: "m1"}, []string{"b"}); err != nil {
 		t.Fatal(err)
 	}
-	if ms, err := db.Take(ctx, hub.TakeQuery{Workspace: "w", Recipient: "b", MaxRank: 3, Limit: 1}); err != nil || len(ms) != 1 {
+	if ms, _, err := db.Take(ctx, hub.TakeQuery{Workspace: "w", Recipient: "b", MaxRank: 3, Limit: 1}); err != nil || len(ms) != 1 {
 		t.Fatalf("consume: %v %v", ms, err)
 	}
 	var mode int

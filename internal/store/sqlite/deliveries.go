@@ -110,25 +110,34 @@ func nullable(s string) any {
 	return s
 }
 
-// Take hands inbox deliveries to a reader (see hub.Store). The select and the
-// update run on the one writer connection inside one transaction, so
-// concurrent calls never hand out the same delivery.
-func (db *DB) Take(ctx context.Context, q hub.TakeQuery) ([]*hub.Delivery, error) {
+// Take hands inbox deliveries to a reader (see hub.Store), after it
+// confirms q.Confirm. The select and the update run on the one writer
+// connection inside one transaction, so concurrent calls never hand out the
+// same delivery.
+func (db *DB) Take(ctx context.Context, q hub.TakeQuery) (taken, confirmed []*hub.Delivery, err error) {
 	const op = "take"
-	if q.Limit <= 0 {
-		return nil, nil
+	if q.Limit <= 0 && len(q.Confirm) == 0 {
+		return nil, nil, nil
 	}
 	now := nanos(q.Now)
 	if now == 0 {
 		now = time.Now().UnixNano()
 	}
-	var out []*hub.Delivery
 	// Lazy: a hand-out lost in a power cut comes back as queued, and is
 	// handed out again: never lost.
-	err := db.writeLazy(ctx, op, func(ctx context.Context, c *sql.Conn) error {
+	err = db.writeLazy(ctx, op, func(ctx context.Context, c *sql.Conn) error {
+		taken, confirmed = nil, nil
+		if len(q.Confirm) > 0 && q.Reader != "" {
+			var err error
+			if confirmed, err = db.confirmOn(ctx, q.Reader, q.Confirm, now); err != nil {
+				return err
+			}
+		}
+		if q.Limit <= 0 {
+			return nil
+		}
 		ids, ds, err := queryDeliveries(ctx, db.stmts.wTakeSel, true, q.Workspace, q.Recipient, q.MaxRank, q.Limit, q.Thread, q.After)
 		if err != nil || len(ds) == 0 {
-			out = nil
 			return err
 		}
 		var lease, readAt any
@@ -159,13 +168,13 @@ func (db *DB) Take(ctx context.Context, q hub.TakeQuery) ([]*hub.Delivery, error
 				d.State, d.Reader, d.LeaseUntil = hub.Delivered, q.Reader, q.LeaseUntil.UTC()
 			}
 		}
-		out = ds
+		taken = ds
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return out, nil
+	return taken, confirmed, nil
 }
 
 // Unread counts recipient's inbox deliveries with rank <= maxRank.
@@ -221,34 +230,35 @@ func (db *DB) Confirm(ctx context.Context, reader string, messageIDs []string, a
 	}
 	var out []*hub.Delivery
 	err := db.writeLazy(ctx, op, func(ctx context.Context, c *sql.Conn) error {
-		var sel interface {
-			QueryContext(context.Context, ...any) (*sql.Rows, error)
-		} = db.stmts.wConfirmAll
-		args := []any{reader}
-		if messageIDs != nil {
-			sel = stmtOn{c, `SELECT d.id, ` + delCols + ` FROM deliveries d JOIN messages m ON m.seq = d.message_seq
-				WHERE d.reader = ?1 AND m.id IN (SELECT value FROM json_each(?2))`}
-			args = append(args, jsonList(messageIDs))
-		}
-		ids, ds, err := queryDeliveries(ctx, sel, false, args...)
-		if err != nil || len(ds) == 0 {
-			out = nil
-			return err
-		}
-		if _, err := c.ExecContext(ctx, `UPDATE deliveries SET read_at = ?1, reader = NULL, lease_until = 0
-			WHERE id IN (SELECT value FROM json_each(?2))`, nanos(at), jsonList(ids)); err != nil {
-			return err
-		}
-		for _, d := range ds {
-			d.State, d.Reader, d.LeaseUntil, d.ReadAt = hub.Read, "", time.Time{}, at.UTC()
-		}
-		out = ds
-		return nil
+		var err error
+		out, err = db.confirmOn(ctx, reader, messageIDs, nanos(at))
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// confirmOn marks read, at at, the deliveries leased to reader (of the
+// messages with the ids, if not nil) that were handed out no later than at,
+// inside the writer's transaction.
+func (db *DB) confirmOn(ctx context.Context, reader string, messageIDs []string, at int64) ([]*hub.Delivery, error) {
+	var list any // NULL: all of the reader's
+	if messageIDs != nil {
+		list = jsonList(messageIDs)
+	}
+	ids, ds, err := queryDeliveries(ctx, db.stmts.wConfirmSel, false, reader, list, at)
+	if err != nil || len(ds) == 0 {
+		return nil, err
+	}
+	if _, err := db.stmts.wConfirmUpd.ExecContext(ctx, at, jsonList(ids)); err != nil {
+		return nil, err
+	}
+	for _, d := range ds {
+		d.State, d.Reader, d.LeaseUntil, d.ReadAt = hub.Read, "", time.Time{}, fromNanos(at)
+	}
+	return ds, nil
 }
 
 // Release puts leased deliveries back in their inboxes.

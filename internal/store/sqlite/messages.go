@@ -34,7 +34,8 @@ type statements struct {
 	wInsWorkspace  *sql.Stmt
 	wTakeSel       *sql.Stmt
 	wTakeUpd       *sql.Stmt
-	wConfirmAll    *sql.Stmt
+	wConfirmSel    *sql.Stmt
+	wConfirmUpd    *sql.Stmt
 	wTouch         *sql.Stmt
 	rUnread        *sql.Stmt
 	rUnreadBy      *sql.Stmt
@@ -79,10 +80,13 @@ func (s *statements) prepare(ctx context.Context, w *sql.Conn, r *sql.DB) error 
 			woke_via = CASE WHEN woke_via = '' THEN ?6 ELSE woke_via END,
 			woke_at = CASE WHEN woke_via = '' AND ?6 != '' THEN ?3 ELSE woke_at END
 			WHERE id IN (SELECT value FROM json_each(?5))`},
-		// A bridge confirms each response it wrote: the one delivery write on
-		// the read path besides the hand-out itself.
-		{&s.wConfirmAll, w, `SELECT d.id, ` + delCols + ` FROM deliveries d JOIN messages m ON m.seq = d.message_seq
-			WHERE d.reader = ?`},
+		// Confirmations (deliveries.go): the reader's leases (of the messages
+		// in ?2, or all if NULL) handed out no later than ?3, then the update
+		// of exactly those rows. Prepared, they ride each hand-out cheaply.
+		{&s.wConfirmSel, w, `SELECT d.id, ` + delCols + ` FROM deliveries d JOIN messages m ON m.seq = d.message_seq
+			WHERE d.reader = ?1 AND d.delivered_at <= ?3 AND (?2 IS NULL OR m.id IN (SELECT value FROM json_each(?2)))`},
+		{&s.wConfirmUpd, w, `UPDATE deliveries SET read_at = ?1, reader = NULL, lease_until = 0
+			WHERE id IN (SELECT value FROM json_each(?2))`},
 		{&s.wTouch, w, `UPDATE agents SET last_seen = ? WHERE workspace = ? AND name = ?`},
 		{&s.wIndexDue, w, `SELECT EXISTS (SELECT 1 FROM search_pending)`},
 		{&s.wIndexFTS, w, `INSERT INTO messages_fts (rowid, content, payload, metadata)
@@ -121,7 +125,7 @@ func (s *statements) prepare(ctx context.Context, w *sql.Conn, r *sql.DB) error 
 
 func (s *statements) close() {
 	for _, st := range []*sql.Stmt{s.wInsMessage, s.wInsDelivery, s.wInsDeliveries, s.wInsWorkspace,
-		s.wTakeSel, s.wTakeUpd, s.wConfirmAll, s.wTouch, s.rUnread, s.rUnreadBy, s.rPeek, s.rMessage, s.rAgent, s.rAgents,
+		s.wTakeSel, s.wTakeUpd, s.wConfirmSel, s.wConfirmUpd, s.wTouch, s.rUnread, s.rUnreadBy, s.rPeek, s.rMessage, s.rAgent, s.rAgents,
 		s.wResExpire, s.wResLive, s.wResDelete, s.wResPut, s.rResLive, s.wIndexDue, s.wIndexFTS, s.wIndexWords, s.wIndexDone} {
 		if st != nil {
 			st.Close()

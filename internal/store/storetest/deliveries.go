@@ -15,7 +15,7 @@ import (
 // take hands up to limit of recipient's inbox to reader at t, leased for a minute.
 func take(t *testing.T, s hub.Store, ws, recipient, reader string, limit int, tm time.Time) []*hub.Delivery {
 	t.Helper()
-	ds, err := s.Take(ctx(t), hub.TakeQuery{Workspace: ws, Recipient: recipient, Reader: reader,
+	ds, _, err := s.Take(ctx(t), hub.TakeQuery{Workspace: ws, Recipient: recipient, Reader: reader,
 		MaxRank: hub.Low.Rank(), Limit: limit, Now: tm, LeaseUntil: tm.Add(time.Minute)})
 	if err != nil {
 		t.Fatalf("Take(%s for %s): %v", recipient, reader, err)
@@ -171,6 +171,49 @@ func testConfirm(t *testing.T, s hub.Store) {
 	// A confirmed copy cannot be released.
 	if got, err := s.Release(c, hub.ReleaseQuery{Reader: "s1"}); err != nil || len(got) != 0 {
 		t.Errorf("Release after Confirm: got %v, %v; want nothing", states(got), err)
+	}
+}
+
+// testTakeConfirms: a take first confirms what its reader has (its
+// confirmations ride the hand-out), only among that reader's leases and only
+// those handed out by then, and reports what it confirmed.
+func testTakeConfirms(t *testing.T, s hub.Store) {
+	c := ctx(t)
+	f := newFixture(t, s)
+	m1 := f.send("ws", "alice", hub.Normal, "one", "bob")
+	m2 := f.send("ws", "alice", hub.Normal, "two", "bob")
+	take(t, s, "ws", "bob", "s1", 1, at(10)) // m1 to s1
+	take(t, s, "ws", "bob", "s2", 1, at(10)) // m2 to s2
+	m3 := f.send("ws", "alice", hub.Normal, "three", "bob")
+
+	// s1 confirms m1, names m2 (s2's), and takes m3, in one call.
+	got, confirmed, err := s.Take(c, hub.TakeQuery{Workspace: "ws", Recipient: "bob", Reader: "s1", MaxRank: hub.Low.Rank(),
+		Limit: 5, Now: at(20), LeaseUntil: at(80), Confirm: []string{m1.ID, m2.ID}})
+	if err != nil || !slices.Equal(states(got), []string{st(m3, hub.Delivered, 1)}) ||
+		!slices.Equal(states(confirmed), []string{st(m1, hub.Read, 1)}) {
+		t.Fatalf("Take confirming m1 and m2: got %v, confirmed %v, %v; want [%s], confirmed [%s]",
+			states(got), states(confirmed), err, st(m3, hub.Delivered, 1), st(m1, hub.Read, 1))
+	}
+	if d := confirmed[0]; d.Recipient != "bob" || d.Workspace != "ws" || !d.ReadAt.Equal(at(20)) || d.Reader != "" {
+		t.Errorf("confirmed delivery: got %+v, want bob's in ws, read at %v, no reader", d, at(20))
+	}
+	if d := status(t, s, m1, "bob"); d.State != hub.Read || !d.ReadAt.Equal(at(20)) {
+		t.Errorf("m1 after the take: got %+v, want read at %v", d, at(20))
+	}
+	if d := status(t, s, m2, "bob"); d.State != hub.Delivered || d.Reader != "s2" {
+		t.Errorf("m2 after s1 named it: got %+v, want still delivered to s2", d)
+	}
+	// A confirmation speaks only for what was handed out by its time: m3,
+	// handed out at 20, is not confirmed by one made at 15.
+	if got, err := s.Confirm(c, "s1", []string{m3.ID}, at(15)); err != nil || len(got) != 0 {
+		t.Errorf("Confirm of a later hand-out: got %v, %v; want nothing", states(got), err)
+	}
+	// Nothing left to take: the confirmation is still made.
+	got, confirmed, err = s.Take(c, hub.TakeQuery{Workspace: "ws", Recipient: "bob", Reader: "s1", MaxRank: hub.Low.Rank(),
+		Limit: 5, Now: at(30), LeaseUntil: at(90), Confirm: []string{m3.ID}})
+	if err != nil || len(got) != 0 || !slices.Equal(states(confirmed), []string{st(m3, hub.Read, 1)}) {
+		t.Errorf("Take confirming m3 from an empty inbox: got %v, confirmed %v, %v; want nothing, confirmed [%s]",
+			states(got), states(confirmed), err, st(m3, hub.Read, 1))
 	}
 }
 
@@ -347,7 +390,7 @@ func testTakeConcurrentReaders(t *testing.T, s hub.Store) {
 		wg.Go(func() {
 			reader := fmt.Sprintf("s%d", w)
 			for round := 0; ; round++ {
-				ds, err := s.Take(ctx(t), hub.TakeQuery{Workspace: "ws", Recipient: "bob", Reader: reader,
+				ds, _, err := s.Take(ctx(t), hub.TakeQuery{Workspace: "ws", Recipient: "bob", Reader: reader,
 					MaxRank: 3, Limit: 1 + w%3, Now: at(1), LeaseUntil: at(2)})
 				if err != nil {
 					t.Errorf("Take: %v", err)
@@ -405,14 +448,14 @@ func testTakeThread(t *testing.T, s hub.Store) {
 	}
 	q := hub.TakeQuery{Workspace: "ws", Recipient: "bob", Reader: "s1", MaxRank: 3, Limit: 10,
 		Thread: root.ID, Now: at(100), LeaseUntil: at(200)}
-	got, err := s.Take(ctx(t), q)
+	got, _, err := s.Take(ctx(t), q)
 	if err != nil || !slices.Equal(deliveryIDs(got), []string{early.ID, reply.ID}) {
 		t.Errorf("Take(thread): got %v, %v; want the two thread messages, low priority included", contents(messagesOf(got)), err)
 	}
 	s.Release(ctx(t), hub.ReleaseQuery{Reader: "s1"})
 	// After: only what was stored after the given message.
 	q.After = early.ID
-	got, err = s.Take(ctx(t), q)
+	got, _, err = s.Take(ctx(t), q)
 	if err != nil || !slices.Equal(deliveryIDs(got), []string{reply.ID}) {
 		t.Errorf("Take(thread, after early): got %v, %v; want [answer]", contents(messagesOf(got)), err)
 	}
@@ -600,7 +643,7 @@ func testWakePath(t *testing.T, s hub.Store) {
 	if n, err := s.NoteWake(c, "ws", "bob", []string{m1.ID}, hub.WakeTmux, at(6)); err != nil || n != 0 {
 		t.Errorf("NoteWake again: got %d, %v; want 0", n, err)
 	}
-	ds, err := s.Take(c, hub.TakeQuery{Workspace: "ws", Recipient: "bob", Reader: "s1", MaxRank: hub.Low.Rank(), Limit: 3,
+	ds, _, err := s.Take(c, hub.TakeQuery{Workspace: "ws", Recipient: "bob", Reader: "s1", MaxRank: hub.Low.Rank(), Limit: 3,
 		Now: at(10), LeaseUntil: at(10).Add(time.Minute), Via: hub.WakeChannel})
 	if err != nil || len(ds) != 3 {
 		t.Fatalf("Take: got %v, %v; want 3", states(ds), err)

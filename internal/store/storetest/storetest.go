@@ -54,6 +54,7 @@ func Run(t *testing.T, open func(t *testing.T) hub.Store) {
 		{"WakePath", testWakePath},
 		{"TakeLeases", testTakeLeases},
 		{"Confirm", testConfirm},
+		{"TakeConfirms", testTakeConfirms},
 		{"ReleaseKeepsPlace", testReleaseKeepsPlace},
 		{"Reopen", testReopen},
 		{"ReleaseMine", testReleaseMine},
@@ -147,7 +148,7 @@ func ctx(t *testing.T) context.Context { return t.Context() }
 // consume takes deliveries without a reader, so that they are read at once,
 // and returns their messages: what reading was before deliveries were leased.
 func consume(c context.Context, s hub.Store, ws, recipient string, maxRank, limit int) ([]*hub.Message, error) {
-	ds, err := s.Take(c, hub.TakeQuery{Workspace: ws, Recipient: recipient, MaxRank: maxRank, Limit: limit, Now: time.Now()})
+	ds, _, err := s.Take(c, hub.TakeQuery{Workspace: ws, Recipient: recipient, MaxRank: maxRank, Limit: limit, Now: time.Now()})
 	return messagesOf(ds), err
 }
 
