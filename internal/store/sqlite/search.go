@@ -109,13 +109,18 @@ func (db *DB) searchStmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	return st, nil
 }
 
-// searchSQL builds the query. FTS5 hands out its matches best first (it
-// ranks them all: the cost of the bare query, the floor), and the filters
-// (the workspace, the viewer's visibility, sender, thread, time, prefixes)
-// are checked on each in that order, by SQLite, outside the index: so the
-// scan stops as soon as the page is full, having looked up a page's worth
-// of messages, however many match. (Filters the index would take, such as
-// a rowid IN list, would make FTS5 re-run the match once per row; the + in
+// searchSQL builds the query of a filtered search: an agent's (which sees
+// only the messages it sent or was delivered), or one with a sender, thread,
+// time or prefix filter. The filters (the workspace, the viewer's
+// visibility, sender, thread, time, prefixes) are checked on every match as
+// the index hands it out, in rowid order, by SQLite, outside the index, and
+// only the matches that pass are ranked: ranking (bm25 reads each row's
+// length from the index's docsize table) costs more per match than the
+// filters' index probes, and FTS5's own ORDER BY rank would rank every match
+// first, then rank each one handed out a second time. Ordered by +rank,
+// which FTS5 does not take, SQLite computes the rank once, of the rows that
+// passed, and keeps the best ?7. (Filters the index would take, such as a
+// rowid IN list, would make FTS5 re-run the match once per row; the + in
 // +f.rowid keeps the prefix filter out of its hands.) Only then are the
 // page's messages read. The snippet is made in Go (makeSnippet): FTS5's
 // snippet() re-ran the match for each row too.
@@ -142,7 +147,7 @@ func searchSQL(q hub.SearchQuery, index string, prefixFilter bool) string {
 	if prefixFilter {
 		b.WriteString(` AND +f.rowid IN (SELECT rowid FROM messages_words WHERE messages_words MATCH ?8)`)
 	}
-	b.WriteString(` ORDER BY f.rank LIMIT ?7)
+	b.WriteString(` ORDER BY +f.rank, f.rowid DESC LIMIT ?7)
 	SELECT 0, t.payload, t.metadata, page.score, ` + msgCols + `
 	FROM page CROSS JOIN messages m ON m.seq = page.seq
 	LEFT JOIN message_search_text t ON t.seq = page.seq
