@@ -25,8 +25,9 @@ type batcher[T any] struct {
 	quit  chan struct{}
 	wg    sync.WaitGroup
 	run   func([]*T) // serves a batch and answers each of its calls
-	// shared counts the batches of more than one call.
-	shared atomic.Int64
+	// shared counts the batches of more than one call; batches and calls
+	// count all batches and the calls they served.
+	shared, batches, calls atomic.Int64
 }
 
 // start runs workers that serve batches with run.
@@ -80,6 +81,8 @@ func (b *batcher[T]) work() {
 		if len(batch) > 1 {
 			b.shared.Add(1)
 		}
+		b.batches.Add(1)
+		b.calls.Add(int64(len(batch)))
 		b.run(batch)
 		clear(batch) // drop the served calls
 	}

@@ -195,6 +195,7 @@ func BenchmarkDurableSends64(b *testing.B) {
 		_, err := h.Send(ctx, hub.SendRequest{Workspace: "ws", From: fmt.Sprint("s", i%senders), To: fmt.Sprint("r", i%senders), Content: "x"})
 		return err
 	}
+	batches, calls := db.sends.batches.Load(), db.sends.calls.Load()
 	var cFloor, cBatch, cSend phaseCost
 	add := func(sum *phaseCost, c phaseCost) {
 		sum.wall, sum.client, sum.server = sum.wall+c.wall, sum.client+c.client, sum.server+c.server
@@ -207,6 +208,7 @@ func BenchmarkDurableSends64(b *testing.B) {
 		add(&cSend, run(ops, send))
 	}
 	b.StopTimer()
+	b.ReportMetric(float64(db.sends.calls.Load()-calls)/float64(db.sends.batches.Load()-batches), "sends/batch")
 	us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) / float64(b.N) }
 	for _, r := range []struct {
 		prefix string

@@ -37,8 +37,8 @@ type Options struct {
 	// Logger receives the store's few log lines (migrations, reconnects);
 	// nil discards them.
 	Logger *slog.Logger
-	// MaxConns bounds the connection pool; 0 means 16. Sends are one round
-	// trip each, so the pool bounds how many commit at once.
+	// MaxConns bounds the connection pool; 0 means 16. Sends take one
+	// connection for all of them (sendbatch.go); reads and waits the rest.
 	MaxConns int32
 	// Node names this daemon among those that share the database (host and
 	// state directory). The runner's methods see only this node's managed
