@@ -46,8 +46,9 @@ func (db *DB) Search(ctx context.Context, ws string, q hub.SearchQuery) ([]hub.S
 	// matches straight from the index (quickSearchSQL); only when some of
 	// them belong to other workspaces does it need the filtered scan.
 	if filter == "" && q.Viewer == "" && q.From == "" && q.Thread == "" && q.Since.IsZero() {
-		hits, full, err := db.runSearch(ctx, quickSearchSQL(index), q.Terms, match, ws, q.Limit)
-		if err != nil || len(hits) == q.Limit || !full {
+		hits, read, err := db.runSearch(ctx, quickSearchSQL(index), q.Terms, match, ws, q.Limit)
+		// Fewer rows than asked for were all the index had.
+		if err != nil || len(hits) == q.Limit || read < q.Limit {
 			return hits, err
 		}
 	}
@@ -59,36 +60,42 @@ func (db *DB) Search(ctx context.Context, ws string, q hub.SearchQuery) ([]hub.S
 	return hits, err
 }
 
-// runSearch runs a search query and reads its hits. full reports whether
-// the query's candidates column said the index gave all it was asked for.
-func (db *DB) runSearch(ctx context.Context, query string, terms []hub.SearchTerm, args ...any) (hits []hub.SearchHit, full bool, err error) {
+// runSearch runs a search query (see pageSQL) and reads its hits: the rows
+// whose first column says they are in the workspace searched. read is how
+// many rows it read in all.
+func (db *DB) runSearch(ctx context.Context, query string, terms []hub.SearchTerm, args ...any) (hits []hub.SearchHit, read int, err error) {
 	const op = "search"
 	stmt, err := db.searchStmt(ctx, query)
 	if err != nil {
-		return nil, false, db.mapErr(ctx, op, err)
+		return nil, 0, db.mapErr(ctx, op, err)
 	}
 	rows, err := stmt.QueryContext(ctx, args...)
 	if err != nil {
-		return nil, false, db.mapErr(ctx, op, err)
+		return nil, 0, db.mapErr(ctx, op, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var (
 			h                 hub.SearchHit
+			inWorkspace       bool
 			payload, metadata sql.NullString
 		)
-		m, err := scanMessage(rows, &full, &payload, &metadata, &h.Score)
+		m, err := scanMessage(rows, &inWorkspace, &payload, &metadata, &h.Score)
 		if err != nil {
-			return nil, false, db.mapErr(ctx, op, err)
+			return nil, 0, db.mapErr(ctx, op, err)
+		}
+		read++
+		if !inWorkspace {
+			continue
 		}
 		h.Message = m
 		h.Snippet = makeSnippet(terms, m.Content, payload.String, metadata.String)
 		hits = append(hits, h)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, false, db.mapErr(ctx, op, err)
+		return nil, 0, db.mapErr(ctx, op, err)
 	}
-	return hits, full || len(hits) == 0, nil
+	return hits, read, nil
 }
 
 // searchStmt returns the prepared statement for query, preparing it once: a
@@ -126,33 +133,46 @@ func (db *DB) searchStmt(ctx context.Context, query string) (*sql.Stmt, error) {
 // snippet() re-ran the match for each row too.
 func searchSQL(q hub.SearchQuery, index string, prefixFilter bool) string {
 	var b strings.Builder
-	b.WriteString(`WITH page AS MATERIALIZED (
-		SELECT f.rowid AS seq, f.rank AS score FROM ` + index + ` f
-		WHERE f.` + index + ` MATCH ?1
-		AND EXISTS (SELECT 1 FROM messages m WHERE m.seq = f.rowid AND m.workspace = ?2`)
+	b.WriteString(`SELECT f.rowid AS seq, f.rank AS score FROM ` + index + ` f
+		WHERE f.` + index + ` MATCH ?1`)
+	// Each filter probes an index that holds what it checks, rather than
+	// reading the message's row: the rows of a match are scattered over the
+	// whole table, while the indexes are a fraction of its size and stay in
+	// the page cache. (INDEXED BY: on seq alone, the primary key, SQLite
+	// would read the row.)
 	if q.Viewer != "" {
-		b.WriteString(` AND (m.sender = ?3 OR EXISTS (SELECT 1 FROM deliveries d
-			WHERE d.message_seq = m.seq AND d.recipient = ?3))`)
+		b.WriteString(`
+		AND (EXISTS (SELECT 1 FROM messages m INDEXED BY messages_by_sender
+				WHERE m.workspace = ?2 AND m.sender = ?3 AND m.seq = f.rowid)
+			OR (EXISTS (SELECT 1 FROM deliveries d WHERE d.message_seq = f.rowid AND d.recipient = ?3)
+				AND EXISTS (SELECT 1 FROM messages m INDEXED BY messages_by_workspace
+					WHERE m.workspace = ?2 AND m.seq = f.rowid)))`)
 	}
-	if q.From != "" {
-		b.WriteString(` AND m.sender = ?4`)
+	if q.From != "" || q.Thread != "" || !q.Since.IsZero() {
+		b.WriteString(`
+		AND EXISTS (SELECT 1 FROM messages m WHERE m.seq = f.rowid AND m.workspace = ?2`)
+		if q.From != "" {
+			b.WriteString(` AND m.sender = ?4`)
+		}
+		if q.Thread != "" {
+			b.WriteString(` AND m.thread_id = ?5`)
+		}
+		if !q.Since.IsZero() {
+			b.WriteString(` AND m.created_at >= ?6`)
+		}
+		b.WriteString(`)`)
+	} else if q.Viewer == "" {
+		b.WriteString(`
+		AND EXISTS (SELECT 1 FROM messages m INDEXED BY messages_by_workspace
+			WHERE m.workspace = ?2 AND m.seq = f.rowid)`)
 	}
-	if q.Thread != "" {
-		b.WriteString(` AND m.thread_id = ?5`)
-	}
-	if !q.Since.IsZero() {
-		b.WriteString(` AND m.created_at >= ?6`)
-	}
-	b.WriteString(`)`)
 	if prefixFilter {
-		b.WriteString(` AND +f.rowid IN (SELECT rowid FROM messages_words WHERE messages_words MATCH ?8)`)
+		b.WriteString(`
+		AND +f.rowid IN (SELECT rowid FROM messages_words WHERE messages_words MATCH ?8)`)
 	}
-	b.WriteString(` ORDER BY +f.rank, f.rowid DESC LIMIT ?7)
-	SELECT 0, t.payload, t.metadata, page.score, ` + msgCols + `
-	FROM page CROSS JOIN messages m ON m.seq = page.seq
-	LEFT JOIN message_search_text t ON t.seq = page.seq
-	ORDER BY page.score, page.seq DESC`)
-	return b.String()
+	b.WriteString(`
+		ORDER BY +f.rank, f.rowid DESC LIMIT ?7`)
+	return pageSQL("1", b.String())
 }
 
 // quickSearchSQL is a person's search of a whole workspace. FTS5's own
@@ -161,20 +181,25 @@ func searchSQL(q hub.SearchQuery, index string, prefixFilter bool) string {
 // terms' weights over again (the bm25 of a rank column read): together
 // about a third more than ranking once. Ordered by +rank, which FTS5 does
 // not take, the index hands out matches with their rank computed once, and
-// SQLite keeps the best ?4 of them as they come. The workspace is checked
-// on those only: the first column says whether the index gave ?4 (then, if
-// some were in other workspaces, Search runs the filtered scan).
+// SQLite keeps the best ?3 of them as they come. The workspace is checked on
+// those only, by runSearch, from the first column; if some were in other
+// workspaces and the index gave all ?3, Search runs the filtered scan.
 func quickSearchSQL(index string) string {
-	return `WITH best AS MATERIALIZED (
-		SELECT f.rowid AS seq, f.rank AS score FROM ` + index + ` f
-		WHERE f.` + index + ` MATCH ?1 ORDER BY +f.rank, f.rowid DESC LIMIT ?3),
-	page AS MATERIALIZED (
-		SELECT seq, score FROM best
-		WHERE EXISTS (SELECT 1 FROM messages m WHERE m.seq = best.seq AND m.workspace = ?2))
-	SELECT (SELECT count(*) FROM best) = ?3, t.payload, t.metadata, page.score, ` + msgCols + `
-	FROM page CROSS JOIN messages m ON m.seq = page.seq
-	LEFT JOIN message_search_text t ON t.seq = page.seq
-	ORDER BY page.score, page.seq DESC`
+	return pageSQL("m.workspace = ?2", `SELECT f.rowid AS seq, f.rank AS score FROM `+index+` f
+		WHERE f.`+index+` MATCH ?1 ORDER BY +f.rank, f.rowid DESC LIMIT ?3`)
+}
+
+// pageSQL reads the messages of best, a query of the best matches' seq and
+// score, in rank order, with inWorkspace as the first column (see
+// runSearch). best is a subquery that SQLite runs as a coroutine, row by row
+// into the join: not flattened into it (it has a LIMIT), nor written to a
+// table first (a MATERIALIZED CTE cost a search about a tenth more).
+func pageSQL(inWorkspace, best string) string {
+	return `SELECT ` + inWorkspace + `, t.payload, t.metadata, best.score, ` + msgCols + `
+	FROM (` + best + `) best
+	CROSS JOIN messages m ON m.seq = best.seq
+	LEFT JOIN message_search_text t ON t.seq = best.seq
+	ORDER BY best.score, best.seq DESC`
 }
 
 // snippetWords is how many words a snippet shows around the first match.

@@ -201,3 +201,56 @@ func TestSearchBestMatchesElsewhere(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchAgentStaysInWorkspace gives agents the same names in two
+// workspaces: an agent's search of one never shows the other's messages,
+// whether it sent them or was delivered them there.
+func TestSearchAgentStaysInWorkspace(t *testing.T) {
+	db := openTest(t)
+	ctx := context.Background()
+	send := func(i int, ws, from, content string, to ...string) {
+		t.Helper()
+		m := &hub.Message{ID: fmt.Sprintf("01J0000000000000000000%04d", i), Workspace: ws, From: from, Content: content,
+			Priority: hub.Normal, CreatedAt: time.Now()}
+		if err := db.CreateMessage(ctx, m, to); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(1, "w1", "alice", "mercury rising in one", "bob")
+	send(2, "w2", "alice", "mercury falling in two", "bob")
+	send(3, "w2", "carol", "mercury at rest in two", "dave")
+	send(4, "w2", "bob", "mercury from bob in two", "carol")
+	for _, tt := range []struct {
+		ws, viewer, query string
+		want              []string
+	}{
+		{"w1", "alice", "mercury", []string{"mercury rising in one"}},
+		{"w1", "bob", "mercury", []string{"mercury rising in one"}},
+		{"w1", "carol", "mercury", nil},
+		{"w1", "dave", "mercury", nil},
+		{"w2", "bob", "mercury", []string{"mercury falling in two", "mercury from bob in two"}},
+		{"w2", "dave", "merc*", []string{"mercury at rest in two"}},
+		{"w1", "bob", "merc* rising", []string{"mercury rising in one"}},
+		{"w1", "bob", "merc* falling", nil},
+	} {
+		terms, err := hub.ParseSearchQuery(tt.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hits, err := db.Search(ctx, tt.ws, hub.SearchQuery{Terms: terms, Viewer: tt.viewer, Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, h := range hits {
+			if h.Message.Workspace != tt.ws {
+				t.Errorf("%s searches %s for %q: got a message of %s", tt.viewer, tt.ws, tt.query, h.Message.Workspace)
+			}
+			got = append(got, h.Message.Content)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("%s searches %s for %q: got %q, want %q", tt.viewer, tt.ws, tt.query, got, tt.want)
+		}
+	}
+}
