@@ -19,9 +19,8 @@ const purgeBatch = 500
 
 // purge deletes, in one statement (so one transaction), the messages of the
 // next batch after $1 created before $2 that have no unread copy, with their
-// deliveries. The foreign key from deliveries is checked at the statement's
-// end, when both are gone. It returns the last seq of the batch, its size,
-// and what it deleted.
+// deliveries (so no delivery outlives its message). It returns the last seq
+// of the batch, its size, and what it deleted.
 const purge = `
 WITH batch AS (
 	SELECT seq FROM messages WHERE seq > $1 AND created_at < $2 ORDER BY seq LIMIT $3
