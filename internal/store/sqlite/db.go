@@ -158,7 +158,13 @@ func Open(ctx context.Context, path string, opts *Options) (*DB, error) {
 		w.Close()
 		return nil, fmt.Errorf("open store: %w", db.mapErr(ctx, "prepare", err))
 	}
-	db.wr = newWriter(conn, strings.ToUpper(syncMode), db.indexPending)
+	if db.wr, err = newWriter(conn, strings.ToUpper(syncMode), db.indexPending); err != nil {
+		db.stmts.close()
+		conn.Close()
+		r.Close()
+		w.Close()
+		return nil, fmt.Errorf("open store: %w", err)
+	}
 	return db, nil
 }
 
@@ -190,6 +196,8 @@ func (db *DB) write(ctx context.Context, op string, fn func(ctx context.Context,
 // Such a commit skips the fsync that synchronous=FULL would cost, which takes
 // one fsync off every wake-up (a send is synced; its consume need not be). At
 // worst a power cut re-delivers a message that was read: never loses one.
+// A lazy write must not store or change messages: a transaction of lazy
+// writes only does not index them for search (writer.finish).
 func (db *DB) writeLazy(ctx context.Context, op string, fn func(ctx context.Context, c *sql.Conn) error) error {
 	return db.writeMode(ctx, op, true, fn)
 }
