@@ -38,10 +38,14 @@ func (h *Hub) Receive(ctx context.Context, r ReceiveRequest) (ds []*Delivery, re
 	if via == "" {
 		via = WakeCheck
 	}
-	ds, err = h.takeBudgeted(ctx, TakeQuery{Workspace: r.Workspace, Recipient: r.Agent, Reader: r.Reader,
+	ds, drained, err := h.takeBudgeted(ctx, TakeQuery{Workspace: r.Workspace, Recipient: r.Agent, Reader: r.Reader,
 		MaxRank: r.Filter.MaxRank(), Limit: min(r.Limit, MaxCheckLimit), Via: via, lease: r.Lease})
 	if err != nil {
 		return nil, 0, withOp(op, err)
+	}
+	if drained && r.Filter.MaxRank() >= Low.Rank() {
+		// The take emptied the inbox: nothing to count (most checks).
+		return ds, 0, nil
 	}
 	remaining, err = h.store.Unread(ctx, r.Workspace, r.Agent, Low.Rank())
 	if err != nil {

@@ -33,11 +33,13 @@ func (m *Message) Size() int {
 // the response budget. A take cannot be undone without marking a message
 // redelivered, so it never takes more than surely fits: batches of as many
 // of the largest possible messages as the budget has room for, at least
-// one message in all. An inbox that holds fewer than a batch ends it.
-func (h *Hub) takeBudgeted(ctx context.Context, q TakeQuery) ([]*Delivery, error) {
+// one message in all. An inbox that holds fewer than a batch ends it; then
+// the bool reports that the take drained what q selects from the inbox.
+func (h *Hub) takeBudgeted(ctx context.Context, q TakeQuery) ([]*Delivery, bool, error) {
 	most := h.maxContent
 	if q.Limit*most <= h.budget {
-		return h.take(ctx, q) // the common case: one take
+		ds, err := h.take(ctx, q) // the common case: one take
+		return ds, err == nil && len(ds) < q.Limit, err
 	}
 	var out []*Delivery
 	used, left := 0, q.Limit
@@ -53,9 +55,9 @@ func (h *Hub) takeBudgeted(ctx context.Context, q TakeQuery) ([]*Delivery, error
 		ds, err := h.take(ctx, q)
 		if err != nil {
 			if len(out) > 0 {
-				return out, nil // what was taken is handed out; the rest waits
+				return out, false, nil // what was taken is handed out; the rest waits
 			}
-			return nil, err
+			return nil, false, err
 		}
 		out = append(out, ds...)
 		for _, d := range ds {
@@ -63,10 +65,10 @@ func (h *Hub) takeBudgeted(ctx context.Context, q TakeQuery) ([]*Delivery, error
 		}
 		left -= len(ds)
 		if len(ds) < n {
-			break
+			return out, true, nil
 		}
 	}
-	return out, nil
+	return out, false, nil
 }
 
 // trimBudget keeps the leading deliveries of ds that fit in the response

@@ -81,3 +81,33 @@ func mustSend(t *testing.T, h *hub.Hub, to, content string) {
 		t.Fatal(err)
 	}
 }
+
+// TestReceiveCountsRemaining: a receive reports what stays in the inbox,
+// whether its limit or its filter left it there.
+func TestReceiveCountsRemaining(t *testing.T) {
+	h := newHub(t, nil)
+	ctx := context.Background()
+	for i := range 3 {
+		mustSend(t, h, "b", fmt.Sprint("normal ", i))
+	}
+	if _, err := h.Send(ctx, hub.SendRequest{Workspace: "w", From: "a", To: "b", Content: "urgent", Priority: string(hub.High)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		limit  int
+		filter hub.PriorityFilter
+		got    int
+		left   int
+	}{
+		{limit: 1, got: 1, left: 3}, // the limit leaves three
+		{limit: 5, filter: hub.PriorityFilter{Min: hub.High}, got: 0, left: 3}, // the filter leaves them
+		{limit: 2, got: 2, left: 1},
+		{limit: 5, got: 1, left: 0}, // drained
+		{limit: 5, got: 0, left: 0},
+	} {
+		ds, left, err := h.Receive(ctx, hub.ReceiveRequest{Workspace: "w", Agent: "b", Reader: "s1", Limit: c.limit, Filter: c.filter})
+		if err != nil || len(ds) != c.got || left != c.left {
+			t.Errorf("receive %d (filter %q): got %d, %d left, %v; want %d, %d left", c.limit, c.filter.Min, len(ds), left, err, c.got, c.left)
+		}
+	}
+}

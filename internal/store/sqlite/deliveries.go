@@ -248,17 +248,8 @@ func (db *DB) confirmOn(ctx context.Context, reader string, messageIDs []string,
 	if messageIDs != nil {
 		list = jsonList(messageIDs)
 	}
-	ids, ds, err := queryDeliveries(ctx, db.stmts.wConfirmSel, false, reader, list, at)
-	if err != nil || len(ds) == 0 {
-		return nil, err
-	}
-	if _, err := db.stmts.wConfirmUpd.ExecContext(ctx, at, jsonList(ids)); err != nil {
-		return nil, err
-	}
-	for _, d := range ds {
-		d.State, d.Reader, d.LeaseUntil, d.ReadAt = hub.Read, "", time.Time{}, fromNanos(at)
-	}
-	return ds, nil
+	_, ds, err := queryDeliveries(ctx, db.stmts.wConfirm, false, reader, list, at)
+	return ds, err
 }
 
 // Release puts leased deliveries back in their inboxes.

@@ -34,8 +34,7 @@ type statements struct {
 	wInsWorkspace  *sql.Stmt
 	wTakeSel       *sql.Stmt
 	wTakeUpd       *sql.Stmt
-	wConfirmSel    *sql.Stmt
-	wConfirmUpd    *sql.Stmt
+	wConfirm       *sql.Stmt
 	wTouch         *sql.Stmt
 	rUnread        *sql.Stmt
 	rUnreadBy      *sql.Stmt
@@ -80,13 +79,15 @@ func (s *statements) prepare(ctx context.Context, w *sql.Conn, r *sql.DB) error 
 			woke_via = CASE WHEN woke_via = '' THEN ?6 ELSE woke_via END,
 			woke_at = CASE WHEN woke_via = '' AND ?6 != '' THEN ?3 ELSE woke_at END
 			WHERE id IN (SELECT value FROM json_each(?5))`},
-		// Confirmations (deliveries.go): the reader's leases (of the messages
-		// in ?2, or all if NULL) handed out no later than ?3, then the update
-		// of exactly those rows. Prepared, they ride each hand-out cheaply.
-		{&s.wConfirmSel, w, `SELECT d.id, ` + delCols + ` FROM deliveries d JOIN messages m ON m.seq = d.message_seq
-			WHERE d.reader = ?1 AND d.delivered_at <= ?3 AND (?2 IS NULL OR m.id IN (SELECT value FROM json_each(?2)))`},
-		{&s.wConfirmUpd, w, `UPDATE deliveries SET read_at = ?1, reader = NULL, lease_until = 0
-			WHERE id IN (SELECT value FROM json_each(?2))`},
+		// Confirmation (deliveries.go): the reader's leases (of the messages
+		// in ?2, or all if NULL) handed out no later than ?3 become read, in
+		// one prepared statement that rides each hand-out cheaply. It
+		// returns what scanDelivery reads, after the update.
+		{&s.wConfirm, w, `UPDATE deliveries SET read_at = ?3, reader = NULL, lease_until = 0
+			WHERE reader = ?1 AND delivered_at <= ?3
+			AND (?2 IS NULL OR message_seq IN (SELECT seq FROM messages WHERE id IN (SELECT value FROM json_each(?2))))
+			RETURNING id, workspace, recipient, (SELECT id FROM messages WHERE seq = message_seq), reader, lease_until,
+				delivered_at, delivery_count, read_at, acked_at, woke_via, woke_at`},
 		{&s.wTouch, w, `UPDATE agents SET last_seen = ? WHERE workspace = ? AND name = ?`},
 		{&s.wIndexDue, w, `SELECT EXISTS (SELECT 1 FROM search_pending)`},
 		{&s.wIndexFTS, w, `INSERT INTO messages_fts (rowid, content, payload, metadata)
@@ -125,7 +126,7 @@ func (s *statements) prepare(ctx context.Context, w *sql.Conn, r *sql.DB) error 
 
 func (s *statements) close() {
 	for _, st := range []*sql.Stmt{s.wInsMessage, s.wInsDelivery, s.wInsDeliveries, s.wInsWorkspace,
-		s.wTakeSel, s.wTakeUpd, s.wConfirmSel, s.wConfirmUpd, s.wTouch, s.rUnread, s.rUnreadBy, s.rPeek, s.rMessage, s.rAgent, s.rAgents,
+		s.wTakeSel, s.wTakeUpd, s.wConfirm, s.wTouch, s.rUnread, s.rUnreadBy, s.rPeek, s.rMessage, s.rAgent, s.rAgents,
 		s.wResExpire, s.wResLive, s.wResDelete, s.wResPut, s.rResLive, s.wIndexDue, s.wIndexFTS, s.wIndexWords, s.wIndexDone} {
 		if st != nil {
 			st.Close()
