@@ -15,16 +15,18 @@ func TestGCPercent(t *testing.T) {
 	}{
 		{0, 100},
 		{1 << 20, 6300},
-		{10 << 20, 500},
+		{10 << 20, 525},
 		{30 << 20, 100},
 		{gcFloor / 2, 100},
-		{1 << 30, 100},
+		{50 << 20, 25},
+		{1 << 30, 25},
 	} {
 		if got := gcPercent(tc.live); got != tc.want {
 			t.Errorf("gcPercent(%d MiB): got %d, want %d", tc.live>>20, got, tc.want)
 		}
-		// The goal stays at or above the floor and twice the live heap.
-		if goal := tc.live * uint64(100+gcPercent(tc.live)) / 100; tc.live > 0 && goal < min(gcFloor*9/10, 2*tc.live) {
+		// The goal stays at or above the floor and a quarter above the
+		// live heap.
+		if goal := tc.live * uint64(100+gcPercent(tc.live)) / 100; tc.live > 0 && goal < max(gcFloor*9/10, tc.live*5/4) {
 			t.Errorf("gcPercent(%d MiB): goal %d MiB is below the floor", tc.live>>20, goal>>20)
 		}
 	}
