@@ -448,6 +448,7 @@ func (s *Server) bind(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		if method == "initialize" && in != nil && in.new != nil {
 			s.open(ss, in.new, true)
+			go s.ended(ss, in.new)
 		}
 		s.mu.Lock()
 		sess := s.sessions[ss]
@@ -537,7 +538,9 @@ var errGone = errors.New("the client closed the request")
 var errEnded = errors.New("the session ended")
 
 // open binds ss to sess and counts it toward its agent's presence until it
-// ends. A session over HTTP ends early once abandoned (live.go).
+// ends: the caller then runs s.ended(ss, sess), in a goroutine of its own
+// unless it has one that waits for the session anyway. A session over HTTP
+// ends early once abandoned (live.go).
 func (s *Server) open(ss *mcp.ServerSession, sess *session, overHTTP bool) {
 	sess.ss = ss
 	sess.ended, sess.end = context.WithCancelCause(context.Background())
@@ -553,27 +556,30 @@ func (s *Server) open(ss *mcp.ServerSession, sess *session, overHTTP bool) {
 	}
 	s.mu.Unlock()
 	s.hub.SessionOpened(sess.caller.Workspace, sess.caller.Agent)
-	go func() {
-		ss.Wait()
-		sess.end(errEnded)
-		s.mu.Lock()
-		delete(s.sessions, ss)
-		if sess.reap != nil {
-			sess.reap.Stop()
-			sess.reap = nil
-			delete(s.byID, sess.caller.Session)
-		}
-		s.mu.Unlock()
-		s.hub.SessionClosed(sess.caller.Workspace, sess.caller.Agent)
-		// The session ended (DELETE, expiry): whatever it holds unconfirmed
-		// goes back to the inbox.
-		s.receipts.take(sess.caller.Session)
-		s.claims.take(sess.caller.Session)
-		s.calls.end(sess.caller.Session)
-		if _, err := s.hub.Release(context.Background(), sess.caller.Session, nil); err != nil {
-			s.log.Warn("put back the messages of an ended session", "err", err)
-		}
-	}()
+}
+
+// ended waits for the session ss that open bound to sess to end, then
+// forgets it and puts back what it held.
+func (s *Server) ended(ss *mcp.ServerSession, sess *session) {
+	ss.Wait()
+	sess.end(errEnded)
+	s.mu.Lock()
+	delete(s.sessions, ss)
+	if sess.reap != nil {
+		sess.reap.Stop()
+		sess.reap = nil
+		delete(s.byID, sess.caller.Session)
+	}
+	s.mu.Unlock()
+	s.hub.SessionClosed(sess.caller.Workspace, sess.caller.Agent)
+	// The session ended (DELETE, expiry): whatever it holds unconfirmed
+	// goes back to the inbox.
+	s.receipts.take(sess.caller.Session)
+	s.claims.take(sess.caller.Session)
+	s.calls.end(sess.caller.Session)
+	if _, err := s.hub.Release(context.Background(), sess.caller.Session, nil); err != nil {
+		s.log.Warn("put back the messages of an ended session", "err", err)
+	}
 }
 
 type sessionKey struct{}
@@ -638,7 +644,9 @@ func (s *Server) Connect(ctx context.Context, t mcp.Transport, caller ops.Caller
 	if err != nil {
 		return nil, err
 	}
-	s.open(ss, &session{caller: caller}, false)
+	sess := &session{caller: caller}
+	s.open(ss, sess, false)
+	go s.ended(ss, sess)
 	return ss, nil
 }
 

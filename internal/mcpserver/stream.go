@@ -66,7 +66,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
 	t.sess = sess
 	s.open(ss, sess, false)
 	close(t.ready)
-	ss.Wait()
+	s.ended(ss, sess) // here: this goroutine would only wait otherwise
 }
 
 // streamTransport is the SDK's IO transport with what a stream session adds
