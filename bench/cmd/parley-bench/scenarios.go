@@ -580,9 +580,11 @@ func coldStartScenario(ctx context.Context, b *bench) error {
 }
 
 // rssScenario: the daemon's VmRSS idle, then with *flagSess MCP sessions open
-// (Streamable HTTP on the socket, each with its standalone SSE stream, as
-// `parley mcp serve` keeps one). The floor: redis-server idle and with as many
-// connections.
+// (go-sdk clients on Streamable HTTP on the socket, each with the standalone
+// SSE stream the client keeps open by default). The floors: redis-server idle
+// and with as many connections, and the bare go-sdk server (bare.go) with as
+// many sessions of the same clients, which is what the SDK and net/http need
+// per session before Parley adds anything.
 func rssScenario(ctx context.Context, b *bench) error {
 	d, err := b.newHome()
 	if err != nil {
@@ -622,35 +624,10 @@ func rssScenario(ctx context.Context, b *bench) error {
 			return err
 		}
 	}
-	sessions := make([]*mcp.ClientSession, *flagSess)
-	var mu sync.Mutex
-	var firstErr error
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 16)
-	for i := range sessions {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			s, err := d.httpSession(ctx, "rss", "s"+strconv.Itoa(i))
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil && firstErr == nil {
-				firstErr = err
-			}
-			sessions[i] = s
-		}()
-	}
-	wg.Wait()
-	defer func() {
-		for _, s := range sessions {
-			if s != nil {
-				s.Close()
-			}
-		}
-	}()
-	if firstErr != nil {
-		return firstErr
+	sessions, err := openSessions(ctx, d, *flagSess)
+	defer closeSessions(sessions)
+	if err != nil {
+		return err
 	}
 	// Every session answers, so all of them are really open.
 	for _, s := range sessions[:10] {
@@ -672,11 +649,15 @@ func rssScenario(ctx context.Context, b *bench) error {
 	if err != nil {
 		return err
 	}
-	// Close them before the floor's connections: both sets at once would
+	// Close them before the floors' connections: both sets at once would
 	// pass this process's limit of open files.
 	for i, s := range sessions {
 		s.Close()
 		sessions[i] = nil
+	}
+	bareRSS, err := b.bareRSS(ctx)
+	if err != nil {
+		return err
 	}
 	if rpid != 0 {
 		conns := make([]*respConn, *flagSess)
@@ -699,9 +680,63 @@ func rssScenario(ctx context.Context, b *bench) error {
 		valRow{name: fmt.Sprintf("daemon RSS, %d open MCP sessions", *flagSess), unit: "MB", parley: float64(busy) / mb, floor: float64(rbusy) / mb,
 			floorIs: "redis-server with as many connections", target: "<= 500 MB at 10,000", met: yes(*flagSess >= 10000 && busy <= 500*mb), listed: true},
 	)
+	b.val = append(b.val, valRow{name: fmt.Sprintf("daemon RSS, %d open MCP sessions, beside the SDK alone", *flagSess), unit: "MB",
+		parley: float64(busy) / mb, floor: float64(bareRSS) / mb, floorIs: "bare go-sdk server (bare.go), same clients"})
 	b.targets = append(b.targets, target{name: fmt.Sprintf("daemon RSS with %d connected MCP sessions", *flagSess),
-		parley: num(float64(busy)/mb) + " MB", floor: num(float64(rbusy)/mb) + " MB", floorIs: "redis-server with as many connections",
-		goal: "10,000 sessions in <= 500 MB", met: yes(*flagSess >= 10000 && busy <= 500*mb)})
-	logf("   rss idle %.1f MB, %d sessions %.1f MB", float64(idle)/mb, *flagSess, float64(busy)/mb)
+		parley: num(float64(busy)/mb) + " MB", floor: num(float64(rbusy)/mb) + " MB; bare go-sdk server " + num(float64(bareRSS)/mb) + " MB",
+		floorIs: "redis-server with as many connections; the SDK alone with as many sessions",
+		goal:    "10,000 sessions in <= 500 MB", met: yes(*flagSess >= 10000 && busy <= 500*mb)})
+	logf("   rss idle %.1f MB, %d sessions %.1f MB (bare go-sdk server %.1f MB)", float64(idle)/mb, *flagSess, float64(busy)/mb, float64(bareRSS)/mb)
 	return nil
+}
+
+// bareRSS is the VmRSS of the bare go-sdk server with *flagSess sessions of
+// the same clients open: the SDK's and net/http's own cost per session.
+func (b *bench) bareRSS(ctx context.Context) (int64, error) {
+	bare, err := b.startBare()
+	if err != nil {
+		return 0, err
+	}
+	sessions, err := openSessions(ctx, bare, *flagSess)
+	defer closeSessions(sessions)
+	if err != nil {
+		return 0, err
+	}
+	time.Sleep(time.Second)
+	return rss(bare.pid)
+}
+
+// openSessions opens n MCP sessions on d over Streamable HTTP, 16 at a time,
+// each as its own agent.
+func openSessions(ctx context.Context, d *daemon, n int) ([]*mcp.ClientSession, error) {
+	sessions := make([]*mcp.ClientSession, n)
+	var mu sync.Mutex
+	var firstErr error
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i := range sessions {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			s, err := d.httpSession(ctx, "rss", "s"+strconv.Itoa(i))
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+			sessions[i] = s
+		}()
+	}
+	wg.Wait()
+	return sessions, firstErr
+}
+
+// closeSessions closes the sessions openSessions opened.
+func closeSessions(sessions []*mcp.ClientSession) {
+	for _, s := range sessions {
+		if s != nil {
+			s.Close()
+		}
+	}
 }
