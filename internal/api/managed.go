@@ -140,7 +140,7 @@ type ManagedAgentDetail struct {
 // /api/v1/managed/agents/{agent_id}/prompt.
 type PromptRequest struct {
 	AgentID string `json:"agent_id" jsonschema:"the agent's id"`
-	Prompt  string `json:"prompt" jsonschema:"the task; queued when a run is in progress"`
+	Prompt  string `json:"prompt" jsonschema:"the task; streamed into the run in progress when the provider steers, else queued"`
 }
 
 // PromptResult says what became of a prompt.

@@ -13,13 +13,14 @@ import (
 // and command defines a new provider of the given kind (default command).
 // Steer keeps a claude or codex agent's process across turns (Claude Code
 // with stream-json input, `codex app-server`), so that a prompt that arrives
-// during a run is streamed into it instead of waiting for the next.
+// during a run is streamed into it instead of waiting for the next. Unset, it
+// is the kind's default (runner.ProviderConfig): on for claude, off for codex.
 type Provider struct {
 	Kind    string            `toml:"kind,omitempty"`
 	Command string            `toml:"command,omitempty"`
 	Args    []string          `toml:"args,omitempty"`
 	Env     map[string]string `toml:"env,omitempty"`
-	Steer   bool              `toml:"steer,omitempty"`
+	Steer   *bool             `toml:"steer,omitempty"`
 }
 
 // RunnerDurations returns the runner's timeouts, with their defaults applied.
@@ -60,7 +61,7 @@ func validateRunner(c *Config) error {
 		if (kind == "" || kind == "command") && name != "command" && p.Command == "" {
 			return fmt.Errorf("providers.%s: a command provider needs command = \"...\"", name)
 		}
-		if p.Steer && kind != "claude" && kind != "codex" {
+		if p.Steer != nil && *p.Steer && kind != "claude" && kind != "codex" {
 			return fmt.Errorf("providers.%s: steer is for claude and codex providers, whose process can take a prompt during a run", name)
 		}
 	}

@@ -15,6 +15,7 @@ cancel_grace = "2s"
 command = "/opt/claude"
 args = ["--model", "opus"]
 env = { ANTHROPIC_LOG = "debug" }
+steer = false
 
 [providers.aider]
 command = "aider --message {prompt}"
@@ -29,13 +30,13 @@ steer = true
 	if pt != 90*time.Second || cg != 2*time.Second {
 		t.Errorf("durations: got %v, %v; want 90s, 2s", pt, cg)
 	}
-	if p := c.Providers["claude"]; p.Command != "/opt/claude" || len(p.Args) != 2 || p.Env["ANTHROPIC_LOG"] != "debug" {
+	if p := c.Providers["claude"]; p.Command != "/opt/claude" || len(p.Args) != 2 || p.Env["ANTHROPIC_LOG"] != "debug" || p.Steer == nil || *p.Steer {
 		t.Errorf("providers.claude: got %+v", p)
 	}
-	if p := c.Providers["aider"]; p.Command != "aider --message {prompt}" || p.Kind != "" {
+	if p := c.Providers["aider"]; p.Command != "aider --message {prompt}" || p.Kind != "" || p.Steer != nil {
 		t.Errorf("providers.aider: got %+v", p)
 	}
-	if p := c.Providers["codex"]; !p.Steer {
+	if p := c.Providers["codex"]; p.Steer == nil || !*p.Steer {
 		t.Errorf("providers.codex: got %+v, want steer", p)
 	}
 	def, _ := (&Config{}).RunnerDurations()

@@ -14,10 +14,10 @@ func (s *Server) Manager() Profile {
 	return Profile{Tools: []Tool{
 		typed(s, "create_agent", "Launch a coding agent (Claude Code, Codex, or any command) in a working directory, optionally in a new git worktree, and run its first prompt. Returns its agent_id at once; use wait_for_agent to wait for the run.", o.CreateAgent),
 		typed(s, "wait_for_agent", "Block until the agent's current run (or the given run) finishes or it asks for permission (or the timeout passes). Returns its status, the pending permission request if any, and its last message. Sends progress notifications while waiting when given a progress token.", o.WaitAgent),
-		typed(s, "send_agent_prompt", "Send a task to an agent. It starts at once when the agent is idle, else it is queued behind the run in progress (first in, first out). Returns immediately; use wait_for_agent to wait.", o.PromptAgent),
+		typed(s, "send_agent_prompt", "Send a task to an agent. It starts at once when the agent is idle; during a run it is streamed into that run when the agent's provider steers (Claude by default: the result says steered), else queued behind it (first in, first out). Returns immediately; use wait_for_agent to wait.", o.PromptAgent),
 		typed(s, "get_agent_status", "Return an agent's snapshot: status (idle, running, waiting_permission, error, exited), current run, queued prompts, pending permissions, mode, cost.", o.AgentStatus),
 		typed(s, "list_agents", "List the managed agents of this workspace with their status.", o.ListManaged, hide("all")),
-		typed(s, "cancel_agent", "Interrupt the agent's current run (SIGINT, then SIGKILL after a grace period). The agent stays usable; queued prompts run next.", o.CancelAgent),
+		typed(s, "cancel_agent", "Interrupt the agent's current run (an interrupt request to a steering provider's process, else SIGINT; then SIGKILL after a grace period). The agent stays usable; queued prompts run next.", o.CancelAgent),
 		typed(s, "kill_agent", "Terminate an agent for good: its processes are killed, queued prompts dropped, and it takes no more prompts. Its worktree is kept.", o.KillAgent),
 		typed(s, "get_agent_activity", "Return the agent's activity timeline (assistant text, tool calls and results, errors, permission requests, run outcomes) as a readable summary plus the events, paged with offset and limit.", o.Activity),
 		typed(s, "set_agent_mode", "Change the agent's permission mode (default, acceptEdits, plan, bypassPermissions) from its next run on.", o.SetMode),

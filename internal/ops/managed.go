@@ -76,7 +76,8 @@ func (o *Ops) WaitAgent(ctx context.Context, c *Caller, in api.WaitAgentRequest)
 	return out, nil
 }
 
-// PromptAgent gives the agent a task, queued behind the run in progress.
+// PromptAgent gives the agent a task: streamed into the run in progress when
+// its provider steers, else queued behind it.
 func (o *Ops) PromptAgent(ctx context.Context, c *Caller, in api.PromptRequest) (api.PromptResult, error) {
 	if err := o.managed("send_agent_prompt"); err != nil {
 		return api.PromptResult{}, err

@@ -43,7 +43,8 @@ func TestMain(m *testing.M) {
 const ws = "rt"
 
 // env is one Parley installation with its daemon, whose claude provider is
-// the fake.
+// the fake, kept across turns (the default), and whose perturn provider is
+// the fake run once per turn (steer = false).
 type env struct {
 	*testenv.Env
 	t    testing.TB
@@ -57,7 +58,7 @@ func newEnv(t testing.TB, config string) *env {
 	// is made by testenv.New, after the environment is set.
 	log := filepath.Join(t.TempDir(), "fake.log")
 	te := testenv.New(t, bin, &testenv.Options{Prefix: "pl", Start: true,
-		Config: fmt.Sprintf("%s\n[providers.claude]\ncommand = %q\n", config, fake),
+		Config: fmt.Sprintf("%s\n[providers.claude]\ncommand = %q\n[providers.perturn]\nkind = \"claude\"\ncommand = %q\nsteer = false\n", config, fake, fake),
 		Env:    []string{"PARLEY_WORKSPACE=" + ws, "FAKECLAUDE_LOG=" + log, "PARLEY_PROGRESS_EVERY=200ms"}})
 	return &env{Env: te, t: t, home: te.Home, log: log}
 }
@@ -66,7 +67,7 @@ func (e *env) manager() *mcp.ClientSession {
 	return e.Session(nil, "--agent", "boss", "--profile", "manager")
 }
 
-// fakeRuns returns the fake's log: one entry per run.
+// fakeRuns returns the fake's log: one entry per turn.
 func (e *env) fakeRuns() []map[string]any {
 	f, err := os.Open(e.log)
 	if err != nil {
@@ -84,7 +85,7 @@ func (e *env) fakeRuns() []map[string]any {
 	return out
 }
 
-// gone reports whether the fake of run i (from 0) has ended (a zombie that
+// gone reports whether the fake of turn i (from 0) has ended (a zombie that
 // nobody reaps counts as ended).
 func (e *env) gone(i int) bool {
 	runs := e.fakeRuns()
@@ -305,14 +306,15 @@ func TestPermissionLoop(t *testing.T) {
 }
 
 // TestQueueCancelKill queues prompts behind a run, cancels the run (SIGINT,
-// and SIGKILL for a process that ignores it), and kills the agent.
+// and SIGKILL for a process that ignores it), and kills the agent: a
+// provider with one process per turn (steer = false), where prompts queue.
 func TestQueueCancelKill(t *testing.T) {
 	e := newEnv(t, "cancel_grace = \"1s\"\n")
 	var progress atomic.Int32
 	m := e.Session(&mcp.ClientOptions{ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { progress.Add(1) }},
 		"--agent", "boss", "--profile", "manager")
 	dir := t.TempDir()
-	mustCall(t, m, "create_agent", map[string]any{"cwd": dir, "prompt": "sleep 30", "name": "q"}, nil)
+	mustCall(t, m, "create_agent", map[string]any{"provider": "perturn", "cwd": dir, "prompt": "sleep 30", "name": "q"}, nil)
 	eventually(t, "the first run to sleep", sleeping(t, m, "q"))
 
 	for i, p := range []string{"second", "third"} {
@@ -408,13 +410,14 @@ func TestQueueCancelKill(t *testing.T) {
 // TestAutoWake sends messages to managed agents: an idle one starts a turn
 // with the message (and answers through its own native MCP server), one
 // created with auto_wake=false does not, and a busy one gets its mail after
-// the run, critical first.
+// the run, critical first: w runs one process per turn (steer = false),
+// where mail cannot go into a run in progress (TestSteerMail has the default).
 func TestAutoWake(t *testing.T) {
 	e := newEnv(t, "")
 	m := e.manager()
 	alice := e.Session(nil, "--agent", "alice")
 	dir := t.TempDir()
-	mustCall(t, m, "create_agent", map[string]any{"cwd": dir, "name": "w"}, nil)
+	mustCall(t, m, "create_agent", map[string]any{"provider": "perturn", "cwd": dir, "name": "w"}, nil)
 	mustCall(t, m, "create_agent", map[string]any{"cwd": dir, "name": "quiet", "auto_wake": false}, nil)
 
 	mustCall(t, alice, "send_message", map[string]any{"to": "quiet", "content": "send to alice: should not"}, nil)
@@ -528,11 +531,12 @@ func TestWorktreeAndSetBranch(t *testing.T) {
 
 // TestDaemonRestartMidRun kills the daemon with SIGKILL during a run: after a
 // restart the run is marked interrupted, the queued prompt runs, and the agent
-// resumes its session for new prompts.
+// resumes its session for new prompts. The agent runs one process per turn
+// (steer = false), where a prompt sent during a run queues.
 func TestDaemonRestartMidRun(t *testing.T) {
 	e := newEnv(t, "")
 	m := e.manager()
-	mustCall(t, m, "create_agent", map[string]any{"cwd": t.TempDir(), "name": "r", "prompt": "sleep 60"}, nil)
+	mustCall(t, m, "create_agent", map[string]any{"provider": "perturn", "cwd": t.TempDir(), "name": "r", "prompt": "sleep 60"}, nil)
 	eventually(t, "the run to sleep", sleeping(t, m, "r"))
 	mustCall(t, m, "send_agent_prompt", map[string]any{"agent_id": "r", "prompt": "queued before the crash"}, nil)
 

@@ -19,8 +19,12 @@ const (
 type parser struct {
 	format string // claude, codex or text
 
-	sessionID   string
-	costUSD     float64
+	sessionID string
+	costUSD   float64
+	// costBase is what the process had spent before this turn: Claude Code's
+	// total_cost_usd counts from the process's start, so a turn of a process
+	// kept across turns costs the difference.
+	costBase    float64
 	usage       json.RawMessage
 	resultError string // the provider said the turn failed
 	lastText    string
@@ -142,7 +146,7 @@ func (p *parser) claude(b []byte) ([]*Event, bool) {
 		return evs, true
 	case "result":
 		if l.TotalCostUSD != nil {
-			p.costUSD = *l.TotalCostUSD
+			p.costUSD = max(*l.TotalCostUSD-p.costBase, 0)
 		} else if l.CostUSD != nil {
 			p.costUSD = *l.CostUSD
 		}

@@ -33,7 +33,7 @@ func (r *Runner) execute(st *agent, a *active) {
 	t := &turn{Agent: rec, Prompt: run.Prompt, Exe: r.opts.Exe, Home: r.opts.Home, Run: run.Seq}
 	r.emit(st, &Event{Run: run.Seq, Kind: EvRunStarted, Text: run.Prompt, Data: mustJSON(map[string]string{"source": run.Source, "mode": modeOr(rec.Mode)})})
 
-	if p != nil && p.Steer {
+	if p != nil && p.steer {
 		r.executeSession(st, a, p, t)
 		return
 	}

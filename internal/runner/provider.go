@@ -26,7 +26,23 @@ type ProviderConfig struct {
 	Env     map[string]string // extra environment
 	// Steer keeps one process per agent across turns (claude and codex): a
 	// prompt that arrives during a run is streamed into it (session.go).
-	Steer bool
+	// Nil means the kind's default (steers).
+	Steer *bool
+}
+
+// steers is whether a provider of kind with setting set keeps one process
+// per agent. Claude Code does by default: its stream-json input takes a
+// prompt mid-turn at the next tool result and changes nothing else. Codex
+// does not: `codex app-server` is marked experimental by codex-cli (0.169),
+// and it changes more than steering, since its approvals ask (on-request)
+// where `codex exec` refuses and goes on, so an unattended run would stop
+// in the permission inbox. steer = true opts in; steer = false keeps Claude
+// Code to one process per turn.
+func steers(kind string, set *bool) bool {
+	if set != nil {
+		return *set && (kind == KindClaude || kind == KindCodex)
+	}
+	return kind == KindClaude
 }
 
 // Provider kinds.
@@ -40,6 +56,7 @@ const (
 type provider struct {
 	name string
 	ProviderConfig
+	steer bool // resolved from Steer and Kind
 }
 
 // permissionTool is the name Claude Code gives the self profile's
@@ -76,6 +93,9 @@ func providers(conf map[string]ProviderConfig) (map[string]*provider, error) {
 			return nil, fmt.Errorf("provider %s: a command provider needs command = \"...\"", name)
 		}
 		ps[name] = p
+	}
+	for _, p := range ps {
+		p.steer = steers(p.Kind, p.Steer)
 	}
 	return ps, nil
 }
@@ -191,7 +211,7 @@ func (p *provider) claude(t *turn) (*spec, error) {
 	s := &spec{Format: KindClaude}
 	argv := append([]string{path}, p.Args...)
 	switch {
-	case p.Steer:
+	case p.steer:
 		// Prompts come as stream-json lines on stdin, which stays open
 		// across turns; each is echoed back once Claude Code takes it, so
 		// the session knows which turn a prompt streamed in joined.
@@ -267,7 +287,7 @@ func (p *provider) codex(t *turn) (*spec, error) {
 	}
 	argv := append([]string{path}, p.Args...)
 	switch {
-	case p.Steer:
+	case p.steer:
 		// One app-server per agent: the thread, its turns, steering and
 		// approvals are JSON-RPC on stdio (appserver.go).
 		argv = append(argv, "app-server")
@@ -276,7 +296,7 @@ func (p *provider) codex(t *turn) (*spec, error) {
 	default:
 		argv = append(argv, "exec", "--json", "--skip-git-repo-check")
 	}
-	sandbox, approval := codexPolicy(t.Agent.Mode, p.Steer)
+	sandbox, approval := codexPolicy(t.Agent.Mode, p.steer)
 	argv = append(argv,
 		"-c", "sandbox_mode="+tomlString(sandbox),
 		"-c", "approval_policy="+tomlString(approval),
@@ -297,7 +317,7 @@ func (p *provider) codex(t *turn) (*spec, error) {
 			"-c", "mcp_servers."+srv.key+".startup_timeout_sec=60",
 		)
 	}
-	if p.Steer {
+	if p.steer {
 		return &spec{Argv: argv, Format: formatAppServer}, nil
 	}
 	argv = append(argv, "--")

@@ -22,9 +22,11 @@ func fakeBin(t *testing.T, name string) string {
 	return p
 }
 
+// TestClaudeArgv: with steer = false, each turn is a process of its own.
 func TestClaudeArgv(t *testing.T) {
 	claude := fakeBin(t, "claude")
-	ps, err := providers(nil)
+	perTurn := false
+	ps, err := providers(map[string]ProviderConfig{"claude": {Steer: &perTurn}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,9 +72,44 @@ func TestClaudeArgv(t *testing.T) {
 	}
 }
 
+// TestSteerDefaults: managed Claude Code keeps one process across turns
+// unless steer = false; Codex keeps codex exec unless steer = true, and a
+// provider of another kind ignores it.
+func TestSteerDefaults(t *testing.T) {
+	claude := fakeBin(t, "claude")
+	fakeBin(t, "codex")
+	on, off := true, false
+	ps, err := providers(map[string]ProviderConfig{
+		"cc":      {Kind: KindClaude},
+		"cc1":     {Kind: KindClaude, Steer: &off},
+		"cxsteer": {Kind: KindCodex, Steer: &on},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]bool{"claude": true, "cc": true, "cc1": false, "codex": false, "cxsteer": true, "command": false} {
+		if got := ps[name].steer; got != want {
+			t.Errorf("provider %s steers: got %v, want %v", name, got, want)
+		}
+	}
+	// The default's argv: prompts come as stream-json on stdin, echoed back
+	// as Claude Code takes each in.
+	sp, err := ps["claude"].build(&turn{Agent: Agent{ID: "w1", SessionID: "sess-1"}, Prompt: "fix the bug", MCPConfig: "/m.json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{claude, "-p", "--input-format", "stream-json", "--replay-user-messages", "--output-format", "stream-json", "--verbose", "--resume", "sess-1",
+		"--permission-mode", "default", "--permission-prompt-tool", "mcp__parley-self__request_permission", "--mcp-config", "/m.json",
+		"--allowedTools", "mcp__parley,mcp__parley-self"}
+	if !reflect.DeepEqual(sp.Argv, want) || sp.Stdin != "" {
+		t.Errorf("argv:\ngot  %q (stdin %q)\nwant %q", sp.Argv, sp.Stdin, want)
+	}
+}
+
 func TestClaudeArgvConfigured(t *testing.T) {
 	bin := fakeBin(t, "my-claude")
-	ps, err := providers(map[string]ProviderConfig{"claude": {Command: "my-claude", Args: []string{"--model", "opus"}, Env: map[string]string{"MCP_CONNECT_TIMEOUT_MS": "9000"}}})
+	perTurn := false
+	ps, err := providers(map[string]ProviderConfig{"claude": {Command: "my-claude", Steer: &perTurn, Args: []string{"--model", "opus"}, Env: map[string]string{"MCP_CONNECT_TIMEOUT_MS": "9000"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

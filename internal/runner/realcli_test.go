@@ -17,8 +17,10 @@ import (
 	"github.com/parley-dev/parley/internal/testenv/standin"
 )
 
-// realEnv is an installation whose providers realclaude and realcodex are
-// the real CLIs, pointed at the stand-ins.
+// realEnv is an installation whose providers are the real CLIs, pointed at
+// the stand-ins: realclaude runs one process per turn (steer = false),
+// realclaudesteer keeps one (Claude's default), realcodex runs codex exec and
+// realcodexsteer codex app-server (steer = true).
 func realEnv(t *testing.T, anthropic, openai *standin.Server) *env {
 	t.Helper()
 	var conf strings.Builder
@@ -26,7 +28,11 @@ func realEnv(t *testing.T, anthropic, openai *standin.Server) *env {
 		claude := standin.CLI(t, "claude")
 		dir := t.TempDir()
 		for _, name := range []string{"realclaude", "realclaudesteer"} {
-			fmt.Fprintf(&conf, "[providers.%s]\nkind = \"claude\"\nsteer = %v\ncommand = %q\n[providers.%s.env]\n", name, name == "realclaudesteer", claude, name)
+			steer := ""
+			if name == "realclaude" {
+				steer = "steer = false\n"
+			}
+			fmt.Fprintf(&conf, "[providers.%s]\nkind = \"claude\"\n%scommand = %q\n[providers.%s.env]\n", name, steer, claude, name)
 			for _, kv := range standin.ClaudeEnv(anthropic, dir) {
 				k, v, _ := strings.Cut(kv, "=")
 				fmt.Fprintf(&conf, "%s = %q\n", k, v)

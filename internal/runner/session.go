@@ -254,7 +254,9 @@ func (r *Runner) claudeLine(st *agent, s *session, ps **parser, line []byte) {
 	s.consumed = 0
 	r.mu.Unlock()
 	s.ends <- turnEnd{ps: *ps, took: took}
+	base := (*ps).costBase + (*ps).costUSD
 	*ps = newParser(s.format)
+	(*ps).costBase = base
 }
 
 // executeSession runs turn a of a steerable agent in its session, starting

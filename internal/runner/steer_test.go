@@ -1,8 +1,9 @@
 package runner_test
 
-// Steerable managed agents (provider steer = true) run by the real Codex
-// app-server and the real Claude Code with stream-json input, each with a
-// scripted stand-in for its model.
+// Steerable managed agents: the real Codex app-server (steer = true) and the
+// real Claude Code with stream-json input (Claude's default), each with a
+// scripted stand-in for its model; and the runner's fake Claude, which speaks
+// the same stream-json input.
 
 import (
 	"os"
@@ -304,4 +305,116 @@ func sessionsStarted(t *testing.T, e *env) int {
 		t.Fatal(err)
 	}
 	return strings.Count(string(b), `msg="session started"`)
+}
+
+// TestSteerPrompt: a managed Claude agent keeps one process across its runs
+// by default (the fake speaks Claude Code's stream-json input). A prompt sent
+// during a run is streamed into it and ends with it; cancel interrupts the
+// turn and the same process takes the next prompt; a process that ignores
+// the interrupt is killed after cancel_grace, and the next prompt starts a
+// process that resumes the session; kill ends the process.
+func TestSteerPrompt(t *testing.T) {
+	e := newEnv(t, "cancel_grace = \"1s\"\n")
+	m := e.manager()
+	mustCall(t, m, "create_agent", map[string]any{"cwd": t.TempDir(), "name": "s", "prompt": "need permission first"}, nil)
+	w := wait(t, m, "s")
+	if w.Permission == nil {
+		t.Fatalf("wait_for_agent: got %+v, want run 1 asking for permission", w)
+	}
+	// Run 1 is held by its permission request: the prompt goes into it.
+	var pr api.PromptResult
+	mustCall(t, m, "send_agent_prompt", map[string]any{"agent_id": "s", "prompt": "second task"}, &pr)
+	if !pr.Steered || pr.Queued || pr.Run != 2 {
+		t.Fatalf("send_agent_prompt during run 1: got %+v, want run 2 steered into it", pr)
+	}
+	e.Must("allow", w.Permission.RequestID)
+	for _, run := range []int{1, 2} {
+		if w := waitRun(t, m, "s", run); w.LastMessage != "done: second task" {
+			t.Errorf("run %d: got %q, want the turn's answer to the prompt streamed in", run, w.LastMessage)
+		}
+	}
+	act := activity(t, m, "s")
+	if !hasEvent(act, "steered", "second task") || !hasEvent(act, "text", "working on: second task") {
+		t.Errorf("the timeline lacks the steered prompt taken into run 1:\n%s", act.Content)
+	}
+	var st struct{ Snapshot api.ManagedAgent }
+	mustCall(t, m, "get_agent_status", map[string]any{"agent_id": "s"}, &st)
+	// One turn cost 0.0125; the process reports its total since it started.
+	if st.Snapshot.Runs != 2 || st.Snapshot.CostUSD != 0.0125 {
+		t.Errorf("status: %d runs, cost %v; want 2 runs in one turn, cost 0.0125", st.Snapshot.Runs, st.Snapshot.CostUSD)
+	}
+
+	// Cancel interrupts the turn; the process lives on.
+	mustCall(t, m, "send_agent_prompt", map[string]any{"agent_id": "s", "prompt": "sleep 30"}, &pr)
+	eventually(t, "the run to sleep", sleeping(t, m, "s"))
+	mustCall(t, m, "cancel_agent", map[string]any{"agent_id": "s"}, nil)
+	mustCall(t, m, "wait_for_agent", map[string]any{"agent_id": "s", "run": pr.Run, "timeout": 60}, &w)
+	if w.Run == nil || w.Run.State != "cancelled" {
+		t.Fatalf("the cancelled run: got %+v, want cancelled", w.Run)
+	}
+	mustCall(t, m, "send_agent_prompt", map[string]any{"agent_id": "s", "prompt": "after the cancel"}, &pr)
+	if w := waitRun(t, m, "s", pr.Run); w.LastMessage != "done: after the cancel" {
+		t.Fatalf("the run after the cancel: got %q", w.LastMessage)
+	}
+	runs := e.fakeRuns()
+	if len(runs) != 3 || runs[0]["pid"] != runs[2]["pid"] || runs[2]["resume"] != runs[1]["resume"] || runs[1]["resume"] == "" {
+		t.Fatalf("fake turns: got %v, want 3 in one process, continuing one session", runs)
+	}
+
+	// A process that ignores the interrupt is killed after the grace; the
+	// next prompt starts another, which resumes the session.
+	mustCall(t, m, "send_agent_prompt", map[string]any{"agent_id": "s", "prompt": "sleep 30 ignore interrupt"}, &pr)
+	eventually(t, "the stubborn run to sleep", func() bool { return strings.Count(activity(t, m, "s").Content, "sleeping 30s") == 2 })
+	mustCall(t, m, "cancel_agent", map[string]any{"agent_id": "s"}, nil)
+	mustCall(t, m, "wait_for_agent", map[string]any{"agent_id": "s", "run": pr.Run, "timeout": 60}, &w)
+	if w.Run == nil || w.Run.State != "cancelled" {
+		t.Fatalf("the stubborn run: got %+v, want cancelled", w.Run)
+	}
+	eventually(t, "the stubborn process to be killed", func() bool { return e.gone(3) })
+	mustCall(t, m, "send_agent_prompt", map[string]any{"agent_id": "s", "prompt": "in a new process"}, &pr)
+	waitRun(t, m, "s", pr.Run)
+	runs = e.fakeRuns()
+	if len(runs) != 5 || runs[4]["pid"] == runs[3]["pid"] || runs[4]["resume"] != runs[3]["resume"] {
+		t.Fatalf("fake turns: got %v, want the fifth in a new process resuming the session", runs)
+	}
+
+	// Kill ends the agent's process.
+	mustCall(t, m, "send_agent_prompt", map[string]any{"agent_id": "s", "prompt": "sleep 30"}, nil)
+	eventually(t, "the run to sleep", func() bool { return strings.Count(activity(t, m, "s").Content, "sleeping 30s") == 3 })
+	mustCall(t, m, "kill_agent", map[string]any{"agent_id": "s"}, nil)
+	eventually(t, "the killed agent's process to end", func() bool { return e.gone(5) })
+}
+
+// TestSteerMail: mail for a managed Claude agent (by default one process
+// across turns) that comes during a run is streamed into that run at once,
+// confirmed read by the managed turn before the run ends, and answered in it.
+func TestSteerMail(t *testing.T) {
+	e := newEnv(t, "")
+	m := e.manager()
+	alice := e.Session(nil, "--agent", "alice")
+	mustCall(t, m, "create_agent", map[string]any{"cwd": t.TempDir(), "name": "w", "prompt": "need permission first"}, nil)
+	w := wait(t, m, "w")
+	if w.Permission == nil {
+		t.Fatalf("wait_for_agent: got %+v, want run 1 asking for permission", w)
+	}
+	var sent api.SendResult
+	mustCall(t, alice, "send_message", map[string]any{"to": "w", "content": "send to alice: pong"}, &sent)
+	eventually(t, "the mail to be streamed into run 1", func() bool { return hasEvent(activity(t, m, "w"), "steered", "send to alice: pong") })
+	var st api.MessageStatusResult
+	mustCall(t, alice, "message_status", map[string]any{"message_id": sent.MessageID}, &st)
+	if len(st.Recipients) != 1 || st.Recipients[0].State != "read" || st.Recipients[0].WakePath != "managed" {
+		t.Errorf("message_status while run 1 waits: got %+v, want read by the managed turn", st.Recipients)
+	}
+	e.Must("allow", w.Permission.RequestID)
+	var got api.WaitResult
+	mustCall(t, alice, "wait_for_message", map[string]any{"timeout": 60}, &got)
+	if got.Message == nil || got.Message.From != "w" || got.Message.Content != "pong" {
+		t.Fatalf("alice got %+v, want pong from w", got.Message)
+	}
+	waitRun(t, m, "w", 1)
+	var a struct{ Snapshot api.ManagedAgent }
+	mustCall(t, m, "get_agent_status", map[string]any{"agent_id": "w"}, &a)
+	if a.Snapshot.Runs != 2 || a.Snapshot.Status != "idle" || len(e.fakeRuns()) != 1 {
+		t.Errorf("after the run: %d runs, %s, %d fake turns; want 2 runs (the first, and the mail streamed into it) in 1 turn, idle", a.Snapshot.Runs, a.Snapshot.Status, len(e.fakeRuns()))
+	}
 }
