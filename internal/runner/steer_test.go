@@ -316,11 +316,7 @@ func sessionsStarted(t *testing.T, e *env) int {
 func TestSteerPrompt(t *testing.T) {
 	e := newEnv(t, "cancel_grace = \"1s\"\n")
 	m := e.manager()
-	mustCall(t, m, "create_agent", map[string]any{"cwd": t.TempDir(), "name": "s", "prompt": "need permission first"}, nil)
-	w := wait(t, m, "s")
-	if w.Permission == nil {
-		t.Fatalf("wait_for_agent: got %+v, want run 1 asking for permission", w)
-	}
+	w := heldRun(t, m, "s")
 	// Run 1 is held by its permission request: the prompt goes into it.
 	var pr api.PromptResult
 	mustCall(t, m, "send_agent_prompt", map[string]any{"agent_id": "s", "prompt": "second task"}, &pr)
@@ -385,6 +381,18 @@ func TestSteerPrompt(t *testing.T) {
 	eventually(t, "the killed agent's process to end", func() bool { return e.gone(5) })
 }
 
+// heldRun creates the agent name (Claude's default provider) with a first
+// run that waits for a permission decision, and returns that wait.
+func heldRun(t *testing.T, m *mcp.ClientSession, name string) api.WaitAgentResult {
+	t.Helper()
+	mustCall(t, m, "create_agent", map[string]any{"cwd": t.TempDir(), "name": name, "prompt": "need permission first"}, nil)
+	w := wait(t, m, name)
+	if w.Permission == nil {
+		t.Fatalf("wait_for_agent: got %+v, want run 1 asking for permission", w)
+	}
+	return w
+}
+
 // TestSteerMail: mail for a managed Claude agent (by default one process
 // across turns) that comes during a run is streamed into that run at once,
 // confirmed read by the managed turn before the run ends, and answered in it.
@@ -392,11 +400,7 @@ func TestSteerMail(t *testing.T) {
 	e := newEnv(t, "")
 	m := e.manager()
 	alice := e.Session(nil, "--agent", "alice")
-	mustCall(t, m, "create_agent", map[string]any{"cwd": t.TempDir(), "name": "w", "prompt": "need permission first"}, nil)
-	w := wait(t, m, "w")
-	if w.Permission == nil {
-		t.Fatalf("wait_for_agent: got %+v, want run 1 asking for permission", w)
-	}
+	w := heldRun(t, m, "w")
 	var sent api.SendResult
 	mustCall(t, alice, "send_message", map[string]any{"to": "w", "content": "send to alice: pong"}, &sent)
 	eventually(t, "the mail to be streamed into run 1", func() bool { return hasEvent(activity(t, m, "w"), "steered", "send to alice: pong") })
