@@ -104,13 +104,31 @@ func TestOpenCheckIsBounded(t *testing.T) {
 func TestCheckFindsDamage(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "parley.db")
 	fill(t, path, 2000, 2000)
-	b, _ := os.ReadFile(path)
-	// Scribble over a page in the middle: a leaf of the messages table.
-	mid := len(b) / 2 / 4096 * 4096
-	for i := mid; i < mid+4096; i++ {
+	// Scribble over a leaf of the messages table in its middle, found by
+	// dbstat: the middle of the file may be a free page or an overflow page's
+	// payload, which no check can tell from data.
+	raw, err := sql.Open("sqlite", dsn(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var page, size int64
+	err = raw.QueryRow(`SELECT pageno, pgsize FROM dbstat WHERE name = 'messages' AND pagetype = 'leaf'
+		ORDER BY pageno LIMIT 1 OFFSET (SELECT count(*) / 2 FROM dbstat WHERE name = 'messages' AND pagetype = 'leaf')`).Scan(&page, &size)
+	raw.Close()
+	if err != nil {
+		t.Fatalf("find a leaf page of messages: %v", err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := (page - 1) * size
+	for i := off; i < off+size; i++ {
 		b[i] = 0xAA
 	}
-	os.WriteFile(path, b, 0o600)
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	db, err := Open(context.Background(), path, nil)
 	if err != nil {
 		t.Skipf("the damage hit a page the bounded check reads: %v", err)
