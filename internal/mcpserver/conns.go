@@ -47,7 +47,8 @@ func WatchConns(ln net.Listener) net.Listener { return watchListener{ln} }
 // ConnContext is the http.Server ConnContext that goes with WatchConns.
 func ConnContext(ctx context.Context, c net.Conn) context.Context {
 	if wc, ok := c.(*watchedConn); ok {
-		return context.WithValue(ctx, connKey{}, wc)
+		wc.base = context.WithValue(ctx, connKey{}, wc)
+		return wc.base
 	}
 	return ctx
 }
@@ -74,6 +75,9 @@ func (l watchListener) Accept() (net.Conn, error) {
 type watchedConn struct {
 	net.Conn
 	ended chan struct{} // closed once the connection ended
+	// base is the connection's context: the server's, which ends when the
+	// server shuts down, not when a request ends (hijackStream).
+	base context.Context
 
 	mu      sync.Mutex
 	done    bool                  // ended is closed

@@ -229,6 +229,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "session not found", http.StatusNotFound)
 			return
 		}
+		if r.Method == http.MethodGet && s.hijackStream(w, r, sess) {
+			return // the stream goes on, and ends the request, by itself
+		}
 		defer func() { s.requestEnded(sess, r.Context().Err() != nil) }()
 		if r.Method == http.MethodDelete {
 			sess.end(errEnded) // its calls, before the SDK's close waits for them

@@ -1,0 +1,156 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+)
+
+// A session's GET stream (its standalone SSE stream) stays open as long as
+// the session, mostly silent. Served by net/http, each one kept the
+// connection's goroutine (its stack grown by the requests the connection
+// served before), the goroutine net/http reads with to notice a hang-up,
+// 10 KB of read and write buffers, and the connection's state: about a third
+// of an idle session's memory. So ServeHTTP takes the connection over
+// (hijackStream), and the SDK's handler writes the stream straight to it from
+// a fresh goroutine, without buffers: the SDK writes each event whole and
+// flushes it at once.
+
+// hijackStream serves r, a GET of sess's stream, on its hijacked connection,
+// and reports whether it did; it returns at once, the stream going on in
+// goroutines of its own. The stream counts as a request of sess until it
+// ends, as it would over net/http.
+func (s *Server) hijackStream(w http.ResponseWriter, r *http.Request, sess *session) bool {
+	wc := connOf(r.Context())
+	if wc == nil || wc.base == nil || !r.ProtoAtLeast(1, 1) {
+		return false
+	}
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return false
+	}
+	// The stream ends when the daemon shuts down (the connection's base
+	// context) or the client hangs up, not when this handler returns.
+	ctx, cancel := context.WithCancelCause(wc.base)
+	go func() {
+		// A client sends nothing more on its stream's connection: a read
+		// ends only when the client hangs up (or the stream ends and the
+		// connection is closed below).
+		var b [1]byte
+		for {
+			if _, err := conn.Read(b[:]); err != nil {
+				cancel(errGone)
+				return
+			}
+		}
+	}()
+	sid := r.Header.Get("Mcp-Session-Id")
+	go func() {
+		rw := &streamResponse{conn: conn, header: http.Header{}}
+		s.handler.ServeHTTP(rw, r.WithContext(ctx))
+		gone := ctx.Err() != nil
+		rw.finish()
+		cancel(nil)
+		conn.Close()
+		s.requestEnded(sess, gone)
+		if gone {
+			// The client hung up its stream (a killed client closes it
+			// first): what it has not confirmed goes back, and so do the
+			// tasks it claimed.
+			s.releaseWritten(ctx, sid)
+			s.releaseClaims(ctx, sid)
+		}
+	}()
+	return true
+}
+
+// streamResponse is the http.ResponseWriter of a hijacked stream: an
+// HTTP/1.1 response with a chunked body, written to the connection as the
+// handler writes it. The connection closes with the response.
+type streamResponse struct {
+	conn   net.Conn
+	header http.Header
+
+	mu     sync.Mutex
+	status int  // set by WriteHeader or the first write
+	sent   bool // the status line and header went out
+	err    error
+}
+
+func (w *streamResponse) Header() http.Header { return w.header }
+
+func (w *streamResponse) WriteHeader(code int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.status == 0 {
+		w.status = code
+	}
+}
+
+// Write sends p as one chunk, behind the header if that has not gone yet.
+func (w *streamResponse) Write(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	b := w.head(nil)
+	b = strconv.AppendInt(b, int64(len(p)), 16)
+	b = append(b, "\r\n"...)
+	b = append(b, p...)
+	b = append(b, "\r\n"...)
+	if err := w.write(b); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// Flush sends the header if it has not gone yet: the body goes as written.
+func (w *streamResponse) Flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.sent {
+		w.write(w.head(nil))
+	}
+}
+
+// finish ends the body.
+func (w *streamResponse) finish() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.write(append(w.head(nil), "0\r\n\r\n"...))
+}
+
+// head appends the status line and header to b if they have not gone yet.
+// w.mu is held.
+func (w *streamResponse) head(b []byte) []byte {
+	if w.sent {
+		return b
+	}
+	w.sent = true
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	b = append(b, "HTTP/1.1 "...)
+	b = strconv.AppendInt(b, int64(w.status), 10)
+	b = append(b, ' ')
+	b = append(b, http.StatusText(w.status)...)
+	b = append(b, "\r\n"...)
+	w.header.Del("Content-Length")
+	w.header.Set("Transfer-Encoding", "chunked")
+	w.header.Set("Connection", "close")
+	var hb bytes.Buffer
+	w.header.Write(&hb)
+	b = append(b, hb.Bytes()...)
+	return append(b, "\r\n"...)
+}
+
+func (w *streamResponse) write(b []byte) error {
+	if w.err == nil {
+		_, w.err = w.conn.Write(b)
+	}
+	return w.err
+}
