@@ -334,28 +334,10 @@ func TestRaceHTTPHangUp(t *testing.T) {
 	r := newRace(t, "hangup")
 	s := r.e.dropSession(t, r.ws, "bob", "")
 	for i := range rounds {
-		conns := make(chan net.Conn, 1)
-		hungUp := make(chan struct{})
-		wait := func() *msgInfo {
-			conn, err := s.send("wait_for_message", map[string]any{"timeout": 20})
-			if err != nil {
-				t.Errorf("round %d: send the wait: %v", i, err)
-				close(conns)
-				return nil
-			}
-			conns <- conn
-			select {
-			case <-hungUp:
-			case <-answered(conn): // it took a message an earlier round gave back
-			}
-			return nil
-		}
-		r.round(i, 3*time.Millisecond, wait, func() {
-			if conn := <-conns; conn != nil {
-				conn.Close()
-			}
-			close(hungUp)
+		wait, hangUp := hangUpRound[*msgInfo](t, i, func() (net.Conn, error) {
+			return s.send("wait_for_message", map[string]any{"timeout": 20})
 		})
+		r.round(i, 3*time.Millisecond, wait, hangUp)
 		// The session's next request.
 		var c struct {
 			Messages []msgInfo `json:"messages"`
@@ -920,4 +902,34 @@ func fillPipe(t *testing.T, w *os.File) {
 	if err := syscall.SetNonblock(fd, false); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// hangUpRound is one round's pair of a hang-up race: read sends a blocking
+// read and returns when it is hung up (or answered at once with a message an
+// earlier round gave back); hangUp closes its connection without reading.
+func hangUpRound[T any](t *testing.T, i int, send func() (net.Conn, error)) (read func() T, hangUp func()) {
+	conns := make(chan net.Conn, 1)
+	hungUp := make(chan struct{})
+	read = func() T {
+		var zero T
+		conn, err := send()
+		if err != nil {
+			t.Errorf("round %d: send the read: %v", i, err)
+			close(conns)
+			return zero
+		}
+		conns <- conn
+		select {
+		case <-hungUp:
+		case <-answered(conn): // it took a message an earlier round gave back
+		}
+		return zero
+	}
+	hangUp = func() {
+		if conn := <-conns; conn != nil {
+			conn.Close()
+		}
+		close(hungUp)
+	}
+	return read, hangUp
 }

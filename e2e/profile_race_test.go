@@ -211,27 +211,10 @@ func hangUpRace(t *testing.T, p profileRead) {
 	}
 	s := r.e.dropSession(t, r.ws, agent, p.profile)
 	for i := range rounds {
-		conns := make(chan net.Conn, 1)
-		hungUp := make(chan struct{})
-		r.round(i, 3*time.Millisecond, func() json.RawMessage {
-			conn, err := s.send(p.recv, p.recvIn)
-			if err != nil {
-				t.Errorf("round %d: send the read: %v", i, err)
-				close(conns)
-				return nil
-			}
-			conns <- conn
-			select {
-			case <-hungUp:
-			case <-answered(conn): // it took a message an earlier round gave back
-			}
-			return nil
-		}, func() {
-			if conn := <-conns; conn != nil {
-				conn.Close()
-			}
-			close(hungUp)
+		read, hangUp := hangUpRound[json.RawMessage](t, i, func() (net.Conn, error) {
+			return s.send(p.recv, p.recvIn)
 		})
+		r.round(i, 3*time.Millisecond, read, hangUp)
 		r.got(s.tool(context.Background(), p.recv, p.drainIn)) // the session's next request
 	}
 	r.finish("HTTP hang-up of "+p.profile+" "+p.recv+", unread, within ±3 ms of a send", rounds)
