@@ -495,6 +495,10 @@ func TestRaceKillDaemonDuringConsume(t *testing.T) {
 	var sent []string
 	var g got
 	for k := range kills {
+		// The last round's bridge may have ended while the daemon it
+		// restarted was still coming up: any CLI command waits for it (or
+		// starts one), so the JSON API below is never refused mid-start.
+		e.Must("agents", "--workspace", ws)
 		// Fill the inbox over the JSON API, then consume it through a bridge.
 		for j := range 40 {
 			var out struct {
