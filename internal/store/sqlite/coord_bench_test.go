@@ -55,6 +55,9 @@ func searchCorpus(b *testing.B, db *DB, n int) (vocab []string) {
 		}
 		return nil
 	})
+	if err := db.wr.payDebt(context.Background()); err != nil {
+		b.Fatal(err)
+	}
 	return vocab
 }
 

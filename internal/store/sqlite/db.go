@@ -158,12 +158,18 @@ func Open(ctx context.Context, path string, opts *Options) (*DB, error) {
 		w.Close()
 		return nil, fmt.Errorf("open store: %w", db.mapErr(ctx, "prepare", err))
 	}
-	if db.wr, err = newWriter(conn, strings.ToUpper(syncMode), db.indexPending); err != nil {
+	if db.wr, err = newWriter(conn, strings.ToUpper(syncMode), db.searchDebt, db.indexPending); err != nil {
 		db.stmts.close()
 		conn.Close()
 		r.Close()
 		w.Close()
 		return nil, fmt.Errorf("open store: %w", err)
+	}
+	// A crash (or a power cut) may have left messages owed to search. A
+	// failure here does not keep the store shut: the messages stay queued,
+	// and the next search reports it.
+	if err := db.wr.payDebt(ctx); err != nil {
+		log.Warn("index messages for search", "path", path, "err", err)
 	}
 	return db, nil
 }
@@ -197,13 +203,17 @@ func (db *DB) write(ctx context.Context, op string, fn func(ctx context.Context,
 // one fsync off every wake-up (a send is synced; its consume need not be). At
 // worst a power cut re-delivers a message that was read: never loses one.
 // A lazy write must not store or change messages: a transaction of lazy
-// writes only does not index them for search (writer.finish).
+// writes only does not count what it owes search (writer.finish).
 func (db *DB) writeLazy(ctx context.Context, op string, fn func(ctx context.Context, c *sql.Conn) error) error {
 	return db.writeMode(ctx, op, true, fn)
 }
 
 func (db *DB) writeMode(ctx context.Context, op string, lazy bool, fn func(ctx context.Context, c *sql.Conn) error) error {
-	err := db.wr.do(ctx, lazy, fn)
+	return db.writeErr(ctx, op, db.wr.do(ctx, lazy, fn))
+}
+
+// writeErr maps the error of a write through the writer for op.
+func (db *DB) writeErr(ctx context.Context, op string, err error) error {
 	if err == errClosed {
 		return hub.Errorf(op, hub.Unavailable, "%s: %w", db.path, err)
 	}

@@ -46,8 +46,8 @@ type statements struct {
 	// what they did.
 	wResExpire, wResLive, wResDelete, wResPut, rResLive *sql.Stmt
 	// Search indexing of the messages queued in search_pending (migration
-	// 9), one statement per index for a whole group commit.
-	wIndexDue, wIndexFTS, wIndexWords, wIndexDone *sql.Stmt
+	// 9), one statement per index for all that are owed.
+	wIndexOwed, wIndexFTS, wIndexWords, wIndexDone *sql.Stmt
 }
 
 // preparer is what *sql.Conn (the writer) and *sql.DB (the read pool) share.
@@ -89,7 +89,7 @@ func (s *statements) prepare(ctx context.Context, w *sql.Conn, r *sql.DB) error 
 			RETURNING id, workspace, recipient, (SELECT id FROM messages WHERE seq = message_seq), reader, lease_until,
 				delivered_at, delivery_count, read_at, acked_at, woke_via, woke_at`},
 		{&s.wTouch, w, `UPDATE agents SET last_seen = ? WHERE workspace = ? AND name = ?`},
-		{&s.wIndexDue, w, `SELECT EXISTS (SELECT 1 FROM search_pending)`},
+		{&s.wIndexOwed, w, `SELECT count(*) FROM search_pending`},
 		{&s.wIndexFTS, w, `INSERT INTO messages_fts (rowid, content, payload, metadata)
 			SELECT s.seq, s.content, s.payload, s.metadata FROM search_pending p JOIN messages_search s ON s.seq = p.seq`},
 		{&s.wIndexWords, w, `INSERT INTO messages_words (rowid, content, payload, metadata)
@@ -127,7 +127,7 @@ func (s *statements) prepare(ctx context.Context, w *sql.Conn, r *sql.DB) error 
 func (s *statements) close() {
 	for _, st := range []*sql.Stmt{s.wInsMessage, s.wInsDelivery, s.wInsDeliveries, s.wInsWorkspace,
 		s.wTakeSel, s.wTakeUpd, s.wConfirm, s.wTouch, s.rUnread, s.rUnreadBy, s.rPeek, s.rMessage, s.rAgent, s.rAgents,
-		s.wResExpire, s.wResLive, s.wResDelete, s.wResPut, s.rResLive, s.wIndexDue, s.wIndexFTS, s.wIndexWords, s.wIndexDone} {
+		s.wResExpire, s.wResLive, s.wResDelete, s.wResPut, s.rResLive, s.wIndexOwed, s.wIndexFTS, s.wIndexWords, s.wIndexDone} {
 		if st != nil {
 			st.Close()
 		}
@@ -267,14 +267,20 @@ func (db *DB) CreateMessage(ctx context.Context, m *hub.Message, recipients []st
 	return nil
 }
 
-// indexPending adds the messages queued in search_pending (by whatever
-// stored, edited or restored them) to both search indexes and empties the
-// queue. The writer runs it at the end of every transaction; see migration 9
-// for why not per message.
-func (db *DB) indexPending() error {
-	ctx := context.Background()
-	var due bool
-	if err := db.stmts.wIndexDue.QueryRowContext(ctx).Scan(&due); err != nil || !due {
+// searchDebt counts the messages queued in search_pending (by whatever
+// stored, edited or restored them): those owed to the search indexes. The
+// writer runs it before each commit that may have changed it.
+func (db *DB) searchDebt() (int64, error) {
+	var n int64
+	err := db.stmts.wIndexOwed.QueryRowContext(context.Background()).Scan(&n)
+	return n, err
+}
+
+// indexPending adds the messages queued in search_pending to both search
+// indexes and empties the queue, one statement per index: see migration 9
+// for why not per message, and writer.run for when.
+func (db *DB) indexPending(ctx context.Context, c *sql.Conn) error {
+	if n, err := db.searchDebt(); err != nil || n == 0 {
 		return err
 	}
 	for _, st := range []*sql.Stmt{db.stmts.wIndexFTS, db.stmts.wIndexWords, db.stmts.wIndexDone} {

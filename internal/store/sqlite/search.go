@@ -42,6 +42,16 @@ func (db *DB) Search(ctx context.Context, ws string, q hub.SearchQuery) ([]hub.S
 	if q.Limit <= 0 {
 		q.Limit = hub.DefaultSearchLimit
 	}
+	// A send commits its message with the search indexing it owes (a row of
+	// search_pending), and the writer pays that debt later (writer.run), so
+	// first pay what is owed: every write that committed before this search
+	// began set the writer's count before its caller heard of the commit,
+	// so a search sees each message whose send has returned, as it did when
+	// every commit indexed. With nothing owed, which is the common case, it
+	// costs one atomic load.
+	if err := db.wr.payDebt(ctx); err != nil {
+		return nil, db.writeErr(ctx, op, err)
+	}
 	// A person's search of the whole workspace first takes the best
 	// matches straight from the index (quickSearchSQL); only when some of
 	// them belong to other workspaces does it need the filtered scan.

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/parley-dev/parley/internal/hub"
@@ -35,9 +36,14 @@ func searchCount(t *testing.T, db *DB, ws, query string) int {
 	return len(hits)
 }
 
-// ftsIntegrity asks FTS5 to compare both indexes with the content they index.
+// ftsIntegrity asks FTS5 to compare both indexes with the content they
+// index, once what is owed to them is paid (a message owed is in the content
+// and not yet in the index).
 func ftsIntegrity(t *testing.T, db *DB) {
 	t.Helper()
+	if err := db.wr.payDebt(context.Background()); err != nil {
+		t.Fatalf("index what is owed: %v", err)
+	}
 	execWriter(t, db, `INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)`)
 	execWriter(t, db, `INSERT INTO messages_words (messages_words, rank) VALUES ('integrity-check', 1)`)
 }
@@ -253,4 +259,149 @@ func TestSearchAgentStaysInWorkspace(t *testing.T) {
 			t.Errorf("%s searches %s for %q: got %q, want %q", tt.viewer, tt.ws, tt.query, got, tt.want)
 		}
 	}
+}
+
+// searchPending counts the messages owed to search, on the read pool.
+func searchPending(t *testing.T, db *DB) int {
+	t.Helper()
+	var n int
+	if err := db.r.QueryRow(`SELECT count(*) FROM search_pending`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestSearchReadsItsWrites: a search finds the message whose send returned
+// just before it. In a synctest bubble no time passes between the two, so
+// the writer's idle indexing cannot run first: the message is still owed,
+// and the search must pay for it.
+func TestSearchReadsItsWrites(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		db := openTest(t)
+		ctx := context.Background()
+		for i := range 3 {
+			word := fmt.Sprintf("heron%c", 'a'+i)
+			m := &hub.Message{ID: fmt.Sprintf("01J0000000000000000000%04d", i), Workspace: "w", From: "a",
+				Content: "look, a " + word, Priority: hub.Normal, CreatedAt: time.Now()}
+			if err := db.CreateMessage(ctx, m, []string{"b"}); err != nil {
+				t.Fatal(err)
+			}
+			if n := db.wr.owed.Load(); n != 1 {
+				t.Fatalf("owed after send %d: got %d, want 1 (the send indexed its message, or something else did)", i, n)
+			}
+			if n := searchCount(t, db, "w", word); n != 1 {
+				t.Errorf("search %s right after its send: got %d hits, want 1", word, n)
+			}
+			if n := db.wr.owed.Load(); n != 0 {
+				t.Errorf("owed after the search: got %d, want 0", n)
+			}
+		}
+		if n := searchPending(t, db); n != 0 {
+			t.Errorf("search_pending after the searches: %d rows, want 0", n)
+		}
+		ftsIntegrity(t, db)
+	})
+}
+
+// TestSearchIndexedWhenIdle: the writer indexes what is owed once it has had
+// no write for indexIdle, and at once when indexBatch messages are owed.
+func TestSearchIndexedWhenIdle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		db := openTest(t)
+		ctx := context.Background()
+		seq := 0
+		send := func() {
+			t.Helper()
+			seq++
+			m := &hub.Message{ID: fmt.Sprintf("01J0000000000000000000%04d", seq), Workspace: "w", From: "a",
+				Content: "a grebe", Priority: hub.Normal, CreatedAt: time.Now()}
+			if err := db.CreateMessage(ctx, m, []string{"b"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		send()
+		time.Sleep(indexIdle / 2)
+		synctest.Wait()
+		if n := searchPending(t, db); n != 1 {
+			t.Errorf("search_pending before the writer was idle for %v: %d rows, want 1", indexIdle, n)
+		}
+		time.Sleep(indexIdle)
+		synctest.Wait()
+		if n := searchPending(t, db); n != 0 {
+			t.Errorf("search_pending once the writer was idle: %d rows, want 0", n)
+		}
+
+		start := time.Now()
+		for range indexBatch - 1 {
+			send()
+		}
+		synctest.Wait()
+		if n := searchPending(t, db); n != indexBatch-1 {
+			t.Errorf("search_pending after %d sends: %d rows, want them all", indexBatch-1, n)
+		}
+		send()
+		synctest.Wait()
+		if n := searchPending(t, db); n != 0 {
+			t.Errorf("search_pending after %d sends: %d rows, want 0", indexBatch, n)
+		}
+		if d := time.Since(start); d != 0 {
+			t.Errorf("the batch was indexed after %v idle, want at once", d)
+		}
+		if n := db.wr.commits.Load(); n != int64(indexBatch+1) {
+			t.Errorf("commits: got %d, want %d (indexing is not counted among the callers' commits)", n, indexBatch+1)
+		}
+		ftsIntegrity(t, db)
+		if n := searchCount(t, db, "w", "grebe"); n != indexBatch+1 {
+			t.Errorf("search grebe: got %d hits, want %d", n, indexBatch+1)
+		}
+	})
+}
+
+// TestSearchDebtAtCloseAndOpen: Close indexes what is owed, and Open
+// indexes what a crash left owed (the rows a send queued in
+// search_pending, durable with the message).
+func TestSearchDebtAtCloseAndOpen(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "parley.db")
+		ctx := context.Background()
+		db, err := Open(ctx, path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := &hub.Message{ID: "01J00000000000000000000001", Workspace: "w", From: "a",
+			Content: "a cormorant", Priority: hub.Normal, CreatedAt: time.Now()}
+		if err := db.CreateMessage(ctx, m, []string{"b"}); err != nil {
+			t.Fatal(err)
+		}
+		if n := db.wr.owed.Load(); n != 1 {
+			t.Fatalf("owed before Close: got %d, want 1", n)
+		}
+		db.Close()
+		raw, err := sql.Open("sqlite", dsn(path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		if err := raw.QueryRow(`SELECT count(*) FROM search_pending`).Scan(&n); err != nil || n != 0 {
+			t.Errorf("search_pending after Close: %d rows (%v), want 0", n, err)
+		}
+		// What a crash after a send's commit leaves: the message queued.
+		if _, err := raw.Exec(`INSERT INTO messages (id, workspace, sender, to_addr, content, priority, created_at)
+			VALUES ('01J00000000000000000000002', 'w', 'a', 'b', 'another cormorant', 'normal', 1)`); err != nil {
+			t.Fatal(err)
+		}
+		raw.Close()
+		db, err = Open(ctx, path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if n := searchPending(t, db); n != 0 {
+			t.Errorf("search_pending after Open: %d rows, want 0", n)
+		}
+		ftsIntegrity(t, db)
+		if n := searchCount(t, db, "w", "cormorant"); n != 2 {
+			t.Errorf("search cormorant: got %d hits, want 2", n)
+		}
+	})
 }

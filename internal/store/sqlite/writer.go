@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sync/atomic"
+	"time"
 )
 
 // errClosed is returned by writes after Close.
@@ -16,13 +17,33 @@ var errClosed = errors.New("store is closed")
 // holds a long queue of callers hostage to a single large write set.
 const maxBatch = 128
 
+// Search indexing is owed, not paid, by the transaction that stores a
+// message: it queues the message in search_pending (migration 9), and the
+// writer indexes the queue in a transaction of its own once no write has come
+// for indexIdle, or at once when indexBatch messages are owed, so that a
+// storm of sends still indexes in batches (cheaper per message than one per
+// commit). Indexing inside every send's commit cost each send->wake-up
+// 113-180 µs.
+const (
+	indexIdle  = time.Millisecond
+	indexBatch = 32
+)
+
 // A writeReq is one write waiting for the writer goroutine.
 type writeReq struct {
 	ctx  context.Context
 	fn   func(ctx context.Context, c *sql.Conn) error
 	done chan error // buffered: the writer never blocks on a caller
 	lazy bool       // may skip the fsync: see DB.writeLazy
+	// index marks the writer's own write that pays the search debt; it is
+	// lazy (a lost one leaves the messages queued, to be indexed again) and
+	// not counted among the writes.
+	index bool
 }
+
+// mayOwe reports whether r can change how many messages search is owed:
+// lazy writes never store messages (see DB.writeLazy).
+func (r *writeReq) mayOwe() bool { return !r.lazy || r.index }
 
 // writer owns the one writer connection. Every write runs on its goroutine, and
 // writes that arrive while a commit is under way are committed together: with
@@ -43,23 +64,26 @@ type writer struct {
 	// cost about 13 µs, and a send and its wake-up run six of them.
 	begin, commitTx, rollback, savepoint, release, rollbackTo, syncNormal, syncFull *sql.Stmt
 
-	// beforeCommit, if set, runs last in every transaction: the search
-	// indexing of the messages it stored (DB.indexPending), done once per
-	// group commit instead of once per message.
-	beforeCommit func() error
+	// debt counts the messages owed to search (DB.searchDebt); it runs
+	// last in every transaction that may change that number, so that owed
+	// is exact as of each commit. index pays them all (DB.indexPending).
+	debt  func() (int64, error)
+	index func(ctx context.Context, c *sql.Conn) error
+	owed  atomic.Int64 // messages owed to search as of the last commit
 
-	commits atomic.Int64 // transactions committed, for tests and benchmarks
-	writes  atomic.Int64 // writes committed
+	commits atomic.Int64 // transactions of callers' writes committed, for tests and benchmarks
+	writes  atomic.Int64 // callers' writes committed
 }
 
-func newWriter(conn *sql.Conn, syncMode string, beforeCommit func() error) (*writer, error) {
+func newWriter(conn *sql.Conn, syncMode string, debt func() (int64, error), index func(ctx context.Context, c *sql.Conn) error) (*writer, error) {
 	w := &writer{
-		conn:         conn,
-		syncMode:     syncMode,
-		beforeCommit: beforeCommit,
-		reqs:         make(chan *writeReq),
-		closing:      make(chan struct{}),
-		stopped:      make(chan struct{}),
+		conn:     conn,
+		syncMode: syncMode,
+		debt:     debt,
+		index:    index,
+		reqs:     make(chan *writeReq),
+		closing:  make(chan struct{}),
+		stopped:  make(chan struct{}),
 	}
 	for _, p := range []struct {
 		dst **sql.Stmt
@@ -81,6 +105,13 @@ func newWriter(conn *sql.Conn, syncMode string, beforeCommit func() error) (*wri
 		}
 		*p.dst = st
 	}
+	// What a crash left owed (its indexing transaction is lazy).
+	n, err := debt()
+	if err != nil {
+		w.closeStmts()
+		return nil, fmt.Errorf("count messages owed to search: %w", err)
+	}
+	w.owed.Store(n)
 	go w.run()
 	return w, nil
 }
@@ -102,16 +133,29 @@ func (w *writer) closeStmts() {
 // back the whole shared transaction, so cancellation is honoured up to the moment
 // fn starts.
 func (w *writer) do(ctx context.Context, lazy bool, fn func(ctx context.Context, c *sql.Conn) error) error {
-	if err := ctx.Err(); err != nil {
+	return w.send(&writeReq{ctx: ctx, fn: fn, done: make(chan error, 1), lazy: lazy})
+}
+
+// payDebt indexes for search every message owed as of the last commit, and
+// returns at once if none is (see DB.Search for the guarantee).
+func (w *writer) payDebt(ctx context.Context) error {
+	if w.owed.Load() == 0 {
+		return nil
+	}
+	return w.send(&writeReq{ctx: ctx, fn: w.index, done: make(chan error, 1), lazy: true, index: true})
+}
+
+// send hands r to the writer goroutine and waits for its outcome.
+func (w *writer) send(r *writeReq) error {
+	if err := r.ctx.Err(); err != nil {
 		return err
 	}
-	r := &writeReq{ctx: ctx, fn: fn, done: make(chan error, 1), lazy: lazy}
 	select {
 	case w.reqs <- r:
 	case <-w.closing:
 		return errClosed
-	case <-ctx.Done():
-		return ctx.Err()
+	case <-r.ctx.Done():
+		return r.ctx.Err()
 	}
 	// Once handed over, wait for the outcome even if ctx ends: the write may
 	// already be committed, and the caller must not be told otherwise.
@@ -127,11 +171,21 @@ func (w *writer) close() {
 func (w *writer) run() {
 	defer close(w.stopped)
 	batch := make([]*writeReq, 0, maxBatch)
+	// idle runs while something is owed to search and no write has come
+	// since the last commit. A failed indexing does not re-arm it: it is
+	// tried again after the next write, not in a loop.
+	idle := time.NewTimer(indexIdle)
+	idle.Stop()
 	for {
 		select {
 		case r := <-w.reqs:
+			idle.Stop()
 			batch = append(batch[:0], r)
+		case <-idle.C:
+			w.indexOwed()
+			continue
 		case <-w.closing:
+			w.indexOwed()
 			return
 		}
 	gather:
@@ -145,7 +199,23 @@ func (w *writer) run() {
 		}
 		w.commit(batch)
 		clear(batch)
+		if w.owed.Load() >= indexBatch {
+			w.indexOwed()
+		}
+		if w.owed.Load() > 0 {
+			idle.Reset(indexIdle)
+		}
 	}
+}
+
+// indexOwed pays the search debt on the writer's goroutine, in a transaction
+// of its own. A failure leaves the messages queued; the next search reports
+// it.
+func (w *writer) indexOwed() {
+	if w.owed.Load() == 0 {
+		return
+	}
+	w.commit([]*writeReq{{ctx: context.Background(), fn: w.index, done: make(chan error, 1), lazy: true, index: true}})
 }
 
 // commit runs the batch in one transaction and tells every caller its outcome,
@@ -201,7 +271,8 @@ func (w *writer) commit(batch []*writeReq) {
 		w.exec(w.rollback)
 		return
 	}
-	if err := w.finish(lazy); err != nil {
+	owed, err := w.finish(ok)
+	if err != nil {
 		w.rollbackAndRetry(ok)
 		return
 	}
@@ -212,8 +283,7 @@ func (w *writer) commit(batch []*writeReq) {
 		}
 		return
 	}
-	w.commits.Add(1)
-	w.writes.Add(int64(len(ok)))
+	w.committed(ok, owed)
 	for _, r := range ok {
 		r.done <- nil
 	}
@@ -243,7 +313,9 @@ func (w *writer) commitOne(r *writeReq) {
 		r.done <- err
 		return
 	}
-	if err := w.finish(r.lazy); err != nil {
+	rs := []*writeReq{r}
+	owed, err := w.finish(rs)
+	if err != nil {
 		w.exec(w.rollback)
 		r.done <- err
 		return
@@ -253,19 +325,39 @@ func (w *writer) commitOne(r *writeReq) {
 		r.done <- err
 		return
 	}
-	w.commits.Add(1)
-	w.writes.Add(1)
+	w.committed(rs, owed)
 	r.done <- nil
 }
 
-// finish runs beforeCommit, if any, unless the transaction holds only lazy
-// writes: those never store messages (see DB.writeLazy), so they have
-// nothing to index, and a wake-up's hand-out skips the look.
-func (w *writer) finish(lazy bool) error {
-	if w.beforeCommit == nil || lazy {
-		return nil
+// finish runs last in a transaction of the writes rs: it counts the
+// messages owed to search, unless no write of rs may change that count (a
+// wake-up's hand-out, lazy, skips the look). It returns -1 when it did not
+// look.
+func (w *writer) finish(rs []*writeReq) (owed int64, err error) {
+	if !slices.ContainsFunc(rs, (*writeReq).mayOwe) {
+		return -1, nil
 	}
-	return w.beforeCommit()
+	return w.debt()
+}
+
+// committed records the commit of the writes rs, after which owed messages
+// (-1: as many as before) are owed to search. It runs before any caller of
+// rs is told: a caller that sees its send committed, then searches, must
+// find the debt.
+func (w *writer) committed(rs []*writeReq, owed int64) {
+	if owed >= 0 {
+		w.owed.Store(owed)
+	}
+	n := int64(0)
+	for _, r := range rs {
+		if !r.index {
+			n++
+		}
+	}
+	if n > 0 {
+		w.commits.Add(1)
+		w.writes.Add(n)
+	}
 }
 
 func (w *writer) exec(st *sql.Stmt) error {
