@@ -96,10 +96,23 @@ func (db *DB) newSend(m *hub.Message, recipients []string) (*pendingSend, error)
 	if err != nil {
 		return nil, hub.Errorf(op, hub.Invalid, "encode metadata: %w", err)
 	}
-	if recipients == nil {
-		recipients = []string{}
+	return &pendingSend{m: m, recipients: distinct(recipients), metadata: md}, nil
+}
+
+// distinct returns names without repeats, in their order; never nil.
+func distinct(names []string) []string {
+	out := make([]string, 0, len(names))
+	if len(names) <= 1 {
+		return append(out, names...)
 	}
-	return &pendingSend{m: m, recipients: recipients, metadata: md}, nil
+	seen := make(map[string]bool, len(names))
+	for _, n := range names {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // Message returns the message with the id in ws.

@@ -186,28 +186,37 @@ func (db *DB) wakePayloads(batch []*pendingSend) []string {
 }
 
 // createMessages stores messages, in their order, with their deliveries, in
-// one statement. Its arguments are parallel arrays: the new workspaces, the
-// messages' columns, then the deliveries' (message id, recipient, rank).
-const createMessages = `WITH ws AS (
-		INSERT INTO workspaces (name) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING
-	), m AS (
+// one statement. Its arguments are parallel arrays: the messages' columns,
+// then the deliveries' (message id, recipient, rank). The recipients of a
+// message are distinct (newSend), so the deliveries insert without
+// ON CONFLICT, whose speculative insertion probed the unique index before
+// each row. createMessagesWS also records new workspaces ($17); most
+// batches have none and skip that insert and its setup.
+const createMessages = `WITH ` + messagesCTE + deliveriesInsert
+
+const createMessagesWS = `WITH ws AS (
+		INSERT INTO workspaces (name) SELECT unnest($17::text[]) ON CONFLICT DO NOTHING
+	), ` + messagesCTE + deliveriesInsert
+
+const messagesCTE = `m AS (
 		INSERT INTO messages (id, workspace, sender, to_addr, content, payload, priority,
 			reply_to, thread_id, metadata, created_at, ack_required, ack_deadline)
 		SELECT id, ws, sender, to_addr, content, payload::json, priority,
 			reply_to, thread_id, metadata::jsonb, created_at, ack_required, ack_deadline
-		FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-			$9::text[], $10::text[], $11::text[], $12::timestamptz[], $13::bool[], $14::timestamptz[])
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+			$8::text[], $9::text[], $10::text[], $11::timestamptz[], $12::bool[], $13::timestamptz[])
 			WITH ORDINALITY AS t(id, ws, sender, to_addr, content, payload, priority,
 				reply_to, thread_id, metadata, created_at, ack_required, ack_deadline, n)
 		ORDER BY n
 		RETURNING id, seq, workspace
-	)
+	)`
+
+const deliveriesInsert = `
 	INSERT INTO deliveries (workspace, recipient, message_seq, rank)
 	SELECT m.workspace, d.name, m.seq, d.rank
-	FROM unnest($15::text[], $16::text[], $17::smallint[]) WITH ORDINALITY AS d(id, name, rank, n)
+	FROM unnest($14::text[], $15::text[], $16::smallint[]) WITH ORDINALITY AS d(id, name, rank, n)
 	JOIN m ON m.id = d.id
-	ORDER BY m.seq, d.n
-	ON CONFLICT DO NOTHING`
+	ORDER BY m.seq, d.n`
 
 // queueInsert queues the insert of the batch's messages and deliveries, one
 // statement, and returns the workspaces it records for the first time.
@@ -244,13 +253,15 @@ func (db *DB) queueInsert(b *pgx.Batch, batch []*pendingSend) (newWS []string) {
 			dIDs, dNames, dRanks = append(dIDs, m.ID), append(dNames, r), append(dRanks, int16(m.Priority.Rank()))
 		}
 	}
-	if newWS == nil {
-		newWS = []string{}
-	}
 	if dIDs == nil {
 		dIDs, dNames, dRanks = []string{}, []string{}, []int16{}
 	}
-	b.Queue(createMessages, newWS, ids, wss, senders, tos, contents, payloads, prios,
-		replies, threads, metadata, created, ackReq, ackDue, dIDs, dNames, dRanks)
+	args := []any{ids, wss, senders, tos, contents, payloads, prios,
+		replies, threads, metadata, created, ackReq, ackDue, dIDs, dNames, dRanks}
+	if len(newWS) > 0 {
+		b.Queue(createMessagesWS, append(args, newWS)...)
+	} else {
+		b.Queue(createMessages, args...)
+	}
 	return newWS
 }
