@@ -76,6 +76,21 @@ type Extension interface {
 	Intercept(ctx context.Context, method string, raw []byte, write func(msg []byte) error) bool
 }
 
+// A Pusher is an Extension that takes the messages a Parley daemon pushes
+// on a stream session instead of fetching them itself in Start: the bridge
+// asks the daemon for them (HeaderPush), passes each MethodMessage to Push,
+// writes what Push returns to the client, and then confirms the message on
+// the connection that carried it, as it confirms a result's MetaDelivered.
+// Over Streamable HTTP, or with a daemon that does not push, Start runs as
+// for any Extension.
+type Pusher interface {
+	Extension
+	// Push renders the params of a MethodMessage as a message for the
+	// client; nil drops it unconfirmed (it goes back to the inbox, marked
+	// redelivered, when the session ends).
+	Push(params json.RawMessage) []byte
+}
+
 const (
 	// maxLine bounds one stdin line; MCP payloads (file contents, images) can be
 	// large, so this is far above the 16 MiB that clients may send.

@@ -21,6 +21,11 @@ import (
 //   - it confirms the messages a response handed out once it has written the
 //     response to its client (MethodDelivered); the session ends with the
 //     connection, and the daemon puts back whatever was not confirmed;
+//   - with a Pusher extension (`mcp serve --channel`), it asks the daemon to
+//     push the agent's messages on the stream (HeaderPush): the daemon hands
+//     each one to the session, leased, as it arrives and sends it as a
+//     MethodMessage; the bridge passes it to the extension, writes what that
+//     renders to its client, and confirms it like a result's MetaDelivered;
 //   - when the connection is lost (the daemon restarts), the requests in
 //     flight get an error, and the next message reconnects (Options.Reconnect),
 //     replays the client's initialize and notifications/initialized, and
@@ -32,6 +37,16 @@ const (
 	// MethodDelivered is the notification with which the bridge confirms,
 	// on a stream, the messages a response handed out (params: messageIds).
 	MethodDelivered = "notifications/parley/delivered"
+	// MethodMessage is the notification with which a daemon pushes one of
+	// the agent's messages on a stream that asked for them (HeaderPush).
+	// Its params are {"message": api.MessageInfo, "_meta":
+	// {MetaDelivered: [its id]}}; the message is leased to the session
+	// until the bridge confirms it (MethodDelivered).
+	MethodMessage = "notifications/parley/message"
+	// HeaderPush on a stream's upgrade asks the daemon to push the agent's
+	// messages once the client has initialized; a daemon that will says so
+	// with the same header on its 101.
+	HeaderPush = "Parley-Push"
 	// dialTimeout bounds connecting and upgrading: a local round trip.
 	dialTimeout = 10 * time.Second
 )
@@ -48,6 +63,7 @@ type stream struct {
 	rewrite   string                     // idKey of the client's initialize: the extension may rewrite its answer
 	swallow   string                     // idKey of a replayed initialize: its answer is not the client's
 	swallowed chan error                 // gets the replayed initialize's fate
+	pushing   bool                       // conn's daemon pushes the agent's messages (HeaderPush)
 
 	// The main loop's alone.
 	initMsg, initializedMsg []byte
@@ -72,20 +88,22 @@ func (e *RefusedError) Error() string {
 // is reconnected with the first message.
 func (b *bridge) openStream() *stream {
 	st := &stream{b: b, inflight: map[string]json.RawMessage{}}
-	c, br, err := b.dialStream(b.ctx)
+	c, br, pushes, err := b.dialStream(b.ctx)
 	var refused *RefusedError
 	switch {
 	case errors.As(err, &refused):
 		b.log.Info("no stream session; bridging over HTTP", "err", err)
 		return nil
 	case err == nil:
-		st.attach(c, br)
+		st.attach(c, br, pushes)
 	}
 	return st
 }
 
-// dialStream connects to the server and upgrades the connection.
-func (b *bridge) dialStream(ctx context.Context) (net.Conn, *bufio.Reader, error) {
+// dialStream connects to the server and upgrades the connection, asking
+// for pushes when the extension takes them; pushes reports whether the
+// server will push.
+func (b *bridge) dialStream(ctx context.Context) (c net.Conn, br *bufio.Reader, pushes bool, err error) {
 	network, addr := "unix", b.opts.SocketPath
 	if addr == "" {
 		u, _ := url.Parse(b.endpoint) // checked by newBridge
@@ -94,7 +112,16 @@ func (b *bridge) dialStream(ctx context.Context) (net.Conn, *bufio.Reader, error
 			addr = net.JoinHostPort(u.Hostname(), "80")
 		}
 	}
-	return DialStream(ctx, network, addr, b.endpoint, b.base)
+	h := b.base
+	if _, ok := b.opts.Extension.(Pusher); ok {
+		h = h.Clone()
+		h[HeaderPush] = []string{"1"}
+	}
+	c, br, resp, err := dialStream(ctx, network, addr, b.endpoint, h)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	return c, br, h.Get(HeaderPush) != "" && resp.Get(HeaderPush) != "", nil
 }
 
 // DialStream connects to a Parley daemon at addr and asks for a stream
@@ -103,19 +130,25 @@ func (b *bridge) dialStream(ctx context.Context) (net.Conn, *bufio.Reader, error
 // on it that holds what came right after the 101; a refusal is a
 // *RefusedError.
 func DialStream(ctx context.Context, network, addr, endpoint string, h http.Header) (net.Conn, *bufio.Reader, error) {
+	c, br, _, err := dialStream(ctx, network, addr, endpoint, h)
+	return c, br, err
+}
+
+// dialStream is DialStream that also returns the headers of the 101.
+func dialStream(ctx context.Context, network, addr, endpoint string, h http.Header) (net.Conn, *bufio.Reader, http.Header, error) {
 	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
 	var d net.Dialer
 	c, err := d.DialContext(ctx, network, addr)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Now()) })
 	defer stop()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint, nil)
 	if err != nil {
 		c.Close()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	req.Header = h.Clone()
 	if req.Header == nil {
@@ -130,25 +163,25 @@ func DialStream(ctx context.Context, network, addr, endpoint string, h http.Head
 	}
 	if err != nil {
 		c.Close()
-		return nil, nil, fmt.Errorf("upgrade: %w", err)
+		return nil, nil, nil, fmt.Errorf("upgrade: %w", err)
 	}
 	if resp.StatusCode != http.StatusSwitchingProtocols {
 		body := readErrBody(resp)
 		resp.Body.Close()
 		c.Close()
-		return nil, nil, &RefusedError{resp.StatusCode, body}
+		return nil, nil, nil, &RefusedError{resp.StatusCode, body}
 	}
 	if !stop() {
 		c.Close()
-		return nil, nil, ctx.Err()
+		return nil, nil, nil, ctx.Err()
 	}
-	return c, br, nil
+	return c, br, resp.Header, nil
 }
 
 // attach makes c the stream's connection and starts reading it. st.mu is
 // held, or nothing else runs yet.
-func (st *stream) attach(c net.Conn, br *bufio.Reader) {
-	st.conn, st.w = c, bufio.NewWriterSize(c, 64<<10)
+func (st *stream) attach(c net.Conn, br *bufio.Reader, pushes bool) {
+	st.conn, st.w, st.pushing = c, bufio.NewWriterSize(c, 64<<10), pushes
 	st.readers.Add(1)
 	go st.read(c, br)
 }
@@ -180,9 +213,7 @@ func (st *stream) handleLine(l line) {
 		st.initMsg, st.initKey = m.raw, idKey(m.ids[0])
 	case m.method == "notifications/initialized":
 		st.initializedMsg = m.raw
-		if ext := b.opts.Extension; ext != nil {
-			b.extOnce.Do(func() { b.spawn(func() { ext.Start(b.ctx, b.writeOut) }) })
-		}
+		st.startExtension()
 	case m.method == "notifications/cancelled":
 		// The server answers a cancelled call, or not; the client expects
 		// nothing either way.
@@ -192,6 +223,23 @@ func (st *stream) handleLine(l line) {
 			st.mu.Unlock()
 		}
 	}
+}
+
+// startExtension starts the extension once the client has initialized,
+// unless the daemon pushes what it would fetch. Main loop only.
+func (st *stream) startExtension() {
+	b := st.b
+	ext := b.opts.Extension
+	if ext == nil || st.initializedMsg == nil {
+		return
+	}
+	st.mu.Lock()
+	pushing := st.pushing
+	st.mu.Unlock()
+	if _, ok := ext.(Pusher); ok && pushing {
+		return
+	}
+	b.extOnce.Do(func() { b.spawn(func() { ext.Start(b.ctx, b.writeOut) }) })
 }
 
 // send writes m to the server, connecting first if there is no connection.
@@ -228,6 +276,9 @@ func (st *stream) send(m *message) error {
 		if err := st.reconnect(); err != nil {
 			return err
 		}
+		// A daemon that does not push (an older one, restarted) leaves it
+		// to the extension.
+		st.startExtension()
 	}
 }
 
@@ -235,12 +286,12 @@ func (st *stream) send(m *message) error {
 // and replays the client's initialization on the new session.
 func (st *stream) reconnect() error {
 	b := st.b
-	c, br, err := b.dialStream(b.ctx)
+	c, br, pushes, err := b.dialStream(b.ctx)
 	if err != nil && isDialError(err) && b.opts.Reconnect != nil {
 		if rerr := b.opts.Reconnect(b.ctx); rerr != nil {
 			return fmt.Errorf("%w (reconnect: %w)", err, rerr)
 		}
-		c, br, err = b.dialStream(b.ctx)
+		c, br, pushes, err = b.dialStream(b.ctx)
 	}
 	if err != nil {
 		return err
@@ -251,7 +302,7 @@ func (st *stream) reconnect() error {
 		c.Close()
 		return errors.New("shutting down")
 	}
-	st.attach(c, br)
+	st.attach(c, br, pushes)
 	if st.initMsg == nil {
 		return nil
 	}
@@ -351,11 +402,44 @@ func (st *stream) receive(c net.Conn, msg []byte) {
 		if rewrite {
 			msg = b.initResult(msg)
 		}
+	} else if env.Method == MethodMessage {
+		st.push(c, msg)
+		return
 	}
 	if b.writeOut(msg) != nil {
 		return // the client is gone: the run ends, and so does the session
 	}
 	if ids := deliveredIDs(msg); len(ids) > 0 {
+		st.confirm(c, ids)
+	}
+}
+
+// push passes a message the daemon pushed to the extension, writes what it
+// renders to the client, and confirms it.
+func (st *stream) push(c net.Conn, msg []byte) {
+	b := st.b
+	p, ok := b.opts.Extension.(Pusher)
+	var n struct {
+		Params json.RawMessage `json:"params"`
+	}
+	if !ok || json.Unmarshal(msg, &n) != nil {
+		b.log.Warn("dropping a pushed message", "bytes", len(msg))
+		return
+	}
+	var meta struct {
+		Meta struct {
+			IDs []string `json:"parley/delivered"`
+		} `json:"_meta"`
+	}
+	json.Unmarshal(n.Params, &meta)
+	out := p.Push(n.Params)
+	if out == nil {
+		return
+	}
+	if b.writeOut(out) != nil {
+		return // the client is gone: the session ends, and puts it back
+	}
+	if ids := meta.Meta.IDs; len(ids) > 0 {
 		st.confirm(c, ids)
 	}
 }

@@ -73,7 +73,23 @@ func (ch *channel) InitResult(msg []byte) []byte {
 	return out
 }
 
-// Start pushes the agent's messages until ctx ends.
+// Push renders a message the daemon pushed on the bridge's stream session
+// (bridge.MethodMessage): leased to the session, confirmed by the bridge
+// once written to Claude Code, put back when the session ends first.
+func (ch *channel) Push(params json.RawMessage) []byte {
+	var p struct {
+		Message *api.MessageInfo `json:"message"`
+	}
+	if json.Unmarshal(params, &p) != nil || p.Message == nil {
+		ch.log.Warn("channel: malformed pushed message", "bytes", len(params))
+		return nil
+	}
+	return channelNotification(p.Message)
+}
+
+// Start pushes the agent's messages until ctx ends, for a bridge whose
+// daemon does not push them (over Streamable HTTP, or an older daemon): it
+// waits for each over the JSON API and confirms it there.
 func (ch *channel) Start(ctx context.Context, write func([]byte) error) {
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/bridge"
 	"github.com/parley-dev/parley/internal/hub"
+	"github.com/parley-dev/parley/internal/ops"
 )
 
 // A stream session is one MCP session on one connection: the bridge (parley
@@ -28,6 +29,13 @@ import (
 // the connection ends, so does the session, and everything it did not
 // confirm goes back to the inbox, marked redelivered. No guess from how a
 // connection ended is needed.
+//
+// A bridge that asks (bridge.HeaderPush: `mcp serve --channel`) also gets
+// the agent's messages pushed as they arrive, each handed to the session
+// as a wait_for_message would (leased, recorded as the channel's wake-up)
+// and written as a bridge.MethodMessage; it confirms each one as it
+// confirms a result's deliveries. That saves the channel an HTTP request
+// per message, and a confirmation per message written at once.
 
 // serveStream serves a stream session on the hijacked connection of r until
 // the connection or the daemon ends. The identity comes from r's headers, as
@@ -45,19 +53,27 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Time{}) // a session may be quiet for hours
-	rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + bridge.StreamProtocol + "\r\n\r\n")
+	push := r.Header.Get(bridge.HeaderPush) != "" && sess.caller.Agent != ""
+	rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + bridge.StreamProtocol + "\r\n")
+	if push {
+		rw.WriteString(bridge.HeaderPush + ": 1\r\n")
+	}
+	rw.WriteString("\r\n")
 	if rw.Flush() != nil {
 		return
 	}
 	// r's context ends when the daemon shuts down; the stream's also when
-	// the connection does.
+	// the connection does. The pusher ends with it, before the connection
+	// closes.
 	ctx, cancel := context.WithCancelCause(r.Context())
+	var pusher sync.WaitGroup
+	defer pusher.Wait()
 	defer cancel(nil)
 	defer context.AfterFunc(ctx, func() { conn.Close() })()
 	// The client may have sent its first messages right behind the request:
 	// they are in rw's buffer.
 	t := &streamTransport{IOTransport: mcp.IOTransport{Reader: readCloser{rw.Reader, conn}, Writer: conn, MaxLineLength: int(s.opts.MaxRequestBytes)},
-		s: s, ctx: ctx, cancel: cancel, header: r.Header.Clone(), ready: make(chan struct{})}
+		s: s, ctx: ctx, cancel: cancel, header: r.Header.Clone(), ready: make(chan struct{}), push: push, pusher: &pusher}
 	ss, err := s.server(sess.caller.Profiles).Connect(ctx, t, nil)
 	if err != nil {
 		s.log.Warn("mcp stream: connect", "err", err)
@@ -79,6 +95,8 @@ type streamTransport struct {
 	header http.Header // of the upgrade request
 	sess   *session    // set before ready is closed
 	ready  chan struct{}
+	push   bool            // push the agent's messages once initialized
+	pusher *sync.WaitGroup // the pusher's, once started
 }
 
 func (t *streamTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -121,6 +139,10 @@ func (c *streamConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		if req.Method == bridge.MethodDelivered {
 			c.confirm(req.Params)
 			continue
+		}
+		if req.Method == "notifications/initialized" && t.push {
+			t.push = false // once: a second one is the SDK's to refuse
+			t.pusher.Go(func() { c.pushMessages(t.ctx) })
 		}
 		if req.IsCall() {
 			key := strconv.FormatUint(t.s.nextReq.Add(1), 36)
@@ -172,6 +194,57 @@ func (c *streamConn) confirm(params json.RawMessage) {
 		return
 	}
 	c.t.s.hub.ConfirmLater(c.t.sess.caller.Session, p.MessageIDs)
+}
+
+// pushMessages hands the agent's messages to the session as they arrive
+// and writes each as a bridge.MethodMessage, until ctx (the stream's) ends.
+// What it took and could not write stays leased to the session, which puts
+// it back as it ends, with the connection.
+func (c *streamConn) pushMessages(ctx context.Context) {
+	s := c.t.s
+	caller := c.t.sess.caller // a copy: its reads record the channel
+	caller.Via = hub.WakeChannel
+	backoff := storeRetry
+	for ctx.Err() == nil {
+		mi, err := s.ops.Receive(ctx, &caller, ops.Forever)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			// The store cannot serve (PostgreSQL restarting): look again,
+			// not too often.
+			s.log.Warn("mcp stream: push messages", "agent", caller.Agent, "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, 5*time.Second)
+			continue
+		}
+		backoff = storeRetry
+		if mi == nil {
+			continue
+		}
+		params, err := json.Marshal(pushed{Message: mi, Meta: map[string][]string{bridge.MetaDelivered: {mi.MessageID}}})
+		if err != nil { // not for a message that was stored: give it back
+			s.log.Warn("mcp stream: push messages", "err", err)
+			s.hub.Release(context.WithoutCancel(ctx), caller.Session, []string{mi.MessageID})
+			continue
+		}
+		if c.Connection.Write(ctx, &jsonrpc.Request{Method: bridge.MethodMessage, Params: params}) != nil {
+			return
+		}
+	}
+}
+
+// storeRetry is how soon a pusher that the store refused looks again.
+const storeRetry = 100 * time.Millisecond
+
+// pushed is the params of a bridge.MethodMessage.
+type pushed struct {
+	Message *api.MessageInfo    `json:"message"`
+	Meta    map[string][]string `json:"_meta"`
 }
 
 // readCloser reads what the hijack buffered, then the connection, and

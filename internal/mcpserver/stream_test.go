@@ -10,11 +10,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/parley-dev/parley/internal/api"
@@ -29,6 +31,18 @@ import (
 // that are not stream upgrades.
 func streamServer(t testing.TB, e *env) (sock string, posts *atomic.Int64) {
 	t.Helper()
+	posts = new(atomic.Int64)
+	return serveUnix(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") == "" {
+			posts.Add(1)
+		}
+		e.mcp.ServeHTTP(w, r)
+	})), posts
+}
+
+// serveUnix serves h on a Unix socket until the test ends.
+func serveUnix(t testing.TB, h http.Handler) (sock string) {
+	t.Helper()
 	dir, err := os.MkdirTemp("/tmp", "ps")
 	if err != nil {
 		t.Fatal(err)
@@ -39,16 +53,10 @@ func streamServer(t testing.TB, e *env) (sock string, posts *atomic.Int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	posts = new(atomic.Int64)
-	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Upgrade") == "" {
-			posts.Add(1)
-		}
-		e.mcp.ServeHTTP(w, r)
-	})}
+	hs := &http.Server{Handler: h}
 	go hs.Serve(ln)
 	t.Cleanup(func() { hs.Close() })
-	return sock, posts
+	return sock
 }
 
 // upgrade opens a stream session of agent, as the bridge does.
@@ -60,6 +68,16 @@ func upgrade(t testing.TB, sock, ws, agent string) (net.Conn, *bufio.Reader) {
 		t.Fatalf("upgrade: %v", err)
 	}
 	return c, br
+}
+
+// joinAll joins the agents to ws.
+func joinAll(t *testing.T, e *env, ws string, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		if _, err := e.hub.Join(context.Background(), hub.JoinRequest{Workspace: ws, Name: n, Role: "dev"}); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func sendTo(t *testing.T, e *env, ws, to, content string) string {
@@ -87,11 +105,7 @@ func deliveryOf(t *testing.T, e *env, ws, id string) *hub.Delivery {
 func TestStreamSession(t *testing.T) {
 	e := newEnv(t)
 	const ws = "stream"
-	for _, n := range []string{"alice", "bob"} {
-		if _, err := e.hub.Join(context.Background(), hub.JoinRequest{Workspace: ws, Name: n, Role: "dev"}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	joinAll(t, e, ws, "alice", "bob")
 	sock, posts := streamServer(t, e)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
@@ -143,11 +157,7 @@ func TestStreamSession(t *testing.T) {
 func TestStreamUnconfirmedGoesBack(t *testing.T) {
 	e := newEnv(t)
 	const ws = "stream"
-	for _, n := range []string{"alice", "bob"} {
-		if _, err := e.hub.Join(context.Background(), hub.JoinRequest{Workspace: ws, Name: n, Role: "dev"}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	joinAll(t, e, ws, "alice", "bob")
 	sock, _ := streamServer(t, e)
 	id := sendTo(t, e, ws, "bob", "never confirmed")
 
@@ -181,21 +191,243 @@ func TestStreamUnconfirmedGoesBack(t *testing.T) {
 	waitFor(t, "the session to end", func() bool { return e.mcp.Sessions() == 0 })
 }
 
+// pushStream opens a stream session of agent that asks for pushes, and
+// initializes it.
+func pushStream(t *testing.T, sock, ws, agent string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	c, br, err := bridge.DialStream(context.Background(), "unix", sock, "http://parley/mcp",
+		http.Header{api.HeaderAgent: {agent}, api.HeaderWorkspace: {ws}, bridge.HeaderPush: {"1"}})
+	if err != nil {
+		t.Fatalf("upgrade: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	fmt.Fprintln(c, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	fmt.Fprintln(c, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return c, br
+}
+
+// pushedLine reads the stream until the daemon pushes a message, and
+// returns it.
+func pushedLine(t *testing.T, br *bufio.Reader) (msg api.MessageInfo, ids []string) {
+	t.Helper()
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("read the push: %v", err)
+		}
+		var n struct {
+			Method string `json:"method"`
+			Params struct {
+				Message api.MessageInfo `json:"message"`
+				Meta    struct {
+					IDs []string `json:"parley/delivered"`
+				} `json:"_meta"`
+			} `json:"params"`
+		}
+		if json.Unmarshal([]byte(line), &n) == nil && n.Method == bridge.MethodMessage {
+			return n.Params.Message, n.Params.Meta.IDs
+		}
+	}
+}
+
+// TestStreamPush: a stream that asks for pushes gets each of its agent's
+// messages as it arrives, leased to the session and recorded as the
+// channel's wake-up; one it confirms is read, one it never confirms goes
+// back, marked, when the session ends, and the next push says it is a
+// repeat.
+func TestStreamPush(t *testing.T) {
+	e := newEnv(t)
+	const ws = "stream"
+	joinAll(t, e, ws, "alice", "bob")
+	sock, _ := streamServer(t, e)
+	c, br := pushStream(t, sock, ws, "bob")
+	first := sendTo(t, e, ws, "bob", "pushed")
+	m, ids := pushedLine(t, br)
+	if m.MessageID != first || m.Content != "pushed" || m.From != "alice" || len(ids) != 1 || ids[0] != first {
+		t.Fatalf("push: got %+v listing %v, want message %s listing itself", m, ids, first)
+	}
+	d := deliveryOf(t, e, ws, first)
+	if d.State != hub.Delivered || d.WokeVia != hub.WakeChannel {
+		t.Fatalf("pushed, not confirmed: state %s via %q, want delivered (leased) via channel", d.State, d.WokeVia)
+	}
+	fmt.Fprintf(c, `{"jsonrpc":"2.0","method":%q,"params":{"messageIds":[%q]}}`+"\n", bridge.MethodDelivered, first)
+	waitFor(t, "the confirmation", func() bool { return deliveryOf(t, e, ws, first).State == hub.Read })
+
+	second := sendTo(t, e, ws, "bob", "never confirmed")
+	if m, _ := pushedLine(t, br); m.MessageID != second || m.Redelivered {
+		t.Fatalf("second push: got %+v, want %s, not a repeat", m, second)
+	}
+	c.Close()
+	waitFor(t, "the unconfirmed push back in the inbox", func() bool { return deliveryOf(t, e, ws, second).State == hub.Redelivered })
+	waitFor(t, "the session to end", func() bool { return e.mcp.Sessions() == 0 })
+
+	_, br = pushStream(t, sock, ws, "bob")
+	if m, _ := pushedLine(t, br); m.MessageID != second || !m.Redelivered || m.DeliveryCount != 2 {
+		t.Fatalf("push to the next session: got %+v, want %s marked redelivered, count 2", m, second)
+	}
+	if d := deliveryOf(t, e, ws, first); d.State != hub.Read {
+		t.Errorf("the confirmed message: state %s, want read", d.State)
+	}
+}
+
+// TestStreamPushOnlyWhenAsked: a daemon pushes only to a stream that asks,
+// and says on its 101 whether it will; a session with no agent has nothing
+// to push.
+func TestStreamPushOnlyWhenAsked(t *testing.T) {
+	e := newEnv(t)
+	sock, _ := streamServer(t, e)
+	for _, tc := range []struct {
+		name string
+		h    http.Header
+		want bool
+	}{
+		{"asked", http.Header{api.HeaderAgent: {"bob"}, api.HeaderWorkspace: {"w"}, bridge.HeaderPush: {"1"}}, true},
+		{"not asked", http.Header{api.HeaderAgent: {"bob"}, api.HeaderWorkspace: {"w"}}, false},
+		{"no agent", http.Header{api.HeaderWorkspace: {"w"}, bridge.HeaderPush: {"1"}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := net.Dial("unix", sock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			req, _ := http.NewRequest(http.MethodGet, "http://parley/mcp", nil)
+			req.Header = tc.h
+			req.Header.Set("Connection", "Upgrade")
+			req.Header.Set("Upgrade", bridge.StreamProtocol)
+			req.Write(c)
+			resp, err := http.ReadResponse(bufio.NewReader(c), req)
+			if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+				t.Fatalf("upgrade: %v %v", resp, err)
+			}
+			if got := resp.Header.Get(bridge.HeaderPush) != ""; got != tc.want {
+				t.Errorf("101 says it pushes: %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// pusher is a bridge extension that takes pushed messages, as `mcp serve
+// --channel` does, or fetches them itself when Start runs.
+type pusher struct {
+	started chan struct{}
+}
+
+func (p *pusher) InitResult(msg []byte) []byte { return msg }
+func (p *pusher) Start(ctx context.Context, write func([]byte) error) {
+	close(p.started)
+}
+func (p *pusher) Intercept(context.Context, string, []byte, func([]byte) error) bool { return false }
+func (p *pusher) Push(params json.RawMessage) []byte {
+	var n struct {
+		Message api.MessageInfo `json:"message"`
+	}
+	json.Unmarshal(params, &n)
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/test/pushed",
+		"params": map[string]string{"content": n.Message.Content, "id": n.Message.MessageID}})
+	return b
+}
+
+// notes hands a test the notifications the client gets.
+type notes struct {
+	mcp.Transport
+	ch chan string
+}
+
+type notesConn struct {
+	mcp.Connection
+	ch chan string
+}
+
+func (n *notes) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := n.Transport.Connect(ctx)
+	return notesConn{c, n.ch}, err
+}
+
+func (c notesConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	m, err := c.Connection.Read(ctx)
+	if r, ok := m.(*jsonrpc.Request); ok && r.Method == "notifications/test/pushed" {
+		c.ch <- string(r.Params)
+	}
+	return m, err
+}
+
+// TestBridgePush: the bridge of a Pusher extension asks the daemon for
+// pushes, writes what the extension renders of each to its client and
+// confirms it; it never starts the extension's own fetching. A daemon that
+// does not push (an older one: here, one that never sees the ask) leaves
+// the fetching to the extension.
+func TestBridgePush(t *testing.T) {
+	for _, daemonPushes := range []bool{true, false} {
+		t.Run(fmt.Sprintf("daemon pushes %v", daemonPushes), func(t *testing.T) {
+			e := newEnv(t)
+			const ws = "stream"
+			joinAll(t, e, ws, "alice", "bob")
+			sock, _ := streamServer(t, e)
+			if !daemonPushes {
+				// As a daemon that does not know bridge.HeaderPush.
+				sock = serveUnix(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					r.Header.Del(bridge.HeaderPush)
+					e.mcp.ServeHTTP(w, r)
+				}))
+			}
+			ext := &pusher{started: make(chan struct{})}
+			inR, inW := io.Pipe()
+			outR, outW := io.Pipe()
+			done := make(chan error, 1)
+			go func() {
+				done <- bridge.Run(context.Background(), inR, outW, &bridge.Options{SocketPath: sock, Stream: true, Extension: ext,
+					Header: http.Header{api.HeaderAgent: {"bob"}, api.HeaderWorkspace: {ws}}})
+				outW.Close()
+			}()
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			tr := &notes{Transport: &mcp.IOTransport{Reader: outR, Writer: inW}, ch: make(chan string, 8)}
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !daemonPushes {
+				select {
+				case <-ext.started:
+				case <-ctx.Done():
+					t.Fatal("the extension was not started by a bridge whose daemon does not push")
+				}
+				cs.Close()
+				<-done
+				return
+			}
+			id := sendTo(t, e, ws, "bob", "through the bridge")
+			select {
+			case got := <-tr.ch:
+				if !strings.Contains(got, id) || !strings.Contains(got, "through the bridge") {
+					t.Errorf("pushed: got %s, want message %s", got, id)
+				}
+			case <-ctx.Done():
+				t.Fatal("no push reached the client")
+			}
+			waitFor(t, "the bridge's confirmation", func() bool { return deliveryOf(t, e, ws, id).State == hub.Read })
+			select {
+			case <-ext.started:
+				t.Error("the extension's Start ran although the daemon pushes")
+			default:
+			}
+			cs.Close()
+			if err := <-done; err != nil {
+				t.Errorf("bridge: %v", err)
+			}
+		})
+	}
+}
+
 // BenchmarkStreamWhoami compares one whoami over Streamable HTTP with the
 // same call on the daemon's stream, from a go-sdk client on it directly and
 // through the bridge (in process, over pipes): the bridge's own cost.
 func BenchmarkStreamWhoami(b *testing.B) {
 	for _, via := range []string{"http", "stream", "bridge"} {
 		b.Run(via, func(b *testing.B) {
-			dir, _ := os.MkdirTemp("/tmp", "pm")
-			defer os.RemoveAll(dir)
-			db, err := sqlite.Open(context.Background(), filepath.Join(dir, "p.db"), nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer db.Close()
-			e := &env{mcp: mcpserver.New(ops.New(hub.New(db, nil), nil), nil)}
-			sock, _ := streamServer(b, e)
+			sock := benchServer(b)
 			ctx := context.Background()
 			var tr mcp.Transport
 			switch via {
@@ -211,24 +443,17 @@ func BenchmarkStreamWhoami(b *testing.B) {
 					io.Reader
 					io.Closer
 				}{br, c}, Writer: c}
-			case "bridge":
-				inR, inW := io.Pipe()
-				outR, outW := io.Pipe()
-				done := make(chan struct{})
-				go func() {
-					bridge.Run(ctx, inR, outW, &bridge.Options{SocketPath: sock, Stream: true,
-						Header: http.Header{api.HeaderAgent: {"a"}, api.HeaderWorkspace: {"w"}}})
-					outW.Close()
-					close(done)
-				}()
-				defer func() { inW.Close(); <-done }()
-				tr = &mcp.IOTransport{Reader: outR, Writer: inW}
 			}
-			cs, err := mcp.NewClient(&mcp.Implementation{Name: "b", Version: "1"}, nil).Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-			if err != nil {
-				b.Fatal(err)
+			var cs *mcp.ClientSession
+			if via == "bridge" {
+				cs = bridged(b, sock, "a", nil, nil)
+			} else {
+				var err error
+				if cs, err = mcp.NewClient(&mcp.Implementation{Name: "b", Version: "1"}, nil).Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}); err != nil {
+					b.Fatal(err)
+				}
+				defer cs.Close()
 			}
-			defer cs.Close()
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
@@ -238,4 +463,70 @@ func BenchmarkStreamWhoami(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkStreamPush measures send_message through one bridge until the
+// recipient's bridge (a Pusher, as `mcp serve --channel`) writes the pushed
+// message to its client, all in process over pipes: with -cpuprofile, where
+// the daemon's, the bridges' and the SDK's time goes.
+func BenchmarkStreamPush(b *testing.B) {
+	sock := benchServer(b)
+	ctx := context.Background()
+	pushes := make(chan string, 1)
+	bridged(b, sock, "bob", &pusher{started: make(chan struct{})}, func(t mcp.Transport) mcp.Transport { return &notes{Transport: t, ch: pushes} })
+	alice := bridged(b, sock, "alice", nil, nil)
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		if _, err := alice.CallTool(ctx, &mcp.CallToolParams{Name: "send_message", Arguments: map[string]any{"to": "bob", "content": "ping"}}); err != nil {
+			b.Fatal(err)
+		}
+		<-pushes
+		lat = append(lat, time.Since(start))
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "push-p50-us")
+}
+
+// benchServer serves /mcp of a daemon's parts on a Unix socket, with a
+// SQLite store, until the benchmark ends.
+func benchServer(b *testing.B) (sock string) {
+	dir, _ := os.MkdirTemp("/tmp", "pm")
+	b.Cleanup(func() { os.RemoveAll(dir) })
+	db, err := sqlite.Open(context.Background(), filepath.Join(dir, "p.db"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	sock, _ = streamServer(b, &env{mcp: mcpserver.New(ops.New(hub.New(db, nil), nil), nil)})
+	return sock
+}
+
+// bridged connects a go-sdk client as agent through the bridge (in
+// process, over pipes), with ext; wrap, if set, wraps the client's
+// transport.
+func bridged(b *testing.B, sock, agent string, ext bridge.Extension, wrap func(mcp.Transport) mcp.Transport) *mcp.ClientSession {
+	ctx := context.Background()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan struct{})
+	go func() {
+		bridge.Run(ctx, inR, outW, &bridge.Options{SocketPath: sock, Stream: true, Extension: ext,
+			Header: http.Header{api.HeaderAgent: {agent}, api.HeaderWorkspace: {"w"}}})
+		outW.Close()
+		close(done)
+	}()
+	b.Cleanup(func() { inW.Close(); <-done })
+	var tr mcp.Transport = &mcp.IOTransport{Reader: outR, Writer: inW}
+	if wrap != nil {
+		tr = wrap(tr)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "b", Version: "1"}, nil).Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cs.Close() })
+	return cs
 }
