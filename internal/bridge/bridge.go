@@ -1038,16 +1038,20 @@ func deliveredIDs(msg []byte) []string {
 		return nil
 	}
 	var r struct {
-		Result struct {
-			Meta struct {
-				IDs []string `json:"parley/delivered"`
-			} `json:"_meta"`
-		} `json:"result"`
+		Result delivered `json:"result"`
 	}
 	if json.Unmarshal(msg, &r) != nil {
 		return nil
 	}
 	return r.Result.Meta.IDs
+}
+
+// delivered is where a result or a pushed message lists, in its _meta, the
+// message ids it hands out (MetaDelivered).
+type delivered struct {
+	Meta struct {
+		IDs []string `json:"parley/delivered"`
+	} `json:"_meta"`
 }
 
 // confirm tells the server that the client has the messages with the ids: the

@@ -426,11 +426,7 @@ func (st *stream) push(c net.Conn, msg []byte) {
 		b.log.Warn("dropping a pushed message", "bytes", len(msg))
 		return
 	}
-	var meta struct {
-		Meta struct {
-			IDs []string `json:"parley/delivered"`
-		} `json:"_meta"`
-	}
+	var meta delivered
 	json.Unmarshal(n.Params, &meta)
 	out := p.Push(n.Params)
 	if out == nil {
