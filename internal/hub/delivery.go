@@ -1,6 +1,10 @@
 package hub
 
-import "time"
+import (
+	"fmt"
+	"slices"
+	"time"
+)
 
 // DeliveryState is where one recipient's copy of a message stands.
 //
@@ -93,6 +97,51 @@ type TakeQuery struct {
 	Confirm []string
 
 	lease time.Duration // how long the hub leases, when not its default
+}
+
+// Handoff is a recipient's copy of a new message that its send hands
+// straight to a reader blocked waiting for it, instead of queueing it: the
+// store writes the copy as Take would have handed it out at Now (Delivered,
+// count 1, leased to Reader until LeaseUntil; or Read at Now without a
+// reader; its wake path Via), in the send's own transaction, so the reader's
+// wake-up costs no write of its own.
+type Handoff struct {
+	Recipient  string
+	Reader     string
+	Now        time.Time
+	LeaseUntil time.Time
+	Via        WakePath
+}
+
+// Delivery is the copy a handoff of m makes, as Take would return it.
+func (o Handoff) Delivery(m *Message) *Delivery {
+	d := &Delivery{Workspace: m.Workspace, Recipient: o.Recipient, MessageID: m.ID, Message: m,
+		Count: 1, DeliveredAt: o.Now}
+	if o.Via != "" {
+		d.WokeVia, d.WokeAt = o.Via, o.Now
+	}
+	if o.Reader == "" {
+		d.State, d.ReadAt = Read, o.Now
+	} else {
+		d.State, d.Reader, d.LeaseUntil = Delivered, o.Reader, o.LeaseUntil
+	}
+	return d
+}
+
+// CheckHandoffs checks that each handed recipient is one of recipients, and
+// handed once: a store's send checks it before it writes.
+func CheckHandoffs(recipients []string, handed []Handoff) error {
+	for i, o := range handed {
+		if !slices.Contains(recipients, o.Recipient) {
+			return fmt.Errorf("handed recipient %q is not a recipient", o.Recipient)
+		}
+		for _, p := range handed[:i] {
+			if p.Recipient == o.Recipient {
+				return fmt.Errorf("recipient %q is handed twice", o.Recipient)
+			}
+		}
+	}
+	return nil
 }
 
 // ReleaseQuery selects leased deliveries to put back in their inboxes.

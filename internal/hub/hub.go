@@ -59,7 +59,7 @@ type Hub struct {
 	host       string
 
 	mu       sync.Mutex
-	waiters  map[inboxKey]map[chan struct{}]struct{}
+	waiters  map[inboxKey]map[*waiter]struct{}
 	sessions map[inboxKey]int       // open MCP sessions per agent
 	seen     map[inboxKey]time.Time // last seen, in memory, fresher than the store
 	written  map[inboxKey]time.Time // last-seen time last written to the store
@@ -117,7 +117,7 @@ func New(store Store, opts *Options) *Hub {
 		lease:      o.Lease,
 		sweepEvery: o.SweepEvery,
 		host:       o.Host,
-		waiters:    make(map[inboxKey]map[chan struct{}]struct{}),
+		waiters:    make(map[inboxKey]map[*waiter]struct{}),
 		sessions:   make(map[inboxKey]int),
 		seen:       make(map[inboxKey]time.Time),
 		written:    make(map[inboxKey]time.Time),

@@ -164,27 +164,40 @@ func (h *Hub) Next(ctx context.Context, r WaitRequest) (*Delivery, error) {
 // block hands out the first delivery q selects, waiting for wake-ups on the
 // inbox key until one comes, the timeout passes (nil delivery, nil error) or
 // ctx ends. It registers interest before it looks, so a message sent at any
-// moment wakes it; the agent who waits counts as present meanwhile.
+// moment wakes it, or is handed to it (handoff.go); the agent who waits
+// counts as present meanwhile.
 func (h *Hub) block(ctx context.Context, key, agent inboxKey, timeout time.Duration,
-	progress func(time.Duration), every time.Duration, q TakeQuery) (*Delivery, error) {
-	ch := make(chan struct{}, 1)
+	progress func(time.Duration), every time.Duration, q TakeQuery) (d *Delivery, err error) {
+	w := newWaiter(q)
 	h.mu.Lock()
 	if h.waiters[key] == nil {
-		h.waiters[key] = make(map[chan struct{}]struct{})
+		h.waiters[key] = make(map[*waiter]struct{})
 	}
-	h.waiters[key][ch] = struct{}{}
+	h.waiters[key][w] = struct{}{}
 	h.sessions[agent]++ // a blocked waiter is present
 	h.mu.Unlock()
 	defer func() {
 		h.mu.Lock()
-		delete(h.waiters[key], ch)
+		delete(h.waiters[key], w)
 		if len(h.waiters[key]) == 0 {
 			delete(h.waiters, key)
 		}
 		if h.sessions[agent]--; h.sessions[agent] <= 0 {
 			delete(h.sessions, agent)
 		}
+		held := w.claimed || len(w.handed) > 0
 		h.mu.Unlock()
+		if held && d == nil {
+			// A send handed this wait a message as it ended: take it
+			// (at the timeout), or put it back (ctx ended, or an error).
+			if got := <-w.handed; got != nil {
+				if err == nil {
+					d, err = h.received(ctx, got)
+				} else {
+					h.release(context.WithoutCancel(ctx), ReleaseQuery{Reader: got.Reader, MessageIDs: []string{got.MessageID}})
+				}
+			}
+		}
 		h.Touch(context.Background(), agent.ws, agent.name)
 	}()
 	h.Touch(ctx, agent.ws, agent.name)
@@ -212,12 +225,19 @@ func (h *Hub) block(ctx context.Context, key, agent inboxKey, timeout time.Durat
 		backoff = storeRetryMin
 	)
 	for first := true; ; first = false {
+		if h.held(w) {
+			// A send holds this wait: its outcome comes first.
+			if got := <-w.handed; got != nil {
+				return h.received(ctx, got)
+			}
+		}
 		ds, err := h.look(ctx, q, first)
 		switch {
 		case err == nil && len(ds) > 0:
 			return ds[0], nil
 		case err == nil:
 			down, retry, backoff = nil, nil, storeRetryMin
+			h.park(w)
 		case !first && KindOf(err) == Unavailable && ctx.Err() == nil:
 			down, retry = err, time.After(backoff)
 			backoff = min(2*backoff, storeRetryMax)
@@ -226,7 +246,12 @@ func (h *Hub) block(ctx context.Context, key, agent inboxKey, timeout time.Durat
 		}
 	sleep:
 		select {
-		case <-ch:
+		case got := <-w.handed:
+			if got != nil {
+				return h.received(ctx, got)
+			}
+			// The send failed: nothing new, but look again.
+		case <-w.wake:
 		case <-retry:
 		case <-timer.C:
 			return nil, down
@@ -243,9 +268,10 @@ func (h *Hub) block(ctx context.Context, key, agent inboxKey, timeout time.Durat
 // empty inbox, so its first look counts the inbox on the read pool first
 // and takes only if there is something: the take queues on the store's one
 // writer (about ten times the count's cost on SQLite), behind the sends
-// that would wake this wait. A message stored after the count wakes the
-// wait, which then takes it. The reader's pending confirmations, which a
-// take would have written, ride that take instead (or the next sweep).
+// that would wake this wait. A message sent after the count is handed to
+// the wait by its send (handoff.go), or wakes it to take. The reader's
+// pending confirmations, which a take would have written, ride its next
+// take instead (or the next sweep).
 func (h *Hub) look(ctx context.Context, q TakeQuery, first bool) ([]*Delivery, error) {
 	if first {
 		// Unread counts what q selects before its thread and position

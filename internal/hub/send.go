@@ -48,24 +48,33 @@ func (h *Hub) Send(ctx context.Context, r SendRequest) (*SendResult, error) {
 	return h.deliver(ctx, m, recips, agents)
 }
 
-// deliver stores m for recips and wakes them. agents, if not nil, are the
+// deliver stores m for recips and wakes them, handing m straight to the
+// waits parked on their inboxes (handoff.go). agents, if not nil, are the
 // workspace's agents as resolving the address read them; presence uses them.
 func (h *Hub) deliver(ctx context.Context, m *Message, recips []string, agents []*Agent) (*SendResult, error) {
+	cs := h.claimWaits(m, recips)
+	handed := handoffs(cs)
 	if s, ok := h.store.(SendStore); ok {
-		as, err := s.SendMessage(ctx, m, recips)
+		as, err := s.SendMessage(ctx, m, recips, handed...)
 		if err != nil {
+			h.settleClaims(cs, nil)
 			return nil, withOp("send", err)
 		}
-		h.wakeLocal(m.Workspace, recips)   // the store told the other daemons
-		agents = append([]*Agent{}, as...) // not nil: presence reads nothing more
+		h.wakeLocal(m.Workspace, others(recips, cs)) // the store told the other daemons
+		agents = append([]*Agent{}, as...)           // not nil: presence reads nothing more
 	} else {
-		if err := h.store.CreateMessage(ctx, m, recips); err != nil {
+		if err := h.store.CreateMessage(ctx, m, recips, handed...); err != nil {
+			h.settleClaims(cs, nil)
 			return nil, withOp("send", err)
 		}
-		h.wake(ctx, m.Workspace, recips)
+		h.wake(ctx, m.Workspace, others(recips, cs))
 	}
-	h.Touch(ctx, m.Workspace, m.From)
 	h.publish(Event{Kind: EventMessageSent, Workspace: m.Workspace, Agent: m.From, Message: m, Recipients: recips})
+	for _, o := range handed {
+		h.publishDeliveries(EventMessageDelivered, []*Delivery{o.Delivery(m)})
+	}
+	h.settleClaims(cs, m)
+	h.Touch(ctx, m.Workspace, m.From)
 	return &SendResult{Message: m, Recipients: recips, Presence: h.presence(ctx, m.Workspace, recips, agents)}, nil
 }
 

@@ -24,8 +24,10 @@ type Store interface {
 	// Unknown agents are ignored.
 	TouchAgents(ctx context.Context, ws string, seen map[string]time.Time) error
 
-	// CreateMessage stores m with one Queued delivery per recipient, atomically.
-	CreateMessage(ctx context.Context, m *Message, recipients []string) error
+	// CreateMessage stores m with one delivery per recipient, atomically:
+	// Queued, or handed out at once for the recipients of handed (see
+	// Handoff). Each handed recipient must be one of recipients, once.
+	CreateMessage(ctx context.Context, m *Message, recipients []string, handed ...Handoff) error
 	// Message returns the message with the id in ws, or NotFound.
 	Message(ctx context.Context, ws, id string) (*Message, error)
 	// Take hands up to q.Limit of the recipient's inbox deliveries (Queued or
@@ -114,8 +116,9 @@ type Store interface {
 // message in the same transaction, so the hub does not notify after it.
 type SendStore interface {
 	// SendMessage is CreateMessage that also returns the agents of the
-	// recipients that exist, in any order.
-	SendMessage(ctx context.Context, m *Message, recipients []string) ([]*Agent, error)
+	// recipients that exist, in any order. Handed recipients need no
+	// wake-up: the other daemons are not told of them.
+	SendMessage(ctx context.Context, m *Message, recipients []string, handed ...Handoff) ([]*Agent, error)
 }
 
 // PresenceStore is a Store that several daemons share and that records when

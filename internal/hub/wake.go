@@ -36,11 +36,8 @@ func (h *Hub) wakeLocal(ws string, recipients []string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, name := range recipients {
-		for ch := range h.waiters[inboxKey{ws, name}] {
-			select {
-			case ch <- struct{}{}:
-			default: // already signalled
-			}
+		for w := range h.waiters[inboxKey{ws, name}] {
+			w.signal()
 		}
 	}
 }
@@ -58,12 +55,9 @@ func (h *Hub) Waiters(ws, agent string) int {
 func (h *Hub) WakeAll() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, chans := range h.waiters {
-		for ch := range chans {
-			select {
-			case ch <- struct{}{}:
-			default: // already signalled
-			}
+	for _, ws := range h.waiters {
+		for w := range ws {
+			w.signal()
 		}
 	}
 }

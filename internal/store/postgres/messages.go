@@ -72,8 +72,8 @@ func metadataArg(md map[string]string) (any, error) {
 // WAL flush for all the sends that queued while the previous batch
 // committed, which also tells the other daemons on the database. It returns
 // once m is durable.
-func (db *DB) CreateMessage(ctx context.Context, m *hub.Message, recipients []string) error {
-	p, err := db.newSend(m, recipients)
+func (db *DB) CreateMessage(ctx context.Context, m *hub.Message, recipients []string, handed ...hub.Handoff) error {
+	p, err := db.newSend(m, recipients, handed)
 	if err != nil {
 		return err
 	}
@@ -81,7 +81,7 @@ func (db *DB) CreateMessage(ctx context.Context, m *hub.Message, recipients []st
 }
 
 // newSend checks m and prepares its send.
-func (db *DB) newSend(m *hub.Message, recipients []string) (*pendingSend, error) {
+func (db *DB) newSend(m *hub.Message, recipients []string, handed []hub.Handoff) (*pendingSend, error) {
 	const op = "create message"
 	if m.ID == "" || m.Workspace == "" {
 		return nil, hub.Errorf(op, hub.Invalid, "message needs an id and a workspace")
@@ -92,11 +92,14 @@ func (db *DB) newSend(m *hub.Message, recipients []string) (*pendingSend, error)
 	if !m.AckDeadline.IsZero() && !m.AckRequired {
 		return nil, hub.Errorf(op, hub.Invalid, "an ack deadline needs ack_required")
 	}
+	if err := hub.CheckHandoffs(recipients, handed); err != nil {
+		return nil, hub.Errorf(op, hub.Invalid, "%w", err)
+	}
 	md, err := metadataArg(m.Metadata)
 	if err != nil {
 		return nil, hub.Errorf(op, hub.Invalid, "encode metadata: %w", err)
 	}
-	return &pendingSend{m: m, recipients: distinct(recipients), metadata: md}, nil
+	return &pendingSend{m: m, recipients: distinct(recipients), handed: handed, metadata: md}, nil
 }
 
 // distinct returns names without repeats, in their order; never nil.

@@ -43,6 +43,7 @@ const sendTimeout = 15 * time.Second
 type pendingSend struct {
 	m          *hub.Message
 	recipients []string
+	handed     []hub.Handoff
 	metadata   any  // the JSON text, or nil
 	read       bool // read the recipients' agents (SendMessage)
 
@@ -59,8 +60,8 @@ const notify = `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`
 // (those that exist) as read in the same round trip (hub.SendStore). Like
 // CreateMessage, it tells the other daemons on the database of the message
 // when it commits.
-func (db *DB) SendMessage(ctx context.Context, m *hub.Message, recipients []string) ([]*hub.Agent, error) {
-	p, err := db.newSend(m, recipients)
+func (db *DB) SendMessage(ctx context.Context, m *hub.Message, recipients []string, handed ...hub.Handoff) ([]*hub.Agent, error) {
+	p, err := db.newSend(m, recipients, handed)
 	if err != nil {
 		return nil, err
 	}
@@ -104,6 +105,7 @@ func (db *DB) commit(ctx context.Context, batch []*pendingSend) error {
 	const op = "create message"
 	var b pgx.Batch
 	newWS := db.queueInsert(&b, batch)
+	handOut := db.queueHandOut(&b, batch)
 	idx, wss, names := []int32{}, []string{}, []string{}
 	for i, p := range batch {
 		if p.read {
@@ -120,6 +122,9 @@ func (db *DB) commit(ctx context.Context, batch []*pendingSend) error {
 	b.Queue(notify, channel, db.wakePayloads(batch))
 	res := db.pool.SendBatch(ctx, &b)
 	_, err := res.Exec()
+	if err == nil && handOut {
+		_, err = res.Exec()
+	}
 	if err == nil && read {
 		var rows pgx.Rows
 		if rows, err = res.Query(); err == nil {
@@ -172,7 +177,7 @@ func (db *DB) wakePayloads(batch []*pendingSend) []string {
 			byWS[ws] = []string{}
 		}
 		for _, r := range p.recipients {
-			if !seen[[2]string{ws, r}] {
+			if !seen[[2]string{ws, r}] && !handedTo(p.handed, r) {
 				seen[[2]string{ws, r}] = true
 				byWS[ws] = append(byWS[ws], r)
 			}
@@ -183,6 +188,56 @@ func (db *DB) wakePayloads(batch []*pendingSend) []string {
 		payloads[i] = wakePayload(wire{Origin: db.origin, Workspace: ws, Recipients: byWS[ws]})
 	}
 	return payloads
+}
+
+// handedTo reports whether the recipient's copy is handed out (it needs no
+// wake-up).
+func handedTo(handed []hub.Handoff, recipient string) bool {
+	return slices.ContainsFunc(handed, func(o hub.Handoff) bool { return o.Recipient == recipient })
+}
+
+// handOut writes the copies that sends hand straight to a waiting reader
+// (hub.Handoff) as Take would have handed them out, after the insert in the
+// same implicit transaction.
+const handOut = `UPDATE deliveries d SET reader = h.reader, lease_until = h.lease_until, delivered_at = h.at,
+		delivery_count = 1, read_at = h.read_at, woke_via = h.via,
+		woke_at = CASE WHEN h.via <> '' THEN h.at END,
+		lease_node = CASE WHEN h.reader IS NULL THEN NULL ELSE $8 END
+	FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::timestamptz[], $7::text[])
+		AS h(id, recipient, reader, lease_until, at, read_at, via)
+	JOIN messages m ON m.id = h.id
+	WHERE d.message_seq = m.seq AND d.recipient = h.recipient`
+
+// queueHandOut queues handOut for the batch's handed copies, if it has any,
+// and says whether it did.
+func (db *DB) queueHandOut(b *pgx.Batch, batch []*pendingSend) bool {
+	var (
+		ids, recipients, readers, vias []string
+		leases, ats, readAts           []*time.Time
+	)
+	for _, p := range batch {
+		for _, o := range p.handed {
+			at := o.Now
+			ids, recipients, vias, ats = append(ids, p.m.ID), append(recipients, o.Recipient), append(vias, string(o.Via)), append(ats, &at)
+			if o.Reader == "" {
+				readers, leases, readAts = append(readers, ""), append(leases, nil), append(readAts, &at)
+			} else {
+				lease := o.LeaseUntil
+				readers, leases, readAts = append(readers, o.Reader), append(leases, &lease), append(readAts, nil)
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return false
+	}
+	readerArgs := make([]*string, len(readers))
+	for i := range readers {
+		if readers[i] != "" {
+			readerArgs[i] = &readers[i]
+		}
+	}
+	b.Queue(handOut, ids, recipients, readerArgs, leases, ats, readAts, vias, db.node)
+	return true
 }
 
 // createMessages stores messages, in their order, with their deliveries, in

@@ -31,6 +31,8 @@ type statements struct {
 	wInsMessage    *sql.Stmt
 	wInsDelivery   *sql.Stmt
 	wInsDeliveries *sql.Stmt
+	wInsHanded     *sql.Stmt
+	wHandOut       *sql.Stmt
 	wInsWorkspace  *sql.Stmt
 	wTakeSel       *sql.Stmt
 	wTakeUpd       *sql.Stmt
@@ -70,6 +72,14 @@ func (s *statements) prepare(ctx context.Context, w *sql.Conn, r *sql.DB) error 
 		// agents is one statement in one transaction, not a thousand round trips.
 		{&s.wInsDeliveries, w, `INSERT OR IGNORE INTO deliveries (workspace, recipient, message_seq, rank)
 			SELECT ?1, value, ?2, ?3 FROM json_each(?4) ORDER BY key`},
+		// A copy handed straight to a waiting reader (hub.Handoff): as
+		// wTakeUpd would leave it, never in the inbox.
+		{&s.wInsHanded, w, `INSERT OR IGNORE INTO deliveries (workspace, recipient, message_seq, rank,
+			reader, lease_until, delivered_at, delivery_count, read_at, woke_via, woke_at)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 1, ?8, ?9, CASE WHEN ?9 != '' THEN ?7 ELSE 0 END)`},
+		{&s.wHandOut, w, `UPDATE deliveries SET reader = ?3, lease_until = ?4, delivered_at = ?5,
+			delivery_count = 1, read_at = ?6, woke_via = ?7, woke_at = CASE WHEN ?7 != '' THEN ?5 ELSE 0 END
+			WHERE message_seq = ?1 AND recipient = ?2`},
 		{&s.wInsWorkspace, w, `INSERT OR IGNORE INTO workspaces (name) VALUES (?)`},
 		{&s.wTakeSel, w, `SELECT d.id, ` + delCols + `, ` + msgCols + ` ` + inboxFrom},
 		// Hands out exactly the rows wTakeSel returned, by rowid.
@@ -125,7 +135,7 @@ func (s *statements) prepare(ctx context.Context, w *sql.Conn, r *sql.DB) error 
 }
 
 func (s *statements) close() {
-	for _, st := range []*sql.Stmt{s.wInsMessage, s.wInsDelivery, s.wInsDeliveries, s.wInsWorkspace,
+	for _, st := range []*sql.Stmt{s.wInsMessage, s.wInsDelivery, s.wInsDeliveries, s.wInsHanded, s.wHandOut, s.wInsWorkspace,
 		s.wTakeSel, s.wTakeUpd, s.wConfirm, s.wTouch, s.rUnread, s.rUnreadBy, s.rPeek, s.rMessage, s.rAgent, s.rAgents,
 		s.wResExpire, s.wResLive, s.wResDelete, s.wResPut, s.rResLive, s.wIndexOwed, s.wIndexFTS, s.wIndexWords, s.wIndexDone} {
 		if st != nil {
@@ -204,7 +214,7 @@ func scanMessage(sc rowScanner, lead ...any) (*hub.Message, error) {
 // CreateMessage stores m and one unread delivery per distinct recipient in one
 // transaction. A zero m.CreatedAt is set to now. Payload bytes are kept exactly
 // (nil stays nil); an empty Metadata map reads back as nil.
-func (db *DB) CreateMessage(ctx context.Context, m *hub.Message, recipients []string) error {
+func (db *DB) CreateMessage(ctx context.Context, m *hub.Message, recipients []string, handed ...hub.Handoff) error {
 	const op = "create message"
 	if m.ID == "" || m.Workspace == "" {
 		return hub.Errorf(op, hub.Invalid, "message needs an id and a workspace")
@@ -214,6 +224,9 @@ func (db *DB) CreateMessage(ctx context.Context, m *hub.Message, recipients []st
 	}
 	if !m.AckDeadline.IsZero() && !m.AckRequired {
 		return hub.Errorf(op, hub.Invalid, "an ack deadline needs ack_required")
+	}
+	if err := hub.CheckHandoffs(recipients, handed); err != nil {
+		return hub.Errorf(op, hub.Invalid, "%w", err)
 	}
 	md, err := encodeMetadata(m.Metadata)
 	if err != nil {
@@ -249,12 +262,26 @@ func (db *DB) CreateMessage(ctx context.Context, m *hub.Message, recipients []st
 		if err != nil {
 			return err
 		}
-		switch len(recipients) {
-		case 0:
-		case 1:
+		switch {
+		case len(recipients) == 0:
+		case len(recipients) == 1 && len(handed) == 1:
+			o := handed[0]
+			reader, lease, readAt := handoutCols(o)
+			_, err = db.stmts.wInsHanded.ExecContext(ctx, m.Workspace, recipients[0], seq, rank,
+				reader, lease, nanos(o.Now), readAt, string(o.Via))
+		case len(recipients) == 1:
 			_, err = db.stmts.wInsDelivery.ExecContext(ctx, m.Workspace, recipients[0], seq, rank)
 		default:
-			_, err = db.stmts.wInsDeliveries.ExecContext(ctx, m.Workspace, seq, rank, many)
+			if _, err = db.stmts.wInsDeliveries.ExecContext(ctx, m.Workspace, seq, rank, many); err != nil {
+				return err
+			}
+			for _, o := range handed {
+				reader, lease, readAt := handoutCols(o)
+				if _, err = db.stmts.wHandOut.ExecContext(ctx, seq, o.Recipient,
+					reader, lease, nanos(o.Now), readAt, string(o.Via)); err != nil {
+					return err
+				}
+			}
 		}
 		return err
 	})
@@ -265,6 +292,15 @@ func (db *DB) CreateMessage(ctx context.Context, m *hub.Message, recipients []st
 		db.markKnown(m.Workspace)
 	}
 	return nil
+}
+
+// handoutCols are a handed copy's reader, lease end and read time, as
+// Take writes them: leased to a reader, or read at once without one.
+func handoutCols(o hub.Handoff) (reader any, lease int64, readAt any) {
+	if o.Reader == "" {
+		return nil, 0, nanos(o.Now)
+	}
+	return o.Reader, nanos(o.LeaseUntil), nil
 }
 
 // searchDebt counts the messages queued in search_pending (by whatever

@@ -133,6 +133,67 @@ func testTakeLeases(t *testing.T, s hub.Store) {
 	}
 }
 
+// testHandoff: a send that hands a recipient's copy straight to a waiting
+// reader writes it as a take would have handed it out: out of the inbox,
+// leased (or read without a reader), with its wake path; it confirms and
+// goes back to its place as a taken copy does. Bad hand-offs write nothing.
+func testHandoff(t *testing.T, s hub.Store) {
+	c := ctx(t)
+	f := newFixture(t, s)
+	queued := f.send("ws", "alice", hub.Normal, "queued first", "bob")
+	m := f.msg("ws", "alice", hub.High, "handed")
+	leased := hub.Handoff{Recipient: "bob", Reader: "s1", Now: at(10), LeaseUntil: at(10).Add(time.Minute), Via: hub.WakeChannel}
+	read := hub.Handoff{Recipient: "dave", Now: at(10), Via: hub.WakeWait}
+	if err := s.CreateMessage(c, m, []string{"bob", "carol", "dave"}, leased, read); err != nil {
+		t.Fatalf("CreateMessage with hand-offs: %v", err)
+	}
+	if d := status(t, s, m, "bob"); d.State != hub.Delivered || d.Count != 1 || d.Reader != "s1" ||
+		!d.DeliveredAt.Equal(at(10)) || !d.LeaseUntil.Equal(at(10).Add(time.Minute)) ||
+		d.WokeVia != hub.WakeChannel || !d.WokeAt.Equal(at(10)) || !d.ReadAt.IsZero() {
+		t.Errorf("bob's handed copy: got %+v; want delivered to s1 at %v, count 1, via channel", d, at(10))
+	}
+	if d := status(t, s, m, "dave"); d.State != hub.Read || d.Count != 1 || d.Reader != "" || !d.ReadAt.Equal(at(10)) || d.WokeVia != hub.WakeWait {
+		t.Errorf("dave's handed copy without a reader: got %+v; want read at %v, count 1, via wait", d, at(10))
+	}
+	if d := status(t, s, m, "carol"); d.State != hub.Queued || d.Count != 0 || d.Reader != "" {
+		t.Errorf("carol's copy, not handed: got %+v; want queued", d)
+	}
+	// The handed copy is not in bob's inbox: only the older one is.
+	if n, err := s.Unread(c, "ws", "bob", hub.Low.Rank()); err != nil || n != 1 {
+		t.Errorf("Unread(bob): got %d, %v; want 1", n, err)
+	}
+	if got := take(t, s, "ws", "bob", "s2", 10, at(11)); !slices.Equal(deliveryIDs(got), []string{queued.ID}) {
+		t.Errorf("Take(bob): got %v, want only [%s]", deliveryIDs(got), queued.ID)
+	}
+	// Released, it goes back in its place, marked; confirmed, it is read.
+	if got, err := s.Release(c, hub.ReleaseQuery{Reader: "s1"}); err != nil || !slices.Equal(states(got), []string{st(m, hub.Redelivered, 1)}) {
+		t.Fatalf("Release(s1): got %v, %v; want [%s]", states(got), err, st(m, hub.Redelivered, 1))
+	}
+	if got := take(t, s, "ws", "bob", "s3", 10, at(12)); !slices.Equal(states(got), []string{st(m, hub.Delivered, 2)}) {
+		t.Errorf("Take after the release: got %v, want [%s]", states(got), st(m, hub.Delivered, 2))
+	}
+	if got, err := s.Confirm(c, "s3", []string{m.ID}, at(13)); err != nil || !slices.Equal(states(got), []string{st(m, hub.Read, 2)}) {
+		t.Errorf("Confirm(s3): got %v, %v; want [%s]", states(got), err, st(m, hub.Read, 2))
+	}
+	// A hand-off to someone who is not a recipient, or twice to one, is
+	// refused and stores nothing.
+	for _, tt := range []struct {
+		name   string
+		handed []hub.Handoff
+	}{
+		{"not a recipient", []hub.Handoff{{Recipient: "erin", Reader: "s9", Now: at(20), LeaseUntil: at(80)}}},
+		{"twice", []hub.Handoff{{Recipient: "bob", Reader: "s9", Now: at(20), LeaseUntil: at(80)}, {Recipient: "bob", Reader: "s8", Now: at(20), LeaseUntil: at(80)}}},
+	} {
+		bad := f.msg("ws", "alice", hub.Normal, "bad "+tt.name)
+		if err := s.CreateMessage(c, bad, []string{"bob"}, tt.handed...); hub.KindOf(err) != hub.Invalid {
+			t.Errorf("CreateMessage, hand-off %s: got %v, want an invalid error", tt.name, err)
+		}
+		if _, err := s.Message(c, "ws", bad.ID); !hub.IsNotFound(err) {
+			t.Errorf("after the refused hand-off %s: Message got %v, want not found", tt.name, err)
+		}
+	}
+}
+
 func testConfirm(t *testing.T, s hub.Store) {
 	c := ctx(t)
 	f := newFixture(t, s)

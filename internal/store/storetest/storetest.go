@@ -53,6 +53,7 @@ func Run(t *testing.T, open func(t *testing.T) hub.Store) {
 		{"AckFieldsRoundTrip", testAckFieldsRoundTrip},
 		{"WakePath", testWakePath},
 		{"TakeLeases", testTakeLeases},
+		{"Handoff", testHandoff},
 		{"Confirm", testConfirm},
 		{"TakeConfirms", testTakeConfirms},
 		{"ReleaseKeepsPlace", testReleaseKeepsPlace},

@@ -1,0 +1,233 @@
+package hub_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/parley-dev/parley/internal/hub"
+)
+
+// next starts a wait of agent b for reader in the background and returns
+// where its outcome arrives.
+func next(ctx context.Context, h *hub.Hub, reader string, r hub.WaitRequest) <-chan *hub.Delivery {
+	out := make(chan *hub.Delivery, 1)
+	r.Workspace, r.Agent, r.Reader = "w", "b", reader
+	if r.Timeout == 0 {
+		r.Timeout = time.Minute
+	}
+	go func() {
+		d, _ := h.Next(ctx, r)
+		out <- d
+	}()
+	return out
+}
+
+// TestHandoff: a send hands its message to the wait parked on the inbox, as
+// that wait's take would have (leased to its reader, its wake path, one
+// delivery event after the sent one), without a take; a wait whose filter
+// the message does not pass is left waiting, and the message queued.
+func TestHandoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		h, st := newGated(t)
+		var kinds []hub.EventKind
+		h.Subscribe(func(e hub.Event) {
+			if e.Kind == hub.EventMessageSent || e.Kind == hub.EventMessageDelivered {
+				kinds = append(kinds, e.Kind)
+			}
+		})
+		got := next(ctx, h, "s1", hub.WaitRequest{Via: hub.WakeChannel})
+		synctest.Wait()
+		m := send(t, h, "a", "b", "hello")
+		d := <-got
+		if d == nil || d.MessageID != m.ID || d.Message.Content != "hello" || d.State != hub.Delivered ||
+			d.Reader != "s1" || d.Count != 1 || d.WokeVia != hub.WakeChannel || d.LeaseUntil.Sub(d.DeliveredAt) != hub.DefaultLease {
+			t.Fatalf("handed delivery: got %+v, want hello delivered to s1, count 1, via channel, leased for %v", d, hub.DefaultLease)
+		}
+		if sd := state(t, h, m, "b"); sd.State != hub.Delivered || sd.Reader != "s1" || sd.Count != 1 || sd.WokeVia != hub.WakeChannel {
+			t.Errorf("stored copy: got %+v, want delivered to s1 via channel", sd)
+		}
+		if n := st.takes.Load(); n != 0 {
+			t.Errorf("takes: got %d, want 0", n)
+		}
+		if want := []hub.EventKind{hub.EventMessageSent, hub.EventMessageDelivered}; !slices.Equal(kinds, want) {
+			t.Errorf("events: got %v, want %v", kinds, want)
+		}
+
+		// A wait for urgent mail only is not handed a normal message.
+		got = next(ctx, h, "s2", hub.WaitRequest{Filter: hub.PriorityFilter{Min: hub.High}})
+		synctest.Wait()
+		low := send(t, h, "a", "b", "not urgent")
+		synctest.Wait()
+		select {
+		case d := <-got:
+			t.Fatalf("urgent-only wait: got %v, want it still waiting", d)
+		default:
+		}
+		if sd := state(t, h, low, "b"); sd.State != hub.Queued {
+			t.Errorf("message the wait does not take: got %s, want queued", sd.State)
+		}
+		urgent, err := h.Send(ctx, hub.SendRequest{Workspace: "w", From: "a", To: "b", Content: "urgent", Priority: "high"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := <-got; d == nil || d.MessageID != urgent.Message.ID {
+			t.Errorf("urgent-only wait: got %v, want the urgent message", d)
+		}
+		// One look, after the wake-up of the message it does not take.
+		if n := st.takes.Load(); n != 1 {
+			t.Errorf("takes: got %d, want 1", n)
+		}
+	})
+}
+
+// TestHandoffOneWaitPerCopy: two waits of one agent, one message: one wait
+// gets it, the other keeps waiting for the next.
+func TestHandoffOneWaitPerCopy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		h := newHub(t, nil)
+		a := next(ctx, h, "s1", hub.WaitRequest{})
+		b := next(ctx, h, "s2", hub.WaitRequest{})
+		synctest.Wait()
+		m1 := send(t, h, "x", "b", "one")
+		synctest.Wait()
+		var d *hub.Delivery
+		second := b
+		select {
+		case d = <-a:
+		case d = <-b:
+			second = a
+		default:
+			t.Fatal("no wait got the message")
+		}
+		if d == nil || d.MessageID != m1.ID {
+			t.Fatalf("first wait: got %v, want one", d)
+		}
+		select {
+		case d := <-second:
+			t.Fatalf("second wait: got %v, want it still waiting", d)
+		default:
+		}
+		m2 := send(t, h, "x", "b", "two")
+		if d := <-second; d == nil || d.MessageID != m2.ID {
+			t.Errorf("second wait: got %v, want two", d)
+		}
+	})
+}
+
+// TestHandoffRaces: a wait that a send holds (between its claim and its
+// commit) takes the send's outcome whatever happens meanwhile: it ends with
+// the message at its timeout; a cancelled one puts the message back, marked,
+// never lost; a failed send leaves it waiting; another send's wake-up does
+// not make it take the other message first.
+func TestHandoffRaces(t *testing.T) {
+	hold := func(t *testing.T, h *hub.Hub, st *gatedStore, content string) <-chan error {
+		st.gate = make(chan error)
+		errc := make(chan error, 1)
+		go func() {
+			_, err := h.Send(context.Background(), hub.SendRequest{Workspace: "w", From: "a", To: "b", Content: content})
+			errc <- err
+		}()
+		synctest.Wait() // the send has claimed the wait and waits at the gate
+		return errc
+	}
+
+	t.Run("timeout", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			h, st := newGated(t)
+			got := next(context.Background(), h, "s1", hub.WaitRequest{Timeout: time.Second})
+			synctest.Wait()
+			errc := hold(t, h, st, "late")
+			time.Sleep(2 * time.Second) // past the wait's timeout, in the bubble's clock
+			synctest.Wait()
+			st.gate <- nil
+			if err := <-errc; err != nil {
+				t.Fatal(err)
+			}
+			if d := <-got; d == nil || d.Message.Content != "late" || d.State != hub.Delivered {
+				t.Errorf("wait that timed out while held: got %+v, want the message, delivered", d)
+			}
+		})
+	})
+
+	t.Run("cancelled", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			h, st := newGated(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			got := next(ctx, h, "s1", hub.WaitRequest{})
+			synctest.Wait()
+			errc := hold(t, h, st, "orphan")
+			cancel()
+			synctest.Wait()
+			st.gate <- nil
+			if err := <-errc; err != nil {
+				t.Fatal(err)
+			}
+			if d := <-got; d != nil {
+				t.Errorf("cancelled wait: got %v, want nothing", d.Message)
+			}
+			st.gate = nil
+			d, err := h.Next(context.Background(), hub.WaitRequest{Workspace: "w", Agent: "b", Reader: "s2", Timeout: time.Second})
+			if err != nil || d == nil || d.Message.Content != "orphan" || !d.Repeat() || d.Count != 2 {
+				t.Errorf("next wait: got %+v, %v; want orphan again, marked as a repeat (count 2)", d, err)
+			}
+		})
+	})
+
+	t.Run("send fails", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			h, st := newGated(t)
+			got := next(context.Background(), h, "s1", hub.WaitRequest{})
+			synctest.Wait()
+			errc := hold(t, h, st, "lost")
+			st.gate <- hub.Errorf("", hub.Unavailable, "disk on fire")
+			if err := <-errc; hub.KindOf(err) != hub.Unavailable {
+				t.Fatalf("send: got %v, want the store's error", err)
+			}
+			st.gate = nil
+			synctest.Wait()
+			select {
+			case d := <-got:
+				t.Fatalf("wait after a failed send: got %v, want it still waiting", d)
+			default:
+			}
+			m := send(t, h, "a", "b", "next")
+			if d := <-got; d == nil || d.MessageID != m.ID {
+				t.Errorf("wait after a failed send: got %v, want the next message", d)
+			}
+		})
+	})
+
+	t.Run("woken while held", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			h, st := newGated(t)
+			got := next(context.Background(), h, "s1", hub.WaitRequest{})
+			synctest.Wait()
+			errc := hold(t, h, st, "first")
+			// A second send finds the wait held: it queues its message
+			// and wakes the wait, which still takes the first.
+			gate := st.gate
+			st.gate = nil
+			second := send(t, h, "a", "b", "second")
+			synctest.Wait()
+			gate <- nil
+			if err := <-errc; err != nil {
+				t.Fatal(err)
+			}
+			if d := <-got; d == nil || d.Message.Content != "first" {
+				t.Errorf("held wait: got %v, want first", d)
+			}
+			if sd := state(t, h, second, "b"); sd.State != hub.Queued {
+				t.Errorf("second message: got %s, want queued", sd.State)
+			}
+			d, err := h.Next(context.Background(), hub.WaitRequest{Workspace: "w", Agent: "b", Reader: "s2", Timeout: time.Second})
+			if err != nil || d == nil || d.MessageID != second.ID || d.Repeat() {
+				t.Errorf("next wait: got %+v, %v; want second, first time", d, err)
+			}
+		})
+	})
+}
