@@ -25,6 +25,27 @@ func next(ctx context.Context, h *hub.Hub, reader string, r hub.WaitRequest) <-c
 	return out
 }
 
+// stillWaiting fails the test if the wait that reports on got has ended.
+func stillWaiting(t *testing.T, got <-chan *hub.Delivery, what string) {
+	t.Helper()
+	synctest.Wait()
+	select {
+	case d := <-got:
+		t.Fatalf("%s: got %v, want it still waiting", what, d)
+	default:
+	}
+}
+
+// sendReaches sends content to b and checks that the wait that reports on got
+// receives it.
+func sendReaches(t *testing.T, h *hub.Hub, got <-chan *hub.Delivery, content, what string) {
+	t.Helper()
+	m := send(t, h, "a", "b", content)
+	if d := <-got; d == nil || d.MessageID != m.ID {
+		t.Errorf("%s: got %v, want %s", what, d, content)
+	}
+}
+
 // TestHandoff: a send hands its message to the wait parked on the inbox, as
 // that wait's take would have (leased to its reader, its wake path, one
 // delivery event after the sent one), without a take; a wait whose filter
@@ -61,12 +82,7 @@ func TestHandoff(t *testing.T) {
 		got = next(ctx, h, "s2", hub.WaitRequest{Filter: hub.PriorityFilter{Min: hub.High}})
 		synctest.Wait()
 		low := send(t, h, "a", "b", "not urgent")
-		synctest.Wait()
-		select {
-		case d := <-got:
-			t.Fatalf("urgent-only wait: got %v, want it still waiting", d)
-		default:
-		}
+		stillWaiting(t, got, "urgent-only wait")
 		if sd := state(t, h, low, "b"); sd.State != hub.Queued {
 			t.Errorf("message the wait does not take: got %s, want queued", sd.State)
 		}
@@ -107,15 +123,8 @@ func TestHandoffOneWaitPerCopy(t *testing.T) {
 		if d == nil || d.MessageID != m1.ID {
 			t.Fatalf("first wait: got %v, want one", d)
 		}
-		select {
-		case d := <-second:
-			t.Fatalf("second wait: got %v, want it still waiting", d)
-		default:
-		}
-		m2 := send(t, h, "x", "b", "two")
-		if d := <-second; d == nil || d.MessageID != m2.ID {
-			t.Errorf("second wait: got %v, want two", d)
-		}
+		stillWaiting(t, second, "second wait")
+		sendReaches(t, h, second, "two", "second wait")
 	})
 }
 
@@ -125,7 +134,12 @@ func TestHandoffOneWaitPerCopy(t *testing.T) {
 // never lost; a failed send leaves it waiting; another send's wake-up does
 // not make it take the other message first.
 func TestHandoffRaces(t *testing.T) {
-	hold := func(t *testing.T, h *hub.Hub, st *gatedStore, content string) <-chan error {
+	// held starts a wait of b for s1, then a send of content that claims
+	// the wait and stops at the store's gate.
+	held := func(t *testing.T, ctx context.Context, r hub.WaitRequest, content string) (*hub.Hub, *gatedStore, <-chan *hub.Delivery, <-chan error) {
+		h, st := newGated(t)
+		got := next(ctx, h, "s1", r)
+		synctest.Wait()
 		st.gate = make(chan error)
 		errc := make(chan error, 1)
 		go func() {
@@ -133,15 +147,12 @@ func TestHandoffRaces(t *testing.T) {
 			errc <- err
 		}()
 		synctest.Wait() // the send has claimed the wait and waits at the gate
-		return errc
+		return h, st, got, errc
 	}
 
 	t.Run("timeout", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			h, st := newGated(t)
-			got := next(context.Background(), h, "s1", hub.WaitRequest{Timeout: time.Second})
-			synctest.Wait()
-			errc := hold(t, h, st, "late")
+			_, st, got, errc := held(t, context.Background(), hub.WaitRequest{Timeout: time.Second}, "late")
 			time.Sleep(2 * time.Second) // past the wait's timeout, in the bubble's clock
 			synctest.Wait()
 			st.gate <- nil
@@ -156,11 +167,8 @@ func TestHandoffRaces(t *testing.T) {
 
 	t.Run("cancelled", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			h, st := newGated(t)
 			ctx, cancel := context.WithCancel(context.Background())
-			got := next(ctx, h, "s1", hub.WaitRequest{})
-			synctest.Wait()
-			errc := hold(t, h, st, "orphan")
+			h, st, got, errc := held(t, ctx, hub.WaitRequest{}, "orphan")
 			cancel()
 			synctest.Wait()
 			st.gate <- nil
@@ -180,34 +188,20 @@ func TestHandoffRaces(t *testing.T) {
 
 	t.Run("send fails", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			h, st := newGated(t)
-			got := next(context.Background(), h, "s1", hub.WaitRequest{})
-			synctest.Wait()
-			errc := hold(t, h, st, "lost")
+			h, st, got, errc := held(t, context.Background(), hub.WaitRequest{}, "lost")
 			st.gate <- hub.Errorf("", hub.Unavailable, "disk on fire")
 			if err := <-errc; hub.KindOf(err) != hub.Unavailable {
 				t.Fatalf("send: got %v, want the store's error", err)
 			}
 			st.gate = nil
-			synctest.Wait()
-			select {
-			case d := <-got:
-				t.Fatalf("wait after a failed send: got %v, want it still waiting", d)
-			default:
-			}
-			m := send(t, h, "a", "b", "next")
-			if d := <-got; d == nil || d.MessageID != m.ID {
-				t.Errorf("wait after a failed send: got %v, want the next message", d)
-			}
+			stillWaiting(t, got, "wait after a failed send")
+			sendReaches(t, h, got, "next", "wait after a failed send")
 		})
 	})
 
 	t.Run("woken while held", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			h, st := newGated(t)
-			got := next(context.Background(), h, "s1", hub.WaitRequest{})
-			synctest.Wait()
-			errc := hold(t, h, st, "first")
+			h, st, got, errc := held(t, context.Background(), hub.WaitRequest{}, "first")
 			// A second send finds the wait held: it queues its message
 			// and wakes the wait, which still takes the first.
 			gate := st.gate
