@@ -2,7 +2,6 @@ package hub
 
 import (
 	"fmt"
-	"slices"
 	"time"
 )
 
@@ -131,15 +130,22 @@ func (o Handoff) Delivery(m *Message) *Delivery {
 // CheckHandoffs checks that each handed recipient is one of recipients, and
 // handed once: a store's send checks it before it writes.
 func CheckHandoffs(recipients []string, handed []Handoff) error {
-	for i, o := range handed {
-		if !slices.Contains(recipients, o.Recipient) {
+	if len(handed) == 0 {
+		return nil
+	}
+	in := make(map[string]bool, len(recipients)) // recipient -> handed already
+	for _, r := range recipients {
+		in[r] = false
+	}
+	for _, o := range handed {
+		done, ok := in[o.Recipient]
+		switch {
+		case !ok:
 			return fmt.Errorf("handed recipient %q is not a recipient", o.Recipient)
+		case done:
+			return fmt.Errorf("recipient %q is handed twice", o.Recipient)
 		}
-		for _, p := range handed[:i] {
-			if p.Recipient == o.Recipient {
-				return fmt.Errorf("recipient %q is handed twice", o.Recipient)
-			}
-		}
+		in[o.Recipient] = true
 	}
 	return nil
 }

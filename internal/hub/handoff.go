@@ -78,10 +78,13 @@ func (h *Hub) claimWaits(m *Message, recips []string) []claim {
 	if len(h.waiters) == 0 {
 		return nil
 	}
-	var cs []claim
+	var (
+		cs   []claim
+		done map[string]bool // recipients claimed for, against a repeated name
+	)
 	for _, r := range recips {
 		ws := h.waiters[inboxKey{m.Workspace, r}]
-		if len(ws) == 0 || claimed(cs, r) {
+		if len(ws) == 0 || done[r] {
 			continue
 		}
 		for w := range ws {
@@ -98,19 +101,16 @@ func (h *Hub) claimWaits(m *Message, recips []string) []claim {
 				o.LeaseUntil = o.Now.Add(lease)
 			}
 			cs = append(cs, claim{w, o})
+			if len(recips) > 1 {
+				if done == nil {
+					done = make(map[string]bool)
+				}
+				done[r] = true
+			}
 			break
 		}
 	}
 	return cs
-}
-
-func claimed(cs []claim, recipient string) bool {
-	for _, c := range cs {
-		if c.o.Recipient == recipient {
-			return true
-		}
-	}
-	return false
 }
 
 func handoffs(cs []claim) []Handoff {
@@ -143,14 +143,21 @@ func (h *Hub) settleClaims(cs []claim, m *Message) {
 	}
 }
 
-// others returns the recipients that no claim covers.
+// others returns the recipients that no claim covers: those to wake.
 func others(recips []string, cs []claim) []string {
 	if len(cs) == 0 {
 		return recips
 	}
-	out := make([]string, 0, len(recips))
+	if len(recips) == 1 {
+		return nil // the one recipient is claimed for
+	}
+	handed := make(map[string]bool, len(cs))
+	for _, c := range cs {
+		handed[c.o.Recipient] = true
+	}
+	out := make([]string, 0, len(recips)-len(cs))
 	for _, r := range recips {
-		if !claimed(cs, r) {
+		if !handed[r] {
 			out = append(out, r)
 		}
 	}

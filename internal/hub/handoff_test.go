@@ -225,3 +225,40 @@ func TestHandoffRaces(t *testing.T) {
 		})
 	})
 }
+
+// TestHandoffBroadcast: one message to several agents is handed to the wait
+// of each agent that waits, and queued for the one that does not.
+func TestHandoffBroadcast(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		h, st := newGated(t)
+		for _, n := range []string{"a", "b", "c", "d"} {
+			join(t, h, "w", n, "dev")
+		}
+		waits := map[string]<-chan *hub.Message{}
+		for _, n := range []string{"b", "c"} {
+			got := make(chan *hub.Message, 1)
+			go func() {
+				m, _ := h.Wait(ctx, hub.WaitRequest{Workspace: "w", Agent: n, Reader: "s-" + n, Timeout: time.Minute})
+				got <- m
+			}()
+			waits[n] = got
+		}
+		synctest.Wait()
+		m := send(t, h, "a", "@everyone", "all hands")
+		for n, got := range waits {
+			if g := <-got; g == nil || g.ID != m.ID {
+				t.Errorf("%s's wait: got %v, want the broadcast", n, g)
+			}
+			if d := state(t, h, m, n); d.State != hub.Delivered || d.Reader != "s-"+n {
+				t.Errorf("%s's copy: got %+v, want delivered to s-%s", n, d, n)
+			}
+		}
+		if d := state(t, h, m, "d"); d.State != hub.Queued {
+			t.Errorf("d's copy (no wait): got %s, want queued", d.State)
+		}
+		if n := st.takes.Load(); n != 0 {
+			t.Errorf("takes: got %d, want 0", n)
+		}
+	})
+}

@@ -172,13 +172,19 @@ func (db *DB) wakePayloads(batch []*pendingSend) []string {
 	seen := map[[2]string]bool{}
 	for _, p := range batch {
 		ws := p.m.Workspace
-		if _, ok := byWS[ws]; !ok {
-			order = append(order, ws)
-			byWS[ws] = []string{}
+		var handed map[string]bool // the copies handed out need no wake-up
+		for _, o := range p.handed {
+			if handed == nil {
+				handed = make(map[string]bool, len(p.handed))
+			}
+			handed[o.Recipient] = true
 		}
 		for _, r := range p.recipients {
-			if !seen[[2]string{ws, r}] && !handedTo(p.handed, r) {
+			if !seen[[2]string{ws, r}] && !handed[r] {
 				seen[[2]string{ws, r}] = true
+				if _, ok := byWS[ws]; !ok {
+					order = append(order, ws)
+				}
 				byWS[ws] = append(byWS[ws], r)
 			}
 		}
@@ -188,12 +194,6 @@ func (db *DB) wakePayloads(batch []*pendingSend) []string {
 		payloads[i] = wakePayload(wire{Origin: db.origin, Workspace: ws, Recipients: byWS[ws]})
 	}
 	return payloads
-}
-
-// handedTo reports whether the recipient's copy is handed out (it needs no
-// wake-up).
-func handedTo(handed []hub.Handoff, recipient string) bool {
-	return slices.ContainsFunc(handed, func(o hub.Handoff) bool { return o.Recipient == recipient })
 }
 
 // handOut writes the copies that sends hand straight to a waiting reader
