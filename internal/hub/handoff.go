@@ -168,8 +168,16 @@ func others(recips []string, cs []claim) []string {
 // ended meanwhile takes nothing with it.
 func (h *Hub) received(ctx context.Context, d *Delivery) (*Delivery, error) {
 	if err := context.Cause(ctx); err != nil && d.Reader != "" {
-		h.release(context.WithoutCancel(ctx), ReleaseQuery{Reader: d.Reader, MessageIDs: []string{d.MessageID}})
+		h.giveBack(ctx, d)
 		return nil, err
 	}
 	return d, nil
+}
+
+// giveBack puts a copy handed to a wait that ended without it back in its
+// inbox, marked redelivered. A copy read at once (no reader) stays read.
+func (h *Hub) giveBack(ctx context.Context, d *Delivery) {
+	if d.Reader != "" {
+		h.release(context.WithoutCancel(ctx), ReleaseQuery{Reader: d.Reader, MessageIDs: []string{d.MessageID}})
+	}
 }

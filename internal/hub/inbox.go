@@ -194,7 +194,7 @@ func (h *Hub) block(ctx context.Context, key, agent inboxKey, timeout time.Durat
 				if err == nil {
 					d, err = h.received(ctx, got)
 				} else {
-					h.release(context.WithoutCancel(ctx), ReleaseQuery{Reader: got.Reader, MessageIDs: []string{got.MessageID}})
+					h.giveBack(ctx, got)
 				}
 			}
 		}

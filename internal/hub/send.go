@@ -70,8 +70,12 @@ func (h *Hub) deliver(ctx context.Context, m *Message, recips []string, agents [
 		h.wake(ctx, m.Workspace, others(recips, cs))
 	}
 	h.publish(Event{Kind: EventMessageSent, Workspace: m.Workspace, Agent: m.From, Message: m, Recipients: recips})
-	for _, o := range handed {
-		h.publishDeliveries(EventMessageDelivered, []*Delivery{o.Delivery(m)})
+	if len(handed) > 0 {
+		ds := make([]*Delivery, len(handed))
+		for i, o := range handed {
+			ds[i] = o.Delivery(m)
+		}
+		h.publishDeliveries(EventMessageDelivered, ds)
 	}
 	h.settleClaims(cs, m)
 	h.Touch(ctx, m.Workspace, m.From)
