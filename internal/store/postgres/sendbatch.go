@@ -212,31 +212,26 @@ const handOut = `UPDATE deliveries d SET reader = h.reader, lease_until = h.leas
 // and says whether it did.
 func (db *DB) queueHandOut(b *pgx.Batch, batch []*pendingSend) bool {
 	var (
-		ids, recipients, readers, vias []string
-		leases, ats, readAts           []*time.Time
+		ids, recipients, vias []string
+		readers               []*string // NULL: read at once
+		leases, ats, readAts  []*time.Time
 	)
 	for _, p := range batch {
 		for _, o := range p.handed {
 			at := o.Now
 			ids, recipients, vias, ats = append(ids, p.m.ID), append(recipients, o.Recipient), append(vias, string(o.Via)), append(ats, &at)
 			if o.Reader == "" {
-				readers, leases, readAts = append(readers, ""), append(leases, nil), append(readAts, &at)
+				readers, leases, readAts = append(readers, nil), append(leases, nil), append(readAts, &at)
 			} else {
-				lease := o.LeaseUntil
-				readers, leases, readAts = append(readers, o.Reader), append(leases, &lease), append(readAts, nil)
+				reader, lease := o.Reader, o.LeaseUntil
+				readers, leases, readAts = append(readers, &reader), append(leases, &lease), append(readAts, nil)
 			}
 		}
 	}
 	if len(ids) == 0 {
 		return false
 	}
-	readerArgs := make([]*string, len(readers))
-	for i := range readers {
-		if readers[i] != "" {
-			readerArgs[i] = &readers[i]
-		}
-	}
-	b.Queue(handOut, ids, recipients, readerArgs, leases, ats, readAts, vias, db.node)
+	b.Queue(handOut, ids, recipients, readers, leases, ats, readAts, vias, db.node)
 	return true
 }
 
