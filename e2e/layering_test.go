@@ -31,6 +31,11 @@ func TestLayering(t *testing.T) {
 			}
 		}
 	}
+	// The daemon's /mcp and the bridge share wire names through api, not
+	// through each other.
+	if slices.Contains(deps(t, "../internal/mcpserver"), mod+"bridge") {
+		t.Error("internal/mcpserver imports internal/bridge: wire names belong in internal/api")
+	}
 	ds := deps(t, "../cmd/parley")
 	for _, fixture := range []string{"conformance", "testenv", "testenv/standin"} {
 		if slices.Contains(ds, mod+fixture) {

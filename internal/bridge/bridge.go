@@ -11,7 +11,7 @@
 // It treats JSON-RPC payloads as opaque apart from their id and method, and one
 // key of a result's _meta: the messages a Parley daemon handed out in it, which
 // the bridge confirms once it has written the response to the client (see
-// MetaDelivered).
+// api.MetaDelivered).
 //
 // It is imported by internal/cli (`parley mcp serve` and `parley bridge`).
 package bridge
@@ -33,6 +33,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/parley-dev/parley/internal/api"
 )
 
 // Options configures Run.
@@ -78,14 +80,14 @@ type Extension interface {
 
 // A Pusher is an Extension that takes the messages a Parley daemon pushes
 // on a stream session instead of fetching them itself in Start: the bridge
-// asks the daemon for them (HeaderPush), passes each MethodMessage to Push,
+// asks the daemon for them (api.HeaderPush), passes each api.MethodMessage to Push,
 // writes what Push returns to the client, and then confirms the message on
-// the connection that carried it, as it confirms a result's MetaDelivered.
+// the connection that carried it, as it confirms a result's api.MetaDelivered.
 // Over Streamable HTTP, or with a daemon that does not push, Start runs as
 // for any Extension.
 type Pusher interface {
 	Extension
-	// Push renders the params of a MethodMessage as a message for the
+	// Push renders the params of an api.MethodMessage as a message for the
 	// client; nil drops it unconfirmed (it goes back to the inbox, marked
 	// redelivered, when the session ends).
 	Push(params json.RawMessage) []byte
@@ -115,18 +117,6 @@ const (
 
 	msgLost = "connection to the server was lost while the request was in flight; retry it"
 
-	// MetaDelivered is the key of a result's _meta under which a Parley daemon
-	// lists the ids of the messages the result hands to this session. The
-	// daemon keeps them leased to the session until they are confirmed; the
-	// bridge confirms them once the response is written to the client, with a
-	// POST to the endpoint carrying HeaderDelivered.
-	MetaDelivered = "parley/delivered"
-	// HeaderDelivered carries the confirmed message ids, comma-separated, on
-	// a POST whose body is a notifications/parley/delivered notification.
-	HeaderDelivered = "Parley-Delivered"
-	// HeaderReceipts on every POST says that this client confirms
-	// deliveries itself.
-	HeaderReceipts = "Parley-Receipts"
 	// receiptTimeout bounds a confirmation: one round trip on a local socket.
 	receiptTimeout = 5 * time.Second
 )
@@ -296,9 +286,9 @@ func (b *bridge) newSession(id, version string) *session {
 	s := &session{id: id, version: version}
 	s.post = b.base.Clone()
 	s.post["Content-Type"] = []string{"application/json"}
-	// This client confirms what it hands on (see MetaDelivered), so the
+	// This client confirms what it hands on (see api.MetaDelivered), so the
 	// daemon need not take a later request for a confirmation.
-	s.post[HeaderReceipts] = []string{"1"}
+	s.post[api.HeaderReceipts] = []string{"1"}
 	s.post["Accept"] = []string{"application/json, text/event-stream"}
 	s.get = b.base.Clone()
 	s.get["Accept"] = []string{"text/event-stream"}
@@ -1032,9 +1022,10 @@ func (b *bridge) writeMsg(msg []byte) error {
 	return nil
 }
 
-// deliveredIDs returns the message ids a response lists under MetaDelivered.
+// deliveredIDs returns the message ids a response lists under
+// api.MetaDelivered.
 func deliveredIDs(msg []byte) []string {
-	if !bytes.Contains(msg, []byte(`"`+MetaDelivered+`"`)) {
+	if !bytes.Contains(msg, []byte(`"`+api.MetaDelivered+`"`)) {
 		return nil
 	}
 	var r struct {
@@ -1043,15 +1034,19 @@ func deliveredIDs(msg []byte) []string {
 	if json.Unmarshal(msg, &r) != nil {
 		return nil
 	}
-	return r.Result.Meta.IDs
+	return r.Result.ids()
 }
 
 // delivered is where a result or a pushed message lists, in its _meta, the
-// message ids it hands out (MetaDelivered).
+// message ids it hands out (api.MetaDelivered).
 type delivered struct {
-	Meta struct {
-		IDs []string `json:"parley/delivered"`
-	} `json:"_meta"`
+	Meta map[string]json.RawMessage `json:"_meta"`
+}
+
+func (d delivered) ids() []string {
+	var ids []string
+	json.Unmarshal(d.Meta[api.MetaDelivered], &ids)
+	return ids
 }
 
 // confirm tells the server that the client has the messages with the ids: the
@@ -1067,8 +1062,8 @@ func (b *bridge) confirm(ids []string) {
 	}
 	list := strings.Join(ids, ",")
 	h := s.post.Clone()
-	h[HeaderDelivered] = []string{list}
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/parley/delivered",
+	h[api.HeaderDelivered] = []string{list}
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": api.MethodDelivered,
 		"params": map[string]any{"messageIds": ids}})
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(b.ctx), receiptTimeout)
 	defer cancel()

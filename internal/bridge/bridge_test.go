@@ -22,6 +22,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/bridge"
 )
 
@@ -78,7 +79,7 @@ func newMCPServer(ts *testServer) *mcp.Server {
 	// their ids under _meta, for the bridge to confirm.
 	mcp.AddTool(srv, &mcp.Tool{Name: "deliver"}, func(ctx context.Context, req *mcp.CallToolRequest, in textIn) (*mcp.CallToolResult, any, error) {
 		res := text("messages " + in.Text)
-		res.Meta = mcp.Meta{bridge.MetaDelivered: strings.Split(in.Text, ",")}
+		res.Meta = mcp.Meta{api.MetaDelivered: strings.Split(in.Text, ",")}
 		return res, nil, nil
 	})
 	mcp.AddTool(srv, &mcp.Tool{Name: "block"}, func(ctx context.Context, req *mcp.CallToolRequest, in textIn) (*mcp.CallToolResult, any, error) {
@@ -135,7 +136,7 @@ type receipt struct {
 // ServeHTTP counts requests and passes them to the current handler. It
 // answers confirmations itself, as the Parley daemon does in front of the SDK.
 func (ts *testServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if ids := r.Header.Get(bridge.HeaderDelivered); ids != "" && r.Method == http.MethodPost {
+	if ids := r.Header.Get(api.HeaderDelivered); ids != "" && r.Method == http.MethodPost {
 		ts.receipts <- receipt{session: r.Header.Get("Mcp-Session-Id"), ids: ids}
 		w.WriteHeader(http.StatusAccepted)
 		return

@@ -11,45 +11,30 @@ import (
 	"net/url"
 	"sync"
 	"time"
+
+	"github.com/parley-dev/parley/internal/api"
 )
 
 // A Parley daemon serves a session on one connection: the bridge upgrades a
-// GET of the endpoint (Upgrade: StreamProtocol) and the connection then
+// GET of the endpoint (Upgrade: api.StreamProtocol) and the connection then
 // carries the client's newline-delimited JSON-RPC as it is, both ways. The
 // bridge forwards lines; what it adds is what only it can do:
 //
 //   - it confirms the messages a response handed out once it has written the
-//     response to its client (MethodDelivered); the session ends with the
+//     response to its client (api.MethodDelivered); the session ends with the
 //     connection, and the daemon puts back whatever was not confirmed;
 //   - with a Pusher extension (`mcp serve --channel`), it asks the daemon to
-//     push the agent's messages on the stream (HeaderPush): the daemon hands
+//     push the agent's messages on the stream (api.HeaderPush): the daemon hands
 //     each one to the session, leased, as it arrives and sends it as a
-//     MethodMessage; the bridge passes it to the extension, writes what that
-//     renders to its client, and confirms it like a result's MetaDelivered;
+//     api.MethodMessage; the bridge passes it to the extension, writes what that
+//     renders to its client, and confirms it like a result's api.MetaDelivered;
 //   - when the connection is lost (the daemon restarts), the requests in
 //     flight get an error, and the next message reconnects (Options.Reconnect),
 //     replays the client's initialize and notifications/initialized, and
 //     swallows their answer, which the client already had.
 
-const (
-	// StreamProtocol is the Upgrade token of a stream session.
-	StreamProtocol = "parley-mcp"
-	// MethodDelivered is the notification with which the bridge confirms,
-	// on a stream, the messages a response handed out (params: messageIds).
-	MethodDelivered = "notifications/parley/delivered"
-	// MethodMessage is the notification with which a daemon pushes one of
-	// the agent's messages on a stream that asked for them (HeaderPush).
-	// Its params are {"message": api.MessageInfo, "_meta":
-	// {MetaDelivered: [its id]}}; the message is leased to the session
-	// until the bridge confirms it (MethodDelivered).
-	MethodMessage = "notifications/parley/message"
-	// HeaderPush on a stream's upgrade asks the daemon to push the agent's
-	// messages once the client has initialized; a daemon that will says so
-	// with the same header on its 101.
-	HeaderPush = "Parley-Push"
-	// dialTimeout bounds connecting and upgrading: a local round trip.
-	dialTimeout = 10 * time.Second
-)
+// dialTimeout bounds connecting and upgrading: a local round trip.
+const dialTimeout = 10 * time.Second
 
 // stream is the state of a Run over a stream session.
 type stream struct {
@@ -63,7 +48,7 @@ type stream struct {
 	rewrite   string                     // idKey of the client's initialize: the extension may rewrite its answer
 	swallow   string                     // idKey of a replayed initialize: its answer is not the client's
 	swallowed chan error                 // gets the replayed initialize's fate
-	pushing   bool                       // conn's daemon pushes the agent's messages (HeaderPush)
+	pushing   bool                       // conn's daemon pushes the agent's messages (api.HeaderPush)
 
 	// The main loop's alone.
 	initMsg, initializedMsg []byte
@@ -115,13 +100,13 @@ func (b *bridge) dialStream(ctx context.Context) (c net.Conn, br *bufio.Reader, 
 	h := b.base
 	if _, ok := b.opts.Extension.(Pusher); ok {
 		h = h.Clone()
-		h[HeaderPush] = []string{"1"}
+		h[api.HeaderPush] = []string{"1"}
 	}
 	c, br, resp, err := dialStream(ctx, network, addr, b.endpoint, h)
 	if err != nil {
 		return nil, nil, false, err
 	}
-	return c, br, h.Get(HeaderPush) != "" && resp.Get(HeaderPush) != "", nil
+	return c, br, h.Get(api.HeaderPush) != "" && resp.Get(api.HeaderPush) != "", nil
 }
 
 // DialStream connects to a Parley daemon at addr and asks for a stream
@@ -155,7 +140,7 @@ func dialStream(ctx context.Context, network, addr, endpoint string, h http.Head
 		req.Header = http.Header{}
 	}
 	req.Header.Set("Connection", "Upgrade")
-	req.Header.Set("Upgrade", StreamProtocol)
+	req.Header.Set("Upgrade", api.StreamProtocol)
 	br := bufio.NewReaderSize(c, 64<<10)
 	var resp *http.Response
 	if err = req.Write(c); err == nil {
@@ -402,7 +387,7 @@ func (st *stream) receive(c net.Conn, msg []byte) {
 		if rewrite {
 			msg = b.initResult(msg)
 		}
-	} else if env.Method == MethodMessage {
+	} else if env.Method == api.MethodMessage {
 		st.push(c, msg)
 		return
 	}
@@ -435,7 +420,7 @@ func (st *stream) push(c net.Conn, msg []byte) {
 	if b.writeOut(out) != nil {
 		return // the client is gone: the session ends, and puts it back
 	}
-	if ids := meta.Meta.IDs; len(ids) > 0 {
+	if ids := meta.ids(); len(ids) > 0 {
 		st.confirm(c, ids)
 	}
 }
@@ -443,7 +428,7 @@ func (st *stream) push(c net.Conn, msg []byte) {
 // confirm tells the server, on the connection that carried them, that the
 // client has the messages.
 func (st *stream) confirm(c net.Conn, ids []string) {
-	msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": MethodDelivered,
+	msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": api.MethodDelivered,
 		"params": map[string]any{"messageIds": ids}})
 	st.mu.Lock()
 	defer st.mu.Unlock()

@@ -74,7 +74,7 @@ func (ch *channel) InitResult(msg []byte) []byte {
 }
 
 // Push renders a message the daemon pushed on the bridge's stream session
-// (bridge.MethodMessage): leased to the session, confirmed by the bridge
+// (api.MethodMessage): leased to the session, confirmed by the bridge
 // once written to Claude Code, put back when the session ends first.
 func (ch *channel) Push(params json.RawMessage) []byte {
 	var p struct {

@@ -10,8 +10,6 @@ package httpapi
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,7 +22,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/parley-dev/parley/internal/api"
@@ -161,42 +158,34 @@ func handle[In, Out any](mux Mux, pattern string, agentMay bool, fn func(context
 			WriteError(w, err)
 			return
 		}
-		// The messages a read hands out are leased to this request until its
-		// response is written; they go back if it cannot be.
-		var handed bool
-		c.Delivered = func([]string) { handed = true }
-		receipts := r.Header.Get(api.HeaderReceipts) != ""
-		if receipts {
-			c.Lease = receiptLease
-		}
+		// The messages a read hands out are leased to this request's reader
+		// (ops opens it, CallerOf says how) until its response is written;
+		// they go back if it cannot be.
 		ctx := context.WithValue(r.Context(), requestKey{}, r)
 		out, err := fn(ctx, c, in)
+		settle := context.WithoutCancel(r.Context())
 		if err != nil {
 			WriteError(w, err)
-			if handed {
-				c.Settle(context.WithoutCancel(r.Context()), false)
-			}
+			c.Reader.Written(settle, "", err, nil)
 			return
 		}
-		if !handed {
+		if c.Reader.HandedIn("") == nil {
 			WriteJSON(w, http.StatusOK, out)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		if receipts {
-			w.Header().Set(api.HeaderReader, c.Session)
+		if c.ReadAs.Confirm == hub.ConfirmOnReceipt {
+			w.Header().Set(api.HeaderReader, c.Reader.Key())
 		}
 		w.WriteHeader(http.StatusOK)
 		werr := json.NewEncoder(w).Encode(out)
 		if werr == nil {
 			werr = http.NewResponseController(w).Flush()
 		}
-		if receipts && werr == nil {
-			return // the client confirms; its short lease backs it
-		}
-		// Written whole: it has them. (Only a failed write says otherwise: a
-		// client may hang up as soon as it has read its answer.)
-		c.Settle(context.WithoutCancel(r.Context()), werr == nil)
+		// Written whole: it has them, or (receipts) will say so. Only a
+		// failed write says otherwise: a client may hang up as soon as it
+		// has read its answer.
+		c.Reader.Written(settle, "", werr, nil)
 	}))
 }
 
@@ -225,15 +214,6 @@ func wildcards(pattern string) []string {
 	}
 	return names
 }
-
-var readers atomic.Uint64
-
-// readerPrefix makes this process's reader keys its own.
-var readerPrefix = func() string {
-	var b [6]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:]) + "-"
-}()
 
 // CallerOf is the caller a JSON API request speaks for: the workspace and
 // agent of its headers (or query). Each request is its own reader.
@@ -266,17 +246,20 @@ func CallerOf(r *http.Request) (*ops.Caller, error) {
 			return nil, err
 		}
 	}
-	// Reader keys are unique across daemons that share a store.
-	c.Session = "api-" + readerPrefix + strconv.FormatUint(readers.Add(1), 36)
+	// Each request is a reader of its own, opened at its first read.
+	c.ReadAs = &hub.ReaderOptions{Kind: "api", Confirm: hub.ConfirmOnWrite, OneRequest: true}
+	if r.Header.Get(api.HeaderReceipts) != "" {
+		c.ReadAs.Confirm, c.ReadAs.Lease = hub.ConfirmOnReceipt, receiptLease
+	}
 	if rd := r.Header.Get(api.HeaderReader); rd != "" {
 		// A reader an earlier response named (api.HeaderReceipts): only
-		// JSON API readers, never an MCP session's.
+		// JSON API readers, never an MCP session's, and only the caller's
+		// own (hub.ResumeReader checks).
 		if !strings.HasPrefix(rd, "api-") {
 			return nil, hub.Errorf("", hub.Invalid, "%s %q is not a reader the JSON API gave", api.HeaderReader, rd)
 		}
-		c.Session, c.NamedReader = rd, true
+		c.ReadAs.Confirm, c.ReadAs.Key = hub.ConfirmOnReceipt, rd
 	}
-	c.OneRequest = true
 	return c, nil
 }
 

@@ -20,8 +20,8 @@
 //
 //   - [Reader.Handed]: a call handed messages out (the operations say so);
 //   - [Reader.Written]: the call's answer was written, or could not be;
-//   - [Reader.Receipt]: the client says what it has (or its next request
-//     does);
+//   - [Reader.Receipt], [Reader.NextRequest]: the client says what it has,
+//     or asks again (which says it has what came before);
 //   - [Reader.Cancel], [Reader.Lost], [Reader.Close]: the client gave up a
 //     call, is probably gone, is gone.
 //
@@ -39,7 +39,7 @@
 //
 //	r := h.OpenReader(hub.ReaderOptions{Workspace: ws, Agent: agent, Confirm: hub.ConfirmOnWrite})
 //	ds, _, err := h.Receive(ctx, hub.ReceiveRequest{Workspace: ws, Agent: agent, Reader: r.Key(), Lease: r.Lease()})
-//	r.Handed(ctx, call, ids(ds)...)     // the operations do this when given r
+//	r.Handed(ctx, call, ds...)          // the operations do this when given r
 //	err = write(ds)                     // the door's own transport
 //	r.Written(ctx, call, err, nil)      // read if written, back in the inbox if not
 //

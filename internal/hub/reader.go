@@ -65,17 +65,29 @@ type ReaderOptions struct {
 	// it confirms is written at once, since no later take of its key would
 	// carry the confirmation.
 	OneRequest bool
+	// Kind starts the key, naming the door in status views ("api", "mcp");
+	// default "rd".
+	Kind string
+	// Key, if set, resumes the reader of an earlier request instead of
+	// opening a new one (ResumeReader).
+	Key string
 }
 
 // readCall is what one call (a request of the reader's client) handed out.
 type readCall struct {
 	id        string
-	ids       []string // every message it handed out
-	open      []string // those neither confirmed nor put back
+	handed    []handedCopy // every copy it handed out
+	open      []string     // the ids of those neither confirmed nor put back
 	state     callState
 	cancelled bool
 	early     bool        // cancelled before it handed anything out
 	read      func() bool // ConfirmOnNextRequest: did the client read the answer
+}
+
+// handedCopy names a copy a call handed out: its inbox and message.
+type handedCopy struct {
+	inbox inboxKey
+	id    string
 }
 
 type callState int
@@ -94,7 +106,7 @@ const keepCalls = 16
 // OpenReader opens a reader for the agent: its key is new, unguessable and
 // bound to the agent and workspace (CheckReader).
 func (h *Hub) OpenReader(o ReaderOptions) *Reader {
-	return &Reader{h: h, key: newReaderKey(o.Workspace, o.Agent), ws: o.Workspace, agent: o.Agent,
+	return &Reader{h: h, key: newReaderKey(o.Kind, o.Workspace, o.Agent), ws: o.Workspace, agent: o.Agent,
 		confirm: o.Confirm, lease: o.Lease, oneRequest: o.OneRequest, live: true}
 }
 
@@ -110,26 +122,30 @@ func (h *Hub) ResumeReader(key, ws, agent string) (*Reader, error) {
 	return &Reader{h: h, key: key, ws: ws, agent: agent, confirm: ConfirmOnReceipt, oneRequest: true}, nil
 }
 
-// readerPrefix starts every reader key OpenReader makes.
-const readerPrefix = "rd-"
-
 var keyEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
 
-// newReaderKey is "rd-", 128 random bits, "-", and the agent's NameHash.
-func newReaderKey(ws, agent string) string {
+// newReaderKey is the kind ("rd" if none), "-", 128 random bits, "-", and
+// the agent's NameHash.
+func newReaderKey(kind, ws, agent string) string {
+	if kind == "" {
+		kind = "rd"
+	}
 	var b [16]byte
 	rand.Read(b[:])
-	return readerPrefix + strings.ToLower(keyEncoding.EncodeToString(b[:])) + "-" + NameHash(ws, agent)
+	return kind + "-" + strings.ToLower(keyEncoding.EncodeToString(b[:])) + "-" + NameHash(ws, agent)
 }
+
+// keyTail is the length of a reader key after its kind: "-", 26 characters
+// of randomness, "-", a NameHash.
+const keyTail = 1 + 26 + 1 + 12
 
 // CheckReader refuses a reader key that OpenReader did not make for the
 // agent of ws: a caller may settle only its own readers.
 func CheckReader(key, ws, agent string) error {
-	rest, ok := strings.CutPrefix(key, readerPrefix)
-	if !ok || len(rest) != 26+1+12 {
+	if len(key) <= keyTail || key[len(key)-keyTail] != '-' || key[len(key)-13] != '-' {
 		return Errorf("reader", Invalid, "%q is not a reader key", key)
 	}
-	if rest[26] != '-' || rest[27:] != NameHash(ws, agent) {
+	if key[len(key)-12:] != NameHash(ws, agent) {
 		return Errorf("reader", Forbidden, "that reader is not %s's in this workspace", agent)
 	}
 	return nil
@@ -168,13 +184,14 @@ func (r *Reader) ClaimKey(ws, agent string) string {
 	return r.key
 }
 
-// Handed records that the call handed out the messages with the ids (leased
-// to Key). What a closed reader, or a cancelled call, is handed goes back at
-// once: a reader never holds a message its client did not get.
-func (r *Reader) Handed(ctx context.Context, call string, ids ...string) {
-	if r == nil || len(ids) == 0 {
+// Handed records that the call handed out the deliveries (leased to Key).
+// What a closed reader, or a cancelled call, is handed goes back at once: a
+// reader never holds a message its client did not get.
+func (r *Reader) Handed(ctx context.Context, call string, ds ...*Delivery) {
+	if r == nil || len(ds) == 0 {
 		return
 	}
+	ids := idsOf(ds)
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
@@ -190,7 +207,9 @@ func (r *Reader) Handed(ctx context.Context, call string, ids ...string) {
 		c = &readCall{id: call}
 		r.calls = append(r.calls, c)
 	}
-	c.ids = append(c.ids, ids...)
+	for _, d := range ds {
+		c.handed = append(c.handed, handedCopy{inboxKey{d.Workspace, d.Recipient}, d.MessageID})
+	}
 	if c.cancelled {
 		r.mu.Unlock()
 		r.release(ctx, ids)
@@ -246,6 +265,8 @@ func (r *Reader) Written(ctx context.Context, call string, err error, read func(
 	switch {
 	case back, r.confirm == ConfirmOnWrite:
 		c.state, c.open = settled, nil
+	case len(c.open) == 0: // the client confirmed them all already
+		c.state = settled
 	default:
 		c.state, c.read = written, read
 		ids = nil
@@ -259,52 +280,52 @@ func (r *Reader) Written(ctx context.Context, call string, err error, read func(
 	}
 }
 
-// Receipt is the client's word on what it was handed: it has the messages
-// with the ids (received) or gives them back. Without ids (the next request
-// of a ConfirmOnNextRequest reader) it speaks for every answer written so
-// far: confirmed, except those whose check says the client did not read
-// them, which go back. It returns how many it settled.
+// Receipt is the client's word on the messages with the ids: it has them
+// (received) or gives them back. It returns how many it settled.
 func (r *Reader) Receipt(ctx context.Context, ids []string, received bool) (int, error) {
-	if r == nil {
+	if r == nil || len(ids) == 0 {
 		return 0, nil
 	}
-	var got, lost []string
 	r.mu.Lock()
-	if ids == nil {
-		for _, c := range r.calls {
-			if c.state != written {
-				continue
-			}
-			if received && (c.read == nil || c.read()) {
-				got = append(got, c.open...)
-			} else {
-				lost = append(lost, c.open...)
-			}
-			c.state, c.open, c.read = settled, nil, nil
-		}
-	} else {
-		for _, c := range r.calls {
-			c.open = slices.DeleteFunc(c.open, func(id string) bool { return slices.Contains(ids, id) })
-			if c.state == written && len(c.open) == 0 {
-				c.state, c.read = settled, nil
-			}
-		}
-		if received {
-			got = ids
-		} else {
-			lost = ids
+	for _, c := range r.calls {
+		c.open = slices.DeleteFunc(c.open, func(id string) bool { return slices.Contains(ids, id) })
+		if c.state == written && len(c.open) == 0 {
+			c.state, c.read = settled, nil
 		}
 	}
 	r.prune()
 	r.mu.Unlock()
-	n, err := r.confirmed(ctx, got)
-	if len(lost) > 0 {
-		m, rerr := r.h.Release(context.WithoutCancel(ctx), r.key, lost)
-		if err == nil {
-			n, err = n+m, rerr
-		}
+	if received {
+		return r.confirmed(ctx, ids)
 	}
-	return n, err
+	return r.h.Release(context.WithoutCancel(ctx), r.key, ids)
+}
+
+// NextRequest is a new request of the reader's client. A client that
+// confirms this way (ConfirmOnNextRequest) has what every answer written so
+// far carried, except those whose check says it did not read them: they go
+// back. For other policies it says nothing.
+func (r *Reader) NextRequest(ctx context.Context) {
+	if r == nil || r.confirm != ConfirmOnNextRequest {
+		return
+	}
+	var got, lost []string
+	r.mu.Lock()
+	for _, c := range r.calls {
+		if c.state != written {
+			continue
+		}
+		if c.read == nil || c.read() {
+			got = append(got, c.open...)
+		} else {
+			lost = append(lost, c.open...)
+		}
+		c.state, c.open, c.read = settled, nil, nil
+	}
+	r.prune()
+	r.mu.Unlock()
+	r.confirmed(ctx, got)
+	r.release(ctx, lost)
 }
 
 // Cancel is the client giving up a call: what it handed out goes back,
@@ -329,14 +350,19 @@ func (r *Reader) Cancel(ctx context.Context, call string) {
 		r.mu.Unlock() // Written puts it back
 		return
 	}
-	ids := c.ids
-	c.ids, c.open, c.state, c.read = nil, nil, settled, nil
+	handed := c.handed
+	c.handed, c.open, c.state, c.read = nil, nil, settled, nil
 	r.mu.Unlock()
-	if len(ids) == 0 {
-		return
+	// By inbox: a door may read for several (sidechat's receive names its
+	// agent).
+	byInbox := map[inboxKey][]string{}
+	for _, hc := range handed {
+		byInbox[hc.inbox] = append(byInbox[hc.inbox], hc.id)
 	}
-	if _, err := r.h.Reopen(context.WithoutCancel(ctx), r.ws, r.agent, ids); err != nil {
-		r.h.log.Warn("put back the messages of a cancelled call", "err", err)
+	for k, ids := range byInbox {
+		if _, err := r.h.Reopen(context.WithoutCancel(ctx), k.ws, k.name, ids); err != nil {
+			r.h.log.Warn("put back the messages of a cancelled call", "err", err)
+		}
 	}
 }
 

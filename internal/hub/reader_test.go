@@ -3,6 +3,7 @@ package hub_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -20,7 +21,7 @@ func read(t *testing.T, h *hub.Hub, r *hub.Reader, call string) *hub.Delivery {
 	if err != nil || len(ds) != 1 {
 		t.Fatalf("read: got %d, %v; want one message", len(ds), err)
 	}
-	r.Handed(ctx, call, ds[0].MessageID)
+	r.Handed(ctx, call, ds[0])
 	return ds[0]
 }
 
@@ -69,34 +70,38 @@ func TestReaderNeverHoldsWhatItDidNotGet(t *testing.T) {
 		}, hub.Redelivered},
 		{"next request: it came", hub.ConfirmOnNextRequest, func(r *hub.Reader) {
 			r.Written(ctx, "1", nil, yes)
-			r.Receipt(ctx, nil, true)
+			r.NextRequest(ctx)
 		}, hub.Read},
 		{"next request: unread by the check", hub.ConfirmOnNextRequest, func(r *hub.Reader) {
 			r.Written(ctx, "1", nil, no)
-			r.Receipt(ctx, nil, true)
+			r.NextRequest(ctx)
 		}, hub.Redelivered},
 		{"next request: before the answer was written", hub.ConfirmOnNextRequest, func(r *hub.Reader) {
-			r.Receipt(ctx, nil, true)
+			r.NextRequest(ctx)
 		}, hub.Delivered},
 		{"next request: lost in flight, then written and asked again", hub.ConfirmOnNextRequest, func(r *hub.Reader) {
 			r.Lost(ctx)
 			r.Written(ctx, "1", nil, nil)
-			r.Receipt(ctx, nil, true)
+			r.NextRequest(ctx)
 		}, hub.Read},
 		{"next request: lost after the answer", hub.ConfirmOnNextRequest, func(r *hub.Reader) {
 			r.Written(ctx, "1", nil, nil)
 			r.Lost(ctx)
-			r.Receipt(ctx, nil, true)
+			r.NextRequest(ctx)
 		}, hub.Redelivered},
 		{"cancelled after it was confirmed", hub.ConfirmOnNextRequest, func(r *hub.Reader) {
 			r.Written(ctx, "1", nil, nil)
-			r.Receipt(ctx, nil, true)
+			r.NextRequest(ctx)
 			r.Cancel(ctx, "1")
 		}, hub.Redelivered},
 		{"cancelled in flight", hub.ConfirmOnReceipt, func(r *hub.Reader) {
 			r.Cancel(ctx, "1")
 			r.Written(ctx, "1", nil, nil)
 		}, hub.Redelivered},
+		{"on receipt: a next request says nothing", hub.ConfirmOnReceipt, func(r *hub.Reader) {
+			r.Written(ctx, "1", nil, yes)
+			r.NextRequest(ctx)
+		}, hub.Delivered},
 		{"another call cancelled", hub.ConfirmOnWrite, func(r *hub.Reader) {
 			r.Cancel(ctx, "2")
 			r.Written(ctx, "1", nil, nil)
@@ -137,6 +142,29 @@ func TestReaderCancelledBeforeKnown(t *testing.T) {
 	}
 }
 
+// TestReaderRemembersRecentCalls: a cancellation reaches the last calls a
+// reader settled, not older ones.
+func TestReaderRemembersRecentCalls(t *testing.T) {
+	ctx := context.Background()
+	h := newHub(t, nil)
+	r := h.OpenReader(hub.ReaderOptions{Workspace: "w", Agent: "b", Confirm: hub.ConfirmOnWrite})
+	var ms []*hub.Message
+	for i := range 20 {
+		ms = append(ms, send(t, h, "a", "b", fmt.Sprint(i)))
+		call := fmt.Sprint(i)
+		read(t, h, r, call)
+		r.Written(ctx, call, nil, nil)
+	}
+	r.Cancel(ctx, "0")  // forgotten: 19 calls came after it
+	r.Cancel(ctx, "19") // the latest
+	r.Cancel(ctx, "")   // no call
+	for i, want := range map[int]hub.DeliveryState{0: hub.Read, 1: hub.Read, 18: hub.Read, 19: hub.Redelivered} {
+		if d := state(t, h, ms[i], "b"); d.State != want {
+			t.Errorf("call %d: got %s, want %s", i, d.State, want)
+		}
+	}
+}
+
 // TestReaderClosedWhileWaiting: a reader that closes while a send hands its
 // blocked wait a message does not keep it, whichever comes first.
 func TestReaderClosedWhileWaiting(t *testing.T) {
@@ -150,7 +178,7 @@ func TestReaderClosedWhileWaiting(t *testing.T) {
 			go func() {
 				d, _ := h.Next(ctx, hub.WaitRequest{Workspace: "w", Agent: "b", Reader: r.Key(), Timeout: time.Minute})
 				if d != nil {
-					r.Handed(ctx, "1", d.MessageID)
+					r.Handed(ctx, "1", d)
 				}
 				got <- d
 			}()
@@ -238,8 +266,9 @@ func TestReaderKeys(t *testing.T) {
 	for _, tc := range []struct{ name, key, ws, agent string }{
 		{"another agent", r.Key(), "w", "c"},
 		{"another workspace", r.Key(), "x", "b"},
-		{"a made-up key of b's", "rd-" + strings.Repeat("a", 26) + "-" + hub.NameHash("w", "b"), "w", "c"},
+		{"a made-up key of b's", "api-" + strings.Repeat("a", 26) + "-" + hub.NameHash("w", "b"), "w", "c"},
 		{"not a reader key", "api-1", "w", "b"},
+		{"no kind", strings.TrimPrefix(r.Key(), "rd"), "w", "c"},
 	} {
 		if _, err := h.ResumeReader(tc.key, tc.ws, tc.agent); err == nil {
 			t.Errorf("%s: resumed, want refused", tc.name)
@@ -270,7 +299,7 @@ func TestNilReader(t *testing.T) {
 	if err != nil || len(ds) != 1 {
 		t.Fatal(ds, err)
 	}
-	r.Handed(ctx, "", ds[0].MessageID)
+	r.Handed(ctx, "", ds[0])
 	r.Written(ctx, "", nil, nil)
 	r.Close(ctx)
 	if d := state(t, h, m, "b"); d.State != hub.Read {

@@ -47,7 +47,6 @@ func (s *Server) hijackStream(w http.ResponseWriter, r *http.Request, sess *sess
 			}
 		}
 	}()
-	sid := r.Header.Get("Mcp-Session-Id")
 	go func() {
 		rw := &streamResponse{conn: conn, header: http.Header{}}
 		s.handler.ServeHTTP(rw, r.WithContext(ctx))
@@ -60,8 +59,7 @@ func (s *Server) hijackStream(w http.ResponseWriter, r *http.Request, sess *sess
 			// The client hung up its stream (a killed client closes it
 			// first): what it has not confirmed goes back, and so do the
 			// tasks it claimed.
-			s.releaseWritten(ctx, sid)
-			s.releaseClaims(ctx, sid)
+			sess.caller.Reader.Lost(ctx)
 		}
 	}()
 	return true

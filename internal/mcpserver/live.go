@@ -77,6 +77,6 @@ func (s *Server) reapSession(sess *session) {
 	if !sess.ready {
 		why = "never initialized"
 	}
-	s.log.Info("ending an abandoned MCP session", "session", sess.caller.Session, "agent", sess.caller.Agent, "why", why)
+	s.log.Info("ending an abandoned MCP session", "session", sess.id, "agent", sess.caller.Agent, "why", why)
 	sess.ss.Close()
 }

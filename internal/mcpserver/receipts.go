@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,191 +12,28 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/parley-dev/parley/internal/bridge"
+	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/hub"
 )
 
-// Messages that a tool call hands to a session stay leased to the session
-// (its id is the reader key) until the session is known to have them:
+// Messages that a tool call hands to a session stay leased to the session's
+// reader (hub.Reader) until the session is known to have them. The door only
+// tells the reader what happened:
 //
-//   - A bridge (parley mcp serve) says so itself: it confirms the ids a
-//     result lists under _meta[bridge.MetaDelivered] once it has written that
-//     result to its client. Its requests carry headerReceipts.
-//   - For other clients, the session's next request confirms what its earlier
-//     responses carried, once they were written whole, unless the connection
-//     a response went out on shows that the client hung up without reading
-//     all of it (conns.go).
+//   - A bridge (parley mcp serve) confirms the ids a result lists under
+//     _meta[api.MetaDelivered] once it has written that result to its client
+//     (a POST with api.HeaderDelivered): the session's reader was opened with
+//     hub.ConfirmOnReceipt, since its requests carry api.HeaderReceipts.
+//   - For other clients (hub.ConfirmOnNextRequest), the session's next
+//     request confirms what its earlier responses carried, once they were
+//     written whole, unless the connection a response went out on shows
+//     that the client hung up without reading all of it (conns.go).
 //
-// They go back to the inbox, marked redelivered, when the response could not
-// be written or its client hung up first, when the session's GET stream
-// closes while responses are unconfirmed (a killed bridge), and when the
-// session ends (DELETE, expiry). Lease expiry in the hub backs all of this.
-
-// A client that cancels a request ignores its response (the MCP spec says
-// so), and it may say so only after its next request: go-sdk's client sends
-// notifications/cancelled from a goroutine and returns at once. So what a
-// tool call handed out is remembered by its JSON-RPC request id, and a
-// cancellation puts it back wherever it stands, leased or confirmed.
-
-// headerReceipts marks the requests of a client that confirms deliveries
-// itself (the bridge).
-const headerReceipts = bridge.HeaderReceipts
-
-// handed collects the ids of the messages handed out while serving one
-// request; the handlers append, ServeHTTP reads once they returned.
-type handed struct {
-	mu  sync.Mutex
-	ids []string
-}
-
-func (h *handed) add(ids []string) {
-	h.mu.Lock()
-	h.ids = append(h.ids, ids...)
-	h.mu.Unlock()
-}
-
-// since returns the ids added after the first n.
-func (h *handed) since(n int) []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if n >= len(h.ids) {
-		return nil
-	}
-	return append([]string(nil), h.ids[n:]...)
-}
-
-func (h *handed) len() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.ids)
-}
-
-func (h *handed) take() []string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	ids := h.ids
-	h.ids = nil
-	return ids
-}
-
-// receipts tracks, per session, the responses that were written with
-// deliveries in them but are not confirmed yet.
-type receipts struct {
-	mu      sync.Mutex
-	written map[string][]written // by session id
-}
-
-// written is one response's deliveries and the connection it went out on.
-type written struct {
-	conn *watchedConn // nil: not watched
-	at   uint64       // conn's mark before the response went out
-	ids  []string
-}
-
-func (r *receipts) add(session string, w written) {
-	r.mu.Lock()
-	if r.written == nil {
-		r.written = map[string][]written{}
-	}
-	r.written[session] = append(r.written[session], w)
-	r.mu.Unlock()
-}
-
-// take removes and returns the session's written, unconfirmed responses.
-func (r *receipts) take(session string) []written {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	ws := r.written[session]
-	delete(r.written, session)
-	return ws
-}
-
-// forget removes ids the client confirmed itself.
-func (r *receipts) forget(session string, ids []string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var left []written
-	for _, w := range r.written[session] {
-		w.ids = slices.DeleteFunc(slices.Clone(w.ids), func(id string) bool { return slices.Contains(ids, id) })
-		if len(w.ids) > 0 {
-			left = append(left, w)
-		}
-	}
-	if len(left) == 0 {
-		delete(r.written, session)
-	} else {
-		r.written[session] = left
-	}
-}
-
-// keepCalls is how many recent tool calls that handed messages out a session
-// remembers for cancellation; a client cancels a call as it gives up on it.
-const keepCalls = 16
-
-// calls remembers, per session, what recent tool calls handed out, by
-// request id, and the ids of calls cancelled before that was known.
-type calls struct {
-	mu sync.Mutex
-	m  map[string][]call // by session id, oldest first
-}
-
-type call struct {
-	id        string   // the JSON-RPC request id, as canonical JSON
-	ids       []string // the messages it handed out
-	cancelled bool
-}
-
-// handed records that the call with the request id handed out ids. It
-// reports whether the call was cancelled already.
-func (c *calls) handed(session, id string, ids []string) (cancelled bool) {
-	if id == "" {
-		return false
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for i, k := range c.m[session] {
-		if k.id == id && k.cancelled {
-			c.m[session] = slices.Delete(c.m[session], i, i+1)
-			return true
-		}
-	}
-	c.push(session, call{id: id, ids: ids})
-	return false
-}
-
-// cancel returns what the call with the request id handed out, or notes the
-// cancellation for when that is known.
-func (c *calls) cancel(session, id string) []string {
-	if id == "" {
-		return nil
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for i, k := range c.m[session] {
-		if k.id == id && !k.cancelled {
-			c.m[session] = slices.Delete(c.m[session], i, i+1)
-			return k.ids
-		}
-	}
-	c.push(session, call{id: id, cancelled: true})
-	return nil
-}
-
-func (c *calls) push(session string, k call) {
-	if c.m == nil {
-		c.m = map[string][]call{}
-	}
-	l := append(c.m[session], k)
-	if len(l) > keepCalls {
-		l = slices.Delete(l, 0, len(l)-keepCalls)
-	}
-	c.m[session] = l
-}
-
-func (c *calls) end(session string) {
-	c.mu.Lock()
-	delete(c.m, session)
-	c.mu.Unlock()
-}
+// A response that could not be written, or whose client hung up first,
+// gives its messages back (Written with an error); so does a session's GET
+// stream that closes while responses are unconfirmed (Lost: a killed
+// bridge), the session's end (Close: DELETE, expiry) and a cancelled call
+// (Cancel). Lease expiry in the hub backs all of this.
 
 // requestID is the canonical JSON of a JSON-RPC request id ("" if none), so
 // that the id a request carried and the one a cancellation names compare
@@ -258,93 +94,36 @@ func (c *capture) id() string {
 	return bodyID(c.buf)
 }
 
-// cancelled puts back what the cancelled call handed out.
-func (s *Server) cancelled(ctx context.Context, sess *session, id string) {
-	ids := s.calls.cancel(sess.caller.Session, id)
-	if len(ids) == 0 {
-		return
-	}
-	s.receipts.forget(sess.caller.Session, ids)
-	if _, err := s.hub.Reopen(context.WithoutCancel(ctx), sess.caller.Workspace, sess.caller.Agent, ids); err != nil {
-		s.log.Warn("put back the messages of a cancelled call", "err", err)
-	}
-}
-
 // confirmReceipt answers a bridge's confirmation (a POST with
-// bridge.HeaderDelivered) without bothering the SDK.
-func (s *Server) confirmReceipt(w http.ResponseWriter, r *http.Request) {
-	session := r.Header.Get("Mcp-Session-Id")
-	if session == "" {
+// api.HeaderDelivered) without bothering the SDK.
+func (s *Server) confirmReceipt(w http.ResponseWriter, r *http.Request, sess *session) {
+	if sess == nil {
 		http.Error(w, "a confirmation needs the Mcp-Session-Id of the session that received the messages", http.StatusBadRequest)
 		return
 	}
-	ids := strings.Split(r.Header.Get(bridge.HeaderDelivered), ",")
-	s.receipts.forget(session, ids)
-	s.hub.ConfirmLater(session, ids)
+	ids := strings.Split(r.Header.Get(api.HeaderDelivered), ",")
+	sess.caller.Reader.Receipt(r.Context(), ids, true)
 	w.WriteHeader(http.StatusAccepted)
 }
 
-// settle decides the fate of what one POST handed out, once its response is
-// written whole or has failed: now if it is (whole), else, on a watched
-// connection, at the write that ends it, after the handler returned.
-func (s *Server) settle(r *http.Request, session string, ids []string, writeErr error, whole bool, at uint64) {
+// settle tells the session's reader how the answer of the call that handed
+// messages out went, once its response is written whole or has failed: now
+// if it is (whole), else, on a watched connection, at the write that ends
+// it, after the handler returned. A client that reads on confirms it with
+// its next request, unless the connection shows it did not read it.
+func (s *Server) settle(r *http.Request, rd *hub.Reader, call string, writeErr error, whole bool, at uint64) {
 	ctx := context.WithoutCancel(r.Context())
+	wc := connOf(ctx)
 	done := func(err error, at uint64) {
 		// Only a failed write says the client did not get it. (Its
 		// connection may close just after a write that reached it.)
-		if err != nil {
-			if _, err := s.hub.Release(ctx, session, ids); err != nil {
-				s.log.Warn("put back undelivered messages", "err", err)
-			}
-			return
-		}
-		// Written: a bridge confirms it by itself, other clients by their
-		// next request; until then a closing GET stream or the session's
-		// end puts it back.
-		s.receipts.add(session, written{conn: connOf(ctx), at: at, ids: ids})
+		rd.Written(ctx, call, err, func() bool { return wc.received(at) })
 	}
-	if wc := connOf(ctx); wc != nil && writeErr == nil && !whole {
+	if wc != nil && writeErr == nil && !whole {
 		wc.afterWrite(done)
 		return
 	}
 	done(writeErr, at)
-}
-
-// confirmWritten settles what the session's earlier responses carried, now
-// that it makes a new request: confirmed where the connection shows the
-// client read the response (conns.go), put back where it shows it did not.
-func (s *Server) confirmWritten(ctx context.Context, session string) {
-	var got, lost []string
-	for _, w := range s.receipts.take(session) {
-		if w.conn.received(w.at) {
-			got = append(got, w.ids...)
-		} else {
-			lost = append(lost, w.ids...)
-		}
-	}
-	// The confirmation rides the session's next hand-out (often this
-	// request's): the request does not wait for a write of its own.
-	s.hub.ConfirmLater(session, got)
-	if len(lost) > 0 {
-		if _, err := s.hub.Release(context.WithoutCancel(ctx), session, lost); err != nil {
-			s.log.Warn("put back unread messages", "err", err)
-		}
-	}
-}
-
-// releaseWritten puts back what the session's responses carried that it has
-// not confirmed: its client is gone.
-func (s *Server) releaseWritten(ctx context.Context, session string) {
-	var ids []string
-	for _, w := range s.receipts.take(session) {
-		ids = append(ids, w.ids...)
-	}
-	if len(ids) == 0 {
-		return
-	}
-	if _, err := s.hub.Release(context.WithoutCancel(ctx), session, ids); err != nil {
-		s.log.Warn("put back unconfirmed messages", "err", err)
-	}
 }
 
 // markDelivered lists the handed-out ids in a tool result's _meta, for a
@@ -357,7 +136,7 @@ func markDelivered(res mcp.Result, ids []string) {
 	if tr.Meta == nil {
 		tr.Meta = mcp.Meta{}
 	}
-	tr.Meta[bridge.MetaDelivered] = ids
+	tr.Meta[api.MetaDelivered] = ids
 }
 
 // recorder remembers the first error writing a response (the SDK does not

@@ -23,7 +23,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/parley-dev/parley/internal/api"
-	"github.com/parley-dev/parley/internal/bridge"
 	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/ops"
 )
@@ -79,15 +78,13 @@ type Server struct {
 	// but not its context.
 	requests sync.Map // string -> *inflight
 	nextReq  atomic.Uint64
-
-	receipts receipts // delivered messages awaiting confirmation (receipts.go)
-	claims   claims   // tasks claimed per session (claims.go)
-	calls    calls    // what recent tool calls handed out, for cancellation
 }
 
 // session is what a session speaks for, fixed when it starts, and whether its
-// client is still there (live.go).
+// client is still there (live.go). Its caller's Reader holds what its calls
+// hand out (receipts.go).
 type session struct {
+	id     string
 	caller ops.Caller
 	tmux   TmuxPane
 	nudge  string // the nudge it asked for: "tmux" or ""
@@ -108,12 +105,11 @@ type session struct {
 
 // inflight is one HTTP request on /mcp.
 type inflight struct {
-	ctx    context.Context
-	new    *session  // the identity of a request that starts a session
-	handed handed    // messages the request's tool calls handed out
-	body   *capture  // the request's body, for its JSON-RPC id
-	id     string    // or the id itself, on a stream (stream.go)
-	rec    *recorder // its response, over HTTP
+	ctx  context.Context
+	new  *session  // the identity of a request that starts a session
+	body *capture  // the request's body, for its JSON-RPC id
+	id   string    // or the id itself, on a stream (stream.go)
+	rec  *recorder // its response, over HTTP
 }
 
 // requestID is the JSON-RPC id of the request, as requestID makes it.
@@ -220,9 +216,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveStream(w, r)
 		return
 	}
+	var sess *session
 	if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
-		sess := s.requestStarted(sid)
-		if sess == nil {
+		if sess = s.requestStarted(sid); sess == nil {
 			// Ours is the map that counts sessions and presence, so it
 			// decides: a session it dropped is gone even while the SDK,
 			// which forgets it a moment later, still holds it.
@@ -239,35 +235,33 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Method != http.MethodPost {
 		s.handler.ServeHTTP(w, r)
-		if sid := r.Header.Get("Mcp-Session-Id"); sid != "" && r.Method == http.MethodGet && r.Context().Err() != nil {
+		if sess != nil && r.Method == http.MethodGet && r.Context().Err() != nil {
 			// The client hung up its stream (a killed bridge closes it
-			// first): what it has not confirmed goes back, and so do
-			// the tasks it claimed.
-			s.releaseWritten(r.Context(), sid)
-			s.releaseClaims(r.Context(), sid)
+			// first): what it has not confirmed goes back, and so do the
+			// tasks it claimed.
+			sess.caller.Reader.Lost(r.Context())
 		}
 		return
 	}
-	if r.Header.Get(bridge.HeaderDelivered) != "" {
-		s.confirmReceipt(w, r)
+	if r.Header.Get(api.HeaderDelivered) != "" {
+		s.confirmReceipt(w, r, sess)
 		return
 	}
-	sid := r.Header.Get("Mcp-Session-Id")
-	if sid != "" && r.Header.Get(headerReceipts) == "" {
+	if sess != nil {
 		// A client that does not confirm by itself has what its earlier
 		// responses carried once it makes another request.
-		s.confirmWritten(r.Context(), sid)
+		sess.caller.Reader.NextRequest(r.Context())
 	}
 	in := &inflight{ctx: r.Context(), body: &capture{ReadCloser: r.Body}}
 	r.Body = in.body
-	if sid == "" {
+	if sess == nil {
 		// A request without a session starts one: its identity now.
-		sess, err := s.identityOf(r)
+		ns, err := s.identityOf(r)
 		if err != nil {
 			http.Error(w, err.Error(), api.HTTPStatus(hub.KindOf(err)))
 			return
 		}
-		in.new = sess
+		in.new = ns
 	}
 	key := strconv.FormatUint(s.nextReq.Add(1), 36)
 	r.Header.Set(headerRequest, key)
@@ -277,8 +271,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.handler.ServeHTTP(in.rec, r)
 	at := connOf(r.Context()).mark()
 	whole := in.rec.finish()
-	if ids := in.handed.take(); len(ids) > 0 {
-		s.settle(r, sid, ids, in.rec.error(), whole, at)
+	if sess != nil {
+		if call := in.requestID(); sess.caller.Reader.HandedIn(call) != nil {
+			s.settle(r, sess.caller.Reader, call, in.rec.error(), whole, at)
+		}
 	}
 }
 
@@ -327,6 +323,12 @@ func (s *Server) identityOf(r *http.Request) (*session, error) {
 		if err := s.register(r.Context(), &c); err != nil {
 			return nil, err
 		}
+	}
+	// A client that confirms what it was handed (the bridge) says so on
+	// every request; others confirm by asking again.
+	c.ReadAs = &hub.ReaderOptions{Kind: "mcp", Confirm: hub.ConfirmOnNextRequest}
+	if r.Header.Get(api.HeaderReceipts) != "" || isStream(r) {
+		c.ReadAs.Confirm = hub.ConfirmOnReceipt
 	}
 	return &session{
 		caller: c,
@@ -462,7 +464,7 @@ func (s *Server) bind(next mcp.MethodHandler) mcp.MethodHandler {
 		if sess != nil {
 			ctx = context.WithValue(ctx, sessionKey{}, sess)
 			if p, ok := req.GetParams().(*mcp.CancelledParams); ok && method == "notifications/cancelled" {
-				s.cancelled(ctx, sess, requestID(p.RequestID))
+				sess.caller.Reader.Cancel(ctx, requestID(p.RequestID))
 			}
 		}
 		if method == "tools/call" && in != nil {
@@ -488,28 +490,20 @@ func (s *Server) bind(next mcp.MethodHandler) mcp.MethodHandler {
 				}
 				cancel(nil)
 			}()
-			before := in.handed.len()
 			res, err := next(ctx, method, req)
 			// What the SDK writes now is the answer: it leaves with the
 			// response's end, in one write (conns.go).
 			in.rec.hold()
-			if ids := in.handed.since(before); len(ids) > 0 {
-				session := callerSession(ctx)
-				switch {
-				case in.ctx.Err() != nil:
-					// The client hung up while the call ran: ServeHTTP may
-					// be gone already, so put the messages back here.
-					if _, err := s.hub.Release(context.WithoutCancel(ctx), session, ids); err != nil {
-						s.log.Warn("put back undelivered messages", "err", err)
+			if sess != nil {
+				call := in.requestID()
+				if ids := sess.caller.Reader.HandedIn(call); ids != nil {
+					if in.ctx.Err() != nil {
+						// The client hung up while the call ran: nobody
+						// gets its answer.
+						sess.caller.Reader.Written(ctx, call, errGone, nil)
+					} else {
+						markDelivered(res, ids)
 					}
-				case s.calls.handed(session, in.requestID(), ids):
-					// Cancelled while it ran: its client ignores the answer.
-					in.handed.take()
-					if _, err := s.hub.Release(context.WithoutCancel(ctx), session, ids); err != nil {
-						s.log.Warn("put back the messages of a cancelled call", "err", err)
-					}
-				default:
-					markDelivered(res, ids)
 				}
 			}
 			return res, err
@@ -526,14 +520,6 @@ func (s *Server) requestOf(req *mcp.CallToolRequest) *inflight {
 	return s.inflight(req.Extra.Header)
 }
 
-// callerSession is the reader key of the session a handler serves.
-func callerSession(ctx context.Context) string {
-	if sess, _ := ctx.Value(sessionKey{}).(*session); sess != nil {
-		return sess.caller.Session
-	}
-	return ""
-}
-
 // errGone is why a tool call ends when its client went away.
 var errGone = errors.New("the client closed the request")
 
@@ -547,14 +533,21 @@ var errEnded = errors.New("the session ended")
 func (s *Server) open(ss *mcp.ServerSession, sess *session, overHTTP bool) {
 	sess.ss = ss
 	sess.ended, sess.end = context.WithCancelCause(context.Background())
-	sess.caller.Session = ss.ID()
-	if sess.caller.Session == "" { // in-memory transports have no session ids
-		sess.caller.Session = "mem-" + strconv.FormatUint(s.nextReq.Add(1), 36)
+	sess.id = ss.ID()
+	if sess.id == "" { // in-memory transports have no session ids
+		sess.id = "mem-" + strconv.FormatUint(s.nextReq.Add(1), 36)
+	}
+	if sess.caller.ReadAs != nil {
+		// The session's reader, for every call it makes. (Without one, an
+		// in-memory session, what it reads is read as the call returns.)
+		ro := *sess.caller.ReadAs
+		ro.Workspace, ro.Agent = sess.caller.Workspace, sess.caller.Agent
+		sess.caller.Reader, sess.caller.ReadAs = s.hub.OpenReader(ro), nil
 	}
 	s.mu.Lock()
 	s.sessions[ss] = sess
 	if overHTTP {
-		s.byID[sess.caller.Session] = sess
+		s.byID[sess.id] = sess
 		sess.reap = time.AfterFunc(s.opts.Linger, func() { s.reapSession(sess) })
 	}
 	s.mu.Unlock()
@@ -571,18 +564,13 @@ func (s *Server) ended(ss *mcp.ServerSession, sess *session) {
 	if sess.reap != nil {
 		sess.reap.Stop()
 		sess.reap = nil
-		delete(s.byID, sess.caller.Session)
+		delete(s.byID, sess.id)
 	}
 	s.mu.Unlock()
 	s.hub.SessionClosed(sess.caller.Workspace, sess.caller.Agent)
 	// The session ended (DELETE, expiry): whatever it holds unconfirmed
 	// goes back to the inbox.
-	s.receipts.take(sess.caller.Session)
-	s.claims.take(sess.caller.Session)
-	s.calls.end(sess.caller.Session)
-	if _, err := s.hub.Release(context.Background(), sess.caller.Session, nil); err != nil {
-		s.log.Warn("put back the messages of an ended session", "err", err)
-	}
+	sess.caller.Reader.Close(context.Background())
 }
 
 type sessionKey struct{}
@@ -597,13 +585,11 @@ func (s *Server) callerOf(ctx context.Context, req *mcp.CallToolRequest) *ops.Ca
 		c.Workspace = ops.DefaultWorkspace
 	}
 	if in := s.requestOf(req); in != nil {
-		c.Delivered = in.handed.add
-		session := c.Session
-		c.Claimed = func(id string) { s.claims.add(session, id) }
+		c.Call = in.requestID()
 	} else {
 		// No HTTP request (an in-memory transport): nothing could confirm a
 		// lease, and the result reaches the client as it returns.
-		c.Session = ""
+		c.Reader = nil
 	}
 	if token := req.Params.GetProgressToken(); token != nil && req.Session != nil {
 		c.Progress = func(waited, total time.Duration, msg string) {

@@ -89,9 +89,9 @@ func scCaller(c *ops.Caller, op, session, what, agent string) (*ops.Caller, erro
 	if err := hub.ValidName(what, agent); err != nil {
 		return nil, hub.Errorf(op, hub.Invalid, "%v", err)
 	}
-	// Delivered too: what a read hands this session is confirmed or put
-	// back as for any other read (receipts.go), not left leased.
-	return &ops.Caller{Workspace: ws, Agent: agent, Session: c.Session, Progress: c.Progress, Delivered: c.Delivered}, nil
+	// The session's reader too: what a read hands this session is
+	// confirmed or put back as for any other read (receipts.go).
+	return &ops.Caller{Workspace: ws, Agent: agent, Reader: c.Reader, Call: c.Call, Progress: c.Progress}, nil
 }
 
 func (s *Server) scSend(ctx context.Context, c *ops.Caller, in scSendIn) (scSendOut, error) {
@@ -108,7 +108,7 @@ func (s *Server) scSend(ctx context.Context, c *ops.Caller, in scSendIn) (scSend
 	if from == "" {
 		from = sidechatSender
 	}
-	res, err := s.ops.Send(ctx, &ops.Caller{Workspace: sc.Workspace, Agent: from, Session: c.Session},
+	res, err := s.ops.Send(ctx, &ops.Caller{Workspace: sc.Workspace, Agent: from},
 		api.SendRequest{To: in.To, Content: summarize(msg), Payload: json.RawMessage(msg), Metadata: map[string]string{"profile": "sidechat"}})
 	if err != nil {
 		return scSendOut{}, err

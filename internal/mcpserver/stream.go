@@ -15,25 +15,24 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/parley-dev/parley/internal/api"
-	"github.com/parley-dev/parley/internal/bridge"
 	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/ops"
 )
 
 // A stream session is one MCP session on one connection: the bridge (parley
-// mcp serve) upgrades a GET /mcp (Upgrade: bridge.StreamProtocol) and the
+// mcp serve) upgrades a GET /mcp (Upgrade: api.StreamProtocol) and the
 // connection then carries newline-delimited JSON-RPC both ways, served by the
 // SDK's own IO transport. It saves an HTTP request, SSE framing and a
 // session lookup per message, and it makes delivery exact: the bridge
-// confirms what it wrote to its client (bridge.MethodDelivered), and when
+// confirms what it wrote to its client (api.MethodDelivered), and when
 // the connection ends, so does the session, and everything it did not
 // confirm goes back to the inbox, marked redelivered. No guess from how a
 // connection ended is needed.
 //
-// A bridge that asks (bridge.HeaderPush: `mcp serve --channel`) also gets
+// A bridge that asks (api.HeaderPush: `mcp serve --channel`) also gets
 // the agent's messages pushed as they arrive, each handed to the session
 // as a wait_for_message would (leased, recorded as the channel's wake-up)
-// and written as a bridge.MethodMessage; it confirms each one as it
+// and written as a api.MethodMessage; it confirms each one as it
 // confirms a result's deliveries. That saves the channel an HTTP request
 // per message, and a confirmation per message written at once.
 
@@ -53,10 +52,10 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Time{}) // a session may be quiet for hours
-	push := r.Header.Get(bridge.HeaderPush) != "" && sess.caller.Agent != ""
-	rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + bridge.StreamProtocol + "\r\n")
+	push := r.Header.Get(api.HeaderPush) != "" && sess.caller.Agent != ""
+	rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + api.StreamProtocol + "\r\n")
 	if push {
-		rw.WriteString(bridge.HeaderPush + ": 1\r\n")
+		rw.WriteString(api.HeaderPush + ": 1\r\n")
 	}
 	rw.WriteString("\r\n")
 	if rw.Flush() != nil {
@@ -136,7 +135,7 @@ func (c *streamConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		if !ok {
 			return msg, nil
 		}
-		if req.Method == bridge.MethodDelivered {
+		if req.Method == api.MethodDelivered {
 			c.confirm(req.Params)
 			continue
 		}
@@ -167,6 +166,9 @@ func (c *streamConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		c.mu.Unlock()
 		if ok {
 			c.t.s.requests.Delete(key)
+			// The answer is written (the bridge confirms what it carried),
+			// or the connection is gone (and the session with it).
+			c.t.sess.caller.Reader.Written(ctx, requestID(resp.ID.Raw()), err, nil)
 		}
 	}
 	return err
@@ -193,19 +195,21 @@ func (c *streamConn) confirm(params json.RawMessage) {
 	if json.Unmarshal(params, &p) != nil || len(p.MessageIDs) == 0 {
 		return
 	}
-	c.t.s.hub.ConfirmLater(c.t.sess.caller.Session, p.MessageIDs)
+	c.t.sess.caller.Reader.Receipt(c.t.ctx, p.MessageIDs, true)
 }
 
 // pushMessages hands the agent's messages to the session as they arrive
-// and writes each as a bridge.MethodMessage, until ctx (the stream's) ends.
+// and writes each as a api.MethodMessage, until ctx (the stream's) ends.
 // What it took and could not write stays leased to the session, which puts
 // it back as it ends, with the connection.
 func (c *streamConn) pushMessages(ctx context.Context) {
 	s := c.t.s
 	caller := c.t.sess.caller // a copy: its reads record the channel
 	caller.Via = hub.WakeChannel
+	rd := caller.Reader
 	backoff := storeRetry
-	for ctx.Err() == nil {
+	for n := 0; ctx.Err() == nil; n++ {
+		caller.Call = "push-" + strconv.Itoa(n)
 		mi, err := s.ops.Receive(ctx, &caller, ops.Forever)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -226,13 +230,14 @@ func (c *streamConn) pushMessages(ctx context.Context) {
 		if mi == nil {
 			continue
 		}
-		params, err := json.Marshal(pushed{Message: mi, Meta: map[string][]string{bridge.MetaDelivered: {mi.MessageID}}})
-		if err != nil { // not for a message that was stored: give it back
-			s.log.Warn("mcp stream: push messages", "err", err)
-			s.hub.Release(context.WithoutCancel(ctx), caller.Session, []string{mi.MessageID})
-			continue
+		params, err := json.Marshal(pushed{Message: mi, Meta: map[string][]string{api.MetaDelivered: {mi.MessageID}}})
+		if err == nil {
+			err = c.Connection.Write(ctx, &jsonrpc.Request{Method: api.MethodMessage, Params: params})
 		}
-		if c.Connection.Write(ctx, &jsonrpc.Request{Method: bridge.MethodMessage, Params: params}) != nil {
+		// Written: the bridge confirms it. Not: it goes back.
+		rd.Written(ctx, caller.Call, err, nil)
+		if err != nil {
+			s.log.Warn("mcp stream: push messages", "err", err)
 			return
 		}
 	}
@@ -241,7 +246,7 @@ func (c *streamConn) pushMessages(ctx context.Context) {
 // storeRetry is how soon a pusher that the store refused looks again.
 const storeRetry = 100 * time.Millisecond
 
-// pushed is the params of a bridge.MethodMessage.
+// pushed is the params of a api.MethodMessage.
 type pushed struct {
 	Message *api.MessageInfo    `json:"message"`
 	Meta    map[string][]string `json:"_meta"`
@@ -256,5 +261,5 @@ type readCloser struct {
 
 // isStream reports whether r asks for a stream session.
 func isStream(r *http.Request) bool {
-	return r.Method == http.MethodGet && strings.EqualFold(r.Header.Get("Upgrade"), bridge.StreamProtocol)
+	return r.Method == http.MethodGet && strings.EqualFold(r.Header.Get("Upgrade"), api.StreamProtocol)
 }

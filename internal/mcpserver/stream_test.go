@@ -177,8 +177,8 @@ func TestStreamUnconfirmedGoesBack(t *testing.T) {
 			t.Fatalf("read the answer: %v", err)
 		}
 		if strings.HasPrefix(line, `{"jsonrpc":"2.0","id":2,`) {
-			if !strings.Contains(line, bridge.MetaDelivered) || !strings.Contains(line, id) {
-				t.Fatalf("check_messages: got %s, want message %s listed under %s", line, id, bridge.MetaDelivered)
+			if !strings.Contains(line, api.MetaDelivered) || !strings.Contains(line, id) {
+				t.Fatalf("check_messages: got %s, want message %s listed under %s", line, id, api.MetaDelivered)
 			}
 			break
 		}
@@ -196,7 +196,7 @@ func TestStreamUnconfirmedGoesBack(t *testing.T) {
 func pushStream(t *testing.T, sock, ws, agent string) (net.Conn, *bufio.Reader) {
 	t.Helper()
 	c, br, err := bridge.DialStream(context.Background(), "unix", sock, "http://parley/mcp",
-		http.Header{api.HeaderAgent: {agent}, api.HeaderWorkspace: {ws}, bridge.HeaderPush: {"1"}})
+		http.Header{api.HeaderAgent: {agent}, api.HeaderWorkspace: {ws}, api.HeaderPush: {"1"}})
 	if err != nil {
 		t.Fatalf("upgrade: %v", err)
 	}
@@ -225,7 +225,7 @@ func pushedLine(t *testing.T, br *bufio.Reader) (msg api.MessageInfo, ids []stri
 				} `json:"_meta"`
 			} `json:"params"`
 		}
-		if json.Unmarshal([]byte(line), &n) == nil && n.Method == bridge.MethodMessage {
+		if json.Unmarshal([]byte(line), &n) == nil && n.Method == api.MethodMessage {
 			return n.Params.Message, n.Params.Meta.IDs
 		}
 	}
@@ -251,7 +251,7 @@ func TestStreamPush(t *testing.T) {
 	if d.State != hub.Delivered || d.WokeVia != hub.WakeChannel {
 		t.Fatalf("pushed, not confirmed: state %s via %q, want delivered (leased) via channel", d.State, d.WokeVia)
 	}
-	fmt.Fprintf(c, `{"jsonrpc":"2.0","method":%q,"params":{"messageIds":[%q]}}`+"\n", bridge.MethodDelivered, first)
+	fmt.Fprintf(c, `{"jsonrpc":"2.0","method":%q,"params":{"messageIds":[%q]}}`+"\n", api.MethodDelivered, first)
 	waitFor(t, "the confirmation", func() bool { return deliveryOf(t, e, ws, first).State == hub.Read })
 
 	second := sendTo(t, e, ws, "bob", "never confirmed")
@@ -282,9 +282,9 @@ func TestStreamPushOnlyWhenAsked(t *testing.T) {
 		h    http.Header
 		want bool
 	}{
-		{"asked", http.Header{api.HeaderAgent: {"bob"}, api.HeaderWorkspace: {"w"}, bridge.HeaderPush: {"1"}}, true},
+		{"asked", http.Header{api.HeaderAgent: {"bob"}, api.HeaderWorkspace: {"w"}, api.HeaderPush: {"1"}}, true},
 		{"not asked", http.Header{api.HeaderAgent: {"bob"}, api.HeaderWorkspace: {"w"}}, false},
-		{"no agent", http.Header{api.HeaderWorkspace: {"w"}, bridge.HeaderPush: {"1"}}, false},
+		{"no agent", http.Header{api.HeaderWorkspace: {"w"}, api.HeaderPush: {"1"}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := net.Dial("unix", sock)
@@ -295,13 +295,13 @@ func TestStreamPushOnlyWhenAsked(t *testing.T) {
 			req, _ := http.NewRequest(http.MethodGet, "http://parley/mcp", nil)
 			req.Header = tc.h
 			req.Header.Set("Connection", "Upgrade")
-			req.Header.Set("Upgrade", bridge.StreamProtocol)
+			req.Header.Set("Upgrade", api.StreamProtocol)
 			req.Write(c)
 			resp, err := http.ReadResponse(bufio.NewReader(c), req)
 			if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
 				t.Fatalf("upgrade: %v %v", resp, err)
 			}
-			if got := resp.Header.Get(bridge.HeaderPush) != ""; got != tc.want {
+			if got := resp.Header.Get(api.HeaderPush) != ""; got != tc.want {
 				t.Errorf("101 says it pushes: %v, want %v", got, tc.want)
 			}
 		})
@@ -366,9 +366,9 @@ func TestBridgePush(t *testing.T) {
 			joinAll(t, e, ws, "alice", "bob")
 			sock, _ := streamServer(t, e)
 			if !daemonPushes {
-				// As a daemon that does not know bridge.HeaderPush.
+				// As a daemon that does not know api.HeaderPush.
 				sock = serveUnix(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-					r.Header.Del(bridge.HeaderPush)
+					r.Header.Del(api.HeaderPush)
 					e.mcp.ServeHTTP(w, r)
 				}))
 			}

@@ -50,12 +50,16 @@ func (o *Ops) Check(ctx context.Context, c *Caller, in api.CheckRequest) (api.Ch
 	if err := c.needAgent(op); err != nil {
 		return api.CheckResult{}, err
 	}
-	ds, remaining, err := o.hub.Receive(ctx, hub.ReceiveRequest{Workspace: c.Workspace, Agent: c.Agent,
-		Reader: c.Session, Limit: in.Limit, Via: c.Via, Lease: c.Lease})
+	r, err := o.reader(c)
 	if err != nil {
 		return api.CheckResult{}, err
 	}
-	c.handed(o.hub, ds)
+	ds, remaining, err := o.hub.Receive(ctx, hub.ReceiveRequest{Workspace: c.Workspace, Agent: c.Agent,
+		Reader: r.Key(), Limit: in.Limit, Via: c.Via, Lease: r.Lease()})
+	r.Handed(ctx, c.Call, ds...)
+	if err != nil {
+		return api.CheckResult{}, err
+	}
 	return checkResult(ds, remaining), nil
 }
 
@@ -120,9 +124,13 @@ func (o *Ops) Receive(ctx context.Context, c *Caller, timeout time.Duration) (*a
 	var d *hub.Delivery
 	var err error
 	if timeout == 0 {
+		var r *hub.Reader
+		if r, err = o.reader(c); err != nil {
+			return nil, err
+		}
 		var ds []*hub.Delivery
-		ds, _, err = o.hub.Receive(ctx, hub.ReceiveRequest{Workspace: c.Workspace, Agent: c.Agent, Reader: c.Session, Limit: 1, Via: c.Via})
-		c.handed(o.hub, ds)
+		ds, _, err = o.hub.Receive(ctx, hub.ReceiveRequest{Workspace: c.Workspace, Agent: c.Agent, Reader: r.Key(), Limit: 1, Via: c.Via, Lease: r.Lease()})
+		r.Handed(ctx, c.Call, ds...)
 		if len(ds) > 0 {
 			d = ds[0]
 		}
@@ -141,6 +149,10 @@ func (o *Ops) Receive(ctx context.Context, c *Caller, timeout time.Duration) (*a
 // waits, with one keep-alive across the whole chain.
 // With replyTo it waits for a reply to that message (WaitForReply).
 func (o *Ops) receive(ctx context.Context, c *Caller, total time.Duration, filter hub.PriorityFilter, replyTo string) (*hub.Delivery, error) {
+	r, err := o.reader(c)
+	if err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	bound := total
 	if total == Forever {
@@ -165,14 +177,14 @@ func (o *Ops) receive(ctx context.Context, c *Caller, total time.Duration, filte
 		var d *hub.Delivery
 		var err error
 		if replyTo != "" {
-			rr := hub.ReplyWaitRequest{Workspace: c.Workspace, Agent: c.Agent, Reader: c.Session, MessageID: replyTo, Timeout: chunk, Via: c.Via, Lease: c.Lease}
+			rr := hub.ReplyWaitRequest{Workspace: c.Workspace, Agent: c.Agent, Reader: r.Key(), MessageID: replyTo, Timeout: chunk, Via: c.Via, Lease: r.Lease()}
 			if progress != nil {
 				rr.ProgressEvery = o.progressEvery
 				rr.Progress = func(time.Duration) { progress(time.Since(start)) }
 			}
 			d, err = o.hub.WaitForReply(ctx, rr)
 		} else {
-			wr := hub.WaitRequest{Workspace: c.Workspace, Agent: c.Agent, Reader: c.Session, Timeout: chunk, Filter: filter, Via: c.Via, Lease: c.Lease}
+			wr := hub.WaitRequest{Workspace: c.Workspace, Agent: c.Agent, Reader: r.Key(), Timeout: chunk, Filter: filter, Via: c.Via, Lease: r.Lease()}
 			if progress != nil {
 				wr.ProgressEvery = o.progressEvery
 				wr.Progress = func(time.Duration) { progress(time.Since(start)) }
@@ -180,7 +192,7 @@ func (o *Ops) receive(ctx context.Context, c *Caller, total time.Duration, filte
 			d, err = o.hub.Next(ctx, wr)
 		}
 		if d != nil {
-			c.handed(o.hub, []*hub.Delivery{d})
+			r.Handed(ctx, c.Call, d)
 		}
 		if err != nil || d != nil {
 			return d, err
@@ -269,21 +281,20 @@ func (o *Ops) Thread(ctx context.Context, c *Caller, in api.ThreadRequest) (api.
 }
 
 // Receipt settles what the caller's reader (a JSON API reader that asked for
-// receipts) holds of the messages: confirmed read, or put back.
+// receipts, named again by its key) holds of the messages: confirmed read, or
+// put back.
 func (o *Ops) Receipt(ctx context.Context, c *Caller, in api.ReceiptRequest) (api.ReceiptResult, error) {
 	const op = "receipt"
 	if len(in.MessageIDs) == 0 {
 		return api.ReceiptResult{}, hub.Errorf(op, hub.Invalid, "no message ids")
 	}
-	if !c.NamedReader {
+	if c.Reader == nil && (c.ReadAs == nil || c.ReadAs.Key == "") {
 		return api.ReceiptResult{}, hub.Errorf(op, hub.Invalid, "no reader: send the %s header the read's response carried", api.HeaderReader)
 	}
-	var n int
-	var err error
-	if in.Received {
-		n, err = o.hub.Confirm(ctx, c.Session, in.MessageIDs)
-	} else {
-		n, err = o.hub.Release(ctx, c.Session, in.MessageIDs)
+	r, err := o.reader(c)
+	if err != nil {
+		return api.ReceiptResult{}, err
 	}
+	n, err := r.Receipt(ctx, in.MessageIDs, in.Received)
 	return api.ReceiptResult{Count: n}, err
 }

@@ -8,7 +8,6 @@
 package ops
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"time"
@@ -32,13 +31,6 @@ type Caller struct {
 	Agent     string // may be empty: such a caller can read lists but not send
 	Role      string
 	Module    string
-	// Session is the reader key: the MCP session id, or a key the JSON API
-	// gives one request. Reads are leased to it.
-	Session string
-	// OneRequest marks a Session that ends with its request (the JSON
-	// API): what the caller claims from a queue is held for its agent
-	// instead, until completed, released, or the lease runs out.
-	OneRequest bool
 	// Local is true for a request over the daemon's Unix socket, whose OS
 	// user is trusted with everything.
 	Local bool
@@ -48,20 +40,17 @@ type Caller struct {
 	Via hub.WakePath
 	// Profiles are the MCP profiles of the session (none over the JSON API).
 	Profiles []string
-	// Delivered, when not nil, is told the ids of the messages an operation
-	// hands to this caller (leased to Session): the door confirms them once
-	// its answer is written, or puts them back when it cannot be.
-	Delivered func(messageIDs []string)
-	// NamedReader marks a Session the client named (api.HeaderReader): a
-	// reader of an earlier request, settling its receipts.
-	NamedReader bool
-	// Lease, if set, is how long a read's deliveries stay leased to Session
-	// unconfirmed (see hub.WaitRequest.Lease).
-	Lease time.Duration
-	// Claimed, when not nil, is told the id of a task claimed for Session,
-	// so that the door can give it back when it learns its client is gone.
-	Claimed func(taskID string)
-	hub     *hub.Hub // set once the caller was handed messages, for Settle
+	// Reader is the ledger of the caller's reads (hub.Reader): what an
+	// operation hands out is leased to it and reported to it, and the door
+	// settles it there. Nil: an operation that reads opens one with
+	// ReadAs, or, without ReadAs, reads at once.
+	Reader *hub.Reader
+	// ReadAs opens Reader at the first read, for a door whose requests
+	// mostly read nothing (the JSON API). Its Workspace and Agent are the
+	// caller's.
+	ReadAs *hub.ReaderOptions
+	// Call names the request within Reader (its JSON-RPC id).
+	Call string
 	// Progress, when not nil, is told that a blocking operation still runs;
 	// the MCP adapter sends it as a progress notification (a keep-alive for
 	// clients that time out idle calls).
@@ -72,36 +61,23 @@ type Caller struct {
 // (0: no bound), with a line for people.
 type Progress func(waited, total time.Duration, message string)
 
-// handed tells the door which messages the caller was handed.
-func (c *Caller) handed(h *hub.Hub, ds []*hub.Delivery) {
-	if len(ds) == 0 {
-		return
+// reader is the caller's reader, opened now if the door asked for one.
+func (o *Ops) reader(c *Caller) (*hub.Reader, error) {
+	if c.Reader != nil || c.ReadAs == nil {
+		return c.Reader, nil
 	}
-	c.hub = h
-	if c.Delivered == nil {
-		return
-	}
-	ids := make([]string, len(ds))
-	for i, d := range ds {
-		ids[i] = d.MessageID
-	}
-	c.Delivered(ids)
-}
-
-// Settle ends the leases of what the caller was handed: confirmed when the
-// door has written its answer (received), else put back in the inbox. Doors
-// whose reader spans requests (MCP sessions) confirm through the hub instead.
-func (c *Caller) Settle(ctx context.Context, received bool) error {
-	if c.hub == nil || c.Session == "" {
-		return nil
-	}
-	var err error
-	if received {
-		_, err = c.hub.Confirm(ctx, c.Session, nil)
+	ro := *c.ReadAs
+	ro.Workspace, ro.Agent = c.Workspace, c.Agent
+	if ro.Key != "" {
+		r, err := o.hub.ResumeReader(ro.Key, ro.Workspace, ro.Agent)
+		if err != nil {
+			return nil, err
+		}
+		c.Reader = r
 	} else {
-		_, err = c.hub.Release(ctx, c.Session, nil)
+		c.Reader = o.hub.OpenReader(ro)
 	}
-	return err
+	return c.Reader, nil
 }
 
 // needAgent refuses a caller without an agent identity for op.

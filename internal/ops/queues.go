@@ -13,23 +13,12 @@ import (
 // Work queues (issue 15): send_message to queue:NAME, claim_task,
 // complete_task, release_task.
 
-// claimReader is the reader key that holds the caller's claims. An MCP
-// session holds its own, so they go back when it ends; a caller whose
-// session is one request (the JSON API, the CLI) hands its claims to its
-// agent's key, held until completed, released, or the lease runs out.
-func (c *Caller) claimReader() string {
-	if c.Session == "" || c.OneRequest {
-		return "claim-" + hub.NameHash(c.Workspace, c.Agent)
-	}
-	return c.Session
-}
-
 // claimReaders are the keys a claim of the caller may be held by: its
-// session's and its agent's.
+// reader's and its agent's (hub.Reader.ClaimKey).
 func (c *Caller) claimReaders() []string {
-	agent := "claim-" + hub.NameHash(c.Workspace, c.Agent)
-	if r := c.claimReader(); r != agent {
-		return []string{r, agent}
+	agent := hub.AgentClaimKey(c.Workspace, c.Agent)
+	if k := c.Reader.ClaimKey(c.Workspace, c.Agent); k != agent {
+		return []string{k, agent}
 	}
 	return []string{agent}
 }
@@ -52,9 +41,13 @@ func (o *Ops) ClaimTask(ctx context.Context, c *Caller, in api.ClaimTaskRequest)
 	if err := c.needAgent(op); err != nil {
 		return api.ClaimTaskResult{}, err
 	}
+	rd, err := o.reader(c)
+	if err != nil {
+		return api.ClaimTaskResult{}, err
+	}
 	queue := queueName(in.Queue)
 	start := time.Now()
-	r := hub.ClaimRequest{Workspace: c.Workspace, Agent: c.Agent, Queue: queue, Reader: c.claimReader(),
+	r := hub.ClaimRequest{Workspace: c.Workspace, Agent: c.Agent, Queue: queue, Reader: rd.ClaimKey(c.Workspace, c.Agent),
 		Timeout: timeout, Lease: time.Duration(in.LeaseSeconds) * time.Second}
 	if p := o.keepAlive(c, timeout, func(waited time.Duration) string {
 		return fmt.Sprintf("waiting for a task in queue:%s (%ds of %ds)", queue, int(waited.Seconds()), int(timeout.Seconds()))
@@ -67,9 +60,7 @@ func (o *Ops) ClaimTask(ctx context.Context, c *Caller, in api.ClaimTaskRequest)
 	}
 	out := api.ClaimTaskResult{Status: "timeout", WaitedSeconds: int(time.Since(start).Seconds())}
 	if d != nil {
-		if c.Claimed != nil {
-			c.Claimed(d.MessageID)
-		}
+		rd.Claimed(d.MessageID)
 		out.Status = "claimed"
 		out.Task = &api.TaskInfo{MessageInfo: Delivered(d), Queue: d.Recipient, LeaseUntil: api.FormatTime(d.LeaseUntil)}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/bridge"
 )
 
@@ -254,7 +255,7 @@ func (c confirmingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		}
 		if json.Unmarshal(r.Result, &res) == nil && len(res.Meta.IDs) > 0 {
 			params, _ := json.Marshal(map[string]any{"messageIds": res.Meta.IDs})
-			if err := c.Write(ctx, &jsonrpc.Request{Method: bridge.MethodDelivered, Params: params}); err != nil {
+			if err := c.Write(ctx, &jsonrpc.Request{Method: api.MethodDelivered, Params: params}); err != nil {
 				return nil, err
 			}
 		}

@@ -1,0 +1,34 @@
+package api
+
+// Wire names of what Parley adds to MCP, for the daemon's /mcp (mcpserver)
+// and the bridge (`parley mcp serve`): how a client that confirms by itself
+// says which messages it has, and the stream session, one MCP session on one
+// upgraded connection.
+const (
+	// MetaDelivered is the key of a tool result's _meta under which the
+	// daemon lists the ids of the messages the result hands to the session.
+	// They stay leased to the session until confirmed: a bridge confirms
+	// them once it has written the result to its client.
+	MetaDelivered = "parley/delivered"
+	// HeaderDelivered carries confirmed message ids, comma-separated, on a
+	// POST /mcp whose body is a MethodDelivered notification.
+	HeaderDelivered = "Parley-Delivered"
+	// MethodDelivered is the notification that confirms messages (params:
+	// messageIds): on a stream session as it is, over HTTP with
+	// HeaderDelivered. HeaderReceipts on every POST of a session says that
+	// its client confirms this way.
+	MethodDelivered = "notifications/parley/delivered"
+	// StreamProtocol is the Upgrade token of a stream session: GET /mcp
+	// with it turns the connection into newline-delimited JSON-RPC both
+	// ways.
+	StreamProtocol = "parley-mcp"
+	// HeaderPush on a stream's upgrade asks the daemon to push the agent's
+	// messages once the client has initialized; a daemon that will says so
+	// with the same header on its 101.
+	HeaderPush = "Parley-Push"
+	// MethodMessage is the notification with which a daemon pushes one of
+	// the agent's messages on a stream that asked for them. Its params are
+	// {"message": MessageInfo, "_meta": {MetaDelivered: [its id]}}; the
+	// message is leased to the session until the bridge confirms it.
+	MethodMessage = "notifications/parley/message"
+)
