@@ -11,11 +11,13 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	_ "modernc.org/sqlite" // the SQL checks read parley.db directly
+
+	"github.com/parley-dev/parley/internal/filelock"
+	"github.com/parley-dev/parley/internal/proc"
 )
 
 // apiCall calls the JSON API on the socket as agent in ws. It returns the HTTP
@@ -107,12 +109,12 @@ func (e *env) killNow() {
 		e.t.Fatal(err)
 	}
 	defer f.Close()
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+	if err := proc.Kill(pid); err != nil {
 		e.t.Fatalf("kill -9 %d: %v", pid, err)
 	}
 	for i := 0; i < 2500; i++ {
-		if syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB) == nil {
-			syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		if filelock.TryRLock(f) == nil {
+			filelock.Unlock(f)
 			return
 		}
 		time.Sleep(2 * time.Millisecond)

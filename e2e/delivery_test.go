@@ -351,25 +351,6 @@ func TestRaceHTTPHangUp(t *testing.T) {
 	r.finish("HTTP hang-up of a wait, unread, within ±3 ms of a send", rounds)
 }
 
-// answered is closed once conn has something to read, which it leaves unread.
-func answered(conn net.Conn) <-chan struct{} {
-	ch := make(chan struct{})
-	rc, err := conn.(syscall.Conn).SyscallConn()
-	if err != nil {
-		close(ch)
-		return ch
-	}
-	go func() {
-		defer close(ch)
-		rc.Read(func(fd uintptr) bool { // returns early when conn closes
-			var b [1]byte
-			_, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-			return err != syscall.EAGAIN && err != syscall.EINTR
-		})
-	}()
-	return ch
-}
-
 // check reads bob's inbox through cs.
 func (r *race) check(cs *mcp.ClientSession) {
 	var c struct {
@@ -884,30 +865,6 @@ func TestCLIConfirmsAfterPrinting(t *testing.T) {
 	}
 }
 
-// fillPipe writes to w until the pipe holds all it can, so that the next
-// write blocks until someone reads.
-func fillPipe(t *testing.T, w *os.File) {
-	t.Helper()
-	fd := int(w.Fd())
-	if err := syscall.SetNonblock(fd, true); err != nil {
-		t.Fatal(err)
-	}
-	buf := bytes.Repeat([]byte("x"), 4096)
-	for {
-		if _, err := syscall.Write(fd, buf); err != nil {
-			break
-		}
-	}
-	for {
-		if _, err := syscall.Write(fd, buf[:1]); err != nil {
-			break
-		}
-	}
-	if err := syscall.SetNonblock(fd, false); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // hangUpRound is one round's pair of a hang-up race: read sends a blocking
 // read and returns when it is hung up (or answered at once with a message an
 // earlier round gave back); hangUp closes its connection without reading.
@@ -925,7 +882,7 @@ func hangUpRound[T any](t *testing.T, i int, send func() (net.Conn, error)) (rea
 		conns <- conn
 		select {
 		case <-hungUp:
-		case <-answered(conn): // it took a message an earlier round gave back
+		case <-answered(t, conn): // it took a message an earlier round gave back
 		}
 		return zero
 	}

@@ -12,12 +12,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/parley-dev/parley/internal/proc"
 	"github.com/parley-dev/parley/internal/store/postgres/pgtest"
 	"github.com/parley-dev/parley/internal/testenv"
 )
@@ -90,11 +90,11 @@ func (e *env) daemonPID() int {
 func (e *env) kill9() {
 	e.t.Helper()
 	pid := e.daemonPID()
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+	if err := proc.Kill(pid); err != nil {
 		e.t.Fatalf("kill -9 %d: %v", pid, err)
 	}
 	for i := 0; i < 500; i++ {
-		if syscall.Kill(pid, 0) != nil {
+		if !proc.Alive(pid) {
 			return
 		}
 		// Reap it if it is our child (it is not: it was started detached).

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/pelletier/go-toml/v2"
@@ -262,9 +261,7 @@ func TestInitRefusesLinksInRepository(t *testing.T) {
 		}, filepath.Join(".cursor", "mcp.json")},
 		{"gemini settings is a FIFO", "gemini", func(t *testing.T, repo, victim string) {
 			os.MkdirAll(filepath.Join(repo, ".gemini"), 0o755)
-			if err := syscall.Mkfifo(filepath.Join(repo, ".gemini", "settings.json"), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			mkfifo(t, filepath.Join(repo, ".gemini", "settings.json"))
 		}, "not a regular file"},
 	}
 	for _, tt := range tests {

@@ -3,18 +3,7 @@ package profile
 import (
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
-
-// processCPU is the user plus system CPU time this process has used.
-func processCPU() time.Duration {
-	var ru unix.Rusage
-	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // cpuPer reports the process's CPU time per message since cpu0 (client and
 // daemon together, both being in-process): on a loaded machine it moves far

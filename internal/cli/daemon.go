@@ -5,9 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,6 +14,7 @@ import (
 	"github.com/parley-dev/parley/internal/client"
 	"github.com/parley-dev/parley/internal/daemon"
 	"github.com/parley-dev/parley/internal/home"
+	"github.com/parley-dev/parley/internal/proc"
 	"github.com/parley-dev/parley/internal/safefile"
 )
 
@@ -90,7 +89,7 @@ func daemonStopCmd(g *globals) *cobra.Command {
 	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "stop",
-		Short: "Stop the daemon (SIGTERM, then SIGKILL after --timeout)",
+		Short: "Stop the daemon gracefully, or kill it after --timeout",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			paths, err := home.Resolve("")
@@ -102,7 +101,7 @@ func daemonStopCmd(g *globals) *cobra.Command {
 				fmt.Fprintln(g.stdout, "parley daemon is not running")
 				return nil
 			}
-			if err := syscall.Kill(li.PID, syscall.SIGTERM); err != nil {
+			if err := proc.Terminate(li.PID); err != nil {
 				return fmt.Errorf("stop daemon (pid %d): %w", li.PID, err)
 			}
 			deadline := time.Now().Add(timeout)
@@ -113,7 +112,7 @@ func daemonStopCmd(g *globals) *cobra.Command {
 				}
 				time.Sleep(10 * time.Millisecond)
 			}
-			syscall.Kill(li.PID, syscall.SIGKILL)
+			proc.Kill(li.PID)
 			fmt.Fprintf(g.stdout, "parley daemon killed after %s (pid %d)\n", timeout, li.PID)
 			return nil
 		},
@@ -191,7 +190,7 @@ func daemonRunCmd(g *globals) *cobra.Command {
 				level = slog.LevelDebug
 			}
 			log := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, stop := proc.TerminateContext(cmd.Context())
 			defer stop()
 			cfg := daemon.Config{Home: paths.Home, Version: Version, Logger: log, Listen: listen, AllowRemote: allowRemote}
 			// A knob for tests and for clients with very short request timeouts.

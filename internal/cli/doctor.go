@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -197,8 +196,8 @@ func doctorFiles(paths home.Paths, add addFunc) {
 		add("daemon.log", "fail", paths.Log+" is a symbolic link: the daemon refuses to write through it", "remove it (check where it points first)")
 	case !st.Mode().IsRegular():
 		add("daemon.log", "fail", paths.Log+" is not a regular file", "remove it")
-	case ownerOf(st) != os.Geteuid():
-		add("daemon.log", "fail", fmt.Sprintf("%s belongs to uid %d", paths.Log, ownerOf(st)), "remove it")
+	case notOwned(paths.Log, st) != "":
+		add("daemon.log", "fail", notOwned(paths.Log, st), "remove it")
 	case st.Size() > 100<<20:
 		add("daemon.log", "warn", fmt.Sprintf("%s is %d MB", paths.Log, st.Size()>>20), "truncate it while the daemon is stopped, or rotate it")
 	default:
@@ -206,11 +205,17 @@ func doctorFiles(paths home.Paths, add addFunc) {
 	}
 }
 
-func ownerOf(st fs.FileInfo) int {
-	if s, ok := st.Sys().(*syscall.Stat_t); ok {
-		return int(s.Uid)
+// notOwned says why the file at path does not belong to this user, or "".
+func notOwned(path string, st fs.FileInfo) string {
+	err := safefile.CheckOwner(path, st)
+	var ne *safefile.NotOwnedError
+	if errors.As(err, &ne) {
+		return ne.Path + " " + ne.Reason
 	}
-	return -1
+	if err != nil {
+		return err.Error()
+	}
+	return ""
 }
 
 func doctorDatabase(ctx context.Context, paths home.Paths, conf *config.Config, add addFunc) {

@@ -15,9 +15,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mattn/go-isatty"
 	"github.com/pelletier/go-toml/v2"
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
 	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/workspace"
@@ -840,8 +840,7 @@ func isTerminal(r io.Reader) bool {
 	if !ok {
 		return false
 	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
+	return isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())
 }
 
 // unifiedDiff renders a line diff of a and b with three lines of context.

@@ -200,6 +200,9 @@ func checkServeFlags(ctx context.Context, c *client.Client, profiles, nudge stri
 	if nudge != "" && nudge != "tmux" {
 		return fmt.Errorf("invalid --nudge %q: want tmux (or nothing)", nudge)
 	}
+	if err := tmux.Unavailable(); nudge == "tmux" && err != nil {
+		return fmt.Errorf("--nudge tmux: %w", err)
+	}
 	if strings.TrimSpace(profiles) == "" {
 		return nil
 	}

@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/home"
 	"github.com/parley-dev/parley/internal/hub"
+	"github.com/parley-dev/parley/internal/proc"
 	"github.com/parley-dev/parley/internal/safefile"
 )
 
@@ -147,7 +149,7 @@ func (c *Client) doHeader(ctx context.Context, method, path string, query url.Va
 
 // unreachable reports whether err means nothing listens on the socket.
 func unreachable(err error) bool {
-	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) || errors.Is(err, os.ErrNotExist)
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) || errors.Is(err, os.ErrNotExist) || refused(err)
 }
 
 // Purge deletes the read messages older than olderThan (an age such as 30d).
@@ -361,8 +363,8 @@ func (c *Client) StartDaemon(ctx context.Context, args ...string) (*api.Health, 
 	cmd := exec.Command(exe, append([]string{"daemon", "run"}, args...)...)
 	cmd.Env = append(os.Environ(), "PARLEY_HOME="+c.Paths.Home, "PARLEY_DAEMON_CHILD=1", daemonGODEBUG())
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Dir = "/"
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.Dir = filepath.VolumeName(c.Paths.Home) + string(filepath.Separator) // holds no directory in use
+	proc.Detach(cmd)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start daemon: %w", err)
 	}

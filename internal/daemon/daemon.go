@@ -13,7 +13,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"syscall"
 	"time"
 
 	"github.com/parley-dev/parley/internal/config"
@@ -162,9 +161,7 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	if err := os.Remove(paths.Socket); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("remove stale socket: %w", err)
 	}
-	old := syscall.Umask(0o077)
-	d.ln, err = net.Listen("unix", paths.Socket)
-	syscall.Umask(old)
+	d.ln, err = listenUnix(paths.Socket)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", paths.Socket, err)
 	}

@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"syscall"
 	"time"
 
+	"github.com/parley-dev/parley/internal/filelock"
 	"github.com/parley-dev/parley/internal/home"
+	"github.com/parley-dev/parley/internal/safefile"
 )
 
 // LockInfo is the body of the PID lock file (seed 003).
@@ -78,7 +79,7 @@ func acquireLock(path string, info LockInfo) (*pidLock, error) {
 func lockSoon(f *os.File) error {
 	var err error
 	for i := 0; i < 1000; i++ {
-		if err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); !errors.Is(err, syscall.EWOULDBLOCK) {
+		if err = filelock.TryLock(f); !errors.Is(err, filelock.ErrLocked) {
 			return err
 		}
 		time.Sleep(time.Millisecond)
@@ -91,7 +92,7 @@ var errRetry = errors.New("pid lock is changing hands")
 
 // breakStale removes the lock file at path if no live process holds it.
 func breakStale(path string) error {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	f, err := safefile.OpenNoFollow(path, os.O_RDONLY, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -102,7 +103,7 @@ func breakStale(path string) error {
 	if !samePath(f, path) {
 		return errRetry // replaced since we opened it
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := filelock.TryLock(f); err != nil {
 		if !samePath(f, path) {
 			return errRetry // a starter is breaking this stale lock
 		}
@@ -163,7 +164,7 @@ func ReadLock(path string) (LockInfo, bool) {
 		return li, false
 	}
 	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+	if err := filelock.TryRLock(f); err != nil {
 		return li, true
 	}
 	return li, false

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/parley-dev/parley/internal/config"
 	"github.com/parley-dev/parley/internal/hub"
+	"github.com/parley-dev/parley/internal/proc"
 )
 
 // upstream is one enabled upstream server and its run loop.
@@ -194,7 +194,7 @@ func (u *upstream) session() error {
 		cmd.Stderr = u.stderr
 		// Its own process group: a Ctrl-C meant for a foreground daemon
 		// must not reach the servers before the daemon closes them.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		proc.OwnGroup(cmd)
 		tr = &mcp.CommandTransport{Command: cmd, TerminateDuration: u.m.opts.StopTimeout}
 	}
 	cctx, cancel := context.WithTimeout(u.ctx, u.m.opts.ConnectTimeout)

@@ -9,8 +9,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // A client that is not a bridge never says it received a response, and one
@@ -42,7 +40,7 @@ import (
 
 // WatchConns wraps the listener of a server that serves /mcp so that the
 // server learns how each connection ends. Pair it with ConnContext.
-func WatchConns(ln net.Listener) net.Listener { return watchListener{ln} }
+func WatchConns(ln net.Listener) net.Listener { return watchListener{ln, platformProbe} }
 
 // ConnContext is the http.Server ConnContext that goes with WatchConns.
 func ConnContext(ctx context.Context, c net.Conn) context.Context {
@@ -61,19 +59,23 @@ func connOf(ctx context.Context) *watchedConn {
 	return wc
 }
 
-type watchListener struct{ net.Listener }
+type watchListener struct {
+	net.Listener
+	probe sockProbe
+}
 
 func (l watchListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err != nil {
 		return nil, err
 	}
-	return &watchedConn{Conn: c, ended: make(chan struct{})}, nil
+	return &watchedConn{Conn: c, probe: l.probe, ended: make(chan struct{})}, nil
 }
 
 // watchedConn records how its peer ended it.
 type watchedConn struct {
 	net.Conn
+	probe sockProbe
 	ended chan struct{} // closed once the connection ended
 	// base is the connection's context: the server's, which ends when the
 	// server shuts down, not when a request ends (hijackStream).
@@ -180,12 +182,7 @@ func (c *watchedConn) outq() int {
 // socket's state: the server's reader may not have run since.
 func (c *watchedConn) peerGone() bool {
 	gone := false
-	c.control(func(fd int) {
-		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLRDHUP}}
-		if n, err := unix.Poll(fds, 0); err == nil && n > 0 {
-			gone = fds[0].Revents&(unix.POLLRDHUP|unix.POLLHUP|unix.POLLERR) != 0
-		}
-	})
+	c.control(func(fd int) { gone = c.probe.peerGone(fd) })
 	return gone
 }
 
@@ -202,13 +199,33 @@ func (c *watchedConn) control(f func(fd int)) {
 // unread is how many bytes written on the connection its peer has not
 // taken (see outq), and whether that is known.
 func (c *watchedConn) unread() (n int, ok bool) {
-	c.control(func(fd int) {
-		var err error
-		n, err = unix.IoctlGetInt(fd, unix.SIOCOUTQ)
-		ok = err == nil
-	})
+	c.control(func(fd int) { n, ok = c.probe.unread(fd) })
 	return n, ok
 }
+
+// sockProbe reads from the kernel what the server's reader may not have seen
+// yet of a connection. Linux tells both (conns_linux.go); elsewhere the
+// portable probe knows neither.
+type sockProbe interface {
+	// peerGone reports whether the peer closed or reset the connection.
+	peerGone(fd int) bool
+	// unread is how many bytes written the peer has not taken (over TCP,
+	// not acknowledged), and whether that is known.
+	unread(fd int) (n int, ok bool)
+}
+
+// portableProbe knows nothing of the socket. What the reader sees still
+// decides (a reset, or EOF after a write that failed, is a response not
+// read), and otherwise a response counts as received when the session's
+// next request finds its connection open, or its lease runs out and puts it
+// back. What it misses: a client that hangs up the moment it sends its next
+// request, before the reader runs, counts as having read (a bridge confirms
+// by itself and is not affected), and over TCP, an EOF with our last bytes
+// unacknowledged counts as clean.
+type portableProbe struct{}
+
+func (portableProbe) peerGone(int) bool      { return false }
+func (portableProbe) unread(int) (int, bool) { return 0, false }
 
 // endWait bounds how long received waits for the server's reader to see how
 // a connection its peer just closed ended; past it, the answer is no.

@@ -16,13 +16,13 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/proc"
 	"github.com/parley-dev/parley/internal/testenv"
 )
 
@@ -545,10 +545,10 @@ func TestDaemonRestartMidRun(t *testing.T) {
 	if err != nil || json.Unmarshal(b, &pid) != nil {
 		t.Fatalf("read pid file: %v %s", err, b)
 	}
-	if err := syscall.Kill(pid.PID, syscall.SIGKILL); err != nil {
+	if err := proc.Kill(pid.PID); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the daemon to die", func() bool { return syscall.Kill(pid.PID, 0) != nil })
+	eventually(t, "the daemon to die", func() bool { return !proc.Alive(pid.PID) })
 	e.Must("daemon", "start")
 
 	// The new daemon killed the run's orphaned process group.

@@ -12,8 +12,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/parley-dev/parley/internal/proc"
 )
 
 // maxLine bounds one line of provider output; longer lines are cut.
@@ -55,7 +56,7 @@ func (r *Runner) execute(st *agent, a *active) {
 		extra = p.Env
 	}
 	cmd.Env = agentEnv(t, extra, sp.Env)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	proc.OwnGroup(cmd)
 	if sp.Stdin != "" {
 		cmd.Stdin = strings.NewReader(sp.Stdin)
 	}
@@ -180,8 +181,8 @@ func (r *Runner) finish(st *agent, a *active, ps *parser, werr error, stderr str
 		msg = werr.Error()
 		if ee != nil {
 			msg = "exit status " + strconv.Itoa(ee.ExitCode())
-			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				msg = "killed by signal " + ws.Signal().String()
+			if sig, ok := proc.ExitSignal(ee); ok {
+				msg = "killed by signal " + sig
 			}
 		}
 		if s := strings.TrimSpace(stderr); s != "" {
@@ -271,11 +272,11 @@ func (r *Runner) stopProcess(a *active, grace time.Duration) {
 		return // not started: execute sees a.stop and does not start it
 	}
 	if grace <= 0 {
-		syscall.Kill(-pid, syscall.SIGKILL)
+		proc.KillGroup(pid)
 		return
 	}
 	if s == nil || stop != "cancel" || r.interrupt(s) != nil {
-		syscall.Kill(-pid, syscall.SIGINT)
+		proc.InterruptGroup(pid)
 	}
 	r.wg.Add(1)
 	go func() {
@@ -286,7 +287,7 @@ func (r *Runner) stopProcess(a *active, grace time.Duration) {
 		case <-a.done:
 		case <-t.C:
 			r.log.Info("run ignored SIGINT: killing its process group", "pid", pid)
-			syscall.Kill(-pid, syscall.SIGKILL)
+			proc.KillGroup(pid)
 		}
 	}()
 }
@@ -304,7 +305,7 @@ func killOrphans(pid int, markers ...string) {
 	}
 	for _, m := range markers {
 		if bytes.Contains(env, []byte("\x00PARLEY_RUN="+m+"\x00")) || bytes.HasPrefix(env, []byte("PARLEY_RUN="+m+"\x00")) {
-			syscall.Kill(-pid, syscall.SIGKILL)
+			proc.KillGroup(pid)
 			return
 		}
 	}

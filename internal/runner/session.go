@@ -10,8 +10,9 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/parley-dev/parley/internal/proc"
 )
 
 // A session is the process of a steerable agent (a provider with steer =
@@ -77,7 +78,7 @@ func (r *Runner) startSession(st *agent, p *provider, t *turn) (*session, error)
 	cmd := exec.Command(sp.Argv[0], sp.Argv[1:]...)
 	cmd.Dir = t.Agent.Cwd
 	cmd.Env = agentEnv(t, p.Env, append(sp.Env, "PARLEY_RUN="+sessionMarker(t.Agent.ID)))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	proc.OwnGroup(cmd)
 	s := &session{format: sp.Format, mode: modeOr(t.Agent.Mode), stderr: &tail{max: 8 << 10},
 		exited: make(chan struct{}), ends: make(chan turnEnd, 16)}
 	cmd.Stderr = s.stderr
@@ -138,7 +139,7 @@ func (s *session) alive() bool {
 }
 
 // kill ends the session's process group.
-func (s *session) kill() { syscall.Kill(-s.pid, syscall.SIGKILL) }
+func (s *session) kill() { proc.KillGroup(s.pid) }
 
 // writeLine writes one JSON line on the session's stdin.
 func (s *session) writeLine(v any) error {
@@ -402,8 +403,8 @@ func exitText(err error, stderr string) string {
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		msg = "exit status " + fmt.Sprint(ee.ExitCode())
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			msg = "killed by signal " + ws.Signal().String()
+		if sig, ok := proc.ExitSignal(ee); ok {
+			msg = "killed by signal " + sig
 		}
 	} else if err != nil {
 		msg = err.Error()

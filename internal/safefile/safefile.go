@@ -12,7 +12,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 )
 
 // WriteFile writes data to path atomically with mode perm. The temporary file
@@ -61,14 +60,11 @@ func WriteIn(r *os.Root, rel string, data []byte, perm fs.FileMode) error {
 }
 
 // OpenAppend opens path for appending, creating it with perm. It refuses a
-// symbolic link at path (O_NOFOLLOW) and anything but a regular file (a FIFO
-// would block, a device would be written to).
+// symbolic link at path and anything but a regular file (a FIFO would block,
+// a device would be written to).
 func OpenAppend(path string, perm fs.FileMode) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, perm)
+	f, err := openNoFollow(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, perm)
 	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
-			return nil, fmt.Errorf("open %s: is a symbolic link; refusing to write through it", path)
-		}
 		return nil, err
 	}
 	st, err := f.Stat()
@@ -80,9 +76,47 @@ func OpenAppend(path string, perm fs.FileMode) (*os.File, error) {
 		f.Close()
 		return nil, fmt.Errorf("open %s: not a regular file (%s)", path, st.Mode().Type())
 	}
-	if err := checkOwner(path, st); err != nil {
+	if err := CheckOwner(path, st); err != nil {
 		f.Close()
 		return nil, err
+	}
+	return f, nil
+}
+
+// OpenNoFollow opens path with flag (os.O_RDWR|os.O_CREATE...) and perm,
+// refusing a symbolic link at path rather than opening what it points to.
+func OpenNoFollow(path string, flag int, perm fs.FileMode) (*os.File, error) {
+	return openNoFollow(path, flag, perm)
+}
+
+// errLink is the refusal of a symbolic link at path.
+func errLink(path string) error {
+	return fmt.Errorf("open %s: is a symbolic link; refusing to write through it", path)
+}
+
+// openChecked is the portable way to open path without following a link,
+// for systems without O_NOFOLLOW: open, then check that what is at path now
+// is no link and is the file opened. A link swapped in before the open makes
+// the opened file differ from what Lstat finds; one swapped in after it is
+// a link at path. Either is refused. (O_CREATE may have made the file a link
+// pointed to; it is closed unwritten.)
+func openChecked(path string, flag int, perm fs.FileMode) (*os.File, error) {
+	if st, err := os.Lstat(path); err == nil && st.Mode()&fs.ModeSymlink != 0 {
+		return nil, errLink(path)
+	}
+	f, err := os.OpenFile(path, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	lst, err := os.Lstat(path)
+	if err == nil && lst.Mode()&fs.ModeSymlink != 0 {
+		f.Close()
+		return nil, errLink(path)
+	}
+	fst, ferr := f.Stat()
+	if err != nil || ferr != nil || !os.SameFile(fst, lst) {
+		f.Close()
+		return nil, fmt.Errorf("open %s: the file changed while it was opened; refusing it", path)
 	}
 	return f, nil
 }
@@ -97,25 +131,6 @@ type NotOwnedError struct {
 
 func (e *NotOwnedError) Error() string {
 	return fmt.Sprintf("%s %s: %s", e.Path, e.Reason, e.Fix)
-}
-
-// uid is the effective user id the checks compare with (a variable so that a
-// test running as root can check the refusal of someone else's files).
-var uid = os.Geteuid()
-
-func owner(st fs.FileInfo) int {
-	if s, ok := st.Sys().(*syscall.Stat_t); ok {
-		return int(s.Uid)
-	}
-	return -1
-}
-
-func checkOwner(path string, st fs.FileInfo) error {
-	if o := owner(st); o != uid {
-		return &NotOwnedError{Path: path, Reason: fmt.Sprintf("belongs to uid %d, not to this user (uid %d)", o, uid),
-			Fix: "refusing to use it; point PARLEY_HOME at a directory of your own"}
-	}
-	return nil
 }
 
 // SecureDir makes dir (mode 0700) if it is missing and otherwise checks that
@@ -133,7 +148,7 @@ func SecureDir(dir string) error {
 	if err := CheckDir(dir, st); err != nil {
 		return err
 	}
-	if st.Mode().Perm()&0o077 != 0 {
+	if privateModes && st.Mode().Perm()&0o077 != 0 {
 		if err := os.Chmod(dir, 0o700); err != nil {
 			return fmt.Errorf("secure state directory: %w", err)
 		}
@@ -147,10 +162,10 @@ func CheckDir(dir string, st fs.FileInfo) error {
 	if !st.IsDir() {
 		return &NotOwnedError{Path: dir, Reason: "is not a directory", Fix: "point PARLEY_HOME at a directory"}
 	}
-	if err := checkOwner(dir, st); err != nil {
+	if err := CheckOwner(dir, st); err != nil {
 		return err
 	}
-	if st.Mode().Perm()&0o022 != 0 {
+	if privateModes && st.Mode().Perm()&0o022 != 0 {
 		return &NotOwnedError{Path: dir, Reason: fmt.Sprintf("is writable by other users (mode %04o)", st.Mode().Perm()),
 			Fix: fmt.Sprintf("check its contents for files you did not make, then run `chmod 700 %s`", dir)}
 	}
@@ -175,5 +190,5 @@ func CheckSocket(path string) error {
 	if err != nil {
 		return err
 	}
-	return checkOwner(path, st)
+	return CheckOwner(path, st)
 }

@@ -13,8 +13,9 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/parley-dev/parley/internal/filelock"
 )
 
 // The binaries tests run (the module's main packages).
@@ -67,10 +68,10 @@ func build(pkg string, flags []string) (string, error) {
 		return "", err
 	}
 	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+	if err := filelock.Lock(lock); err != nil {
 		return "", fmt.Errorf("lock %s: %w", dir, err)
 	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	defer filelock.Unlock(lock)
 	out := filepath.Join(dir, filepath.Base(pkg))
 	if _, err := os.Stat(out); err == nil {
 		return out, nil

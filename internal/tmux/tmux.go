@@ -46,10 +46,17 @@ type Client struct {
 // ErrNoTmux means the tmux command is not installed.
 var ErrNoTmux = errors.New("tmux is not installed")
 
+// Unavailable says why tmux cannot run on this platform (it wraps
+// ErrNoTmux), or is nil.
+func Unavailable() error { return unavailable }
+
 // cmdTimeout bounds one tmux command: a wedged server must not wedge us.
 const cmdTimeout = 2 * time.Second
 
 func (c Client) run(ctx context.Context, args ...string) (string, error) {
+	if unavailable != nil {
+		return "", unavailable
+	}
 	bin := c.Bin
 	if bin == "" {
 		bin = "tmux"

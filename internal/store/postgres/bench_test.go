@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -219,15 +218,6 @@ func BenchmarkDurableSends64(b *testing.B) {
 		b.ReportMetric(us(r.c.client), r.prefix+"client-cpu-us")
 		b.ReportMetric(us(r.c.server), r.prefix+"server-cpu-us")
 	}
-}
-
-// processCPU is the CPU time (user and system) this process has used.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // serverCPU is the CPU time (user and system) that the server's processes

@@ -348,7 +348,5 @@ func outOfFiles() error {
 	if !errors.Is(err, syscall.EMFILE) && !errors.Is(err, syscall.ENFILE) {
 		return nil
 	}
-	var lim syscall.Rlimit
-	syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim)
-	return fmt.Errorf("the daemon has run out of file descriptors (too many open files; its limit is %d): close idle clients, or raise the limit (ulimit -n) and restart the daemon", lim.Cur)
+	return fmt.Errorf("the daemon has run out of file descriptors (too many open files%s): close idle clients, or raise the limit (ulimit -n) and restart the daemon", fileLimit())
 }

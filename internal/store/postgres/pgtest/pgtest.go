@@ -22,7 +22,6 @@ import (
 	"sort"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -40,7 +39,7 @@ type Cluster struct {
 	Dir  string // holds data/ and the socket; removed by Close
 	bin  string
 	port int
-	uid  *syscall.Credential // run as this user (when started as root)
+	uid  runAs // run as this user (when started as root)
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -117,7 +116,7 @@ func NewCluster() (*Cluster, error) {
 		}
 		uid, _ := strconv.Atoi(u.Uid)
 		gid, _ := strconv.Atoi(u.Gid)
-		c.uid = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+		c.uid = asUser(uid, gid)
 		if err := os.Chown(dir, uid, gid); err != nil {
 			os.RemoveAll(dir)
 			return nil, err
@@ -125,7 +124,7 @@ func NewCluster() (*Cluster, error) {
 	}
 	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", c.dataDir(), "-A", "trust", "-U", "postgres",
 		"--no-sync", "-E", "UTF8", "--locale=C")
-	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: c.uid}
+	initdb.SysProcAttr = c.uid.attr()
 	if out, err := initdb.CombinedOutput(); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("initdb: %v\n%s", err, out)
@@ -158,9 +157,9 @@ func (c *Cluster) Start() error {
 		"-c", "shared_buffers=32MB",
 	)
 	cmd.Stdout, cmd.Stderr = log, log
-	// Pdeathsig: if the test binary dies (kill -9, a panic in another
+	// On Linux, if the test binary dies (kill -9, a panic in another
 	// goroutine), the postmaster gets SIGQUIT, its immediate shutdown.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.uid, Pdeathsig: syscall.SIGQUIT, Setpgid: true}
+	cmd.SysProcAttr = c.uid.postmasterAttr()
 	if err := cmd.Start(); err != nil {
 		log.Close()
 		return fmt.Errorf("start postgres: %w", err)
@@ -200,7 +199,7 @@ func (c *Cluster) Stop() error {
 	if c.cmd == nil {
 		return nil
 	}
-	c.cmd.Process.Signal(syscall.SIGINT)
+	c.cmd.Process.Signal(os.Interrupt)
 	select {
 	case <-c.exited:
 	case <-time.After(30 * time.Second):
