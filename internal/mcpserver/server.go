@@ -218,7 +218,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var sess *session
 	if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
-		if sess = s.requestStarted(sid); sess == nil {
+		// A session is its opener's: a request with another credential
+		// (an agent token, or none) does not find it.
+		if sess = s.requestStarted(sid, r.Header.Get(api.HeaderAgentToken)); sess == nil {
 			// Ours is the map that counts sessions and presence, so it
 			// decides: a session it dropped is gone even while the SDK,
 			// which forgets it a moment later, still holds it.
@@ -292,6 +294,7 @@ func (s *Server) identityOf(r *http.Request) (*session, error) {
 		Agent:     get(api.HeaderAgent, "agent"),
 		Role:      get(api.HeaderRole, "role"),
 		Module:    get(api.HeaderModule, "module"),
+		Token:     r.Header.Get(api.HeaderAgentToken),
 	}
 	if c.Workspace == "" {
 		c.Workspace = ops.DefaultWorkspace

@@ -34,6 +34,10 @@ type Caller struct {
 	// Local is true for a request over the daemon's Unix socket, whose OS
 	// user is trusted with everything.
 	Local bool
+	// Token is the id of the agent token the caller came with (TCP), or ""
+	// (the Unix socket, the admin token). Such a caller is its agent only,
+	// and reads only what the read rule gives it (read.go).
+	Token string
 	// Via is the wake path the caller's reads record: set by a door that
 	// pushes what it reads (a channel); empty means check or wait, by
 	// the operation.
