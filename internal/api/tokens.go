@@ -6,6 +6,9 @@ import "time"
 type TokenRequest struct {
 	Agent     string `json:"agent"`
 	Workspace string `json:"workspace"`
+	// Role is the role the agent has under the token; empty: the role it
+	// has now, or the default role of a new agent.
+	Role string `json:"role,omitempty"`
 }
 
 // TokenInfo describes an agent token; Token, the secret, is set only in the
@@ -14,6 +17,7 @@ type TokenInfo struct {
 	ID        string    `json:"id"`
 	Agent     string    `json:"agent"`
 	Workspace string    `json:"workspace"`
+	Role      string    `json:"role,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	Token     string    `json:"token,omitempty"`
 }

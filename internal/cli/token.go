@@ -19,10 +19,14 @@ workspace, and as no other: it cannot claim another name or workspace, nor
 manage tokens. The admin token ($PARLEY_HOME/token) keeps full access; the
 Unix socket trusts its OS user. Only a hash of each token is stored.`,
 	}
+	var role string
 	create := &cobra.Command{
-		Use:   "create --agent NAME [--workspace W]",
-		Short: "Issue a token bound to an agent (printed once; only its hash is kept)",
-		Args:  cobra.NoArgs,
+		Use:   "create --agent NAME [--workspace W] [--role R]",
+		Short: "Issue a token bound to an agent and its role (printed once; only its hash is kept)",
+		Long: `Issue a token that acts as one agent, in one workspace, with one role: a
+session with it cannot claim another name, workspace or role. Without --role
+the token binds the role the agent has now (or "agent" for a new one).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if g.agent == "" {
 				return fmt.Errorf("--agent NAME is required: the agent the token acts as")
@@ -31,17 +35,18 @@ Unix socket trusts its OS user. Only a hash of each token is stored.`,
 			if err != nil {
 				return err
 			}
-			t, err := c.CreateToken(cmd.Context(), api.TokenRequest{Agent: g.agent, Workspace: id.Workspace})
+			t, err := c.CreateToken(cmd.Context(), api.TokenRequest{Agent: g.agent, Workspace: id.Workspace, Role: role})
 			if err != nil {
 				return err
 			}
 			return g.out(t, func(w io.Writer) {
-				fmt.Fprintf(w, "token %s for agent %s in workspace %s:\n\n  %s\n\n", t.ID, t.Agent, t.Workspace, t.Token)
+				fmt.Fprintf(w, "token %s for agent %s (role %s) in workspace %s:\n\n  %s\n\n", t.ID, t.Agent, t.Role, t.Workspace, t.Token)
 				fmt.Fprintln(w, "It is shown only now. Send it as 'Authorization: Bearer TOKEN' to the daemon's TCP address;")
 				fmt.Fprintf(w, "revoke it with `parley token revoke %s`.\n", t.ID)
 			})
 		},
 	}
+	create.Flags().StringVar(&role, "role", "", "the role the agent has under the token (default: its role now)")
 	addJSON(create, g)
 	list := &cobra.Command{
 		Use:   "list",
@@ -62,7 +67,11 @@ Unix socket trusts its OS user. Only a hash of each token is stored.`,
 					return
 				}
 				for _, t := range l.Tokens {
-					fmt.Fprintf(w, "%s  %-16s %s  (created %s)\n", t.ID, t.Agent, t.Workspace, t.CreatedAt.Local().Format(time.DateTime))
+					role := t.Role
+					if role == "" {
+						role = "-"
+					}
+					fmt.Fprintf(w, "%s  %-16s %-12s %s  (created %s)\n", t.ID, t.Agent, role, t.Workspace, t.CreatedAt.Local().Format(time.DateTime))
 				}
 			})
 		},

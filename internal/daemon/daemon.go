@@ -25,6 +25,7 @@ import (
 	"github.com/parley-dev/parley/internal/runner"
 	"github.com/parley-dev/parley/internal/safefile"
 	"github.com/parley-dev/parley/internal/store/postgres"
+	"github.com/parley-dev/parley/internal/token"
 	"github.com/parley-dev/parley/internal/web"
 )
 
@@ -87,6 +88,9 @@ type Daemon struct {
 	perms   *permission.Inbox // every agent's permission requests
 	web     *web.Server       // the dashboard (dashboard.go)
 	notices *notices          // push notifications (notify.go), nil without [[notify]]
+	// revocations ends what is open under an agent token when it is
+	// revoked (tokens.go).
+	revocations token.Watcher
 }
 
 // Open prepares a daemon: it makes the state directory, takes the PID lock,
@@ -148,9 +152,10 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	}
 	d.openGateway(d.conf)
 	d.ops = ops.New(d.hub, &ops.Options{Logger: d.log.With("subsystem", "ops"), ProgressEvery: cfg.ProgressEvery, Runner: d.runner,
-		Permissions: d.perms, Tokens: d.db, Gateway: d.gw.mgr, Config: d.gw, Dashboard: dashboard{d},
+		Permissions: d.perms, Tokens: d.db, Revoked: d.revocations.Revoked, Gateway: d.gw.mgr, Config: d.gw, Dashboard: dashboard{d},
 		Version: cfg.Version, Process: d.process})
-	d.mcp = mcpserver.New(d.ops, &mcpserver.Options{Logger: d.log.With("subsystem", "mcp"), Version: cfg.Version})
+	d.mcp = mcpserver.New(d.ops, &mcpserver.Options{Logger: d.log.With("subsystem", "mcp"), Version: cfg.Version,
+		Revocations: &d.revocations})
 	d.mcp.Register("manager", d.mcp.Manager)
 	d.mcp.Register("self", d.mcp.Self)
 	d.mcp.Register("gateway", func() mcpserver.Profile { return mcpserver.Profile{Attach: d.gw.mgr.Profile} })

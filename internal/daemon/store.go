@@ -83,6 +83,7 @@ func (d *Daemon) startNotifier() {
 			}
 		})
 	}
+	d.pgNotify.Tokens = tokenNotices{d}
 	ctx, cancel := context.WithCancel(context.Background())
 	d.notifyCancel, d.notifyDone = cancel, make(chan struct{})
 	go func() {

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
@@ -81,6 +82,9 @@ type tcpEndpoint struct {
 	anyHost bool
 	token   []byte      // the admin token
 	tokens  token.Store // agent tokens (tokens.go)
+	// revocations ends a request in progress (a blocked wait, a stream)
+	// when its agent token is revoked.
+	revocations *token.Watcher
 	// agentMay reports whether an agent token may reach a request's endpoint.
 	agentMay func(*http.Request) bool
 }
@@ -149,7 +153,12 @@ func (e *tcpEndpoint) guard(next http.Handler) http.Handler {
 					refuse(w, http.StatusForbidden, "forbidden", why)
 					return
 				}
-				next.ServeHTTP(w, r)
+				// Revoking the token ends the request (a wait answers
+				// that it was revoked; a stream closes).
+				ctx, cancel := context.WithCancelCause(r.Context())
+				stop := e.revocations.Watch(t.ID, func() { cancel(token.ErrRevoked) })
+				defer func() { stop(); cancel(nil) }()
+				next.ServeHTTP(w, r.WithContext(ctx))
 				return
 			case !hub.IsNotFound(err):
 				httpapi.WriteError(w, err) // the store cannot say: 503, not 401
@@ -208,7 +217,7 @@ func (d *Daemon) openTCP(h http.Handler) error {
 	if err != nil {
 		return err
 	}
-	d.tcp.tokens, d.tcp.agentMay = d.db, d.agentMay
+	d.tcp.tokens, d.tcp.agentMay, d.tcp.revocations = d.db, d.agentMay, &d.revocations
 	for _, o := range d.tcp.origins() {
 		d.origins[o] = true
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/httpapi"
@@ -17,9 +18,11 @@ import (
 //     identity, every endpoint;
 //   - over TCP the admin token ($PARLEY_HOME/token) has the same full access;
 //   - over TCP an agent token (`parley token create`) acts as its one agent in
-//     its one workspace: a request that names another agent or workspace is
-//     refused, one that names none is given the token's, and only the
-//     operations that ops opens to agent tokens run for it (ops.AgentMay).
+//     its one workspace, with its one role: a request that names another
+//     agent, workspace or role is refused, one that names none is given the
+//     token's, and only the operations that ops opens to agent tokens run
+//     for it (ops.AgentMay); what is open under it ends when it is revoked
+//     (token.Watcher).
 
 // agentProfiles are the MCP profiles open to an agent token: their tools act
 // as the session's own agent. The others take identities as arguments
@@ -62,6 +65,17 @@ func bindAgent(r *http.Request, t *token.Token, may func(*http.Request) bool) st
 			return fmt.Sprintf("this token is for workspace %q only; it cannot reach workspace %q", t.Workspace, w)
 		}
 	}
+	// The token binds the role too: a session cannot make its agent a
+	// reviewer to receive @reviewer mail. A token without one (made before
+	// roles were bound) leaves the agent its role.
+	for _, role := range claim(api.HeaderRole, "role") {
+		if role != t.Role {
+			if t.Role == "" {
+				return fmt.Sprintf("this token binds no role: agent %q keeps the role it has and cannot take %q; make a token with --role", t.Agent, role)
+			}
+			return fmt.Sprintf("this token gives agent %q the role %q only; it cannot take %q", t.Agent, t.Role, role)
+		}
+	}
 	for _, ps := range claim(api.HeaderProfile, "profile") {
 		for _, p := range strings.Split(ps, ",") {
 			if p = strings.TrimSpace(p); p != "" && !slices.Contains(agentProfiles, p) {
@@ -71,6 +85,10 @@ func bindAgent(r *http.Request, t *token.Token, may func(*http.Request) bool) st
 	}
 	r.Header.Set(api.HeaderAgent, t.Agent)
 	r.Header.Set(api.HeaderWorkspace, t.Workspace)
+	r.Header.Del(api.HeaderRole)
+	if t.Role != "" {
+		r.Header.Set(api.HeaderRole, t.Role)
+	}
 	r.Header.Set(api.HeaderAgentToken, t.ID)
 	if !may(r) {
 		return fmt.Sprintf("%s %s is not open to an agent token; use the admin token", r.Method, r.URL.Path)
@@ -81,4 +99,22 @@ func bindAgent(r *http.Request, t *token.Token, may func(*http.Request) bool) st
 // lookupToken finds the live agent token with the secret.
 func lookupToken(ctx context.Context, s token.Store, secret string) (*token.Token, error) {
 	return s.TokenByHash(ctx, token.Hash(secret))
+}
+
+// tokenNotices hears of agent tokens revoked on other daemons sharing the
+// store, and ends what is open under them here.
+type tokenNotices struct{ d *Daemon }
+
+func (n tokenNotices) Revoked(id string) { n.d.revocations.Revoked(id) }
+
+// Recheck runs after the notices may have been missed (the listening
+// connection was lost): the store says which tokens live.
+func (n tokenNotices) Recheck() {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := n.d.revocations.Check(ctx, n.d.db); err != nil {
+			n.d.log.Warn("check for revoked agent tokens", "err", err)
+		}
+	}()
 }

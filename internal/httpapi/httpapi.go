@@ -225,7 +225,8 @@ func CallerOf(r *http.Request) (*ops.Caller, error) {
 		}
 		return q.Get(query)
 	}
-	c := &ops.Caller{Workspace: get(api.HeaderWorkspace, "workspace"), Agent: get(api.HeaderAgent, "agent")}
+	c := &ops.Caller{Workspace: get(api.HeaderWorkspace, "workspace"), Agent: get(api.HeaderAgent, "agent"),
+		Token: r.Header.Get(api.HeaderAgentToken)}
 	if a, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr); a != nil && a.Network() == "unix" {
 		c.Local = true
 	}

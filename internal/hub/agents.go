@@ -5,6 +5,9 @@ import (
 	"time"
 )
 
+// DefaultRole is the role of an agent that joins without one.
+const DefaultRole = "agent"
+
 // JoinRequest registers an agent.
 type JoinRequest struct {
 	Workspace string
@@ -24,7 +27,7 @@ func (h *Hub) Join(ctx context.Context, r JoinRequest) (*Agent, error) {
 		return nil, withOp(op, err)
 	}
 	if r.Role == "" {
-		r.Role = "agent"
+		r.Role = DefaultRole
 	}
 	if err := ValidName("role", r.Role); err != nil {
 		return nil, withOp(op, err)

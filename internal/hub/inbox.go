@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"slices"
 	"time"
 )
 
@@ -339,6 +340,27 @@ func (h *Hub) History(ctx context.Context, ws string, q HistoryQuery) ([]*Messag
 func (h *Hub) Message(ctx context.Context, ws, id string) (*Message, error) {
 	m, err := h.store.Message(ctx, ws, id)
 	return m, withOp("get message", err)
+}
+
+// Readable reports whether viewer may read m, as HistoryQuery.Viewer
+// decides: m is in a thread in which viewer sent or received a message. An
+// empty viewer reads everything.
+func (h *Hub) Readable(ctx context.Context, viewer string, m *Message) (bool, error) {
+	if viewer == "" || m.From == viewer {
+		return true, nil
+	}
+	if m.ThreadID == "" { // a thread of its own: is it viewer's copy?
+		ds, err := h.store.Deliveries(ctx, m.Workspace, m.ID)
+		if err != nil {
+			return false, withOp("read rule", err)
+		}
+		return slices.ContainsFunc(ds, func(d *Delivery) bool { return d.Recipient == viewer }), nil
+	}
+	ms, err := h.store.History(ctx, m.Workspace, HistoryQuery{Thread: m.ThreadID, Viewer: viewer, Limit: 1})
+	if err != nil {
+		return false, withOp("read rule", err)
+	}
+	return len(ms) > 0, nil
 }
 
 // Workspaces lists the workspaces with state.

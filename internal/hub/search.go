@@ -14,14 +14,14 @@ type Searcher interface {
 	// Search returns up to q.Limit messages of ws that contain every term of q,
 	// best match first (ranked by BM25 over content, payload text and metadata
 	// values), each with a snippet that marks the matched words with **.
-	// Viewer, when set, keeps only messages sent by or delivered to that agent.
+	// Viewer, when set, keeps only what that agent may read (HistoryQuery.Viewer).
 	Search(ctx context.Context, ws string, q SearchQuery) ([]SearchHit, error)
 }
 
 // SearchQuery is a parsed search.
 type SearchQuery struct {
 	Terms  []SearchTerm
-	Viewer string    // "" sees the whole workspace (a person); else this agent's messages
+	Viewer string    // "" sees the whole workspace (a person); else what this agent may read (HistoryQuery.Viewer)
 	From   string    // only messages of this sender
 	Thread string    // only this thread
 	Since  time.Time // only messages created at or after this

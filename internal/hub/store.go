@@ -136,5 +136,12 @@ type PresenceStore interface {
 type HistoryQuery struct {
 	Thread string // only this thread
 	Agent  string // only messages sent by or delivered to this agent
-	Limit  int    // at most this many (0: 100)
+	// Viewer, if set, keeps only what that agent may read: the messages of
+	// every thread in which it sent a message or was delivered one. So it
+	// reads its own messages and the rest of the conversations it takes part
+	// in (a reply in its thread, even between two others), and nothing else
+	// of the workspace. A message without a thread id is a thread of its own.
+	// Search's Viewer admits the same.
+	Viewer string
+	Limit  int // at most this many (0: 100)
 }

@@ -18,13 +18,14 @@ import (
 // client hung up, or without finishing initialization.
 const DefaultLinger = 15 * time.Second
 
-// requestStarted counts a request of the session sid, if it is one of ours,
-// and returns the session to pass to requestEnded.
-func (s *Server) requestStarted(sid string) *session {
+// requestStarted counts a request of the session sid, if it is one of ours
+// and was opened with the same agent token (or none), and returns the
+// session to pass to requestEnded.
+func (s *Server) requestStarted(sid, token string) *session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sess := s.byID[sid]
-	if sess == nil {
+	if sess == nil || sess.caller.Token != token {
 		return nil
 	}
 	sess.conns++

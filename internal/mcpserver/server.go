@@ -25,6 +25,7 @@ import (
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/ops"
+	"github.com/parley-dev/parley/internal/token"
 )
 
 // TmuxPane locates a tmux pane: the server's socket and the pane id.
@@ -57,6 +58,15 @@ type Options struct {
 	Linger time.Duration
 	// MaxRequestBytes bounds an HTTP request body (default 8 MiB).
 	MaxRequestBytes int64
+	// Revocations, if set, ends each session opened with an agent token
+	// (its streams and its calls) when the token is revoked.
+	Revocations Revocations
+}
+
+// Revocations tells of revoked agent tokens (token.Watcher).
+type Revocations interface {
+	// Watch runs end once if the token with the id is revoked before stop.
+	Watch(id string, end func()) (stop func())
 }
 
 // Server is the /mcp endpoint.
@@ -101,6 +111,8 @@ type session struct {
 	lost  bool        // its last request ended with the client gone
 	ready bool        // the client sent notifications/initialized
 	reap  *time.Timer // ends the session once dying for Linger
+	// unwatch stops watching the session's agent token, if any.
+	unwatch func()
 }
 
 // inflight is one HTTP request on /mcp.
@@ -218,7 +230,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var sess *session
 	if sid := r.Header.Get("Mcp-Session-Id"); sid != "" {
-		if sess = s.requestStarted(sid); sess == nil {
+		// A session is its opener's: a request with another credential
+		// (an agent token, or none) does not find it.
+		if sess = s.requestStarted(sid, r.Header.Get(api.HeaderAgentToken)); sess == nil {
 			// Ours is the map that counts sessions and presence, so it
 			// decides: a session it dropped is gone even while the SDK,
 			// which forgets it a moment later, still holds it.
@@ -292,6 +306,7 @@ func (s *Server) identityOf(r *http.Request) (*session, error) {
 		Agent:     get(api.HeaderAgent, "agent"),
 		Role:      get(api.HeaderRole, "role"),
 		Module:    get(api.HeaderModule, "module"),
+		Token:     r.Header.Get(api.HeaderAgentToken),
 	}
 	if c.Workspace == "" {
 		c.Workspace = ops.DefaultWorkspace
@@ -551,7 +566,19 @@ func (s *Server) open(ss *mcp.ServerSession, sess *session, overHTTP bool) {
 		sess.reap = time.AfterFunc(s.opts.Linger, func() { s.reapSession(sess) })
 	}
 	s.mu.Unlock()
+	if t := sess.caller.Token; t != "" && s.opts.Revocations != nil {
+		sess.unwatch = s.opts.Revocations.Watch(t, func() { s.revoked(sess) })
+	}
 	s.hub.SessionOpened(sess.caller.Workspace, sess.caller.Agent)
+}
+
+// revoked ends sess, whose agent token was revoked: its calls first (a
+// blocked wait answers that the token was revoked, and takes nothing), then
+// the session and its streams.
+func (s *Server) revoked(sess *session) {
+	sess.end(token.ErrRevoked)
+	s.log.Info("ending an MCP session: its agent token was revoked", "session_agent", sess.caller.Agent, "token", sess.caller.Token)
+	go sess.ss.Close() // it waits for the calls to return
 }
 
 // ended waits for the session ss that open bound to sess to end, then
@@ -559,6 +586,9 @@ func (s *Server) open(ss *mcp.ServerSession, sess *session, overHTTP bool) {
 func (s *Server) ended(ss *mcp.ServerSession, sess *session) {
 	ss.Wait()
 	sess.end(errEnded)
+	if sess.unwatch != nil {
+		sess.unwatch()
+	}
 	s.mu.Lock()
 	delete(s.sessions, ss)
 	if sess.reap != nil {

@@ -16,6 +16,11 @@ func (o *Ops) MessageStatus(ctx context.Context, c *Caller, in api.MessageStatus
 	if in.MessageID == "" {
 		return api.MessageStatusResult{}, hub.Errorf("message_status", hub.Invalid, "message_id must not be empty")
 	}
+	if ReadViewer(c) != "" {
+		if _, err := o.message(ctx, c, "message_status", in.MessageID); err != nil {
+			return api.MessageStatusResult{}, err
+		}
+	}
 	st, err := o.hub.MessageStatus(ctx, c.Workspace, c.Agent, in.MessageID)
 	if err != nil {
 		return api.MessageStatusResult{}, err
@@ -90,6 +95,11 @@ func (o *Ops) WaitForReply(ctx context.Context, c *Caller, in api.ReplyWaitReque
 	if in.MessageID == "" {
 		return api.WaitResult{}, hub.Errorf(op, hub.Invalid, "message_id must not be empty")
 	}
+	if ReadViewer(c) != "" {
+		if _, err := o.message(ctx, c, op, in.MessageID); err != nil {
+			return api.WaitResult{}, err
+		}
+	}
 	start := time.Now()
 	d, err := o.receive(ctx, c, timeout, hub.PriorityFilter{}, in.MessageID)
 	if err != nil {
@@ -103,6 +113,9 @@ func (o *Ops) WaitForReply(ctx context.Context, c *Caller, in api.ReplyWaitReque
 func (o *Ops) Overdue(ctx context.Context, c *Caller, in api.OverdueRequest) (api.OverdueResult, error) {
 	sender := c.Agent
 	if in.All {
+		if c.Token != "" {
+			return api.OverdueResult{}, hub.Errorf("list_overdue", hub.Forbidden, "all is not open to an agent token: it lists other agents' messages; use the admin token")
+		}
 		sender = ""
 	} else if err := c.needAgent("list_overdue"); err != nil {
 		return api.OverdueResult{}, err

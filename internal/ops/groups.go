@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"strings"
 
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/hub"
@@ -9,7 +10,8 @@ import (
 
 // CreateGroup makes a group in the caller's workspace. Its creator is the
 // caller's composite id as the agent's record has it (its role may have
-// changed since the session began), or nobody for a caller without one.
+// changed since the session began; an agent not registered has the default
+// role), or nobody for a caller without an agent.
 func (o *Ops) CreateGroup(ctx context.Context, c *Caller, in api.GroupRequest) (api.GroupResult, error) {
 	by := ""
 	if c.Agent != "" {
@@ -17,7 +19,10 @@ func (o *Ops) CreateGroup(ctx context.Context, c *Caller, in api.GroupRequest) (
 		switch {
 		case err == nil:
 			by = a.ID()
-		case !hub.IsNotFound(err):
+		case hub.IsNotFound(err):
+			// Not registered (yet): its name still makes it the creator.
+			by = hub.CompositeID(c.Workspace, hub.DefaultRole, c.Agent)
+		default:
 			return api.GroupResult{}, err
 		}
 	}
@@ -30,6 +35,9 @@ func (o *Ops) CreateGroup(ctx context.Context, c *Caller, in api.GroupRequest) (
 
 // DeleteGroup removes a group.
 func (o *Ops) DeleteGroup(ctx context.Context, c *Caller, in api.GroupNameRequest) (api.GroupResult, error) {
+	if err := o.mayChangeGroup(ctx, c, "delete group", in.Name, false); err != nil {
+		return api.GroupResult{}, err
+	}
 	if err := o.hub.DeleteGroup(ctx, c.Workspace, in.Name); err != nil {
 		return api.GroupResult{}, err
 	}
@@ -49,6 +57,16 @@ func (o *Ops) RemoveMember(ctx context.Context, c *Caller, in api.MemberRequest)
 func (o *Ops) member(ctx context.Context, c *Caller, in api.MemberRequest, status string, change func(context.Context, string, string, hub.Member) error) (api.MemberResult, error) {
 	m, err := hub.ParseMember(in.MemberType, in.MemberID)
 	if err != nil {
+		return api.MemberResult{}, err
+	}
+	// A member may leave by itself; joining, or changing others, is the
+	// creator's.
+	self := status == "removed" && m.Type == hub.MemberAgent && m.ID == c.Agent
+	op := "remove group member"
+	if status == "added" {
+		op = "add group member"
+	}
+	if err := o.mayChangeGroup(ctx, c, op, in.Group, self); err != nil {
 		return api.MemberResult{}, err
 	}
 	if err := change(ctx, c.Workspace, in.Group, m); err != nil {
@@ -96,4 +114,27 @@ func (o *Ops) GetGroup(ctx context.Context, c *Caller, in api.GetGroupRequest) (
 		d.ExpandedAgentsCount = &n
 	}
 	return d, nil
+}
+
+// mayChangeGroup applies the group rule to an agent token: a group is
+// changed (deleted, members added or removed) by its creator only, except
+// that a member removes itself (self). Otherwise an agent could add itself
+// to a group to receive its mail, or take others out of it. The Unix
+// socket's user and the admin token change any group.
+func (o *Ops) mayChangeGroup(ctx context.Context, c *Caller, op, group string, self bool) error {
+	if c.Token == "" || self {
+		return nil
+	}
+	g, err := o.hub.Group(ctx, c.Workspace, group)
+	if err != nil || g.Name == hub.Everyone {
+		return nil // the hub says why it cannot be changed
+	}
+	if g.CreatedBy != "" && strings.HasSuffix(g.CreatedBy, ":"+hub.NameHash(c.Workspace, c.Agent)) {
+		return nil
+	}
+	by := g.CreatedBy
+	if by == "" {
+		by = "a person (the CLI or the dashboard)"
+	}
+	return hub.Errorf(op, hub.Forbidden, "group @%s was created by %s: only its creator and the admin change it (a member may remove itself)", g.Name, by)
 }

@@ -11,6 +11,12 @@ import (
 
 // Send stores a message from the caller to in.To and says where it went.
 func (o *Ops) Send(ctx context.Context, c *Caller, in api.SendRequest) (api.SendResult, error) {
+	if in.ReplyTo != "" && ReadViewer(c) != "" {
+		// A reply joins the thread: only one the caller may read.
+		if _, err := o.message(ctx, c, "send_message: reply_to", in.ReplyTo); err != nil {
+			return api.SendResult{}, err
+		}
+	}
 	req := hub.SendRequest{Workspace: c.Workspace, From: c.Agent, To: in.To,
 		Content: in.Content, Payload: in.Payload, Priority: in.Priority, ReplyTo: in.ReplyTo, Metadata: in.Metadata,
 		AckRequired: in.AckRequired}
@@ -247,7 +253,7 @@ func (o *Ops) History(ctx context.Context, c *Caller, in api.HistoryRequest) (ap
 	if err := limitArg("history", "limit", in.Limit); err != nil {
 		return api.HistoryResult{}, err
 	}
-	ms, err := o.hub.History(ctx, c.Workspace, hub.HistoryQuery{Thread: in.Thread, Agent: in.With, Limit: in.Limit})
+	ms, err := o.hub.History(ctx, c.Workspace, hub.HistoryQuery{Thread: in.Thread, Agent: in.With, Viewer: ReadViewer(c), Limit: in.Limit})
 	if err != nil {
 		return api.HistoryResult{}, err
 	}
@@ -256,7 +262,7 @@ func (o *Ops) History(ctx context.Context, c *Caller, in api.HistoryRequest) (ap
 
 // GetMessage returns one message by its id.
 func (o *Ops) GetMessage(ctx context.Context, c *Caller, in api.MessageRequest) (api.MessageInfo, error) {
-	m, err := o.hub.Message(ctx, c.Workspace, in.ID)
+	m, err := o.message(ctx, c, "get message", in.ID)
 	if err != nil {
 		return api.MessageInfo{}, err
 	}
@@ -265,11 +271,11 @@ func (o *Ops) GetMessage(ctx context.Context, c *Caller, in api.MessageRequest) 
 
 // Thread returns every message of the thread a message belongs to, oldest first.
 func (o *Ops) Thread(ctx context.Context, c *Caller, in api.ThreadRequest) (api.HistoryResult, error) {
-	m, err := o.hub.Message(ctx, c.Workspace, in.MessageID)
+	m, err := o.message(ctx, c, "get_thread", in.MessageID)
 	if err != nil {
 		return api.HistoryResult{}, err
 	}
-	ms, err := o.hub.History(ctx, c.Workspace, hub.HistoryQuery{Thread: m.ThreadID, Limit: 1000})
+	ms, err := o.hub.History(ctx, c.Workspace, hub.HistoryQuery{Thread: m.ThreadID, Viewer: ReadViewer(c), Limit: 1000})
 	if err != nil {
 		return api.HistoryResult{}, err
 	}

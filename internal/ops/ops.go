@@ -34,6 +34,10 @@ type Caller struct {
 	// Local is true for a request over the daemon's Unix socket, whose OS
 	// user is trusted with everything.
 	Local bool
+	// Token is the id of the agent token the caller came with (TCP), or ""
+	// (the Unix socket, the admin token). Such a caller is its agent only,
+	// and reads only what the read rule gives it (read.go).
+	Token string
 	// Via is the wake path the caller's reads record: set by a door that
 	// pushes what it reads (a channel); empty means check or wait, by
 	// the operation.
@@ -100,6 +104,9 @@ type Options struct {
 	Permissions *permission.Inbox
 	// Tokens keeps the agent tokens; nil: the token operations are unavailable.
 	Tokens token.Store
+	// Revoked, if set, is told of each token revoked here, to end what is
+	// open under it (token.Watcher).
+	Revoked func(id string)
 	// Gateway fronts the upstream MCP servers; nil: its operations are unavailable.
 	Gateway *gateway.Manager
 	// Config is config.toml; nil: it cannot be edited or reloaded.
@@ -128,6 +135,7 @@ type Ops struct {
 	runner        *runner.Runner
 	perms         *permission.Inbox
 	tokens        token.Store
+	revoked       func(id string)
 	gateway       *gateway.Manager
 	config        Config
 	version       string
@@ -149,7 +157,7 @@ func New(h *hub.Hub, opts *Options) *Ops {
 	if o.ProgressEvery == 0 {
 		o.ProgressEvery = 5 * time.Second
 	}
-	return &Ops{hub: h, runner: o.Runner, perms: o.Permissions, tokens: o.Tokens, gateway: o.Gateway, config: o.Config, dash: o.Dashboard,
+	return &Ops{hub: h, runner: o.Runner, perms: o.Permissions, tokens: o.Tokens, revoked: o.Revoked, gateway: o.Gateway, config: o.Config, dash: o.Dashboard,
 		version: o.Version, process: o.Process, log: o.Logger, progressEvery: o.ProgressEvery}
 }
 

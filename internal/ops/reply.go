@@ -18,7 +18,7 @@ func (o *Ops) Reply(ctx context.Context, c *Caller, in api.ReplyRequest) (api.Se
 	if in.MessageID == "" {
 		return api.SendResult{}, hub.Errorf(op, hub.Invalid, "message_id must not be empty")
 	}
-	m, err := o.hub.Message(ctx, c.Workspace, in.MessageID)
+	m, err := o.message(ctx, c, op, in.MessageID)
 	if err != nil {
 		return api.SendResult{}, err
 	}

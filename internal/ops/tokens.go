@@ -21,11 +21,12 @@ func (o *Ops) tokenStore(op string) (token.Store, error) {
 }
 
 func tokenInfo(t *token.Token) api.TokenInfo {
-	return api.TokenInfo{ID: t.ID, Agent: t.Agent, Workspace: t.Workspace, CreatedAt: t.CreatedAt}
+	return api.TokenInfo{ID: t.ID, Agent: t.Agent, Workspace: t.Workspace, Role: t.Role, CreatedAt: t.CreatedAt}
 }
 
 // CreateToken issues an agent token for in.Agent in in.Workspace (default:
-// the caller's). The secret is in the result only; the store keeps its hash.
+// the caller's) with a role. The secret is in the result only; the store
+// keeps its hash.
 func (o *Ops) CreateToken(ctx context.Context, c *Caller, in api.TokenRequest) (api.TokenInfo, error) {
 	const op = "create token"
 	s, err := o.tokenStore(op)
@@ -42,11 +43,28 @@ func (o *Ops) CreateToken(ctx context.Context, c *Caller, in api.TokenRequest) (
 	if err := hub.ValidWorkspace(ws); err != nil {
 		return api.TokenInfo{}, hub.Errorf(op, hub.Invalid, "%v", err)
 	}
-	t, secret, hash := token.New(ws, in.Agent, time.Now())
+	// The token binds a role: the one asked for, else the agent's, else
+	// the one a new agent gets.
+	role := in.Role
+	if role == "" {
+		a, err := o.hub.Agent(ctx, ws, in.Agent)
+		switch {
+		case err == nil:
+			role = a.Role
+		case hub.IsNotFound(err):
+			role = hub.DefaultRole
+		default:
+			return api.TokenInfo{}, err
+		}
+	}
+	if err := hub.ValidName("role", role); err != nil {
+		return api.TokenInfo{}, hub.Errorf(op, hub.Invalid, "%v", err)
+	}
+	t, secret, hash := token.New(ws, in.Agent, role, time.Now())
 	if err := s.CreateToken(ctx, t, hash); err != nil {
 		return api.TokenInfo{}, err
 	}
-	o.log.Info("agent token created", "id", t.ID, "agent", t.Agent, "workspace", t.Workspace)
+	o.log.Info("agent token created", "id", t.ID, "agent", t.Agent, "workspace", t.Workspace, "role", t.Role)
 	info := tokenInfo(t)
 	info.Token = secret
 	return info, nil
@@ -69,7 +87,8 @@ func (o *Ops) ListTokens(ctx context.Context, _ *Caller, _ api.Empty) (api.Token
 	return out, nil
 }
 
-// RevokeToken deletes the agent token with in.ID; it stops working at once.
+// RevokeToken deletes the agent token with in.ID; it stops working at once,
+// and what is open under it (streams, sessions, blocked waits) ends.
 func (o *Ops) RevokeToken(ctx context.Context, _ *Caller, in api.TokenID) (api.Empty, error) {
 	s, err := o.tokenStore("revoke token")
 	if err != nil {
@@ -79,5 +98,8 @@ func (o *Ops) RevokeToken(ctx context.Context, _ *Caller, in api.TokenID) (api.E
 		return api.Empty{}, err
 	}
 	o.log.Info("agent token revoked", "id", in.ID)
+	if o.revoked != nil {
+		o.revoked(in.ID)
+	}
 	return api.Empty{}, nil
 }

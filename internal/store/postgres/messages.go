@@ -150,6 +150,9 @@ func (db *DB) History(ctx context.Context, ws string, q hub.HistoryQuery) ([]*hu
 		b.WriteString(` AND (m.sender = ` + a + ` OR EXISTS (SELECT 1 FROM deliveries d
 			WHERE d.workspace = $1 AND d.recipient = ` + a + ` AND d.message_seq = m.seq))`)
 	}
+	if q.Viewer != "" {
+		b.WriteString(` AND ` + viewerSQL("m", "$1", arg(q.Viewer)))
+	}
 	b.WriteString(` ORDER BY m.seq DESC LIMIT ` + arg(limit))
 	rows, err := db.pool.Query(ctx, b.String(), args...)
 	if err != nil {
@@ -160,4 +163,17 @@ func (db *DB) History(ctx context.Context, ws string, q hub.HistoryQuery) ([]*hu
 		return nil, db.mapErr(ctx, op, err)
 	}
 	return msgs, nil
+}
+
+// viewerSQL is the condition that the viewer (the parameter v) may read the
+// message m of workspace ws (hub.HistoryQuery.Viewer): m is its own (sent or
+// delivered to it), or another message of a thread in which it sent or
+// received one.
+func viewerSQL(m, ws, v string) string {
+	return `(` + m + `.sender = ` + v + `
+		OR EXISTS (SELECT 1 FROM deliveries vd WHERE vd.message_seq = ` + m + `.seq AND vd.recipient = ` + v + `)
+		OR (` + m + `.thread_id <> '' AND EXISTS (SELECT 1 FROM messages vt
+			WHERE vt.workspace = ` + ws + ` AND vt.thread_id = ` + m + `.thread_id
+			AND (vt.sender = ` + v + ` OR EXISTS (SELECT 1 FROM deliveries vtd
+				WHERE vtd.message_seq = vt.seq AND vtd.recipient = ` + v + `)))))`
 }

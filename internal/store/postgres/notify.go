@@ -30,6 +30,15 @@ type Waker interface {
 	WakeAll()
 }
 
+// TokenWaker is what the notifier needs of the daemon's open agent-token
+// sessions and requests (token.Watcher).
+type TokenWaker interface {
+	// Revoked ends what is open under the token with the id.
+	Revoked(id string)
+	// Recheck looks at the store for tokens revoked while nobody listened.
+	Recheck()
+}
+
 // PermissionWaker is what the notifier needs of the permission inbox.
 type PermissionWaker interface {
 	Wake(id string)
@@ -51,6 +60,9 @@ type Notifier struct {
 	// Permissions, if set before Run, hears of permission requests decided
 	// on other daemons (NotifyPermission there).
 	Permissions PermissionWaker
+	// Tokens, if set before Run, hears of agent tokens revoked on other
+	// daemons (RevokeToken there).
+	Tokens TokenWaker
 
 	listening atomic.Bool
 	// Reconnects counts how often the listening connection was set up again
@@ -65,6 +77,7 @@ type wire struct {
 	Recipients []string `json:"r,omitempty"`
 	All        bool     `json:"a,omitempty"` // every inbox of the workspace
 	Permission string   `json:"p,omitempty"` // a permission request was decided
+	Token      string   `json:"t,omitempty"` // an agent token was revoked
 }
 
 var _ hub.Notifier = (*Notifier)(nil)
@@ -221,6 +234,9 @@ func (n *Notifier) listen(ctx context.Context, w Waker) {
 		if n.Permissions != nil {
 			n.Permissions.WakeAll()
 		}
+		if n.Tokens != nil {
+			n.Tokens.Recheck()
+		}
 		for {
 			nt, err := conn.WaitForNotification(ctx)
 			if err != nil {
@@ -244,6 +260,10 @@ func (n *Notifier) listen(ctx context.Context, w Waker) {
 			case msg.Permission != "":
 				if n.Permissions != nil {
 					n.Permissions.Wake(msg.Permission)
+				}
+			case msg.Token != "":
+				if n.Tokens != nil {
+					n.Tokens.Revoked(msg.Token)
 				}
 			case msg.All:
 				w.WakeAll()

@@ -75,8 +75,7 @@ func (db *DB) Search(ctx context.Context, ws string, q hub.SearchQuery) ([]hub.S
 	var where strings.Builder
 	if q.Viewer != "" {
 		v := arg(q.Viewer)
-		where.WriteString(` AND (m.sender = ` + v + ` OR EXISTS (SELECT 1 FROM deliveries d
-			WHERE d.message_seq = m.seq AND d.recipient = ` + v + `))`)
+		where.WriteString(` AND ` + viewerSQL("m", "$1", v))
 	}
 	if q.From != "" {
 		where.WriteString(` AND m.sender = ` + arg(q.From))

@@ -17,8 +17,8 @@ var _ token.Store = (*DB)(nil)
 
 // CreateToken stores t under the hash of its secret.
 func (db *DB) CreateToken(ctx context.Context, t *token.Token, hash []byte) error {
-	_, err := db.pool.Exec(ctx, `INSERT INTO agent_tokens (id, hash, workspace, agent, created_at) VALUES ($1, $2, $3, $4, $5)`,
-		t.ID, hash, t.Workspace, t.Agent, t.CreatedAt)
+	_, err := db.pool.Exec(ctx, `INSERT INTO agent_tokens (id, hash, workspace, agent, role, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+		t.ID, hash, t.Workspace, t.Agent, t.Role, t.CreatedAt)
 	return db.mapErr(ctx, "create token", err)
 }
 
@@ -26,8 +26,8 @@ func (db *DB) CreateToken(ctx context.Context, t *token.Token, hash []byte) erro
 func (db *DB) TokenByHash(ctx context.Context, hash []byte) (*token.Token, error) {
 	const op = "find token"
 	t := &token.Token{}
-	err := db.pool.QueryRow(ctx, `SELECT id, workspace, agent, created_at FROM agent_tokens WHERE hash = $1`, hash).
-		Scan(&t.ID, &t.Workspace, &t.Agent, &t.CreatedAt)
+	err := db.pool.QueryRow(ctx, `SELECT id, workspace, agent, role, created_at FROM agent_tokens WHERE hash = $1`, hash).
+		Scan(&t.ID, &t.Workspace, &t.Agent, &t.Role, &t.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, hub.Errorf(op, hub.NotFound, "no such token")
 	}
@@ -41,13 +41,13 @@ func (db *DB) TokenByHash(ctx context.Context, hash []byte) (*token.Token, error
 // Tokens lists the tokens, oldest first.
 func (db *DB) Tokens(ctx context.Context) ([]*token.Token, error) {
 	const op = "list tokens"
-	rows, err := db.pool.Query(ctx, `SELECT id, workspace, agent, created_at FROM agent_tokens ORDER BY created_at, id`)
+	rows, err := db.pool.Query(ctx, `SELECT id, workspace, agent, role, created_at FROM agent_tokens ORDER BY created_at, id`)
 	if err != nil {
 		return nil, db.mapErr(ctx, op, err)
 	}
 	ts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*token.Token, error) {
 		t := &token.Token{}
-		if err := r.Scan(&t.ID, &t.Workspace, &t.Agent, &t.CreatedAt); err != nil {
+		if err := r.Scan(&t.ID, &t.Workspace, &t.Agent, &t.Role, &t.CreatedAt); err != nil {
 			return nil, err
 		}
 		t.CreatedAt = t.CreatedAt.UTC()
@@ -59,14 +59,19 @@ func (db *DB) Tokens(ctx context.Context) ([]*token.Token, error) {
 	return ts, nil
 }
 
-// RevokeToken deletes the token with the id.
+// RevokeToken deletes the token with the id and, in the same transaction,
+// tells the other daemons (their Notifier's Tokens), so that they end what
+// is open under it at once.
 func (db *DB) RevokeToken(ctx context.Context, id string) error {
 	const op = "revoke token"
-	tag, err := db.pool.Exec(ctx, `DELETE FROM agent_tokens WHERE id = $1`, id)
+	var n int
+	err := db.pool.QueryRow(ctx, `WITH d AS (DELETE FROM agent_tokens WHERE id = $1 RETURNING id)
+		SELECT count(*) FROM (SELECT pg_notify($2, $3) FROM d) n`,
+		id, channel, wakePayload(wire{Origin: db.origin, Token: id})).Scan(&n)
 	if err != nil {
 		return db.mapErr(ctx, op, err)
 	}
-	if tag.RowsAffected() == 0 {
+	if n == 0 {
 		return hub.Errorf(op, hub.NotFound, "no token with id %q", id)
 	}
 	return nil

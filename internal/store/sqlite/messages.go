@@ -356,8 +356,11 @@ func (db *DB) History(ctx context.Context, ws string, q hub.HistoryQuery) ([]*hu
 		b.WriteString(` AND (m.sender = ?3 OR EXISTS (SELECT 1 FROM deliveries d
 			WHERE d.workspace = ?1 AND d.recipient = ?3 AND d.message_seq = m.seq))`)
 	}
+	if q.Viewer != "" {
+		b.WriteString(` AND ` + viewerSQL("m", "?1", "?5"))
+	}
 	b.WriteString(` ORDER BY m.seq DESC LIMIT ?4`)
-	rows, err := db.r.QueryContext(ctx, b.String(), ws, q.Thread, q.Agent, limit)
+	rows, err := db.r.QueryContext(ctx, b.String(), ws, q.Thread, q.Agent, limit, q.Viewer)
 	if err != nil {
 		return nil, db.mapErr(ctx, op, err)
 	}
@@ -374,4 +377,18 @@ func (db *DB) History(ctx context.Context, ws string, q hub.HistoryQuery) ([]*hu
 		return nil, db.mapErr(ctx, op, err)
 	}
 	return msgs, nil
+}
+
+// viewerSQL is the condition that the viewer (the parameter v) may read the
+// message m of workspace ws (hub.HistoryQuery.Viewer): m is its own (sent or
+// delivered to it), or another message of a thread in which it sent or
+// received one. The thread is probed by messages_by_thread, each of its
+// messages by messages_by_sender's row or deliveries_by_message.
+func viewerSQL(m, ws, v string) string {
+	return `(` + m + `.sender = ` + v + `
+		OR EXISTS (SELECT 1 FROM deliveries vd WHERE vd.message_seq = ` + m + `.seq AND vd.recipient = ` + v + `)
+		OR (` + m + `.thread_id <> '' AND EXISTS (SELECT 1 FROM messages vt
+			WHERE vt.workspace = ` + ws + ` AND vt.thread_id = ` + m + `.thread_id
+			AND (vt.sender = ` + v + ` OR EXISTS (SELECT 1 FROM deliveries vtd
+				WHERE vtd.message_seq = vt.seq AND vtd.recipient = ` + v + `)))))`
 }

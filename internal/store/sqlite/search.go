@@ -127,7 +127,7 @@ func (db *DB) searchStmt(ctx context.Context, query string) (*sql.Stmt, error) {
 }
 
 // searchSQL builds the query of a filtered search: an agent's (which sees
-// only the messages it sent or was delivered), or one with a sender, thread,
+// only what hub.HistoryQuery.Viewer admits), or one with a sender, thread,
 // time or prefix filter. The filters (the workspace, the viewer's
 // visibility, sender, thread, time, prefixes) are checked on every match as
 // the index hands it out, in rowid order, by SQLite, outside the index, and
@@ -151,12 +151,16 @@ func searchSQL(q hub.SearchQuery, index string, prefixFilter bool) string {
 	// the page cache. (INDEXED BY: on seq alone, the primary key, SQLite
 	// would read the row.)
 	if q.Viewer != "" {
+		// Its own messages first, by the cheap probes; then the rest of
+		// its threads (viewerSQL), which reads the match's row.
 		b.WriteString(`
 		AND (EXISTS (SELECT 1 FROM messages m INDEXED BY messages_by_sender
 				WHERE m.workspace = ?2 AND m.sender = ?3 AND m.seq = f.rowid)
 			OR (EXISTS (SELECT 1 FROM deliveries d WHERE d.message_seq = f.rowid AND d.recipient = ?3)
 				AND EXISTS (SELECT 1 FROM messages m INDEXED BY messages_by_workspace
-					WHERE m.workspace = ?2 AND m.seq = f.rowid)))`)
+					WHERE m.workspace = ?2 AND m.seq = f.rowid))
+			OR EXISTS (SELECT 1 FROM messages m WHERE m.seq = f.rowid AND m.workspace = ?2
+				AND ` + viewerSQL("m", "?2", "?3") + `))`)
 	}
 	if q.From != "" || q.Thread != "" || !q.Since.IsZero() {
 		b.WriteString(`

@@ -8,7 +8,7 @@ import (
 	"github.com/parley-dev/parley/internal/token"
 )
 
-// Agent tokens (migration 0003).
+// Agent tokens (migrations 0003 and 0010).
 
 var _ token.Store = (*DB)(nil)
 
@@ -16,8 +16,8 @@ var _ token.Store = (*DB)(nil)
 func (db *DB) CreateToken(ctx context.Context, t *token.Token, hash []byte) error {
 	const op = "create token"
 	return db.write(ctx, op, func(ctx context.Context, c *sql.Conn) error {
-		_, err := c.ExecContext(ctx, `INSERT INTO agent_tokens (id, hash, workspace, agent, created_at) VALUES (?, ?, ?, ?, ?)`,
-			t.ID, hash, t.Workspace, t.Agent, nanos(t.CreatedAt))
+		_, err := c.ExecContext(ctx, `INSERT INTO agent_tokens (id, hash, workspace, agent, role, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+			t.ID, hash, t.Workspace, t.Agent, t.Role, nanos(t.CreatedAt))
 		return err
 	})
 }
@@ -27,8 +27,8 @@ func (db *DB) TokenByHash(ctx context.Context, hash []byte) (*token.Token, error
 	const op = "find token"
 	t := &token.Token{}
 	var created int64
-	err := db.r.QueryRowContext(ctx, `SELECT id, workspace, agent, created_at FROM agent_tokens WHERE hash = ?`, hash).
-		Scan(&t.ID, &t.Workspace, &t.Agent, &created)
+	err := db.r.QueryRowContext(ctx, `SELECT id, workspace, agent, role, created_at FROM agent_tokens WHERE hash = ?`, hash).
+		Scan(&t.ID, &t.Workspace, &t.Agent, &t.Role, &created)
 	if err == sql.ErrNoRows {
 		return nil, hub.Errorf(op, hub.NotFound, "no such token")
 	}
@@ -42,7 +42,7 @@ func (db *DB) TokenByHash(ctx context.Context, hash []byte) (*token.Token, error
 // Tokens lists the tokens, oldest first.
 func (db *DB) Tokens(ctx context.Context) ([]*token.Token, error) {
 	const op = "list tokens"
-	rows, err := db.r.QueryContext(ctx, `SELECT id, workspace, agent, created_at FROM agent_tokens ORDER BY created_at, id`)
+	rows, err := db.r.QueryContext(ctx, `SELECT id, workspace, agent, role, created_at FROM agent_tokens ORDER BY created_at, id`)
 	if err != nil {
 		return nil, db.mapErr(ctx, op, err)
 	}
@@ -51,7 +51,7 @@ func (db *DB) Tokens(ctx context.Context) ([]*token.Token, error) {
 	for rows.Next() {
 		t := &token.Token{}
 		var created int64
-		if err := rows.Scan(&t.ID, &t.Workspace, &t.Agent, &created); err != nil {
+		if err := rows.Scan(&t.ID, &t.Workspace, &t.Agent, &t.Role, &created); err != nil {
 			return nil, db.mapErr(ctx, op, err)
 		}
 		t.CreatedAt = fromNanos(created)

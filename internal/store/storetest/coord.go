@@ -327,17 +327,23 @@ func testSearchTerms(t *testing.T, s searchable) {
 func testSearchVisibility(t *testing.T, s searchable) {
 	f := newFixture(t, s)
 	f.send("w", "alice", hub.Normal, "secret one from alice to bob", "bob")
-	f.send("w", "carol", hub.Normal, "secret two from carol to alice and dave", "alice", "dave")
+	two := f.send("w", "carol", hub.Normal, "secret two from carol to alice and dave", "alice", "dave")
 	f.send("w", "carol", hub.Normal, "secret three from carol to dave", "dave")
+	// A reply between two others in alice's thread is hers to read too.
+	four := f.msg("w", "dave", hub.Normal, "secret four from dave to carol in thread two")
+	four.ReplyTo, four.ThreadID = two.ID, two.ThreadID
+	if err := s.CreateMessage(ctx(t), four, []string{"carol"}); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		viewer string
 		want   int
 	}{
-		{"", 3}, // a person sees the workspace
-		{"alice", 2},
+		{"", 4}, // a person sees the workspace
+		{"alice", 3},
 		{"bob", 1},
-		{"carol", 2},
-		{"dave", 2},
+		{"carol", 3},
+		{"dave", 3},
 		{"eve", 0},
 	}
 	for _, tt := range tests {

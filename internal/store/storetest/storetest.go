@@ -784,6 +784,15 @@ func testHistory(t *testing.T, s hub.Store) {
 		{"agent and thread", hub.HistoryQuery{Agent: "carol", Thread: a.ID}, []*hub.Message{r}},
 		{"unknown agent", hub.HistoryQuery{Agent: "zed"}, nil},
 		{"unknown thread", hub.HistoryQuery{Thread: "nope"}, nil},
+		// A viewer reads its threads whole: r is in a's thread, which bob
+		// received, though r went from carol to alice.
+		{"viewer bob: his threads", hub.HistoryQuery{Viewer: "bob"}, []*hub.Message{d, r, b, a}},
+		{"viewer alice", hub.HistoryQuery{Viewer: "alice"}, []*hub.Message{r, a}},
+		{"viewer dave", hub.HistoryQuery{Viewer: "dave"}, []*hub.Message{d}},
+		{"viewer and thread", hub.HistoryQuery{Viewer: "bob", Thread: a.ID}, []*hub.Message{r, a}},
+		{"viewer and a thread not his", hub.HistoryQuery{Viewer: "dave", Thread: a.ID}, nil},
+		{"viewer and agent", hub.HistoryQuery{Viewer: "bob", Agent: "carol"}, []*hub.Message{d, r, b}},
+		{"unknown viewer", hub.HistoryQuery{Viewer: "zed"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -796,6 +805,25 @@ func testHistory(t *testing.T, s hub.Store) {
 			}
 		})
 	}
+	t.Run("viewer of messages without a thread id", func(t *testing.T) {
+		// Each is a thread of its own: two messages that share the empty
+		// thread id are not one thread.
+		e := f.msg("legacy", "erin", hub.Normal, "e: erin->frank")
+		g := f.msg("legacy", "gina", hub.Normal, "g: gina->hank")
+		for _, m := range []*hub.Message{e, g} {
+			m.ThreadID = ""
+		}
+		if err := s.CreateMessage(c, e, []string{"frank"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.CreateMessage(c, g, []string{"hank"}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.History(c, "legacy", hub.HistoryQuery{Viewer: "frank"})
+		if g, w := contents(got), []string{e.Content}; err != nil || !slices.Equal(g, w) {
+			t.Errorf("History(viewer frank): got %v, %v; want %v", g, err, w)
+		}
+	})
 	t.Run("default limit 100", func(t *testing.T) {
 		for i := range 101 {
 			f.send("many", "alice", hub.Normal, fmt.Sprint(i), "bob")

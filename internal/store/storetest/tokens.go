@@ -23,8 +23,8 @@ func testTokens(t *testing.T, s token.Store) {
 	if ts, err := s.Tokens(c); err != nil || len(ts) != 0 {
 		t.Fatalf("Tokens of an empty store: got %v, %v; want none", ts, err)
 	}
-	alice, aliceSecret, aliceHash := token.New("ws", "alice", t0)
-	bob, bobSecret, bobHash := token.New("other", "bob", t0.Add(time.Second))
+	alice, aliceSecret, aliceHash := token.New("ws", "alice", "reviewer", t0)
+	bob, bobSecret, bobHash := token.New("other", "bob", "", t0.Add(time.Second))
 	if aliceSecret == bobSecret || !token.IsAgentToken(aliceSecret) {
 		t.Fatalf("token.New: secrets %q and %q; want two distinct agent tokens", aliceSecret, bobSecret)
 	}
@@ -43,8 +43,8 @@ func testTokens(t *testing.T, s token.Store) {
 	}
 
 	got, err := s.TokenByHash(c, token.Hash(aliceSecret))
-	if err != nil || got.ID != alice.ID || got.Agent != "alice" || got.Workspace != "ws" || !got.CreatedAt.Equal(t0) {
-		t.Errorf("TokenByHash(alice's secret): got %+v, %v; want alice's token in ws", got, err)
+	if err != nil || got.ID != alice.ID || got.Agent != "alice" || got.Workspace != "ws" || got.Role != "reviewer" || !got.CreatedAt.Equal(t0) {
+		t.Errorf("TokenByHash(alice's secret): got %+v, %v; want alice's token in ws, as a reviewer", got, err)
 	}
 	_, err = s.TokenByHash(c, token.Hash(aliceSecret+"x"))
 	wantKind(t, "TokenByHash of an unknown secret", err, hub.NotFound)
@@ -54,8 +54,8 @@ func testTokens(t *testing.T, s token.Store) {
 	for _, tk := range ts {
 		ids = append(ids, tk.ID)
 	}
-	if err != nil || !slices.Equal(ids, []string{alice.ID, bob.ID}) {
-		t.Errorf("Tokens: got %v, %v; want alice's then bob's", ids, err)
+	if err != nil || !slices.Equal(ids, []string{alice.ID, bob.ID}) || ts[0].Role != "reviewer" || ts[1].Role != "" {
+		t.Errorf("Tokens: got %v, %v; want alice's (a reviewer) then bob's (no role)", ids, err)
 	}
 
 	if err := s.RevokeToken(c, alice.ID); err != nil {

@@ -1,0 +1,112 @@
+package ops
+
+import (
+	"context"
+
+	"github.com/parley-dev/parley/internal/hub"
+)
+
+// The read rule: what an agent token may read of its workspace's messages.
+//
+// An agent token speaks for one agent, and reads that agent's messages
+// only: the ones it sent, the ones delivered to it, and the rest of every
+// thread in which it sent or received one (hub.HistoryQuery.Viewer). Every
+// operation that hands out a message or tells anything of one (its content,
+// its status, its thread, a reply to it or in it) applies the rule here,
+// in one of two ways:
+//
+//   - a list passes ReadViewer(c) to the store as its Viewer, and gets only
+//     what the rule admits;
+//   - an operation on one message by its id asks mayRead, which answers a
+//     message the rule does not admit as one that does not exist.
+//
+// The Unix socket's user and the admin token read the whole workspace: they
+// are the people at the CLI and the dashboard, trusted with everything.
+// Reading one's own inbox (check, wait, receive, claim) hands out only what
+// was delivered to the caller, so it needs no rule of its own.
+//
+// readRule lists every operation open to agent tokens (agentToken) that
+// reads messages, and how it applies the rule; TestReadRuleCoversReads
+// fails for an open operation that is in neither readRule nor readsNone,
+// and e2e's TestTokenReadRule tries each of them through every door.
+var readRule = map[string]string{
+	"History":        "Viewer",
+	"SearchMessages": "Viewer",
+	"GetMessage":     "mayRead",
+	"Thread":         "mayRead",
+	"MessageStatus":  "mayRead; copies: the sender's all, a recipient's own",
+	"Reply":          "mayRead of the message replied to",
+	"Send":           "mayRead of reply_to: no joining another's thread",
+	"WaitForReply":   "mayRead of the message waited on",
+	"Overdue":        "its own messages; all=true refused",
+	"Queue":          "the tasks waiting in a queue: any agent may claim them",
+	"Check":          "its own inbox",
+	"Peek":           "its own inbox",
+	"Wait":           "its own inbox",
+	"Receive":        "its own inbox",
+	"ClaimTask":      "a task it claims",
+	"Unread":         "its own inbox: a count",
+}
+
+// readsNone lists the operations open to agent tokens that read no message.
+var readsNone = []string{
+	"Broadcast", "Clear", "Ack", "NoteWake", "Receipt", "GetAgent", "ListAgents", "SetStatus", "Whoami",
+	"ListGroups", "GetGroup", "CreateGroup", "DeleteGroup", "AddMember", "RemoveMember",
+	"ReservePaths", "RenewReservations", "ReleaseReservations", "ListReservations", "WhoHas", "CheckPaths",
+	"CompleteTask", "ReleaseTask", "SetTitle", "SetBranch", "RequestPermission", "AskPermission",
+	"Tools", "CallTool", "Health",
+}
+
+// ReadRuleOps names the operations open to agent tokens that read messages:
+// the cases an end-to-end test of the rule must try.
+func ReadRuleOps() []string {
+	names := make([]string, 0, len(readRule))
+	for n := range readRule {
+		names = append(names, n)
+	}
+	return names
+}
+
+// ReadViewer is the agent whose messages bound what c may read, or "" when c
+// may read the whole workspace: an agent token's agent, else nobody.
+func ReadViewer(c *Caller) string {
+	if c.Token != "" {
+		return c.Agent
+	}
+	return ""
+}
+
+// mayRead applies the rule to one message that c named by its id: a
+// message c may not read is NotFound, as if it did not exist, so that its id
+// tells c nothing.
+func (o *Ops) mayRead(ctx context.Context, c *Caller, op string, m *hub.Message) error {
+	ok, err := o.hub.Readable(ctx, ReadViewer(c), m)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return noMessage(op, m.ID)
+	}
+	return nil
+}
+
+// noMessage is the one answer for a message that does not exist and for one
+// the caller may not read.
+func noMessage(op, id string) error {
+	return hub.Errorf(op, hub.NotFound, "no message %q in this workspace", id)
+}
+
+// message returns the message with the id, if c may read it.
+func (o *Ops) message(ctx context.Context, c *Caller, op, id string) (*hub.Message, error) {
+	m, err := o.hub.Message(ctx, c.Workspace, id)
+	if hub.IsNotFound(err) {
+		return nil, noMessage(op, id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := o.mayRead(ctx, c, op, m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}

@@ -1,0 +1,3 @@
+-- Schema version 10: an agent token binds its agent's role too. Tokens made
+-- before have none: their agent keeps the role it has.
+ALTER TABLE agent_tokens ADD COLUMN role TEXT NOT NULL DEFAULT '';
