@@ -9,7 +9,14 @@ import (
 // safe for concurrent use, and every write is atomic: it happens whole or not at
 // all. Errors use this package's kinds (NotFound, Conflict, Unavailable...).
 //
-// The contract lives in internal/store/storetest; every implementation passes it.
+// It is the whole contract of a backend: a store that has these methods is
+// complete. Three optional interfaces add only what one backend can do
+// better or what daemons sharing one store need, and the hub works without
+// them: SendStore (a send in one round trip), PresenceStore (when an agent
+// left another daemon) and NotifyingStore (wake-ups between daemons).
+//
+// The contract's tests live in internal/store/storetest (RunAll); every
+// implementation passes them.
 type Store interface {
 	// PutAgent inserts the agent or updates its role, module, status and last-seen
 	// time, keeping its creation time.
@@ -103,6 +110,28 @@ type Store interface {
 	// RemoveGroupMember removes m; NotFound if the group or the member is absent.
 	RemoveGroupMember(ctx context.Context, ws, group string, m Member) error
 
+	// Search returns up to q.Limit messages of ws that contain every term of q,
+	// best match first (ranked by BM25 over content, payload text and metadata
+	// values), each with a snippet that marks the matched words with **.
+	// Viewer, when set, keeps only what that agent may read (HistoryQuery.Viewer).
+	Search(ctx context.Context, ws string, q SearchQuery) ([]SearchHit, error)
+
+	// ChangeReservations calls fn with the reservations of ws that are live at
+	// now (ExpiresAt after now), oldest first, and applies the change fn
+	// returns, atomically: no other ChangeReservations of ws runs in between,
+	// so a conflict check in fn holds when its result is stored. Reservations
+	// of ws that expired by now are forgotten in the same step. fn may run more
+	// than once and must have no effects of its own; its error is returned,
+	// and then nothing changes.
+	ChangeReservations(ctx context.Context, ws string, now time.Time, fn func(live []*Reservation) (ReservationChange, error)) error
+	// LiveReservations returns the reservations of ws live at now, oldest first.
+	LiveReservations(ctx context.Context, ws string, now time.Time) ([]*Reservation, error)
+
+	// Purge deletes the messages created before cutoff that every recipient
+	// has read, with their deliveries, a bounded batch per transaction so
+	// that sends are not held up. Unread messages are kept, however old.
+	Purge(ctx context.Context, cutoff time.Time) (PurgeResult, error)
+
 	// Workspaces lists every workspace that has agents, messages or groups.
 	Workspaces(ctx context.Context) ([]string, error)
 	// Close releases the store.
@@ -119,6 +148,28 @@ type SendStore interface {
 	// recipients that exist, in any order. Handed recipients need no
 	// wake-up: the other daemons are not told of them.
 	SendMessage(ctx context.Context, m *Message, recipients []string, handed ...Handoff) ([]*Agent, error)
+}
+
+// NotifyingStore is a Store that several daemons share (PostgreSQL): it
+// carries wake-ups between them. The daemon gives its notifications to the
+// hub (Options.Notifier) and runs them beside it.
+type NotifyingStore interface {
+	Notifications() Notifications
+}
+
+// Notifications tell the other daemons on a shared store of new mail
+// (Notifier) and wake this daemon's waiters when they tell it (Run).
+type Notifications interface {
+	Notifier
+	// Run listens until ctx ends, waking w's waiters of the inboxes the
+	// other daemons name (all of them after a lost connection).
+	Run(ctx context.Context, w Waker)
+}
+
+// Waker is what Notifications.Run wakes: a Hub.
+type Waker interface {
+	Wake(ws string, recipients []string)
+	WakeAll()
 }
 
 // PresenceStore is a Store that several daemons share and that records when
