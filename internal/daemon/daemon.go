@@ -202,7 +202,9 @@ func (d *Daemon) MCP() *mcpserver.Server { return d.mcp }
 // Run serves until ctx is cancelled, then shuts down gracefully.
 func (d *Daemon) Run(ctx context.Context) error {
 	d.log.Info("daemon started", "pid", os.Getpid(), "socket", d.paths.Socket, "version", d.cfg.Version)
-	tuneGC()
+	if !mcpserver.WorkaroundOff("gctuner") {
+		tuneGC()
+	}
 	errc := make(chan error, 2)
 	go func() { errc <- d.srv.Serve(mcpserver.WatchConns(d.ln)) }()
 	if d.tcpSrv != nil {

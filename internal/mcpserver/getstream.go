@@ -25,7 +25,7 @@ import (
 // ends, as it would over net/http.
 func (s *Server) hijackStream(w http.ResponseWriter, r *http.Request, sess *session) bool {
 	wc := connOf(r.Context())
-	if wc == nil || wc.base == nil || !r.ProtoAtLeast(1, 1) {
+	if wc == nil || wc.base == nil || !r.ProtoAtLeast(1, 1) || WorkaroundOff("hijackget") {
 		return false
 	}
 	conn, _, err := http.NewResponseController(w).Hijack()

@@ -429,7 +429,11 @@ func (s *Server) server(profiles []string) *mcp.Server {
 	for _, p := range profiles {
 		prof := s.profile(p)
 		for _, t := range prof.Tools {
-			srv.AddTool(t.Tool, t.Handler)
+			if t.add != nil {
+				t.add(srv)
+			} else {
+				srv.AddTool(t.Tool, t.Handler)
+			}
 		}
 		if prof.Attach != nil {
 			prof.Attach(srv)

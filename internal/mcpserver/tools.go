@@ -22,6 +22,9 @@ import (
 type Tool struct {
 	Tool    *mcp.Tool
 	Handler mcp.ToolHandler
+	// add, if set, registers the tool instead (mcp.AddTool, with the
+	// "typed" workaround off).
+	add func(*mcp.Server)
 }
 
 // Op is the shape of an operation: ops' functions, and the renamings the
@@ -90,6 +93,9 @@ func typed[In, Out any](s *Server, name, desc string, fn Op[In, Out], opts ...to
 		panic(fmt.Sprintf("tool %s: input schema: %v", name, err))
 	}
 	quick := newQuickArgs(in)
+	if WorkaroundOff("quickargs") {
+		quick = nil
+	}
 	t := &mcp.Tool{Name: name, Description: desc, InputSchema: in}
 	var outRes *jsonschema.Resolved
 	if !cfg.noOutput {
@@ -107,6 +113,9 @@ func typed[In, Out any](s *Server, name, desc string, fn Op[In, Out], opts ...to
 		}
 	}
 	agentMay := ops.AgentMay(fn)
+	if WorkaroundOff("typed") {
+		return sdkTyped(s, t, cfg, agentMay, fn)
+	}
 	h := func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		if !agentMay && req.Extra != nil && req.Extra.Header.Get(api.HeaderAgentToken) != "" {
 			return toolError(fmt.Errorf("tool %s is not open to an agent token; use the admin token", name)), nil
@@ -162,6 +171,28 @@ func typed[In, Out any](s *Server, name, desc string, fn Op[In, Out], opts ...to
 	return Tool{Tool: t, Handler: h}
 }
 
+// sdkTyped is typed through mcp.AddTool: its decoder, validation and
+// output, for measuring what typed saves.
+func sdkTyped[In, Out any](s *Server, t *mcp.Tool, cfg toolConfig, agentMay bool, fn Op[In, Out]) Tool {
+	if cfg.noOutput {
+		t.OutputSchema = nil
+	}
+	add := func(srv *mcp.Server) {
+		mcp.AddTool(srv, t, func(ctx context.Context, req *mcp.CallToolRequest, v In) (*mcp.CallToolResult, Out, error) {
+			var zero Out
+			if !agentMay && req.Extra != nil && req.Extra.Header.Get(api.HeaderAgentToken) != "" {
+				return toolError(fmt.Errorf("tool %s is not open to an agent token; use the admin token", t.Name)), zero, nil
+			}
+			out, err := fn(ctx, s.callerOf(ctx, req), v)
+			if tx, ok := any(out).(texter); ok && err == nil {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: tx.Text()}}}, out, nil
+			}
+			return nil, out, err
+		})
+	}
+	return Tool{Tool: t, add: add}
+}
+
 // raw makes a tool whose handler reads its own arguments and builds its own
 // result: agentmail's, which answers bad arguments with JSON-RPC -32602
 // (the typed adapter validates first and reports a tool error).
@@ -191,6 +222,13 @@ var schemaCache sync.Map // reflect.Type -> *jsonschema.Schema
 // JSON", and returns a copy the caller may change.
 func cachedSchema[T any]() *jsonschema.Schema {
 	t := reflect.TypeFor[T]()
+	if WorkaroundOff("schemacache") {
+		sch, err := jsonschema.For[T](schemaOpts)
+		if err != nil {
+			panic(fmt.Sprintf("schema for %v: %v", t, err))
+		}
+		return sch
+	}
 	if v, ok := schemaCache.Load(t); ok {
 		return v.(*jsonschema.Schema).CloneSchemas()
 	}
