@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -414,4 +416,119 @@ func TestGroupChangesAreTheCreators(t *testing.T) {
 	}
 	e.Must("group", "add", "ops", "alice")
 	e.Must("group", "delete", "ops")
+}
+
+// TestCompleteTaskSurvivesKill9: complete_task marks a task done and stores
+// its result in one transaction. Under a storm of kill -9s, four claimants
+// work through a queue, retrying a completion the kill cut off; at the end
+// every task is done and has exactly one result, none done without one (a
+// retry that hears "completed already" must find its result there).
+func TestCompleteTaskSurvivesKill9(t *testing.T) {
+	e := newEnv(t)
+	e.Must("daemon", "start")
+	const ws, tasks, kills = "q", 800, 20
+	for i := range tasks {
+		e.mustAPI("POST", "/messages", ws, "boss", map[string]any{"to": "queue:build", "content": fmt.Sprintf("task %d", i)}, nil)
+	}
+	stop := make(chan struct{})
+	var completed atomic.Int64
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			agent := fmt.Sprintf("worker%d", w)
+			hc := e.httpClient()
+			ctx := context.Background()
+			call := func(path string, in any) (int, []byte, error) {
+				c, cancel := context.WithTimeout(ctx, 10*time.Second)
+				defer cancel()
+				return e.apiCall(c, hc, "POST", path, ws, agent, in)
+			}
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				code, body, err := call("/queues/build/claim", map[string]any{"timeout": 1})
+				var claim struct {
+					Task *struct {
+						ID string `json:"message_id"`
+					} `json:"task"`
+				}
+				if err != nil || code != 200 || json.Unmarshal(body, &claim) != nil || claim.Task == nil {
+					time.Sleep(20 * time.Millisecond) // the daemon is down, or the queue empty
+					continue
+				}
+				// Complete, again after a kill, until the daemon answers.
+				for {
+					code, _, err := call("/tasks/"+claim.Task.ID+"/complete", map[string]any{"result": "result of " + claim.Task.ID})
+					if err == nil && code < 500 {
+						if code == 200 {
+							completed.Add(1)
+						}
+						break // done, done already, or its claim ended with the daemon
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+			}
+		})
+	}
+	for k := range kills {
+		from := completed.Load()
+		waitFor(t, 60*time.Second, "completions between kills", func() (bool, string) {
+			n := completed.Load()
+			return n >= from+15, fmt.Sprint(n - from)
+		})
+		e.killNow()
+		if out, errs, code := e.Run("daemon", "start"); code != 0 {
+			t.Fatalf("restart %d after kill -9: exit %d\n%s%s", k+1, code, out, errs)
+		}
+	}
+	// The rest of the queue, without kills: once none waits, the claimants
+	// finish what they hold (no restart takes a claim away any more).
+	waitFor(t, 120*time.Second, "every task done", func() (bool, string) {
+		var q struct {
+			Waiting int `json:"waiting"`
+		}
+		e.mustAPI("GET", "/queues/build", ws, "", nil, &q)
+		return q.Waiting == 0, fmt.Sprintf("%d waiting, %d completed", q.Waiting, completed.Load())
+	})
+	close(stop)
+	wg.Wait()
+	e.Must("daemon", "stop")
+
+	db := e.openDB()
+	rows, err := db.Query(`SELECT t.id, d.read_at IS NOT NULL,
+			(SELECT count(*) FROM messages r WHERE r.reply_to = t.id AND r.metadata LIKE '%task_completed%')
+		FROM messages t JOIN deliveries d ON d.message_seq = t.seq
+		WHERE t.workspace = ? AND t.to_addr = 'queue:build'`, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var done, n int
+	for rows.Next() {
+		var id string
+		var read bool
+		var results int
+		if err := rows.Scan(&id, &read, &results); err != nil {
+			t.Fatal(err)
+		}
+		n++
+		switch {
+		case read && results == 0:
+			t.Errorf("task %s is done and has no result: its sender never hears", id)
+		case results > 1:
+			t.Errorf("task %s has %d results", id, results)
+		case !read && results > 0:
+			t.Errorf("task %s has a result and is not done", id)
+		}
+		if read {
+			done++
+		}
+	}
+	if n != tasks || done != tasks {
+		t.Errorf("tasks: %d stored, %d done; want %d and %d", n, done, tasks, tasks)
+	}
+	t.Logf("%d tasks done across %d kills; %d completions answered 200", done, kills, completed.Load())
 }

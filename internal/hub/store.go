@@ -78,6 +78,14 @@ type Store interface {
 	// they were not), whatever their state, and returns those that were not
 	// acked before. Unknown ids are ignored.
 	Ack(ctx context.Context, ws, recipient string, messageIDs []string, at time.Time) ([]*Delivery, error)
+	// CompleteTask ends a claimed task, in one transaction: it confirms the
+	// task's copy leased to the first of readers that holds it (as Confirm
+	// does, at reply.CreatedAt) and stores reply, the task's result, with
+	// one queued delivery, to recipient. It returns the copy it confirmed;
+	// none (and nothing written) when no reader holds it. A daemon killed
+	// at any moment leaves the task either claimed without a result or
+	// done with its result, never done without one.
+	CompleteTask(ctx context.Context, readers []string, taskID string, reply *Message, recipient string) ([]*Delivery, error)
 	// Deliveries returns every recipient's delivery of the message (without
 	// the message), ordered by recipient; NotFound if there is no such message.
 	Deliveries(ctx context.Context, ws, messageID string) ([]*Delivery, error)

@@ -307,6 +307,7 @@ func (s *Server) identityOf(r *http.Request) (*session, error) {
 		Role:      get(api.HeaderRole, "role"),
 		Module:    get(api.HeaderModule, "module"),
 		Token:     r.Header.Get(api.HeaderAgentToken),
+		Door:      hub.DoorMCP,
 	}
 	if c.Workspace == "" {
 		c.Workspace = ops.DefaultWorkspace
@@ -645,6 +646,9 @@ func (s *Server) callerOf(ctx context.Context, req *mcp.CallToolRequest) *ops.Ca
 func (s *Server) Connect(ctx context.Context, t mcp.Transport, caller ops.Caller) (*mcp.ServerSession, error) {
 	if caller.Workspace == "" {
 		caller.Workspace = ops.DefaultWorkspace
+	}
+	if caller.Door == "" {
+		caller.Door = hub.DoorMCP
 	}
 	if len(caller.Profiles) == 0 {
 		caller.Profiles = []string{"native"}

@@ -95,6 +95,7 @@ func runHub(t *testing.T, open func(t *testing.T) hub.Store) {
 		{"Deliveries", testDeliveries},
 		{"DueAcksAndOverdue", testDueAcksAndOverdue},
 		{"ClearInboxLeased", testClearInboxLeased},
+		{"CompleteTask", testCompleteTask},
 	})
 }
 
@@ -232,6 +233,7 @@ func checkMessage(t *testing.T, what string, got, want *hub.Message) {
 		{"Priority", got.Priority, want.Priority},
 		{"ReplyTo", got.ReplyTo, want.ReplyTo},
 		{"ThreadID", got.ThreadID, want.ThreadID},
+		{"Origin", got.Origin, want.Origin},
 	} {
 		if p.got != p.want {
 			t.Errorf("%s: %s: got %q, want %q", what, p.field, p.got, p.want)
@@ -420,6 +422,13 @@ func testMessageRoundTrip(t *testing.T, s hub.Store) {
 		{"critical", func(m *hub.Message) { m.Priority = hub.Critical }},
 		{"low", func(m *hub.Message) { m.Priority = hub.Low }},
 		{"long content", func(m *hub.Message) { m.Content = strings.Repeat("x", 256<<10) }},
+		{"origin", func(m *hub.Message) {
+			m.Origin = hub.Origin{Role: "dev", Host: "box-1", Door: hub.DoorMCP}
+		}},
+		{"a task's result", func(m *hub.Message) {
+			m.ReplyTo, m.ThreadID = root.ID, root.ID
+			m.Origin = hub.Origin{Role: "builder", Host: "box-2", Door: hub.DoorCLI, Task: root.ID}
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
