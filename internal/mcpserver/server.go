@@ -488,6 +488,7 @@ func (s *Server) bind(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 		}
 		if method == "tools/call" && in != nil {
+			ctx = context.WithValue(ctx, inflightKey{}, in)
 			var cancel context.CancelCauseFunc
 			ctx, cancel = context.WithCancelCause(ctx)
 			stop := context.AfterFunc(in.ctx, func() {
@@ -532,13 +533,10 @@ func (s *Server) bind(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// requestOf is the HTTP request a tool call came in, if any.
-func (s *Server) requestOf(req *mcp.CallToolRequest) *inflight {
-	if req.Extra == nil {
-		return nil
-	}
-	return s.inflight(req.Extra.Header)
-}
+// inflightKey carries a tool call's HTTP request (its inflight) from bind to
+// its handler: looked up again there, it may be gone already (its client
+// hung up), and the call would read as if it had no reader.
+type inflightKey struct{}
 
 // errGone is why a tool call ends when its client went away.
 var errGone = errors.New("the client closed the request")
@@ -619,7 +617,7 @@ func (s *Server) callerOf(ctx context.Context, req *mcp.CallToolRequest) *ops.Ca
 	} else {
 		c.Workspace = ops.DefaultWorkspace
 	}
-	if in := s.requestOf(req); in != nil {
+	if in, _ := ctx.Value(inflightKey{}).(*inflight); in != nil {
 		c.Call = in.requestID()
 	} else {
 		// No HTTP request (an in-memory transport): nothing could confirm a
