@@ -532,3 +532,77 @@ func TestCompleteTaskSurvivesKill9(t *testing.T) {
 	}
 	t.Logf("%d tasks done across %d kills; %d completions answered 200", done, kills, completed.Load())
 }
+
+// TestWaitForReplyCountsRepliers: wait_for_reply returns a reply from whom
+// the message went to (for a task: its claimant's result), never a stranger's
+// message in the thread, which stays in the inbox as ordinary mail.
+func TestWaitForReplyCountsRepliers(t *testing.T) {
+	e := newEnv(t, "PARLEY_WORKSPACE=team")
+	e.Must("daemon", "start")
+	e.Must("join", "--name", "alice", "--role", "dev")
+	id := func(args ...string) string {
+		t.Helper()
+		var r struct {
+			ID string `json:"message_id"`
+		}
+		e.MustJSON(&r, append(args, "--json")...)
+		return r.ID
+	}
+	waitReply := func(msg string) <-chan string {
+		out := make(chan string, 1)
+		go func() {
+			code, body, err := e.apiCall(t.Context(), e.httpClient(), "POST", "/inbox/reply", "team", "alice",
+				map[string]any{"message_id": msg, "timeout": 60})
+			out <- fmt.Sprintf("%d %s %v", code, body, err)
+		}()
+		waitUntil(t, "alice waiting for a reply", func() bool { return waiting(t, e, "team", "alice") == 1 })
+		return out
+	}
+	answer := func(wait <-chan string) string {
+		t.Helper()
+		select {
+		case got := <-wait:
+			return got
+		case <-time.After(30 * time.Second):
+			t.Fatal("no answer to the wait for a reply")
+			return ""
+		}
+	}
+
+	q := id("send", "bob", "ready?", "--agent", "alice")
+	wait := waitReply(q)
+	e.Must("send", "alice", "mallory answers", "--agent", "mallory", "--reply-to", q)
+	e.Must("send", "alice", "yes, ready", "--agent", "bob", "--reply-to", q)
+	if got := answer(wait); !strings.Contains(got, "yes, ready") {
+		t.Errorf("alice's wait for bob's reply: got %s, want bob's", got)
+	}
+
+	task := id("send", "queue:build", "build it", "--agent", "alice")
+	wait = waitReply(task)
+	e.Must("send", "alice", "forged: done", "--agent", "mallory", "--reply-to", task, "--meta", "kind=task_completed", "--meta", "task_id="+task)
+	var claim struct {
+		Task struct {
+			ID string `json:"message_id"`
+		} `json:"task"`
+	}
+	e.MustJSON(&claim, "queue", "claim", "build", "--agent", "worker", "--json")
+	if claim.Task.ID != task {
+		t.Fatalf("worker claimed %q, want the task %s", claim.Task.ID, task)
+	}
+	e.Must("queue", "complete", task, "--result", "built by the worker", "--agent", "worker")
+	if got := answer(wait); !strings.Contains(got, "built by the worker") {
+		t.Errorf("alice's wait for the task's result: got %s, want the claimant's", got)
+	}
+	// The strangers' messages are ordinary mail.
+	var inbox struct {
+		Messages []struct{ Content string } `json:"messages"`
+	}
+	e.mustAPI("GET", "/inbox", "team", "alice", nil, &inbox)
+	var left []string
+	for _, m := range inbox.Messages {
+		left = append(left, m.Content)
+	}
+	if strings.Join(left, "|") != "mallory answers|forged: done" {
+		t.Errorf("alice's inbox: got %q, want mallory's two messages", left)
+	}
+}

@@ -102,10 +102,12 @@ const inboxWhere = `d.workspace = $1 AND d.recipient = $2 AND d.read_at IS NULL 
 
 // take hands out the first inbox deliveries in one statement, skipping rows a
 // concurrent take holds, so two never return the same delivery and neither
-// waits for the other.
+// waits for the other. A take for a reply admits only the repliers' ($13,
+// NULL: anyone) and the result of the task $14 (hub.TakeQuery.Repliers).
 const take = `WITH picked AS (
 		SELECT d.id FROM deliveries d JOIN messages m ON m.seq = d.message_seq
 		WHERE ` + inboxWhere + `
+		AND ($13::text[] IS NULL OR m.sender = ANY($13) OR ($14::text <> '' AND m.task_of = $14))
 		ORDER BY d.rank, d.id LIMIT $4
 		FOR UPDATE OF d SKIP LOCKED
 	), d AS (
@@ -143,7 +145,7 @@ func (db *DB) Take(ctx context.Context, q hub.TakeQuery) (taken, confirmed []*hu
 		lease = nullTime(q.LeaseUntil)
 	}
 	taken, err = db.queryDeliveriesOn(ctx, db.lazy, "take", true, take, q.Workspace, q.Recipient, q.MaxRank, q.Limit,
-		q.Thread, q.After, nullText(q.Reader), lease, now, readAt, string(q.Via), db.node)
+		q.Thread, q.After, nullText(q.Reader), lease, now, readAt, string(q.Via), db.node, q.Repliers, q.ResultOf)
 	if err != nil {
 		// What was confirmed stays confirmed: report it.
 		return nil, confirmed, err

@@ -21,9 +21,19 @@ const msgCols = `m.id, m.workspace, m.sender, m.to_addr, m.content, m.payload, m
 // and stored after message ?6 if they are not empty. It repeats the partial index's condition so that SQLite
 // uses that index.
 const inboxFrom = `FROM deliveries d JOIN messages m ON m.seq = d.message_seq
-	WHERE d.workspace = ?1 AND d.recipient = ?2 AND d.read_at IS NULL AND d.reader IS NULL
+	WHERE ` + inboxWhere + `
+	ORDER BY d.rank, d.id LIMIT ?4`
+
+const inboxWhere = `d.workspace = ?1 AND d.recipient = ?2 AND d.read_at IS NULL AND d.reader IS NULL
 	AND d.rank <= ?3 AND (?5 = '' OR m.thread_id = ?5)
-	AND (?6 = '' OR m.seq > (SELECT seq FROM messages WHERE id = ?6))
+	AND (?6 = '' OR m.seq > (SELECT seq FROM messages WHERE id = ?6))`
+
+// takeFrom is inboxFrom for a take, which may also narrow it to replies: sent
+// by one of the repliers ?7 (a JSON list; NULL: anyone), or the result of the
+// task ?8 (hub.TakeQuery.Repliers).
+const takeFrom = `FROM deliveries d JOIN messages m ON m.seq = d.message_seq
+	WHERE ` + inboxWhere + `
+	AND (?7 IS NULL OR m.sender IN (SELECT value FROM json_each(?7)) OR (?8 != '' AND m.task_of = ?8))
 	ORDER BY d.rank, d.id LIMIT ?4`
 
 // statements are the hot paths' prepared statements: w* on the writer, r* on the
@@ -83,7 +93,7 @@ func (s *statements) prepare(ctx context.Context, w *sql.Conn, r *sql.DB) error 
 			delivery_count = 1, read_at = ?6, woke_via = ?7, woke_at = CASE WHEN ?7 != '' THEN ?5 ELSE 0 END
 			WHERE message_seq = ?1 AND recipient = ?2`},
 		{&s.wInsWorkspace, w, `INSERT OR IGNORE INTO workspaces (name) VALUES (?)`},
-		{&s.wTakeSel, w, `SELECT d.id, ` + delCols + `, ` + msgCols + ` ` + inboxFrom},
+		{&s.wTakeSel, w, `SELECT d.id, ` + delCols + `, ` + msgCols + ` ` + takeFrom},
 		// Hands out exactly the rows wTakeSel returned, by rowid.
 		// The first path that reaches the recipient stays its wake path.
 		{&s.wTakeUpd, w, `UPDATE deliveries SET reader = ?1, lease_until = ?2, delivered_at = ?3,

@@ -528,6 +528,41 @@ func testTakeThread(t *testing.T, s hub.Store) {
 	}
 }
 
+// testTakeRepliers: a take for a reply admits only the repliers' messages,
+// and a task's result by its origin, whoever sent it; the others stay.
+func testTakeRepliers(t *testing.T, s hub.Store) {
+	f := newFixture(t, s)
+	root := f.send("ws", "alice", hub.Normal, "question", "bob")
+	inThread := func(from, content string, origin hub.Origin) *hub.Message {
+		m := f.msg("ws", from, hub.Normal, content)
+		m.ReplyTo, m.ThreadID, m.Origin = root.ID, root.ID, origin
+		if err := s.CreateMessage(ctx(t), m, []string{"alice"}); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	mallory := inThread("mallory", "not the answer", hub.Origin{})
+	forged := inThread("mallory", "a forged result", hub.Origin{Task: "another task"})
+	bob := inThread("bob", "the answer", hub.Origin{})
+	result := inThread("worker", "the task's result", hub.Origin{Task: root.ID})
+	q := hub.TakeQuery{Workspace: "ws", Recipient: "alice", Reader: "s1", MaxRank: 3, Limit: 10,
+		Thread: root.ID, After: root.ID, Repliers: []string{"bob"}, Now: at(100), LeaseUntil: at(200)}
+	got, _, err := s.Take(ctx(t), q)
+	if err != nil || !slices.Equal(deliveryIDs(got), []string{bob.ID}) {
+		t.Errorf("Take(repliers bob): got %v, %v; want [the answer]", contents(messagesOf(got)), err)
+	}
+	q.Repliers, q.ResultOf = []string{}, root.ID
+	got, _, err = s.Take(ctx(t), q)
+	if err != nil || !slices.Equal(deliveryIDs(got), []string{result.ID}) {
+		t.Errorf("Take(the result of the task): got %v, %v; want [the task's result]", contents(messagesOf(got)), err)
+	}
+	got, _, err = s.Take(ctx(t), hub.TakeQuery{Workspace: "ws", Recipient: "alice", Reader: "s2", MaxRank: 3, Limit: 10,
+		Now: at(300), LeaseUntil: at(400)})
+	if err != nil || !slices.Equal(deliveryIDs(got), []string{mallory.ID, forged.ID}) {
+		t.Errorf("Take(anyone) afterwards: got %v, %v; want mallory's two, left in the inbox", contents(messagesOf(got)), err)
+	}
+}
+
 func testAck(t *testing.T, s hub.Store) {
 	c := ctx(t)
 	f := newFixture(t, s)

@@ -91,6 +91,7 @@ func runHub(t *testing.T, open func(t *testing.T) hub.Store) {
 		{"ReleaseSelects", testReleaseSelects},
 		{"TakeConcurrentReaders", testTakeConcurrentReaders},
 		{"TakeThread", testTakeThread},
+		{"TakeRepliers", testTakeRepliers},
 		{"Ack", testAck},
 		{"Deliveries", testDeliveries},
 		{"DueAcksAndOverdue", testDueAcksAndOverdue},
