@@ -47,9 +47,10 @@ const ws = "rt"
 // the fake run once per turn (steer = false).
 type env struct {
 	*testenv.Env
-	t    testing.TB
-	home string
-	log  string // the fake's argv log
+	t       testing.TB
+	home    string
+	log     string // the fake's argv log
+	clients string // the real clients' state (realEnv): HOME, CLAUDE_CONFIG_DIR, CODEX_HOME
 }
 
 func newEnv(t testing.TB, config string) *env {

@@ -24,9 +24,9 @@ import (
 func realEnv(t *testing.T, anthropic, openai *standin.Server) *env {
 	t.Helper()
 	var conf strings.Builder
+	dir := t.TempDir()
 	if anthropic != nil {
 		claude := standin.CLI(t, "claude")
-		dir := t.TempDir()
 		for _, name := range []string{"realclaude", "realclaudesteer"} {
 			steer := ""
 			if name == "realclaude" {
@@ -51,10 +51,12 @@ func realEnv(t *testing.T, anthropic, openai *standin.Server) *env {
 				name = "realcodexsteer"
 			}
 			fmt.Fprintf(&conf, "[providers.%s]\nkind = \"codex\"\nsteer = %v\ncommand = %q\nargs = [%s]\n[providers.%s.env]\nCODEX_HOME = %q\n",
-				name, steer, codex, strings.Join(args, ", "), name, t.TempDir())
+				name, steer, codex, strings.Join(args, ", "), name, standin.CodexHome(dir))
 		}
 	}
-	return newEnv(t, conf.String())
+	e := newEnv(t, conf.String())
+	e.clients = dir
+	return e
 }
 
 // TestRealClaudeCallsParleyTools: a managed Claude Code agent calls
@@ -68,7 +70,7 @@ func TestRealClaudeCallsParleyTools(t *testing.T) {
 		if r.Has("tell boss") {
 			// A real model cannot call a tool Claude Code does not offer:
 			// it offers Parley's only once their servers are up.
-			if !offers(r, "mcp__parley__send_message") {
+			if !r.Offers("mcp__parley__send_message") {
 				return []standin.Block{standin.Text("NO send_message TOOL OFFERED")}
 			}
 			return []standin.Block{standin.ToolUse("toolu_send", "mcp__parley__send_message", map[string]any{"to": "boss", "content": "hello from claude"})}
@@ -183,17 +185,6 @@ func TestWaitForAgentWithinClientTimeout(t *testing.T) {
 	if got.Error != "" || got.Result == nil || !got.Result.TimedOut || got.Result.Status != "running" || got.Seconds >= 60 {
 		t.Errorf("wait_for_agent from the TypeScript SDK: got %s; want a timed-out result within 60 s", out)
 	}
-}
-
-// offers reports whether the request offers the model the tool name.
-func offers(r *standin.MessagesRequest, name string) bool {
-	for _, tool := range r.Tools {
-		var d struct{ Name string }
-		if json.Unmarshal(tool, &d) == nil && d.Name == name {
-			return true
-		}
-	}
-	return false
 }
 
 func firstWord(s string) string {

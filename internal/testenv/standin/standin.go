@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -122,6 +123,45 @@ func (r *MessagesRequest) Has(sub string) bool {
 		}
 	}
 	return false
+}
+
+// Offers reports whether Claude Code offers the model the tool name: in the
+// request's tools, or among the deferred tools that a message lists for
+// ToolSearch to load (2.1.332 defers MCP tools so; the model may call one
+// by name all the same). A real model cannot call a tool it is not offered:
+// Claude Code offers an MCP server's tools once the server is up.
+func (r *MessagesRequest) Offers(name string) bool {
+	for _, tool := range r.Tools {
+		var d struct{ Name string }
+		if json.Unmarshal(tool, &d) == nil && d.Name == name {
+			return true
+		}
+	}
+	for _, m := range r.Messages {
+		text := unescape(m.Content)
+		if _, list, ok := strings.Cut(text, "deferred tools are now available"); ok && strings.Contains(list+"\n", "\n"+name+"\n") {
+			return true
+		}
+	}
+	return false
+}
+
+// Tail is the text of the messages since the model last spoke (the whole
+// conversation when it has not): the new prompt, or the results of the tool
+// calls it made, with whatever Claude Code put beside them. A reply picked
+// by what the tail has does not depend on what came before in the session.
+func (r *MessagesRequest) Tail() string {
+	start := 0
+	for i, m := range r.Messages {
+		if m.Role == "assistant" {
+			start = i + 1
+		}
+	}
+	var parts []string
+	for _, m := range r.Messages[start:] {
+		parts = append(parts, unescape(m.Content))
+	}
+	return strings.Join(parts, "\n")
 }
 
 // First is the text of the first user message.
@@ -286,6 +326,38 @@ func (r *ResponsesRequest) Has(sub string) bool {
 	return false
 }
 
+// Tail is the text of the input since the model last spoke (all of it when
+// it has not): the new prompt, or the outputs of its tool calls.
+func (r *ResponsesRequest) Tail() string {
+	start := 0
+	for i, in := range r.Input {
+		var it struct {
+			Type string `json:"type"`
+			Role string `json:"role"`
+		}
+		json.Unmarshal(in, &it)
+		if it.Role == "assistant" || it.Type == "function_call" || it.Type == "custom_tool_call" {
+			start = i + 1
+		}
+	}
+	var parts []string
+	for _, in := range r.Input[start:] {
+		var it struct {
+			Content json.RawMessage `json:"content"`
+			Output  json.RawMessage `json:"output"`
+		}
+		if json.Unmarshal(in, &it) != nil {
+			continue
+		}
+		for _, raw := range []json.RawMessage{it.Content, it.Output} {
+			if len(raw) > 0 {
+				parts = append(parts, unescape(raw))
+			}
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
 // Output returns the output of the function call (or the freeform tool call,
 // such as apply_patch) callID, as text, if the request carries it.
 func (r *ResponsesRequest) Output(callID string) (string, bool) {
@@ -406,4 +478,52 @@ func CodexConfig(s *Server) []string {
 		"-c", `model_providers.standin.wire_api="responses"`,
 		"-c", fmt.Sprintf("model_providers.standin.base_url=%q", s.URL+"/v1"),
 	}
+}
+
+// Providers is the provider tables of a Parley config.toml whose managed
+// agents run the real CLIs from test/npm, pointed at the stand-ins (either
+// may be nil: its providers are left out), with the clients' state under
+// dir (Claude Code's HOME and CLAUDE_CONFIG_DIR, Codex's CODEX_HOME =
+// CodexHome(dir)):
+//
+//	claude      Claude Code, one process across turns (Parley's default)
+//	perturn     Claude Code, one process per turn (steer = false)
+//	codex       codex exec, one process per turn (Parley's default for Codex)
+//	codexsteer  codex app-server, one process across turns (steer = true)
+func Providers(t testing.TB, anthropic, openai *Server, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	if anthropic != nil {
+		claude := CLI(t, "claude")
+		for _, name := range []string{"claude", "perturn"} {
+			fmt.Fprintf(&b, "[providers.%s]\nkind = \"claude\"\ncommand = %q\n", name, claude)
+			if name == "perturn" {
+				b.WriteString("steer = false\n")
+			}
+			fmt.Fprintf(&b, "[providers.%s.env]\n", name)
+			for _, kv := range ClaudeEnv(anthropic, dir) {
+				k, v, _ := strings.Cut(kv, "=")
+				fmt.Fprintf(&b, "%s = %q\n", k, v)
+			}
+		}
+	}
+	if openai != nil {
+		codex := CLI(t, "codex")
+		var args []string
+		for _, a := range CodexConfig(openai) {
+			args = append(args, strconv.Quote(a))
+		}
+		for _, name := range []string{"codex", "codexsteer"} {
+			fmt.Fprintf(&b, "[providers.%s]\nkind = \"codex\"\nsteer = %v\ncommand = %q\nargs = [%s]\n[providers.%s.env]\nCODEX_HOME = %q\n",
+				name, name == "codexsteer", codex, strings.Join(args, ", "), name, CodexHome(dir))
+		}
+	}
+	return b.String()
+}
+
+// CodexHome is the CODEX_HOME that Providers gives Codex, made if missing.
+func CodexHome(dir string) string {
+	p := filepath.Join(dir, ".codex")
+	os.MkdirAll(p, 0o700)
+	return p
 }
