@@ -37,8 +37,9 @@ func (s *Server) Self() Profile {
 	return Profile{Tools: []Tool{
 		typed(s, "set_title", "Set your display title (what you are working on).", o.SetTitle),
 		typed(s, "set_branch", "Rename the git branch of the worktree Parley made for you. Refused when you do not run in a Parley-made worktree.", o.SetBranch),
-		// Claude Code's --permission-prompt-tool reads the first text content
-		// as {"behavior":"allow","updatedInput":{...}} or {"behavior":"deny","message":"..."}.
-		typed(s, "request_permission", "Ask the people or agent managing you for permission to use a tool; blocks until they answer. Used by Claude Code as its --permission-prompt-tool.", o.RequestPermission, noOutputSchema()),
+		// Claude Code's --permission-prompt-tool wants one text block,
+		// {"behavior":"allow","updatedInput":{...}} or {"behavior":"deny","message":"..."},
+		// and nothing else: structured content beside it is refused.
+		typed(s, "request_permission", "Ask the people or agent managing you for permission to use a tool; blocks until they answer. Used by Claude Code as its --permission-prompt-tool.", o.RequestPermission, textOnly()),
 	}}
 }

@@ -36,6 +36,7 @@ type toolOption func(*toolConfig)
 type toolConfig struct {
 	editIn   func(*jsonschema.Schema)
 	noOutput bool
+	textOnly bool
 }
 
 // hide leaves properties of the input type out of the tool's schema; the
@@ -62,6 +63,13 @@ func editInput(fn func(*jsonschema.Schema)) toolOption {
 // noOutputSchema declares no output schema, for a result a schema cannot
 // describe: a nil result is then the text "null" without structured content.
 func noOutputSchema() toolOption { return func(c *toolConfig) { c.noOutput = true } }
+
+// textOnly answers with the text content alone, no structured content and
+// no output schema, for a client that reads nothing else: Claude Code's
+// --permission-prompt-tool takes a result with structured content as one
+// JSON string instead of its content blocks, and refuses it ("Expected a
+// single text block"), so the tool it asked about never runs.
+func textOnly() toolOption { return func(c *toolConfig) { c.noOutput, c.textOnly = true, true } }
 
 // texter is a result with its own text rendering (else the text is its JSON).
 type texter interface{ Text() string }
@@ -156,7 +164,7 @@ func typed[In, Out any](s *Server, name, desc string, fn Op[In, Out], opts ...to
 			text = tx.Text()
 		}
 		res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}
-		if string(b) != "null" {
+		if string(b) != "null" && !cfg.textOnly {
 			res.StructuredContent = json.RawMessage(b)
 		}
 		return res, nil
