@@ -606,3 +606,47 @@ func TestWaitForReplyCountsRepliers(t *testing.T) {
 		t.Errorf("alice's inbox: got %q, want mallory's two messages", left)
 	}
 }
+
+// TestPurgeKeepsAwaitedAcks: a purge keeps a read message whose sender asked
+// for acknowledgements until they are in (or, past the deadline and the
+// overdue notice, a grace: internal/hub's AckGrace): the overdue notice still
+// goes out, and the recipient can still ack. What asks for nothing goes.
+func TestPurgeKeepsAwaitedAcks(t *testing.T) {
+	e := newEnv(t, "PARLEY_WORKSPACE=team")
+	e.Must("daemon", "start")
+	id := func(args ...string) string {
+		t.Helper()
+		var r struct {
+			ID string `json:"message_id"`
+		}
+		e.MustJSON(&r, append(args, "--json")...)
+		return r.ID
+	}
+	due := id("send", "bob", "ack within a second", "--agent", "alice", "--ack-within", "1s")
+	asked := id("send", "bob", "ack when you can", "--agent", "alice", "--ack")
+	plain := id("send", "bob", "nothing to ack", "--agent", "alice")
+	e.Must("inbox", "--agent", "bob") // read, not acked
+	waitUntil(t, "the deadline to pass", func() bool {
+		return strings.Contains(e.Must("overdue", "--agent", "alice", "--json"), due)
+	})
+	e.Must("purge", "--older-than", "1ms")
+	for _, c := range []struct{ id, what string }{{due, "past its deadline"}, {asked, "without a deadline"}} {
+		if code, body, _ := e.apiCall(t.Context(), e.httpClient(), "GET", "/messages/"+c.id, "team", "", nil); code != 200 {
+			t.Errorf("a read message awaiting its ack, %s: purged (%d %s), want it kept", c.what, code, body)
+		}
+	}
+	if code, _, _ := e.apiCall(t.Context(), e.httpClient(), "GET", "/messages/"+plain, "team", "", nil); code != 404 {
+		t.Errorf("a read message asking for nothing: got %d, want it purged (404)", code)
+	}
+	waitUntil(t, "alice's overdue notice", func() bool {
+		out := e.Must("inbox", "--agent", "alice", "--peek")
+		return strings.Contains(out, "Ack overdue") && strings.Contains(out, due)
+	})
+	if out := e.Must("ack", due, asked, "--agent", "bob", "--json"); !strings.Contains(out, `"acked": 2`) && !strings.Contains(out, `"acked":2`) {
+		t.Errorf("bob acks both after the purge: %s, want 2 acked", out)
+	}
+	e.Must("purge", "--older-than", "1ms")
+	if code, _, _ := e.apiCall(t.Context(), e.httpClient(), "GET", "/messages/"+asked, "team", "", nil); code != 404 {
+		t.Errorf("once acked: got %d, want it purged (404)", code)
+	}
+}
