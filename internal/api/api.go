@@ -220,6 +220,9 @@ type MessageInfo struct {
 	Redelivered   bool   `json:"redelivered,omitempty" jsonschema:"handed out before"`
 	AckRequired   bool   `json:"ack_required,omitempty" jsonschema:"the sender asks for ack_message"`
 	AckDeadline   string `json:"ack_deadline,omitempty"`
+	// Provenance is what Parley attests of who sent it; content, payload
+	// and metadata are the sender's own words.
+	Provenance Provenance `json:"provenance" jsonschema:"who sent it, as Parley attests"`
 }
 
 // CheckRequest is the check_messages input, POST /api/v1/inbox/check and

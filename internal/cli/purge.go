@@ -13,9 +13,11 @@ func purgeCmd(g *globals) *cobra.Command {
 		Use:   "purge --older-than AGE",
 		Short: "Delete the read messages older than AGE (such as 30d), while the daemon runs",
 		Long: `Delete, in every workspace, the messages older than AGE (30d, 2w, 12h...) that
-every recipient has read. Unread messages stay, however old. The daemon does it
-in small transactions while it serves. retention = "30d" in config.toml does
-the same on its own.`,
+every recipient has read. Unread messages stay, however old; so does one
+whose sender asked for acknowledgements, until every recipient has acked, or
+until seven days after its deadline passed and its sender was told. The
+daemon does it in small transactions while it serves. retention = "30d" in
+config.toml does the same on its own.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if olderThan == "" {

@@ -135,10 +135,13 @@ type Store interface {
 	// LiveReservations returns the reservations of ws live at now, oldest first.
 	LiveReservations(ctx context.Context, ws string, now time.Time) ([]*Reservation, error)
 
-	// Purge deletes the messages created before cutoff that every recipient
-	// has read, with their deliveries, a bounded batch per transaction so
-	// that sends are not held up. Unread messages are kept, however old.
-	Purge(ctx context.Context, cutoff time.Time) (PurgeResult, error)
+	// Purge deletes the messages that q selects (created before q.Before,
+	// read by every recipient, and acknowledged by every recipient if they
+	// ask for it, unless their deadline is before q.AckGivenUp and their
+	// overdue notice went out), with their deliveries, a bounded batch per
+	// transaction so that sends are not held up. Unread messages are kept,
+	// however old.
+	Purge(ctx context.Context, q PurgeQuery) (PurgeResult, error)
 
 	// Workspaces lists every workspace that has agents, messages or groups.
 	Workspaces(ctx context.Context) ([]string, error)

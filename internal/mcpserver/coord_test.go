@@ -18,7 +18,7 @@ import (
 // its budget fails here: raise the budget only on purpose.
 var toolBudgets = map[string]int{
 	"lean":      2_400,
-	"native":    26_500, // issue 11 added acks and receipts; issue 15 reservations, search and queues, each with its output schema
+	"native":    28_500, // issue 11 added acks and receipts; issue 15 reservations, search and queues, each with its output schema; issue 24 the provenance of every message
 	"sidechat":  2_600,
 	"agentmail": 1_200,
 	"manager":   19_000,

@@ -359,14 +359,21 @@ func TestReplyReachesWaitingAgent(t *testing.T) {
 		var w struct {
 			Status  string `json:"status"`
 			Message struct {
-				From    string `json:"from"`
-				Content string `json:"content"`
-				ReplyTo string `json:"reply_to"`
+				From       string `json:"from"`
+				Content    string `json:"content"`
+				ReplyTo    string `json:"reply_to"`
+				Provenance struct {
+					Sender, Kind, Via string
+				} `json:"provenance"`
 			} `json:"message"`
 		}
 		json.Unmarshal([]byte(r.text), &w)
 		if w.Status != "message_received" || w.Message.From != "human:ann" || w.Message.Content != "review feature/login, please" || w.Message.ReplyTo == "" {
 			t.Fatalf("bob's wait_for_message: got %s, want the reply from human:ann", r.text)
+		}
+		// Parley attests that a person sent it, from the dashboard (issue 24).
+		if p := w.Message.Provenance; p.Sender != "human:ann" || p.Kind != "person" || p.Via != "dashboard" {
+			t.Errorf("the reply's provenance: got %+v, want person human:ann via dashboard", p)
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("bob's wait_for_message did not return after the reply")
