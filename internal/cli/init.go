@@ -99,6 +99,12 @@ are passed on to ` + "`parley mcp serve`" + ` (and the hooks).`,
 				fmt.Fprintln(g.stdout, "Claude Code applies .claude/settings.json (Parley's hooks, and the rule that lets Parley's tools run without a prompt, which the background message-listener needs) once this folder is trusted: accept the trust dialog at the first start here, and approve the parley server of .mcp.json.")
 			}
 			if args[0] == "codex" {
+				path, _ := codexConfigPath()
+				who := "each session under a name of its own (see `parley mcp serve --help`)"
+				if p.agent != "" {
+					who = "as agent " + p.agent
+				}
+				fmt.Fprintf(g.stdout, "Note: %s is user-wide: Codex starts this parley server in every repository, %s.\n", path, who)
 				p.trustCodexHooks(cmd.Context(), g)
 			}
 			if withChannel {

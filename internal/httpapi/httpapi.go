@@ -294,7 +294,9 @@ func Decode(w http.ResponseWriter, r *http.Request, v any) error {
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return hub.Errorf("decode request", hub.TooLarge, "request body over %d bytes", mbe.Limit)
+			// Bigger than any message may be: say so in the terms of the
+			// size limit, as a message just over it is told.
+			return hub.Errorf("decode request", hub.TooLarge, "request body over %d bytes: more than any message may carry (the message size limit is max_message_bytes in config.toml, %d bytes by default)", mbe.Limit, hub.DefaultMaxContent)
 		}
 		return hub.Errorf("decode request", hub.Invalid, "read body: %v", err)
 	}

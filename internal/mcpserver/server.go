@@ -310,7 +310,9 @@ func (s *Server) identityOf(r *http.Request) (*session, error) {
 		Door:      hub.DoorMCP,
 	}
 	if c.Workspace == "" {
-		c.Workspace = ops.DefaultWorkspace
+		// A session in a workspace it did not choose would talk to nobody
+		// it meant to, silently (the bridge always names one).
+		return nil, hub.Errorf("mcp", hub.Invalid, "no workspace: name one with the %s header or ?workspace= (parley mcp serve takes it from the git repository)", api.HeaderWorkspace)
 	}
 	if err := hub.ValidWorkspace(c.Workspace); err != nil {
 		return nil, err

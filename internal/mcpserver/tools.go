@@ -92,6 +92,7 @@ func typed[In, Out any](s *Server, name, desc string, fn Op[In, Out], opts ...to
 	}
 	in := schemaFor[In]()
 	dropNullUnions(in)
+	portableSchema(in)
 	if cfg.editIn != nil {
 		cfg.editIn(in)
 	}
@@ -103,6 +104,7 @@ func typed[In, Out any](s *Server, name, desc string, fn Op[In, Out], opts ...to
 	var outRes *jsonschema.Resolved
 	if !cfg.noOutput {
 		out := schemaFor[Out]()
+		portableSchema(out)
 		if outRes, err = out.Resolve(nil); err != nil {
 			panic(fmt.Sprintf("tool %s: output schema: %v", name, err))
 		}
@@ -224,6 +226,37 @@ func schemaFor[T any]() *jsonschema.Schema {
 		panic(fmt.Sprintf("schema for %v: %v", reflect.TypeFor[T](), err))
 	}
 	return sch
+}
+
+// portableSchema rewrites what single-type schema dialects (Gemini's
+// function declarations, the OpenAPI subset) reject, and MCP Inspector's
+// --strict flags, keeping the contract: a ["null", T] type (a nil slice or
+// pointer, which encodes as null) becomes anyOf [null, T], and a schema
+// that constrains nothing (json.RawMessage: any JSON value, a bare true) an
+// anyOf of every single type.
+func portableSchema(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	for _, p := range s.Properties {
+		portableSchema(p)
+	}
+	portableSchema(s.Items)
+	portableSchema(s.AdditionalProperties)
+	for _, a := range s.AnyOf {
+		portableSchema(a)
+	}
+	switch {
+	case len(s.Types) == 2 && s.Types[0] == "null":
+		t := *s
+		t.Type, t.Types, t.Description = s.Types[1], nil, ""
+		*s = jsonschema.Schema{Description: s.Description, AnyOf: []*jsonschema.Schema{{Type: "null"}, &t}}
+	case reflect.ValueOf(jsonschema.Schema{Types: s.Types, Type: s.Type, AnyOf: s.AnyOf, OneOf: s.OneOf, AllOf: s.AllOf,
+		Ref: s.Ref, Enum: s.Enum, Const: s.Const, Not: s.Not}).IsZero() && s.Properties == nil && s.Items == nil:
+		for _, t := range []string{"object", "array", "string", "number", "boolean", "null"} {
+			s.AnyOf = append(s.AnyOf, &jsonschema.Schema{Type: t})
+		}
+	}
 }
 
 // dropNullUnions turns the ["null", T] types that optional pointer inputs
