@@ -19,6 +19,7 @@ import (
 	"github.com/parley-dev/parley/internal/client"
 	"github.com/parley-dev/parley/internal/home"
 	"github.com/parley-dev/parley/internal/tmux"
+	"github.com/parley-dev/parley/internal/workspace"
 )
 
 func mcpCmd(g *globals) *cobra.Command {
@@ -41,7 +42,12 @@ daemon's /mcp endpoint with the agent's identity. stdout carries only the
 protocol; logs go to stderr.
 
 Identity: --agent, else $PARLEY_AGENT, else the single identity file in
-.parley/identities/. Role: --role, else $PARLEY_ROLE, else the identity file.
+.parley/identities/, else (inside tmux) the window's name, else a name of the
+client session's own, such as claude-myrepo-3f9a1c: from $PARLEY_SESSION, or
+Claude Code's $CLAUDE_CODE_SESSION_ID (its hooks take the same name), or the
+client process that started this server. So a client package that bakes in no
+name (the Claude Code plugin, the Gemini CLI extension) gives each session an
+agent of its own, and two sessions in one checkout are two agents. Role: --role, else $PARLEY_ROLE, else the identity file.
 Workspace: --workspace, else $PARLEY_WORKSPACE, else this git repository.
 
 Profiles (comma-separated): native (default), sidechat, agentmail, and those the
@@ -52,6 +58,11 @@ AgentMail), and the server exits when its tmux session goes away.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			tenv, inTmux := tmux.FromEnv()
+			if _, _, ok := workspace.SessionName(os.Getenv, ""); !ok {
+				// A client that names no session (Gemini CLI, Codex): the
+				// client process that started this server is the session.
+				os.Setenv(workspace.EnvSession, fmt.Sprintf("client-pid-%d", os.Getppid()))
+			}
 			id, err := g.identity(cmd.Context(), false)
 			if err != nil {
 				return err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/client"
+	"github.com/parley-dev/parley/internal/hub"
 )
 
 func sendCmd(g *globals) *cobra.Command {
@@ -231,6 +232,10 @@ func historyCmd(g *globals) *cobra.Command {
 			res, err := c.History(cmd.Context(), thread, with, limit)
 			if err != nil {
 				return err
+			}
+			if thread != "" && len(res.Messages) == 0 {
+				// An empty page would look like a quiet thread.
+				return hub.Errorf("history", hub.NotFound, "no thread %q in workspace %q that you can see: a thread is named by the id of its first message (MESSAGE_ID in parley history)", thread, c.Workspace)
 			}
 			return g.out(res, func(w io.Writer) {
 				for _, m := range res.Messages {
