@@ -277,7 +277,7 @@ func allowParley(t *turn) string {
 // `codex exec resume` accept (resume refuses -s and -C):
 //
 //	codex exec --json --skip-git-repo-check -c ... -- PROMPT
-//	codex exec resume --json -c ... -- SESSION PROMPT
+//	codex exec resume --json --skip-git-repo-check -c ... -- SESSION PROMPT
 //
 // Codex has no permission-prompt tool: the agent's mode picks its sandbox.
 func (p *provider) codex(t *turn) (*spec, error) {
@@ -292,7 +292,9 @@ func (p *provider) codex(t *turn) (*spec, error) {
 		// approvals are JSON-RPC on stdio (appserver.go).
 		argv = append(argv, "app-server")
 	case t.Agent.SessionID != "":
-		argv = append(argv, "exec", "resume", "--json")
+		// Outside a git repository resume refuses to run, as exec does,
+		// unless told (0.171: "Not inside a trusted directory").
+		argv = append(argv, "exec", "resume", "--json", "--skip-git-repo-check")
 	default:
 		argv = append(argv, "exec", "--json", "--skip-git-repo-check")
 	}

@@ -5,7 +5,6 @@ package runner_test
 // is its own, and its hooks speak for it.
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -32,17 +31,6 @@ var planted = []string{
 // kept is configuration of the daemon's environment that agents keep.
 var kept = []string{"CLAUDE_CODE_MAX_OUTPUT_TOKENS=4096", "PARLEY_TEST_KEPT=kept"}
 
-// restartWith restarts e's daemon with more environment.
-func restartWith(t *testing.T, e *env, more []string) {
-	t.Helper()
-	e.Must("daemon", "stop")
-	c := e.Cmd("daemon", "start")
-	c.Env = append(c.Env, more...)
-	if out, err := c.CombinedOutput(); err != nil {
-		t.Fatalf("parley daemon start: %v\n%s", err, out)
-	}
-}
-
 // checkEnv fails the test if env (NAME=VALUE lines or a map's entries)
 // carries a planted value or lacks a kept one; what names whose it is.
 func checkEnv(t *testing.T, what string, env map[string]string, agent string) {
@@ -63,67 +51,6 @@ func checkEnv(t *testing.T, what string, env map[string]string, agent string) {
 	}
 }
 
-// agentProc is a process of a managed agent.
-type agentProc struct {
-	pid, pgid int
-	env       map[string]string
-}
-
-// agentProcs lists the live processes (zombies left out) that e's daemon
-// started for agent's runs and sessions, found by the marker the runner puts
-// in their environment, with e's PARLEY_HOME.
-func (e *env) agentProcs(agent string) []agentProc {
-	ents, _ := os.ReadDir("/proc")
-	var out []agentProc
-	for _, d := range ents {
-		pid, err := strconv.Atoi(d.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
-		if err != nil || !bytes.Contains(b, []byte("\x00PARLEY_HOME="+e.home+"\x00")) && !bytes.HasPrefix(b, []byte("PARLEY_HOME="+e.home+"\x00")) {
-			continue
-		}
-		env := map[string]string{}
-		for _, kv := range bytes.Split(b, []byte{0}) {
-			k, v, _ := strings.Cut(string(kv), "=")
-			env[k] = v
-		}
-		if !strings.HasPrefix(env["PARLEY_RUN"], agent+"/") {
-			continue
-		}
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			continue
-		}
-		_, rest, _ := strings.Cut(string(stat), ") ")
-		f := strings.Fields(rest)
-		if len(f) < 3 || f[0] == "Z" {
-			continue
-		}
-		pgid, _ := strconv.Atoi(f[2])
-		out = append(out, agentProc{pid: pid, pgid: pgid, env: env})
-	}
-	return out
-}
-
-// leader is the process that leads agent's process group (the client the
-// runner started), once it runs.
-func (e *env) leader(t *testing.T, agent string) agentProc {
-	t.Helper()
-	var p agentProc
-	eventually(t, agent+"'s process", func() bool {
-		for _, q := range e.agentProcs(agent) {
-			if q.pid == q.pgid {
-				p = q
-				return true
-			}
-		}
-		return false
-	})
-	return p
-}
-
 // TestRealClaudePermissions: a managed Claude Code agent's Bash call that
 // needs approval waits in the permission inbox; the manager's allow with
 // its own input runs that input; `parley allow` runs the call (the file it
@@ -131,6 +58,7 @@ func (e *env) leader(t *testing.T, agent string) agentProc {
 // the model. The agent's process and its tools start from the daemon's
 // environment without the variables of the session that started the daemon.
 func TestRealClaudePermissions(t *testing.T) {
+	t.Parallel()
 	py := func(code string) map[string]any {
 		return map[string]any{"command": "python3 -c " + strconv.Quote(code), "description": "write a file"}
 	}
@@ -155,11 +83,10 @@ func TestRealClaudePermissions(t *testing.T) {
 		}
 		return nil
 	})
-	e := realEnv(t, s, nil)
-	restartWith(t, e, append(planted, kept...))
+	e := newEnv(t, opts{anthropic: s, daemonEnv: append(planted, kept...)})
 	m := e.manager()
 	dir := t.TempDir()
-	mustCall(t, m, "create_agent", map[string]any{"provider": "realclaudesteer", "cwd": dir, "prompt": "PERM-ONE", "name": "cc"}, nil)
+	mustCall(t, m, "create_agent", map[string]any{"provider": "claude", "cwd": dir, "prompt": "PERM-ONE", "name": "cc"}, nil)
 
 	w := wait(t, m, "cc")
 	if w.Status != "waiting_permission" || w.Permission == nil || w.Permission.ToolName != "Bash" || !strings.Contains(string(w.Permission.Input), "open('one','w')") {
@@ -320,6 +247,7 @@ func bobUntouched(t *testing.T, e *env, status, msg string) {
 // wrote: its Write is leased to it, not to bob, its tools speak as it, and
 // bob's status and mail are as they were.
 func TestRealClaudeHooksSpeakForManagedAgent(t *testing.T) {
+	t.Parallel()
 	var target string
 	s := standin.Anthropic(t, func(r *standin.MessagesRequest) []standin.Block {
 		switch {
@@ -332,11 +260,11 @@ func TestRealClaudeHooksSpeakForManagedAgent(t *testing.T) {
 		}
 		return nil
 	})
-	e := realEnv(t, s, nil)
+	e := newEnv(t, opts{anthropic: s})
 	repo, status, msg := bobsRepo(t, e, "claude")
 	target = filepath.Join(repo, "src", "new.go")
 	m := e.manager()
-	mustCall(t, m, "create_agent", map[string]any{"provider": "realclaude", "cwd": repo, "mode": "acceptEdits", "prompt": "WRITE-IT", "name": "mw"}, nil)
+	mustCall(t, m, "create_agent", map[string]any{"provider": "perturn", "cwd": repo, "mode": "acceptEdits", "prompt": "WRITE-IT", "name": "mw"}, nil)
 	if w := waitRun(t, m, "mw", 1); w.LastMessage != "WROTE-AND-SENT" {
 		t.Fatalf("run 1: got %q, want WROTE-AND-SENT:\n%s", w.LastMessage, activity(t, m, "mw").Content)
 	}
@@ -360,6 +288,7 @@ func TestRealClaudeHooksSpeakForManagedAgent(t *testing.T) {
 // agent, whose Codex home has the hooks (trusted) and the server that
 // `parley init codex --agent bob --leases --permissions` wrote.
 func TestRealCodexHooksSpeakForManagedAgent(t *testing.T) {
+	t.Parallel()
 	patch := "*** Begin Patch\n*** Add File: src/new.go\n+by the managed agent\n*** End Patch\n"
 	s := standin.OpenAI(t, func(r *standin.ResponsesRequest) []standin.Item {
 		switch {
@@ -372,13 +301,13 @@ func TestRealCodexHooksSpeakForManagedAgent(t *testing.T) {
 		}
 		return nil
 	})
-	e := realEnv(t, nil, s)
+	e := newEnv(t, opts{openai: s})
 	codex := standin.CLI(t, "codex")
 	// With codex on PATH, init has Codex trust the hooks it adds.
 	repo, status, msg := bobsRepo(t, e, "codex", "CODEX_HOME="+standin.CodexHome(e.clients),
 		"PATH="+filepath.Dir(codex)+string(os.PathListSeparator)+os.Getenv("PATH"))
 	m := e.manager()
-	mustCall(t, m, "create_agent", map[string]any{"provider": "realcodex", "cwd": repo, "prompt": "WRITE-IT", "name": "mw"}, nil)
+	mustCall(t, m, "create_agent", map[string]any{"provider": "codex", "cwd": repo, "prompt": "WRITE-IT", "name": "mw"}, nil)
 	if w := waitRun(t, m, "mw", 1); w.LastMessage != "WROTE-AND-SENT" {
 		t.Fatalf("run 1: got %q, want WROTE-AND-SENT:\n%s", w.LastMessage, activity(t, m, "mw").Content)
 	}

@@ -8,6 +8,7 @@ package standin
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -104,6 +105,9 @@ func ToolUse(id, name string, input map[string]any) Block {
 
 // MessagesRequest is a request to POST /v1/messages.
 type MessagesRequest struct {
+	// Ctx ends when the client goes away: a reply that waits (a model that
+	// takes its time) waits on it too.
+	Ctx      context.Context `json:"-"`
 	Raw      []byte
 	Model    string            `json:"model"`
 	Stream   bool              `json:"stream"`
@@ -151,17 +155,22 @@ func (r *MessagesRequest) Offers(name string) bool {
 // calls it made, with whatever Claude Code put beside them. A reply picked
 // by what the tail has does not depend on what came before in the session.
 func (r *MessagesRequest) Tail() string {
+	var parts []string
+	for _, m := range r.Messages[r.tailStart():] {
+		parts = append(parts, unescape(m.Content))
+	}
+	return strings.Join(parts, "\n")
+}
+
+// tailStart is the index of the first message after the model's last.
+func (r *MessagesRequest) tailStart() int {
 	start := 0
 	for i, m := range r.Messages {
 		if m.Role == "assistant" {
 			start = i + 1
 		}
 	}
-	var parts []string
-	for _, m := range r.Messages[start:] {
-		parts = append(parts, unescape(m.Content))
-	}
-	return strings.Join(parts, "\n")
+	return start
 }
 
 // First is the text of the first user message.
@@ -174,8 +183,10 @@ func (r *MessagesRequest) First() string {
 
 // ToolResult returns the text of the tool_result for tool_use id, if the
 // request carries it.
-func (r *MessagesRequest) ToolResult(id string) (string, bool) {
-	for _, m := range r.Messages {
+func (r *MessagesRequest) ToolResult(id string) (string, bool) { return r.toolResult(id, 0) }
+
+func (r *MessagesRequest) toolResult(id string, from int) (string, bool) {
+	for _, m := range r.Messages[from:] {
 		var blocks []struct {
 			Type      string          `json:"type"`
 			ToolUseID string          `json:"tool_use_id"`
@@ -235,7 +246,7 @@ func Anthropic(t testing.TB, reply func(*MessagesRequest) []Block) *Server {
 			http.NotFound(w, r)
 			return
 		}
-		var req MessagesRequest
+		req := MessagesRequest{Ctx: r.Context()}
 		req.Raw, _ = io.ReadAll(r.Body)
 		if err := json.Unmarshal(req.Raw, &req); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
@@ -308,6 +319,7 @@ func FunctionCall(callID, namespace, name string, args map[string]any) Item {
 
 // ResponsesRequest is a request to POST /v1/responses.
 type ResponsesRequest struct {
+	Ctx   context.Context `json:"-"` // ends when the client goes away
 	Raw   []byte
 	Input []json.RawMessage `json:"input"`
 }
@@ -329,19 +341,8 @@ func (r *ResponsesRequest) Has(sub string) bool {
 // Tail is the text of the input since the model last spoke (all of it when
 // it has not): the new prompt, or the outputs of its tool calls.
 func (r *ResponsesRequest) Tail() string {
-	start := 0
-	for i, in := range r.Input {
-		var it struct {
-			Type string `json:"type"`
-			Role string `json:"role"`
-		}
-		json.Unmarshal(in, &it)
-		if it.Role == "assistant" || it.Type == "function_call" || it.Type == "custom_tool_call" {
-			start = i + 1
-		}
-	}
 	var parts []string
-	for _, in := range r.Input[start:] {
+	for _, in := range r.Input[r.tailStart():] {
 		var it struct {
 			Content json.RawMessage `json:"content"`
 			Output  json.RawMessage `json:"output"`
@@ -358,10 +359,28 @@ func (r *ResponsesRequest) Tail() string {
 	return strings.Join(parts, "\n")
 }
 
+// tailStart is the index of the first input item after the model's last.
+func (r *ResponsesRequest) tailStart() int {
+	start := 0
+	for i, in := range r.Input {
+		var it struct {
+			Type string `json:"type"`
+			Role string `json:"role"`
+		}
+		json.Unmarshal(in, &it)
+		if it.Role == "assistant" || it.Type == "function_call" || it.Type == "custom_tool_call" {
+			start = i + 1
+		}
+	}
+	return start
+}
+
 // Output returns the output of the function call (or the freeform tool call,
 // such as apply_patch) callID, as text, if the request carries it.
-func (r *ResponsesRequest) Output(callID string) (string, bool) {
-	for _, in := range r.Input {
+func (r *ResponsesRequest) Output(callID string) (string, bool) { return r.output(callID, 0) }
+
+func (r *ResponsesRequest) output(callID string, from int) (string, bool) {
+	for _, in := range r.Input[from:] {
 		var it struct {
 			Type   string          `json:"type"`
 			CallID string          `json:"call_id"`
@@ -397,7 +416,7 @@ func OpenAI(t testing.TB, reply func(*ResponsesRequest) []Item) *Server {
 			http.NotFound(w, r)
 			return
 		}
-		var req ResponsesRequest
+		req := ResponsesRequest{Ctx: r.Context()}
 		req.Raw, _ = io.ReadAll(r.Body)
 		if err := json.Unmarshal(req.Raw, &req); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
@@ -526,4 +545,72 @@ func CodexHome(dir string) string {
 	p := filepath.Join(dir, ".codex")
 	os.MkdirAll(p, 0o700)
 	return p
+}
+
+// ---- one script for both APIs ----
+
+// Query is what a script sees of a request to either stand-in.
+type Query interface {
+	// Context ends when the client goes away: a turn that waits waits on it.
+	Context() context.Context
+	// Has reports whether the conversation mentions sub.
+	Has(sub string) bool
+	// Tail is the conversation since the model last spoke.
+	Tail() string
+	// Result is the output of the tool call id, if it came since the model
+	// last spoke.
+	Result(id string) (string, bool)
+}
+
+func (r *MessagesRequest) Context() context.Context { return r.Ctx }
+
+// Result is the tool_result for id in the tail (see Tail).
+func (r *MessagesRequest) Result(id string) (string, bool) { return r.toolResult(id, r.tailStart()) }
+
+func (r *ResponsesRequest) Context() context.Context { return r.Ctx }
+
+// Result is the output of call id in the tail (see Tail).
+func (r *ResponsesRequest) Result(id string) (string, bool) { return r.output(id, r.tailStart()) }
+
+// Turn is what a scripted model does next, in terms both clients share: an
+// answer, or a call of an MCP server's tool (ID names the call).
+type Turn struct {
+	Text             string
+	ID, Server, Tool string
+	Args             map[string]any
+}
+
+// Say is a turn that answers text.
+func Say(text string) *Turn { return &Turn{Text: text} }
+
+// Call is a turn that calls tool of the agent's MCP server (such as
+// "parley" or "parley-self").
+func Call(id, server, tool string, args map[string]any) *Turn {
+	return &Turn{ID: id, Server: server, Tool: tool, Args: args}
+}
+
+// Both serves one script as the Messages API (for Claude Code) and as the
+// Responses API (for Codex). A nil turn answers "ok".
+func Both(t testing.TB, script func(Query) *Turn) (anthropic, openai *Server) {
+	anthropic = Anthropic(t, func(r *MessagesRequest) []Block {
+		switch turn := script(r); {
+		case turn == nil:
+			return nil
+		case turn.Tool != "":
+			return []Block{ToolUse(turn.ID, "mcp__"+turn.Server+"__"+turn.Tool, turn.Args)}
+		default:
+			return []Block{Text(turn.Text)}
+		}
+	})
+	openai = OpenAI(t, func(r *ResponsesRequest) []Item {
+		switch turn := script(r); {
+		case turn == nil:
+			return nil
+		case turn.Tool != "":
+			return []Item{FunctionCall(turn.ID, "mcp__"+turn.Server, turn.Tool, turn.Args)}
+		default:
+			return []Item{Message(turn.Text)}
+		}
+	})
+	return anthropic, openai
 }
