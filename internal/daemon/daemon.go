@@ -137,6 +137,7 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		return nil, err
 	}
 	d.hub = hub.New(d.db, &hub.Options{Logger: d.log.With("subsystem", "hub"), MaxContent: cfg.MaxContent, Notifier: d.notifier(), Host: d.host})
+	d.hub.Subscribe(d.daemonEvents)
 	// What this daemon leased before it stopped or crashed was handed to
 	// readers that are gone: it goes back to its inbox. (The PID lock makes
 	// it a SQLite store's only user; on PostgreSQL its node names its own

@@ -1,6 +1,9 @@
 package hub
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // EventKind names a change the hub announces.
 type EventKind string
@@ -18,6 +21,11 @@ const (
 	EventMessageAcked       EventKind = "message.acked"
 	EventMessageRedelivered EventKind = "message.redelivered"
 	EventGroupChanged       EventKind = "group.changed"
+	// EventResync tells this daemon's subscribers that events of the other
+	// daemons on the store may have been missed (the notifier lost its
+	// connection): what they keep of the others' doings, they look at again
+	// in the store. WakeAll publishes it; it never leaves the daemon.
+	EventResync EventKind = "resync"
 )
 
 // Event is one change in a workspace. Subscribers must not modify it.
@@ -37,6 +45,16 @@ type Event struct {
 	Change     string // for groups: created, deleted, member_added, member_removed; for reservations: granted, renewed, released, force_released
 
 	Reservations []*Reservation // for EventReservations
+
+	// Detail is an event that another package defines (the runner's, the
+	// permission inbox's), as its publisher encoded it (Publish): the hub
+	// carries it to the subscribers and the other daemons as it is.
+	Detail json.RawMessage
+	// Remote says the event happened on another daemon that shares the
+	// store and came through the notifier (Relay). Subscribers act on it as
+	// on their own daemon's; one that keeps what only this daemon did can
+	// tell them apart.
+	Remote bool
 }
 
 // Subscribe calls fn for every event until the returned function is called. fn
@@ -57,14 +75,77 @@ func (h *Hub) Subscribe(fn func(Event)) (cancel func()) {
 	}
 }
 
+// Publish announces an event of another part of the daemon (the runner's,
+// the permission inbox's) the way the hub announces its own: to this
+// daemon's subscribers and, through the notifier, to the other daemons
+// sharing the store, whose hubs publish it to theirs (Relay). Its kind must
+// not be one of the hub's; Detail carries the event, encoded by its
+// publisher. It never blocks.
+func (h *Hub) Publish(e Event) {
+	if e.Kind == "" || e.Remote {
+		return
+	}
+	h.publish(e)
+}
+
+// publish announces e here and to the other daemons.
 func (h *Hub) publish(e Event) {
+	if e.Time.IsZero() {
+		e.Time = h.now().UTC()
+	}
+	h.publishLocal(e)
+	if h.notifier != nil {
+		h.notifier.Announce(e)
+	}
+}
+
+// publishLocal calls this daemon's subscribers with e.
+func (h *Hub) publishLocal(e Event) {
 	h.subsMu.RLock()
 	defer h.subsMu.RUnlock()
 	if len(h.subs) == 0 {
 		return
 	}
-	e.Time = h.now().UTC()
+	if e.Time.IsZero() {
+		e.Time = h.now().UTC()
+	}
 	for _, fn := range h.subs {
 		fn(e)
 	}
+}
+
+// Relay takes an event from another daemon on the store (a notifier calls
+// it): it wakes the waiters here of the inboxes the event put mail in (a
+// message sent, a copy back in its inbox), then publishes the event to this
+// daemon's subscribers, marked Remote. It is not announced again.
+func (h *Hub) Relay(e Event) {
+	e.Remote = true
+	switch e.Kind {
+	case EventMessageSent, EventTaskReleased:
+		h.wakeLocal(e.Workspace, e.Recipients)
+	case EventMessageRedelivered:
+		h.wakeLocal(e.Workspace, []string{e.Agent})
+	}
+	h.publishLocal(e)
+}
+
+// SendEvents are the events of a send: message.sent, then message.delivered
+// for each copy handed straight to a waiting reader. The hub publishes them;
+// a SendStore that daemons share announces them to the others in the send's
+// own transaction (so they hear of a message exactly when it is stored),
+// and the hub then publishes them here only.
+func SendEvents(m *Message, recipients []string, handed []Handoff) []Event {
+	es := make([]Event, 0, 1+len(handed))
+	es = append(es, Event{Kind: EventMessageSent, Workspace: m.Workspace, Time: m.CreatedAt, Agent: m.From, Message: m, Recipients: recipients})
+	for _, o := range handed {
+		d := o.Delivery(m)
+		es = append(es, deliveryEvent(EventMessageDelivered, d, m.CreatedAt))
+	}
+	return es
+}
+
+// deliveryEvent is the event of one copy's change.
+func deliveryEvent(kind EventKind, d *Delivery, at time.Time) Event {
+	return Event{Kind: kind, Workspace: d.Workspace, Time: at, Agent: d.Recipient, MessageID: d.MessageID,
+		Reader: d.Reader, Count: d.Count, Message: d.Message}
 }

@@ -123,7 +123,7 @@ func (h *Hub) release(ctx context.Context, q ReleaseQuery) (int, error) {
 		return 0, withOp("release", err)
 	}
 	h.publishDeliveries(EventMessageRedelivered, ds)
-	h.wakeDeliveries(ctx, ds)
+	h.wakeDeliveries(ds)
 	return len(ds), nil
 }
 
@@ -139,7 +139,7 @@ func (h *Hub) Reopen(ctx context.Context, ws, agent string, messageIDs []string)
 		return 0, withOp("reopen", err)
 	}
 	h.publishDeliveries(EventMessageRedelivered, ds)
-	h.wakeDeliveries(ctx, ds)
+	h.wakeDeliveries(ds)
 	return len(ds), nil
 }
 
@@ -356,8 +356,7 @@ func (h *Hub) noticeOverdue(ctx context.Context, od *Overdue) {
 // publishDeliveries announces one event per delivery.
 func (h *Hub) publishDeliveries(kind EventKind, ds []*Delivery) {
 	for _, d := range ds {
-		h.publish(Event{Kind: kind, Workspace: d.Workspace, Agent: d.Recipient, MessageID: d.MessageID,
-			Reader: d.Reader, Count: d.Count, Message: d.Message})
+		h.publish(deliveryEvent(kind, d, time.Time{}))
 		if kind == EventMessageRedelivered && IsQueue(d.Recipient) {
 			h.publish(Event{Kind: EventTaskReleased, Workspace: d.Workspace, Agent: d.Recipient, MessageID: d.MessageID,
 				Count: d.Count, Recipients: []string{d.Recipient}})
@@ -366,7 +365,7 @@ func (h *Hub) publishDeliveries(kind EventKind, ds []*Delivery) {
 }
 
 // wakeDeliveries wakes the recipients of deliveries back in their inboxes.
-func (h *Hub) wakeDeliveries(ctx context.Context, ds []*Delivery) {
+func (h *Hub) wakeDeliveries(ds []*Delivery) {
 	byWS := map[string][]string{}
 	for _, d := range ds {
 		if !slices.Contains(byWS[d.Workspace], d.Recipient) {
@@ -374,6 +373,6 @@ func (h *Hub) wakeDeliveries(ctx context.Context, ds []*Delivery) {
 		}
 	}
 	for ws, names := range byWS {
-		h.wake(ctx, ws, names)
+		h.wakeLocal(ws, names) // the other daemons wake theirs at the events
 	}
 }

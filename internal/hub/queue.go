@@ -173,12 +173,13 @@ func (h *Hub) Complete(ctx context.Context, r CompleteRequest) (*CompleteResult,
 	h.publishDeliveries(EventMessageRead, held)
 	h.publish(Event{Kind: EventTaskCompleted, Workspace: r.Workspace, Agent: r.Agent, MessageID: task.ID,
 		Status: kind, Recipients: []string{d.Recipient}})
-	if _, ok := h.store.(SendStore); ok {
-		h.wakeLocal(r.Workspace, recips) // the store told the other daemons
+	h.wakeLocal(r.Workspace, recips)
+	sent := SendEvents(reply, recips, nil)[0]
+	if _, ok := h.store.(NotifyingStore); ok {
+		h.publishLocal(sent) // the store told the other daemons
 	} else {
-		h.wake(ctx, r.Workspace, recips)
+		h.publish(sent)
 	}
-	h.publish(Event{Kind: EventMessageSent, Workspace: r.Workspace, Agent: reply.From, Message: reply, Recipients: recips})
 	h.Touch(ctx, r.Workspace, r.Agent)
 	return &CompleteResult{Task: task, Queue: d.Recipient, Reply: reply}, nil
 }

@@ -59,28 +59,24 @@ func (h *Hub) Send(ctx context.Context, r SendRequest) (*SendResult, error) {
 func (h *Hub) deliver(ctx context.Context, m *Message, recips []string, agents []*Agent) (*SendResult, error) {
 	cs := h.claimWaits(m, recips)
 	handed := handoffs(cs)
+	publish := h.publish
 	if s, ok := h.store.(SendStore); ok {
 		as, err := s.SendMessage(ctx, m, recips, handed...)
 		if err != nil {
 			h.settleClaims(cs, nil)
 			return nil, withOp("send", err)
 		}
-		h.wakeLocal(m.Workspace, others(recips, cs)) // the store told the other daemons
-		agents = append([]*Agent{}, as...)           // not nil: presence reads nothing more
-	} else {
-		if err := h.store.CreateMessage(ctx, m, recips, handed...); err != nil {
-			h.settleClaims(cs, nil)
-			return nil, withOp("send", err)
+		agents = append([]*Agent{}, as...) // not nil: presence reads nothing more
+		if _, ok := h.store.(NotifyingStore); ok {
+			publish = h.publishLocal // the store told the other daemons
 		}
-		h.wake(ctx, m.Workspace, others(recips, cs))
+	} else if err := h.store.CreateMessage(ctx, m, recips, handed...); err != nil {
+		h.settleClaims(cs, nil)
+		return nil, withOp("send", err)
 	}
-	h.publish(Event{Kind: EventMessageSent, Workspace: m.Workspace, Agent: m.From, Message: m, Recipients: recips})
-	if len(handed) > 0 {
-		ds := make([]*Delivery, len(handed))
-		for i, o := range handed {
-			ds[i] = o.Delivery(m)
-		}
-		h.publishDeliveries(EventMessageDelivered, ds)
+	h.wakeLocal(m.Workspace, others(recips, cs))
+	for _, e := range SendEvents(m, recips, handed) {
+		publish(e)
 	}
 	h.settleClaims(cs, m)
 	h.Touch(ctx, m.Workspace, m.From)

@@ -152,33 +152,39 @@ type Store interface {
 // SendStore is a Store that sends in one round trip: it stores a message and
 // reads its recipients' agents (for the presence a send reports) together. A
 // store on a server (PostgreSQL) pays a round trip per call, and a send was
-// two. A store that several daemons share also tells the others of the new
-// message in the same transaction, so the hub does not notify after it.
+// two. A store that several daemons share also tells the others of the
+// send's events (SendEvents) in the same transaction, so that they hear of
+// the message exactly when it is stored, and the hub does not announce them
+// after it.
 type SendStore interface {
 	// SendMessage is CreateMessage that also returns the agents of the
-	// recipients that exist, in any order. Handed recipients need no
-	// wake-up: the other daemons are not told of them.
+	// recipients that exist, in any order.
 	SendMessage(ctx context.Context, m *Message, recipients []string, handed ...Handoff) ([]*Agent, error)
 }
 
 // NotifyingStore is a Store that several daemons share (PostgreSQL): it
-// carries wake-ups between them. The daemon gives its notifications to the
-// hub (Options.Notifier) and runs them beside it.
+// carries their events between them. The daemon gives its notifications to
+// the hub (Options.Notifier) and runs them beside it. Such a store tells the
+// others of a send in the send's own transaction: SendMessage (if it is a
+// SendStore) of the send's events, CompleteTask of its reply's message.sent
+// (SendEvents); the hub announces the rest.
 type NotifyingStore interface {
 	Notifications() Notifications
 }
 
-// Notifications tell the other daemons on a shared store of new mail
-// (Notifier) and wake this daemon's waiters when they tell it (Run).
+// Notifications tell the other daemons on a shared store of this daemon's
+// events (Notifier), and give theirs to this daemon's hub (Run).
 type Notifications interface {
 	Notifier
-	// Run listens until ctx ends, waking w's waiters of the inboxes the
-	// other daemons name (all of them after a lost connection).
+	// Run listens until ctx ends, relaying the events of the other
+	// daemons to w (and waking all of w's waiters after a lost
+	// connection).
 	Run(ctx context.Context, w Waker)
 }
 
-// Waker is what Notifications.Run wakes: a Hub.
+// Waker is what Notifications.Run hands the other daemons' events to: a Hub.
 type Waker interface {
+	Relay(e Event)
 	Wake(ws string, recipients []string)
 	WakeAll()
 }

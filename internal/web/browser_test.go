@@ -28,6 +28,7 @@ import (
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/client"
 	"github.com/parley-dev/parley/internal/home"
+	"github.com/parley-dev/parley/internal/store/postgres/pgtest"
 	"github.com/parley-dev/parley/internal/testenv"
 )
 
@@ -69,7 +70,7 @@ func TestMain(m *testing.M) {
 		}
 		browser = bctx
 	}
-	code := m.Run()
+	code := pgtest.Main(m) // stops the PostgreSQL cluster, if a test started one
 	cancel()
 	os.Exit(code)
 }

@@ -119,7 +119,7 @@ func (db *DB) commit(ctx context.Context, batch []*pendingSend) error {
 		b.Queue(`SELECT k.i, `+agentCols+` FROM unnest($1::int[], $2::text[], $3::text[]) AS k(i, kws, kname)
 			JOIN agents ON workspace = k.kws AND name = k.kname`, idx, wss, names)
 	}
-	b.Queue(notify, channel, db.wakePayloads(batch))
+	b.Queue(notify, channel, db.sendEventPayloads(batch))
 	res := db.pool.SendBatch(ctx, &b)
 	_, err := res.Exec()
 	if err == nil && handOut {
@@ -162,38 +162,6 @@ func (db *DB) commit(ctx context.Context, batch []*pendingSend) error {
 		db.markKnown(ws)
 	}
 	return nil
-}
-
-// wakePayloads are the notifications of a batch: for each workspace, its
-// recipients (wire, in notify.go).
-func (db *DB) wakePayloads(batch []*pendingSend) []string {
-	var order []string
-	byWS := map[string][]string{}
-	seen := map[[2]string]bool{}
-	for _, p := range batch {
-		ws := p.m.Workspace
-		var handed map[string]bool // the copies handed out need no wake-up
-		for _, o := range p.handed {
-			if handed == nil {
-				handed = make(map[string]bool, len(p.handed))
-			}
-			handed[o.Recipient] = true
-		}
-		for _, r := range p.recipients {
-			if !seen[[2]string{ws, r}] && !handed[r] {
-				seen[[2]string{ws, r}] = true
-				if _, ok := byWS[ws]; !ok {
-					order = append(order, ws)
-				}
-				byWS[ws] = append(byWS[ws], r)
-			}
-		}
-	}
-	payloads := make([]string, len(order))
-	for i, ws := range order {
-		payloads[i] = wakePayload(wire{Origin: db.origin, Workspace: ws, Recipients: byWS[ws]})
-	}
-	return payloads
 }
 
 // handOut writes the copies that sends hand straight to a waiting reader
