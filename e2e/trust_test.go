@@ -18,6 +18,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/parley-dev/parley/internal/mcpserver"
 	"github.com/parley-dev/parley/internal/store/postgres/pgtest"
 )
 
@@ -730,5 +731,76 @@ func TestProvenanceAttested(t *testing.T) {
 		if !strings.Contains(out, w) {
 			t.Errorf("hook context: want %q in %s", w, out)
 		}
+	}
+}
+
+// agentStatus is an agent's presence, active or offline, as the socket's
+// user sees it ("" if there is no such agent).
+func agentStatus(t *testing.T, e *env, ws, agent string) string {
+	var l struct {
+		Agents []struct {
+			Name   string `json:"name"`
+			Status string `json:"status"`
+		} `json:"agents"`
+	}
+	e.mustAPI("GET", "/agents", ws, "", nil, &l)
+	for _, a := range l.Agents {
+		if a.Name == agent {
+			return a.Status
+		}
+	}
+	return ""
+}
+
+// TestAbandonedHTTPSessionGoesOffline: a plain Streamable HTTP client (no GET
+// stream: nothing shows when it dies) that vanishes without a DELETE shows
+// offline once its session has had no connection for the idle time (45 s by
+// default; 1 s here), not after the 30-minute session timeout. Its session
+// lives on: its next request makes it active again.
+func TestAbandonedHTTPSessionGoesOffline(t *testing.T) {
+	if mcpserver.DefaultIdle > time.Minute {
+		t.Errorf("mcpserver.DefaultIdle is %s: an abandoned session must show offline within a minute", mcpserver.DefaultIdle)
+	}
+	e := newEnv(t, "PARLEY_SESSION_IDLE=1s")
+	e.Must("daemon", "start")
+	hc := e.httpClient()
+	post := func(sid, body string) (string, string) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", "http://parley/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Parley-Agent", "ghost")
+		req.Header.Set("Parley-Workspace", "w")
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode/100 != 2 {
+			t.Fatalf("POST /mcp %s: %d %s", body, resp.StatusCode, b)
+		}
+		return resp.Header.Get("Mcp-Session-Id"), string(b)
+	}
+	sid, _ := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"plain","version":"1"}}}`)
+	if sid == "" {
+		t.Fatal("no session id")
+	}
+	post(sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	if _, out := post(sid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"whoami","arguments":{}}}`); !strings.Contains(out, "ghost") {
+		t.Fatalf("whoami: %s", out)
+	}
+	// The client vanishes: no DELETE, no stream to close.
+	waitFor(t, 20*time.Second, "the abandoned session's agent to show offline", func() (bool, string) {
+		st := agentStatus(t, e, "w", "ghost")
+		return st == "offline", st
+	})
+	post(sid, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"whoami","arguments":{}}}`)
+	if st := agentStatus(t, e, "w", "ghost"); st != "active" {
+		t.Errorf("after a request on the same session: %q, want active", st)
 	}
 }

@@ -208,6 +208,13 @@ func daemonRunCmd(g *globals) *cobra.Command {
 					return fmt.Errorf("invalid PARLEY_PROGRESS_EVERY %q: want a duration such as 5s", v)
 				}
 			}
+			// A knob for tests: how soon an MCP session over HTTP with no
+			// connection stops counting toward presence.
+			if v := os.Getenv("PARLEY_SESSION_IDLE"); v != "" {
+				if cfg.SessionIdle, err = time.ParseDuration(v); err != nil || cfg.SessionIdle <= 0 {
+					return fmt.Errorf("invalid PARLEY_SESSION_IDLE %q: want a duration such as 45s", v)
+				}
+			}
 			d, err := daemon.Open(ctx, cfg)
 			if err != nil {
 				log.Error("daemon failed to start", "err", err)

@@ -47,6 +47,10 @@ type Config struct {
 	// EventBuffer is each /api/v1/events subscriber's queue (default 1024
 	// events); a subscriber that falls further behind is dropped.
 	EventBuffer int
+	// SessionIdle is how long an MCP session over HTTP may go without a
+	// connection before it stops counting toward its agent's presence
+	// (default mcpserver.DefaultIdle).
+	SessionIdle time.Duration
 }
 
 // Daemon is a running Parley daemon.
@@ -155,7 +159,7 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		Permissions: d.perms, Tokens: d.db, Revoked: d.revocations.Revoked, Gateway: d.gw.mgr, Config: d.gw, Dashboard: dashboard{d},
 		Version: cfg.Version, Process: d.process})
 	d.mcp = mcpserver.New(d.ops, &mcpserver.Options{Logger: d.log.With("subsystem", "mcp"), Version: cfg.Version,
-		Revocations: &d.revocations})
+		Revocations: &d.revocations, Idle: cfg.SessionIdle})
 	d.mcp.Register("manager", d.mcp.Manager)
 	d.mcp.Register("self", d.mcp.Self)
 	d.mcp.Register("gateway", func() mcpserver.Profile { return mcpserver.Profile{Attach: d.gw.mgr.Profile} })

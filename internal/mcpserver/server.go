@@ -56,6 +56,10 @@ type Options struct {
 	// started without finishing initialization, unless a request comes
 	// (default DefaultLinger; live.go).
 	Linger time.Duration
+	// Idle stops counting a session over HTTP toward its agent's presence
+	// once it has had no connection this long (default DefaultIdle;
+	// live.go): a client that vanished without a DELETE shows offline.
+	Idle time.Duration
 	// MaxRequestBytes bounds an HTTP request body (default 8 MiB).
 	MaxRequestBytes int64
 	// Revocations, if set, ends each session opened with an agent token
@@ -111,6 +115,11 @@ type session struct {
 	lost  bool        // its last request ended with the client gone
 	ready bool        // the client sent notifications/initialized
 	reap  *time.Timer // ends the session once dying for Linger
+	// idle takes the session's agent out of presence once the session
+	// had no connection for Idle (away: it counts no more), until its
+	// next request (live.go). Nil for a session not over HTTP.
+	idle *time.Timer
+	away bool
 	// unwatch stops watching the session's agent token, if any.
 	unwatch func()
 }
@@ -154,6 +163,9 @@ func New(o *ops.Ops, opts *Options) *Server {
 	}
 	if op.Linger == 0 {
 		op.Linger = DefaultLinger
+	}
+	if op.Idle == 0 {
+		op.Idle = DefaultIdle
 	}
 	if op.MaxRequestBytes == 0 {
 		// Room for a request well over the message size limit, so that an
@@ -569,6 +581,7 @@ func (s *Server) open(ss *mcp.ServerSession, sess *session, overHTTP bool) {
 	if overHTTP {
 		s.byID[sess.id] = sess
 		sess.reap = time.AfterFunc(s.opts.Linger, func() { s.reapSession(sess) })
+		sess.idle = time.AfterFunc(s.opts.Idle, func() { s.idleSession(sess) })
 	}
 	s.mu.Unlock()
 	if t := sess.caller.Token; t != "" && s.opts.Revocations != nil {
@@ -601,8 +614,15 @@ func (s *Server) ended(ss *mcp.ServerSession, sess *session) {
 		sess.reap = nil
 		delete(s.byID, sess.id)
 	}
+	if sess.idle != nil {
+		sess.idle.Stop()
+	}
+	away := sess.away // then its presence went already
+	sess.away = true
 	s.mu.Unlock()
-	s.hub.SessionClosed(sess.caller.Workspace, sess.caller.Agent)
+	if !away {
+		s.hub.SessionClosed(sess.caller.Workspace, sess.caller.Agent)
+	}
 	// The session ended (DELETE, expiry): whatever it holds unconfirmed
 	// goes back to the inbox.
 	sess.caller.Reader.Close(context.Background())
