@@ -51,10 +51,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		}
 		tw.Flush()
 		fmt.Fprintf(stderr, "parley: %s\n", neutralize([]byte(err.Error())))
-		if hub.KindOf(err) == hub.Invalid || strings.HasPrefix(err.Error(), "unknown ") || strings.Contains(err.Error(), "flag") || strings.Contains(err.Error(), "arg(s)") {
-			return 2
-		}
-		return 1
+		return exitCode(err)
 	}
 	return 0
 }
@@ -209,6 +206,36 @@ func (e *errWriter) Write(p []byte) (int, error) {
 
 // errTimeout makes `parley wait` exit with status 3 when nothing came.
 var errTimeout = &exitError{code: 3}
+
+// exitCode is the one table from errors to exit statuses: the error's kind
+// survives the wire (api.ErrorBody), so a script can tell why a command
+// failed. README lists them.
+func exitCode(err error) int {
+	if client.IsNotRunning(err) {
+		return 7
+	}
+	switch hub.KindOf(err) {
+	case hub.Invalid:
+		return 2
+	case hub.Timeout:
+		return 3
+	case hub.NotFound:
+		return 4
+	case hub.Conflict:
+		return 5
+	case hub.Forbidden:
+		return 6
+	case hub.Unavailable:
+		return 7
+	case hub.TooLarge:
+		return 8
+	}
+	// cobra's own usage errors carry no kind.
+	if msg := err.Error(); strings.HasPrefix(msg, "unknown ") || strings.Contains(msg, "flag") || strings.Contains(msg, "arg(s)") {
+		return 2
+	}
+	return 1
+}
 
 type exitError struct{ code int }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/ops"
 )
 
@@ -205,10 +206,11 @@ func raw(s *Server, t *mcp.Tool, fn func(context.Context, *ops.Caller, *mcp.Call
 	}}
 }
 
-// toolError is a tool result with isError.
+// toolError is a tool result with isError, its kind in _meta.
 func toolError(err error) *mcp.CallToolResult {
 	var r mcp.CallToolResult
 	r.SetError(err)
+	r.Meta = mcp.Meta{api.MetaErrorKind: hub.KindOf(err).String()}
 	return &r
 }
 
