@@ -114,7 +114,10 @@ func TestOperationErrors(t *testing.T) {
 			_, err := o.CompleteTask(ctx, bob(), api.CompleteTaskRequest{TaskID: sent.MessageID})
 			return err
 		}, hub.Invalid},
-		{"release: unknown task", func() error { _, err := o.ReleaseTask(ctx, bob(), api.ReleaseTaskRequest{TaskID: "01NOPE"}); return err }, hub.NotFound},
+		{"release: unknown task", func() error {
+			_, err := o.ReleaseTask(ctx, bob(), api.ReleaseTaskRequest{TaskID: "01NOPE"})
+			return err
+		}, hub.NotFound},
 		{"group: unknown", func() error { _, err := o.GetGroup(ctx, alice(), api.GetGroupRequest{Name: "ghosts"}); return err }, hub.NotFound},
 		{"group: everyone cannot be deleted", func() error {
 			_, err := o.DeleteGroup(ctx, alice(), api.GroupNameRequest{Name: "everyone"})
