@@ -66,6 +66,8 @@ type Daemon struct {
 	// mux routes the socket's and TCP's requests; the TCP guard asks it
 	// which endpoint a request reaches.
 	mux *http.ServeMux
+	// access says which of mux's endpoints an agent token may reach.
+	access *httpapi.Access
 	// notify wakes waiters across daemons sharing a store (store.go).
 	notify       hub.Notifications
 	notifyCancel context.CancelFunc

@@ -146,6 +146,7 @@ type Ops struct {
 	dash          Dashboard
 	log           *slog.Logger
 	progressEvery time.Duration
+	opTable
 }
 
 // New returns the operations over h.
