@@ -1,6 +1,7 @@
-// Package httpapi is the daemon's one HTTP route table: /mcp, the live event
-// stream (events.go), and the JSON API, /api/v1, over the operations of
-// package ops. Each API endpoint is a thin adapter: it finds the caller in
+// Package httpapi is the daemon's HTTP routes: /mcp, the live event stream
+// (events.go), and the JSON API, /api/v1, built from the table of operations
+// of package ops (each one's route and who may call it). Each API endpoint
+// is a thin adapter: it finds the caller in
 // the request's headers, decodes the operation's input from the body, the
 // query and the path (by the fields' json names), runs the operation and
 // writes its result, or its error with the status of its kind. The daemon
