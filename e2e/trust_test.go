@@ -804,3 +804,40 @@ func TestAbandonedHTTPSessionGoesOffline(t *testing.T) {
 		t.Errorf("after a request on the same session: %q, want active", st)
 	}
 }
+
+// TestLookalikeNames: a send to a name that has not joined but looks like an
+// agent that has is refused, naming that agent; a name built to look like
+// another (mixed scripts, compatibility forms) cannot join, so it cannot
+// squat the plain one first; a plain look-alike that did (Bob before bob) is
+// the admin's to resolve with join --allow-lookalike.
+func TestLookalikeNames(t *testing.T) {
+	e := newEnv(t, "PARLEY_WORKSPACE=team")
+	e.Must("daemon", "start")
+	e.Must("join", "--name", "bob", "--role", "dev")
+	_, errs, code := e.Run("send", "bоb", "for bob", "--agent", "alice") // Cyrillic о
+	if code == 0 || !strings.Contains(errs, `"bob"`) || !strings.Contains(errs, "did you mean bob") {
+		t.Errorf("send to an unjoined look-alike of bob: exit %d, %q; want it refused, naming bob", code, errs)
+	}
+	if out := e.Must("history", "--json"); strings.Contains(out, "for bob") {
+		t.Errorf("the refused send was stored:\n%s", out)
+	}
+
+	for _, name := range []string{"саrol", "ｃａｒｏｌ"} { // Cyrillic с and а; fullwidth
+		if _, errs, code := e.Run("join", "--name", name, "--workspace", "fresh"); code == 0 {
+			t.Errorf("join %q in a workspace without carol: exit 0, want it refused (it would squat carol)", name)
+		} else if !strings.Contains(errs, "mixes Latin") && !strings.Contains(errs, "compatibility forms") {
+			t.Errorf("join %q: %q, want the reason", name, errs)
+		}
+	}
+	e.Must("join", "--name", "carol", "--workspace", "fresh")
+
+	e.Must("join", "--name", "Dave", "--workspace", "fresh")
+	if _, errs, code := e.Run("join", "--name", "dave", "--workspace", "fresh"); code == 0 || !strings.Contains(errs, "--allow-lookalike") {
+		t.Errorf("join dave after Dave: exit %d, %q; want it refused, saying how the admin claims it", code, errs)
+	}
+	e.Must("join", "--name", "dave", "--workspace", "fresh", "--allow-lookalike")
+	e.Must("send", "dave", "for dave", "--agent", "carol", "--workspace", "fresh")
+	if out := e.Must("inbox", "--agent", "dave", "--workspace", "fresh", "--peek"); !strings.Contains(out, "for dave") {
+		t.Errorf("dave's inbox after the admin claimed his name: %s", out)
+	}
+}

@@ -116,6 +116,9 @@ type JoinRequest struct {
 	Name   string `json:"name"`
 	Role   string `json:"role,omitempty"`
 	Module string `json:"module,omitempty"`
+	// AllowLookalike registers a new name that looks like an existing
+	// agent's: the admin claiming a name a look-alike squatted.
+	AllowLookalike bool `json:"allow_lookalike,omitempty"`
 }
 
 // AgentRequest is GET /api/v1/agents/{name}.

@@ -78,6 +78,8 @@ type Hub struct {
 
 	// roles are agents' roles, for the origin of their messages (roles.go).
 	roles roleCache
+	// recipients are the plain names sends reached lately (confusable.go).
+	recipients recipientCache
 
 	subsMu  sync.RWMutex
 	subs    map[int]func(Event)

@@ -207,6 +207,11 @@ func (h *Hub) resolve(ctx context.Context, ws, addr, from string) ([]string, []*
 		}
 		return names, as, nil
 	default:
+		if !strings.HasPrefix(a.Name, HumanPrefix) { // a person is never registered
+			if err := h.checkRecipient(ctx, ws, a.Name); err != nil {
+				return nil, nil, err
+			}
+		}
 		return []string{a.Name}, nil, nil
 	}
 }
