@@ -286,12 +286,21 @@ func TestRealClaudeHooksSpeakForManagedAgent(t *testing.T) {
 
 // TestRealCodexHooksSpeakForManagedAgent: the same for a managed Codex
 // agent, whose Codex home has the hooks (trusted) and the server that
-// `parley init codex --agent bob --leases --permissions` wrote.
+// `parley init codex --agent bob --leases --permissions` wrote. And in
+// app-server mode, where Codex runs the PermissionRequest hook before it
+// asks its client, the hook steps aside for a managed agent: the one
+// request in the inbox is the runner's, and allowing it runs the command.
 func TestRealCodexHooksSpeakForManagedAgent(t *testing.T) {
 	t.Parallel()
 	patch := "*** Begin Patch\n*** Add File: src/new.go\n+by the managed agent\n*** End Patch\n"
 	s := standin.OpenAI(t, func(r *standin.ResponsesRequest) []standin.Item {
 		switch {
+		case r.Has("ESCALATE-IN-BOBS-REPO"):
+			if _, ok := r.Output("call_esc"); ok {
+				return []standin.Item{standin.Message("AFTER-ESC")}
+			}
+			return []standin.Item{standin.FunctionCall("call_esc", "", "exec_command", map[string]any{
+				"cmd": "touch escalated", "sandbox_permissions": "require_escalated", "justification": "needs the whole disk"})}
 		case r.Has("call_send"):
 			return []standin.Item{standin.Message("WROTE-AND-SENT")}
 		case r.Has("call_patch"):
@@ -323,6 +332,25 @@ func TestRealCodexHooksSpeakForManagedAgent(t *testing.T) {
 	e.MustJSON(&inbox, "inbox", "--agent", "alice")
 	if len(inbox.Messages) != 1 || inbox.Messages[0].From != "mw" {
 		t.Errorf("alice's inbox: got %+v, want the managed agent's message from mw", inbox.Messages)
+	}
+	bobUntouched(t, e, status, msg)
+
+	mustCall(t, m, "create_agent", map[string]any{"provider": "codexsteer", "cwd": repo, "prompt": "ESCALATE-IN-BOBS-REPO", "name": "ms"}, nil)
+	// A hook that filed a request of its own would hold Codex's for its
+	// --wait (50 s) before Codex asked the runner.
+	var w api.WaitAgentResult
+	mustCall(t, m, "wait_for_agent", map[string]any{"agent_id": "ms", "timeout": 30}, &w)
+	var perms api.PermissionsResult
+	e.MustJSON(&perms, "permissions")
+	if w.Permission == nil || len(perms.Permissions) != 1 || perms.Permissions[0].AgentID != "ms" || perms.Permissions[0].Request.Source != "managed" {
+		t.Fatalf("the escalation: got %+v, inbox %+v; want one request, the runner's for ms", w, perms.Permissions)
+	}
+	e.Must("allow", w.Permission.RequestID)
+	if w := waitRun(t, m, "ms", 1); w.LastMessage != "AFTER-ESC" {
+		t.Errorf("run 1 of ms: got %q, want AFTER-ESC", w.LastMessage)
+	}
+	if _, err := os.Stat(filepath.Join(repo, "escalated")); err != nil {
+		t.Errorf("the allowed command did not run: %v", err)
 	}
 	bobUntouched(t, e, status, msg)
 }

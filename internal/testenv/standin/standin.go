@@ -103,6 +103,11 @@ func ToolUse(id, name string, input map[string]any) Block {
 	return Block{Type: "tool_use", ID: id, Name: name, Input: input}
 }
 
+// APIError is a reply that is no answer: the API refuses the request with
+// HTTP 400 and the error message (Claude Code gives up on it, without
+// retrying, and ends the run with an error).
+func APIError(message string) Block { return Block{Type: "error", Text: message} }
+
 // MessagesRequest is a request to POST /v1/messages.
 type MessagesRequest struct {
 	// Ctx ends when the client goes away: a reply that waits (a model that
@@ -258,6 +263,12 @@ func Anthropic(t testing.TB, reply func(*MessagesRequest) []Block) *Server {
 		}
 		if len(blocks) == 0 {
 			blocks = []Block{Text("ok")}
+		}
+		if blocks[0].Type == "error" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			json.NewEncoder(w).Encode(map[string]any{"type": "error", "error": map[string]string{"type": "invalid_request_error", "message": blocks[0].Text}})
+			return
 		}
 		mu.Lock()
 		n++
