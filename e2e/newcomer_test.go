@@ -169,7 +169,12 @@ func TestInitSaysUserWide(t *testing.T) {
 	if !strings.Contains(out.String(), "user-wide") {
 		t.Errorf("init codex: %q; want it to say the file is user-wide", out.String())
 	}
-	if _, err := os.Stat(e.home + "/.codex/config.toml"); err != nil {
-		t.Errorf("codex config: %v", err)
+	conf, err := os.ReadFile(e.home + "/.codex/config.toml")
+	if err != nil {
+		t.Fatalf("codex config: %v", err)
+	}
+	// No directory-derived name in a file every repository shares.
+	if !strings.Contains(string(conf), `args = ["mcp", "serve"]`) || strings.Contains(string(conf), "--agent") {
+		t.Errorf("codex config:\n%s\nwant parley mcp serve with no --agent", conf)
 	}
 }

@@ -82,6 +82,9 @@ AgentMail), and the server exits when its tmux session goes away.`,
 			if withChannel && id.Agent == "" {
 				return fmt.Errorf("--channel pushes an agent's messages: give it one with --agent NAME, PARLEY_AGENT, or `parley join` here")
 			}
+			if strings.HasPrefix(id.Source, "session") {
+				fmt.Fprintf(g.stderr, "parley mcp serve: speaking as %s, a name of this client session's own (from %s); --agent NAME or PARLEY_AGENT sets a fixed one\n", id.Agent, strings.TrimSuffix(strings.TrimPrefix(id.Source, "session ("), ")"))
+			}
 			if id.Agent == "" && needsIdentity(profile) {
 				// The client shows the server connected either way; say why
 				// every send will fail where its user can see it.
