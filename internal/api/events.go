@@ -48,6 +48,9 @@ type Event struct {
 	State      string      `json:"state,omitempty"`
 	By         string      `json:"by,omitempty"`
 	Message    string      `json:"message,omitempty"`
+	// For agent.health and agent.stalled: Agent is the agent, Status its
+	// health (working, waiting, idle, stalled, offline).
+	//
 	// For task.claimed, .completed and .released: ID is the task, Recipients
 	// its queue, Agent the claimant (for .released, the queue), Status
 	// task_completed or task_failed for .completed.
@@ -76,6 +79,7 @@ var EventKinds = []string{
 	string(hub.EventMessageAcked), string(hub.EventMessageRedelivered),
 	string(hub.EventReservations),
 	string(hub.EventTaskClaimed), string(hub.EventTaskCompleted), string(hub.EventTaskReleased),
+	string(hub.EventAgentHealth), string(hub.EventAgentStalled),
 	EventRunEvent, EventManagedStatus, EventPermissionRequested, EventPermissionResolved,
 }
 
@@ -105,7 +109,7 @@ func ParseEventKinds(s string) (map[string]bool, error) {
 // EventOf converts a hub event for the wire.
 func EventOf(e hub.Event) Event {
 	out := Event{Kind: string(e.Kind), Workspace: e.Workspace, Time: e.Time, Agent: e.Agent, Role: e.Role,
-		Status: e.Status, Recipients: e.Recipients, Group: e.Group, Change: e.Change}
+		Status: e.Status, Recipients: e.Recipients, Group: e.Group, Change: e.Change, Text: e.Text}
 	if m := e.Message; m != nil {
 		out.ID, out.From, out.To, out.Priority = m.ID, m.From, m.To, string(m.Priority)
 		out.ThreadID, out.ReplyTo = m.ThreadID, m.ReplyTo

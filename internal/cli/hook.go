@@ -63,7 +63,14 @@ for that agent, whatever --agent says: the hooks of the repository may be
 bob's. There PermissionRequest prints nothing (Parley already asks) and
 SessionEnd leaves the status alone.
 
-PreToolUse, on Edit, Write, MultiEdit and NotebookEdit, checks the file
+Every event also tells the daemon what the agent is doing, for its health
+(parley agents): UserPromptSubmit starts a turn, PreToolUse and PostToolUse
+bracket a tool call, Stop ends the turn. A turn that shows none of these, no
+tool call to Parley and no wait for stall_after (config.toml, default 10m)
+is stalled.
+
+PreToolUse reports the tool call; on Edit, Write, MultiEdit and NotebookEdit
+it also (unless --policy off) checks the file
 against other agents' exclusive reservations: --policy deny refuses the edit
 and tells the model who holds the file and why, --policy warn lets it through
 with that as context; --lease 10m reserves the file for the editing agent
@@ -79,13 +86,13 @@ writes .claude/settings.json.`,
 			ctx, cancel := context.WithTimeout(cmd.Context(), hookTimeout)
 			defer cancel()
 			if args[0] == evPreToolUse {
-				return printHook(g, func() (any, error) { return runEditHook(ctx, g, "claude", edit, cmd.InOrStdin()) })
+				return printHook(g, func() (any, error) { return runPreToolUse(ctx, g, "claude", edit, cmd.InOrStdin()) })
 			}
 			return printHook(g, func() (any, error) { return runClaudeHook(ctx, g, args[0], cmd.InOrStdin()) })
 		},
 	}
 	cmd.Flags().DurationVar(&wait, "wait", defaultPermissionWait, "PermissionRequest: how long to wait for a decision before falling back to the client's own prompt (keep it under the hook's timeout)")
-	cmd.Flags().StringVar(&edit.policy, "policy", policyDeny, "PreToolUse: deny or warn when an edit runs into another agent's reservation")
+	cmd.Flags().StringVar(&edit.policy, "policy", policyDeny, "PreToolUse: deny or warn when an edit runs into another agent's reservation; off: only report the tool call")
 	cmd.Flags().DurationVar(&edit.lease, "lease", 0, "PreToolUse: reserve the edited file for this long (e.g. 10m; 0: no lease)")
 	return cmd
 }
@@ -278,6 +285,8 @@ type claudeHookInput struct {
 	Cwd            string `json:"cwd"`
 	HookEventName  string `json:"hook_event_name"`
 	StopHookActive bool   `json:"stop_hook_active"`
+	Source         string `json:"source"`      // SessionStart: startup, resume, clear, compact
+	ToolUseID      string `json:"tool_use_id"` // PostToolUse
 }
 
 type hookSpecificOutput struct {
@@ -410,6 +419,7 @@ func runClaudeHook(ctx context.Context, g *globals, event string, stdin io.Reade
 			fmt.Fprintf(g.stderr, "parley hook: record the wake path: %v\n", err)
 		}
 	}
+	reportActivity(ctx, g, c, hookActivity(event, in.Source, out != nil && out.Decision == "block"), in.ToolUseID)
 	// Keep the reported ids that are still in the inbox; with output, every
 	// message in it has now been reported.
 	var keep []string

@@ -384,7 +384,10 @@ func sameJSON(a, b []byte) bool {
 // MCP server named parley.
 const parleyToolsRule = "mcp__parley"
 
-var claudeHookEvents = []string{"SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "SessionEnd"}
+// claudeHookEvents are the hooks `parley init claude` always writes: status
+// and wake-ups, and the activity that makes the agent's health (PreToolUse,
+// on every tool, reports the call; with --leases it also checks edits).
+var claudeHookEvents = []string{"SessionStart", "UserPromptSubmit", evPreToolUse, "PostToolUse", "Stop", "SessionEnd"}
 
 func (p initPlan) hookCommand(event string) string {
 	parts := []string{shellQuote(p.command), "hook", "claude", event}
@@ -392,9 +395,25 @@ func (p initPlan) hookCommand(event string) string {
 		parts = append(parts, "--agent", shellQuote(p.agent))
 	}
 	if event == evPreToolUse {
-		parts = append(parts, editHookArgs...)
+		if p.leases {
+			parts = append(parts, editHookArgs...)
+		} else {
+			parts = append(parts, "--policy", policyOff)
+		}
 	}
 	return strings.Join(parts, " ")
+}
+
+// checksEdits reports whether a PreToolUse hook command checks edits (it was
+// written with --leases): running init again without --leases keeps that.
+func checksEdits(cmd string) bool {
+	f := strings.Fields(cmd)
+	for i, w := range f {
+		if w == "--policy" && i+1 < len(f) {
+			return f[i+1] != policyOff
+		}
+	}
+	return slices.Contains(f, "--lease")
 }
 
 var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`)
@@ -437,9 +456,6 @@ func (p initPlan) claude() ([]fileChange, error) {
 	if p.permissions {
 		events = append(slices.Clip(events), evPermissionRequest)
 	}
-	if p.leases {
-		events = append(slices.Clip(events), evPreToolUse)
-	}
 	for _, ev := range events {
 		want := p.hookCommand(ev)
 		var groups []any
@@ -457,7 +473,16 @@ func (p initPlan) claude() ([]fileChange, error) {
 			for _, h := range list {
 				hm, _ := h.(map[string]any)
 				if c, _ := hm["command"].(string); hm != nil && isParleyHook(c, ev) {
-					hm["command"] = want // update ours in place (new path or agent)
+					cmd := want
+					if ev == evPreToolUse && !p.leases && checksEdits(c) {
+						q := p
+						q.leases = true
+						cmd = q.hookCommand(ev)
+					}
+					hm["command"] = cmd // update ours in place (new path or agent)
+					if ev == evPreToolUse {
+						grm["matcher"] = "*" // every tool call counts for health
+					}
 					found = true
 				}
 			}
@@ -469,10 +494,8 @@ func (p initPlan) claude() ([]fileChange, error) {
 				timeout = json.Number("60")
 			}
 			gr := map[string]any{"hooks": []any{map[string]any{"type": "command", "command": want, "timeout": timeout}}}
-			if ev == "PostToolUse" || ev == evPermissionRequest {
+			if ev == "PostToolUse" || ev == evPermissionRequest || ev == evPreToolUse {
 				gr["matcher"] = "*"
-			} else if ev == evPreToolUse {
-				gr["matcher"] = EditToolMatcher
 			}
 			groups = append(groups, gr)
 		}

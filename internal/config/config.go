@@ -40,8 +40,10 @@ type Config struct {
 	CancelGrace string `toml:"cancel_grace,omitempty"`
 	// Notify are the endpoints that push notices to people ([[notify]] tables).
 	Notify []Notify `toml:"notify,omitempty"`
-	// StallAfter is how long a managed agent's run may show no activity
-	// before a notice says it is stalled (a duration; default "10m").
+	// StallAfter is how long an agent's turn may show no progress (no hook,
+	// tool call or output) while it is not blocked in a wait and has no tool
+	// call in flight, before its health is stalled (a duration; default
+	// "10m").
 	StallAfter string `toml:"stall_after,omitempty"`
 	// Retention prunes messages that every recipient has read once they are
 	// older than this (an age such as "30d"; empty keeps everything).
@@ -51,6 +53,12 @@ type Config struct {
 	MaxAutoHops int `toml:"max_auto_hops,omitempty"`
 	// AutoTurnsPerMinute bounds a managed agent's automatic turns (default 10).
 	AutoTurnsPerMinute int `toml:"auto_turns_per_minute,omitempty"`
+}
+
+// StallDuration is stall_after, or its default.
+func (c *Config) StallDuration() time.Duration {
+	d, _ := parseDuration(c.StallAfter, 10*time.Minute)
+	return d
 }
 
 // maxFile bounds config.toml: it is a settings file, not data.

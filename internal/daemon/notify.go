@@ -25,6 +25,7 @@ const (
 // push notifications here, and to the other daemons on the store. It runs
 // under the runner's lock; publishing never blocks.
 func (d *Daemon) observeRunner(c runner.Change) {
+	d.runnerActivity(c)
 	e := api.Event{Workspace: c.Workspace, Agent: c.Agent, Time: time.Now().UTC()}
 	if c.Event == nil {
 		e.Kind, e.Status = api.EventManagedStatus, string(c.Status)
@@ -40,6 +41,7 @@ func (d *Daemon) observeRunner(c runner.Change) {
 // observePermission hears the permission inbox: every agent's requests, and
 // how each ended, are published like the runner's changes.
 func (d *Daemon) observePermission(pe permission.Event) {
+	d.permissionActivity(pe)
 	d.publish(permissionEvent(pe))
 }
 
@@ -114,9 +116,7 @@ func (d *Daemon) openNotices(conf *config.Config) {
 		done:  make(chan struct{}),
 		asked: map[string]bool{},
 	}
-	if v, err := time.ParseDuration(conf.StallAfter); err == nil && v > 0 {
-		ns.stall = v
-	}
+	ns.stall = conf.StallDuration()
 	ns.unsub = d.hub.Subscribe(func(e hub.Event) {
 		if e.Kind != hub.EventMessageSent || e.Message == nil {
 			return

@@ -34,5 +34,6 @@ func (d *Daemon) openRunner(ctx context.Context, conf *config.Config) error {
 		return err
 	}
 	d.runner = rn
+	d.residentAgents()
 	return nil
 }

@@ -44,6 +44,9 @@ type Options struct {
 	// ResponseBudget bounds the bytes of messages one check or peek hands
 	// out (limits.go); 0: DefaultResponseBudget.
 	ResponseBudget int
+	// StallAfter is how long a turn may show no progress before its agent
+	// is stalled (health.go); 0: DefaultStallAfter.
+	StallAfter time.Duration
 }
 
 // Hub is the message bus of every workspace the daemon serves.
@@ -81,6 +84,11 @@ type Hub struct {
 	// recipients are the plain names sends reached lately (confusable.go).
 	recipients recipientCache
 
+	// acts are what the agents are doing, for their health (health.go).
+	actMu      sync.Mutex
+	acts       map[inboxKey]*activity
+	stallAfter time.Duration
+
 	subsMu  sync.RWMutex
 	subs    map[int]func(Event)
 	nextSub int
@@ -112,6 +120,9 @@ func New(store Store, opts *Options) *Hub {
 	if o.SweepEvery <= 0 {
 		o.SweepEvery = DefaultSweepEvery
 	}
+	if o.StallAfter <= 0 {
+		o.StallAfter = DefaultStallAfter
+	}
 	return &Hub{
 		store:      store,
 		log:        o.Logger,
@@ -128,6 +139,8 @@ func New(store Store, opts *Options) *Hub {
 		written:    make(map[inboxKey]time.Time),
 		left:       make(map[inboxKey]time.Time),
 		confirms:   make(map[string][]string),
+		acts:       make(map[inboxKey]*activity),
+		stallAfter: o.StallAfter,
 		entropy:    ulid.Monotonic(rand.Reader, 0),
 	}
 }

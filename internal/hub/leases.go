@@ -307,6 +307,9 @@ func (h *Hub) repliers(ctx context.Context, m *Message, agent string) (repliers 
 func (h *Hub) Run(ctx context.Context) error {
 	t := time.NewTicker(h.sweepEvery)
 	defer t.Stop()
+	watched := make(chan struct{})
+	go func() { h.watchHealth(ctx); close(watched) }()
+	defer func() { <-watched }()
 	for {
 		select {
 		case <-ctx.Done():

@@ -54,7 +54,7 @@ var readsNone = []string{
 	"ListGroups", "GetGroup", "CreateGroup", "DeleteGroup", "AddMember", "RemoveMember",
 	"ReservePaths", "RenewReservations", "ReleaseReservations", "ListReservations", "WhoHas", "CheckPaths",
 	"CompleteTask", "ReleaseTask", "SetTitle", "SetBranch", "RequestPermission", "AskPermission",
-	"Tools", "CallTool", "Health",
+	"Tools", "CallTool", "Health", "ReportActivity",
 }
 
 // ReadRuleOps names the operations open to agent tokens that read messages:

@@ -94,6 +94,7 @@ func (o *Ops) table() []Op {
 		def("GetAgent", Agent, "GET /agents/{name}", o.GetAgent),
 		def("ListAgents", Agent, "GET /agents", o.ListAgents),
 		def("SetStatus", Agent, "PUT /agents/{name}/status", o.SetStatus),
+		def("ReportActivity", Agent, "POST /activity", o.ReportActivity), // the caller's own health
 		def("Whoami", Agent, "", o.Whoami),
 		def("ListGroups", Agent, "GET /groups", o.ListGroups),
 		def("GetGroup", Agent, "GET /groups/{name}", o.GetGroup),

@@ -65,6 +65,7 @@ func agentInfo(a hub.AgentView) api.AgentInfo {
 		Name: a.Name, Role: a.Role, Module: a.Module, Status: st,
 		LastSeenAt: api.FormatTime(a.LastSeen), AgentID: a.ID(), WorkStatus: string(a.Status),
 		Workspace: a.Workspace, Host: a.Host, Waiting: a.Waiting,
+		Health: string(a.Health.Health), HealthSince: api.FormatTime(a.Health.Since), LastProgressAt: api.FormatTime(a.Health.Progress),
 	}
 }
 

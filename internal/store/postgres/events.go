@@ -33,6 +33,7 @@ type wireEvent struct {
 	Reader       string            `json:"rd,omitempty"`
 	Count        int               `json:"n,omitempty"`
 	Change       string            `json:"ch,omitempty"`
+	Text         string            `json:"tx,omitempty"`
 	Reservations []wireReservation `json:"rs,omitempty"`
 	Detail       json.RawMessage   `json:"d,omitempty"`
 	// Cut: the message travels without its content, payload and metadata
@@ -81,7 +82,7 @@ type wireReservation struct {
 func encodeEvent(e hub.Event) []byte {
 	w := wireEvent{Kind: string(e.Kind), Workspace: e.Workspace, Time: e.Time, Agent: e.Agent, Role: e.Role, Status: e.Status,
 		Recipients: e.Recipients, Group: e.Group, MessageID: e.MessageID, Reader: e.Reader, Count: e.Count, Change: e.Change,
-		Detail: e.Detail}
+		Text: e.Text, Detail: e.Detail}
 	// A copy's events (delivered, read, acked, back) name their message;
 	// its text went with message.sent.
 	if m := e.Message; m != nil && !isCopyEvent(e.Kind) {
@@ -133,7 +134,7 @@ func decodeEvent(b []byte) (e hub.Event, cut bool, err error) {
 	}
 	e = hub.Event{Kind: hub.EventKind(w.Kind), Workspace: w.Workspace, Time: w.Time, Agent: w.Agent, Role: w.Role, Status: w.Status,
 		Recipients: w.Recipients, Group: w.Group, MessageID: w.MessageID, Reader: w.Reader, Count: w.Count, Change: w.Change,
-		Detail: w.Detail}
+		Text: w.Text, Detail: w.Detail}
 	if m := w.Message; m != nil {
 		e.Message = &hub.Message{ID: m.ID, Workspace: m.Workspace, From: m.From, To: m.To, Content: m.Content, Payload: m.Payload,
 			Priority: hub.Priority(m.Priority), ReplyTo: m.ReplyTo, ThreadID: m.ThreadID, Metadata: m.Metadata, CreatedAt: m.CreatedAt,
