@@ -2,7 +2,11 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -126,5 +130,110 @@ func TestHealthStalls(t *testing.T) {
 		if strings.Contains(ev, "waiter") {
 			t.Errorf("events: %s, want no stall of waiter", ev)
 		}
+	}
+}
+
+// TestEscalationLadder: a stalled agent is nudged, then its lead is told,
+// then the person gets a push notice, one step every [escalation] every; a
+// permission request nobody answers climbs the ladder from the lead. Each
+// step is an agent.escalated event.
+func TestEscalationLadder(t *testing.T) {
+	notices := make(chan map[string]any, 16)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var n map[string]any
+		json.NewDecoder(r.Body).Decode(&n)
+		notices <- n
+	}))
+	defer srv.Close()
+	e := newEnv(t)
+	writeFile(t, filepath.Join(e.home, "config.toml"), fmt.Sprintf(`stall_after = "1s"
+
+[escalation]
+every = "1s"
+permission_after = "1s"
+lead = "@lead"
+
+[[notify]]
+url = %q
+`, srv.URL))
+	const ws = "ladder"
+	e.Must("join", "--name", "quiet", "--role", "dev", "--workspace", ws)
+	e.Must("join", "--name", "boss", "--role", "lead", "--workspace", ws)
+	events := e.watchEvents(t, ws, "agent.escalated")
+	e.hook(t, "UserPromptSubmit", map[string]any{"prompt": "go"}, "--agent", "quiet", "--workspace", ws)
+
+	steps := func() []string {
+		var out []string
+		for _, l := range strings.Split(strings.TrimSpace(events()), "\n") {
+			var ev struct{ Agent, Status, Change, Text string }
+			if json.Unmarshal([]byte(l), &ev) == nil {
+				out = append(out, ev.Change+" "+ev.Agent+" "+ev.Status)
+			}
+		}
+		return out
+	}
+	waitFor(t, 30*time.Second, "the stall's nudge, lead and person steps", func() (bool, string) {
+		s := steps()
+		return slices.Contains(s, "stall quiet person"), strings.Join(s, "; ")
+	})
+	if s := steps(); !slices.Equal(s[:3], []string{"stall quiet nudge", "stall quiet lead", "stall quiet person"}) {
+		t.Errorf("steps: got %v, want nudge, lead, person in that order", s)
+	}
+	// The nudge is a message in quiet's inbox, the lead's a message to boss.
+	var inbox struct {
+		Messages []struct{ From, Content string } `json:"messages"`
+	}
+	e.MustJSON(&inbox, "inbox", "--agent", "quiet", "--workspace", ws, "--peek")
+	if len(inbox.Messages) != 1 || inbox.Messages[0].From != "parley" || !strings.Contains(inbox.Messages[0].Content, "no progress") {
+		t.Errorf("quiet's inbox: got %+v, want parley's nudge", inbox.Messages)
+	}
+	e.MustJSON(&inbox, "inbox", "--agent", "boss", "--workspace", ws, "--peek")
+	if len(inbox.Messages) != 1 || !strings.Contains(inbox.Messages[0].Content, "quiet has shown no progress") {
+		t.Errorf("boss's inbox: got %+v, want the escalation about quiet", inbox.Messages)
+	}
+	select {
+	case n := <-notices:
+		if n["kind"] != "agent_stalled" || n["agent"] != "quiet" {
+			t.Errorf("push notice: got %v, want agent_stalled for quiet", n)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("no push notice reached the endpoint")
+	}
+
+	// A permission request nobody answers: the lead hears of it.
+	h := e.Cmd("hook", "claude", "PermissionRequest", "--agent", "quiet", "--workspace", ws, "--wait", "30s")
+	h.Stdin = strings.NewReader(`{"session_id":"s","cwd":"` + e.home + `","hook_event_name":"PermissionRequest","tool_name":"Bash","tool_input":{"command":"rm -rf build"}}`)
+	out := &syncBuffer{}
+	h.Stdout = out
+	if err := h.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer h.Process.Kill()
+	waitFor(t, 30*time.Second, "the permission request's lead step", func() (bool, string) {
+		s := steps()
+		return slices.Contains(s, "permission quiet lead"), strings.Join(s, "; ")
+	})
+	var pending struct {
+		Permissions []struct {
+			Request struct {
+				ID string `json:"request_id"`
+			} `json:"request"`
+		} `json:"permissions"`
+	}
+	e.MustJSON(&pending, "permissions", "--workspace", ws)
+	if len(pending.Permissions) != 1 {
+		t.Fatalf("pending requests: got %+v, want 1", pending)
+	}
+	reqID := pending.Permissions[0].Request.ID
+	e.MustJSON(&inbox, "inbox", "--agent", "boss", "--workspace", ws, "--peek")
+	if !slices.ContainsFunc(inbox.Messages, func(m struct{ From, Content string }) bool {
+		return strings.Contains(m.Content, reqID) && strings.Contains(m.Content, "Bash")
+	}) {
+		t.Errorf("boss's inbox: got %+v, want the request %s named", inbox.Messages, reqID)
+	}
+	e.Must("allow", reqID)
+	h.Wait()
+	if !strings.Contains(out.String(), `"behavior":"allow"`) {
+		t.Errorf("hook output after the allow: %q", out.String())
 	}
 }

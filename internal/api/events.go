@@ -49,7 +49,10 @@ type Event struct {
 	By         string      `json:"by,omitempty"`
 	Message    string      `json:"message,omitempty"`
 	// For agent.health and agent.stalled: Agent is the agent, Status its
-	// health (working, waiting, idle, stalled, offline).
+	// health (working, waiting, idle, stalled, offline). For
+	// agent.escalated: Status is the step (nudge, lead, person, cancel,
+	// restart), Change the case (stall, permission), ID a permission
+	// case's request, Text what was done.
 	//
 	// For task.claimed, .completed and .released: ID is the task, Recipients
 	// its queue, Agent the claimant (for .released, the queue), Status
@@ -79,7 +82,7 @@ var EventKinds = []string{
 	string(hub.EventMessageAcked), string(hub.EventMessageRedelivered),
 	string(hub.EventReservations),
 	string(hub.EventTaskClaimed), string(hub.EventTaskCompleted), string(hub.EventTaskReleased),
-	string(hub.EventAgentHealth), string(hub.EventAgentStalled),
+	string(hub.EventAgentHealth), string(hub.EventAgentStalled), string(hub.EventAgentEscalated),
 	EventRunEvent, EventManagedStatus, EventPermissionRequested, EventPermissionResolved,
 }
 

@@ -45,6 +45,9 @@ type Config struct {
 	// call in flight, before its health is stalled (a duration; default
 	// "10m").
 	StallAfter string `toml:"stall_after,omitempty"`
+	// Escalation is what the daemon does about stalled agents and
+	// permission requests nobody answers ([escalation]).
+	Escalation Escalation `toml:"escalation,omitempty"`
 	// Retention prunes messages that every recipient has read once they are
 	// older than this (an age such as "30d"; empty keeps everything).
 	Retention string `toml:"retention,omitempty"`
@@ -53,6 +56,51 @@ type Config struct {
 	MaxAutoHops int `toml:"max_auto_hops,omitempty"`
 	// AutoTurnsPerMinute bounds a managed agent's automatic turns (default 10).
 	AutoTurnsPerMinute int `toml:"auto_turns_per_minute,omitempty"`
+}
+
+// Escalation configures the escalation ladder (package supervise): a
+// stalled agent is nudged through its best wake path, then its lead is
+// told, then the person gets a notice ([[notify]]), then a managed agent's
+// run is cancelled or restarted (OnStall); a step every Every while the
+// stall lasts. A permission request nobody answers for PermissionAfter
+// climbs the same ladder from the lead.
+type Escalation struct {
+	// Lead is told at the second step: "@role" or an agent's name; empty
+	// tells a managed agent's owner, if an agent created it.
+	Lead string `toml:"lead,omitempty"`
+	// Every is the time from one step to the next (default "5m").
+	Every string `toml:"every,omitempty"`
+	// PermissionAfter is how long a permission request waits before its
+	// ladder starts (default "5m").
+	PermissionAfter string `toml:"permission_after,omitempty"`
+	// OnStall is a managed agent's last step: "cancel" its run, "restart"
+	// it (cancel, then a prompt to carry on), or empty for neither.
+	OnStall string `toml:"on_stall,omitempty"`
+}
+
+// EscalationDurations are Every and PermissionAfter, with their defaults.
+func (e Escalation) EscalationDurations() (every, permissionAfter time.Duration) {
+	every, _ = parseDuration(e.Every, 5*time.Minute)
+	permissionAfter, _ = parseDuration(e.PermissionAfter, 5*time.Minute)
+	return every, permissionAfter
+}
+
+func validateEscalation(e Escalation) error {
+	if _, err := parseDuration(e.Every, time.Minute); err != nil {
+		return fmt.Errorf("escalation: invalid every %q: %v", e.Every, err)
+	}
+	if _, err := parseDuration(e.PermissionAfter, time.Minute); err != nil {
+		return fmt.Errorf("escalation: invalid permission_after %q: %v", e.PermissionAfter, err)
+	}
+	switch e.OnStall {
+	case "", "cancel", "restart":
+	default:
+		return fmt.Errorf("escalation: invalid on_stall %q: want \"cancel\", \"restart\" or nothing", e.OnStall)
+	}
+	if lead := strings.TrimPrefix(e.Lead, "@"); e.Lead != "" && (lead == "" || strings.ContainsAny(lead, " \t\n")) {
+		return fmt.Errorf("escalation: invalid lead %q: want @role or an agent's name", e.Lead)
+	}
+	return nil
 }
 
 // StallDuration is stall_after, or its default.
@@ -125,6 +173,9 @@ func Parse(b []byte, name string) (*Config, error) {
 	}
 	if d, err := time.ParseDuration(c.StallAfter); c.StallAfter != "" && (err != nil || d <= 0) {
 		return nil, fmt.Errorf("%s: invalid stall_after %q: want a duration such as \"10m\"", name, c.StallAfter)
+	}
+	if err := validateEscalation(c.Escalation); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if err := validateNotify(c.Notify); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)

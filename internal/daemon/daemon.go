@@ -24,6 +24,7 @@ import (
 	"github.com/parley-dev/parley/internal/permission"
 	"github.com/parley-dev/parley/internal/runner"
 	"github.com/parley-dev/parley/internal/safefile"
+	"github.com/parley-dev/parley/internal/supervise"
 	"github.com/parley-dev/parley/internal/token"
 	"github.com/parley-dev/parley/internal/web"
 )
@@ -93,6 +94,7 @@ type Daemon struct {
 	perms   *permission.Inbox // every agent's permission requests
 	web     *web.Server       // the dashboard (dashboard.go)
 	notices *notices          // push notifications (notify.go), nil without [[notify]]
+	ladder  *supervise.Ladder // escalations of stalls and unanswered permission requests
 	// revocations ends what is open under an agent token when it is
 	// revoked (tokens.go).
 	revocations token.Watcher
@@ -167,6 +169,7 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	d.mcp.Register("self", d.mcp.Self)
 	d.mcp.Register("gateway", func() mcpserver.Profile { return mcpserver.Profile{Attach: d.gw.mgr.Profile} })
 	d.openNotices(d.conf)
+	d.openLadder(d.conf)
 	d.startNotifier()
 
 	// We hold the lock, so a socket file left behind is stale.
@@ -229,6 +232,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	go func() { d.hub.Run(sweepCtx); close(swept) }()
 	defer func() { stopSweep(); <-swept }()
 	d.startNudger(ctx)
+	// Escalations; stopped before the store closes.
+	climbed := make(chan struct{})
+	go func() { d.ladder.Run(sweepCtx); close(climbed) }()
+	defer func() { stopSweep(); <-climbed }()
 	d.startRetention(ctx)
 	select {
 	case err := <-errc:

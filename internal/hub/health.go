@@ -67,6 +67,11 @@ func ValidActivity(a Activity) error {
 const (
 	EventAgentHealth  EventKind = "agent.health"
 	EventAgentStalled EventKind = "agent.stalled"
+	// EventAgentEscalated is a step of the escalation ladder (package
+	// supervise): Status is the step, Change the case (stall or
+	// permission), MessageID a permission case's request, Text what was
+	// done.
+	EventAgentEscalated EventKind = "agent.escalated"
 )
 
 // toolGiveUp bounds how long a tool call stays in flight without an end: a
