@@ -121,8 +121,15 @@ func TestHealthStalls(t *testing.T) {
 		h := e.healthOf(t, ws, "tooler")
 		return h == "stalled", h
 	})
-	// Stop ends quiet's turn: idle, not stalled.
-	e.hook(t, "Stop", map[string]any{"stop_hook_active": false}, as("quiet")...)
+	// The stall's first rung nudged quiet with a message: its Stop blocks
+	// on it (so the turn goes on); the second Stop ends the turn: idle.
+	if out, _ := e.hook(t, "Stop", map[string]any{"stop_hook_active": false}, as("quiet")...); !strings.Contains(out, "new from parley") {
+		t.Errorf("quiet's Stop: got %q, want it blocked by parley's nudge", out)
+	}
+	if got := e.healthOf(t, ws, "quiet"); got != "working" {
+		t.Errorf("quiet after a blocked Stop: got %q, want working", got)
+	}
+	e.hook(t, "Stop", map[string]any{"stop_hook_active": true}, as("quiet")...)
 	if got := e.healthOf(t, ws, "quiet"); got != "idle" {
 		t.Errorf("quiet after Stop: got %q, want idle", got)
 	}

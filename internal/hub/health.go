@@ -219,7 +219,10 @@ func (h *Hub) healthOf(act *activity, active func() bool, now time.Time) (Health
 	switch {
 	case act.blocked > 0 || len(act.asks) > 0:
 		return HealthWaiting, act.progress
-	case tools > 0 || act.calls > 0:
+	case tools > 0 || (act.turn && act.calls > 0):
+		// A call to Parley counts in a turn only: without hooks that say
+		// where turns end, a client's calls would flip it to working and
+		// back on each one.
 		return HealthWorking, act.progress
 	case act.turn && now.Sub(act.progress) >= h.stallAfter:
 		return HealthStalled, act.progress.Add(h.stallAfter)
