@@ -45,6 +45,9 @@ type Config struct {
 	// call in flight, before its health is stalled (a duration; default
 	// "10m").
 	StallAfter string `toml:"stall_after,omitempty"`
+	// Budgets bound managed agents beyond each one's own budget
+	// ([budgets]: a workspace's spend cap, launches per managed agent).
+	Budgets Budgets `toml:"budgets,omitempty"`
 	// Escalation is what the daemon does about stalled agents and
 	// permission requests nobody answers ([escalation]).
 	Escalation Escalation `toml:"escalation,omitempty"`

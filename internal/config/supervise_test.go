@@ -41,3 +41,37 @@ on_stall = "restart"
 		})
 	}
 }
+
+func TestBudgetsConfig(t *testing.T) {
+	c, err := Parse([]byte(`
+[budgets]
+workspace_max_cost = 25.5
+max_launches = 3
+
+[providers.claude]
+max_turns = 40
+max_cost = 5
+max_duration = "2h"
+`), "config.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Budgets.WorkspaceMaxCost != 25.5 || c.Budgets.MaxLaunches != 3 {
+		t.Errorf("budgets: got %+v", c.Budgets)
+	}
+	if p := c.Providers["claude"]; p.MaxTurns != 40 || p.MaxCost != 5 || p.ProviderMaxDuration() != 2*time.Hour {
+		t.Errorf("providers.claude budget: got %+v", p)
+	}
+	for _, tc := range []struct{ name, in, want string }{
+		{"negative cap", "[budgets]\nworkspace_max_cost = -1.0", "must not be negative"},
+		{"negative turns", "[providers.claude]\nmax_turns = -2", "must not be negative"},
+		{"bad duration", "[providers.claude]\nmax_duration = \"a while\"", "invalid max_duration"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.in), "config.toml")
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}

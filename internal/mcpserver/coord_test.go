@@ -21,7 +21,7 @@ var toolBudgets = map[string]int{
 	"native":    30_000, // issue 11 added acks and receipts; issue 15 reservations, search and queues, each with its output schema; issue 24 the provenance of every message; issue 25 portable schemas (anyOf for nullable and free-form values)
 	"sidechat":  2_600,
 	"agentmail": 1_200,
-	"manager":   20_400, // issue 25: portable schemas
+	"manager":   21_800, // issue 25: portable schemas; issue 28 budgets (create_agent's max_turns, max_cost, max_duration, and each agent's budget and spend)
 	"self":      1_600,
 }
 
