@@ -42,13 +42,19 @@ func hookClaudeCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "claude EVENT",
 		Short: "Claude Code hook: set the agent's status and report new messages",
-		Long: `A Claude Code hook (SessionStart, UserPromptSubmit, PostToolUse, Stop,
-SessionEnd, PermissionRequest). It reads the hook's JSON input on stdin, sets the agent's status
+		Long: `A Claude Code hook (SessionStart, UserPromptSubmit, PreToolUse, PostToolUse,
+Stop, SessionEnd, PreCompact, PermissionRequest). It reads the hook's JSON input on stdin, sets the agent's status
 (ready at session start and on Stop, work on UserPromptSubmit, offline on
 SessionEnd), and when new messages wait for the agent it prints Claude Code's
 hook output: context that names them (SessionStart, UserPromptSubmit,
 PostToolUse), or a decision to block Stop so that the agent reads them first.
 Each message is reported once; the state is kept in $PARLEY_HOME/hooks/.
+
+The agent's working set (parley work: the tasks it claimed, the files it
+reserved, the replies and acks it still waits for) outlives a compaction:
+PreCompact prints it as plain text, which Claude Code gives its summarizer
+to keep, and SessionStart after a compaction or on resume puts it back in
+the agent's context.
 
 PermissionRequest files the request in Parley's permission inbox and waits up
 to --wait for a decision (parley allow|deny, a manager agent, the dashboard),
@@ -85,6 +91,9 @@ writes .claude/settings.json.`,
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), hookTimeout)
 			defer cancel()
+			if args[0] == evPreCompact {
+				return runPreCompact(ctx, g, cmd.InOrStdin())
+			}
 			if args[0] == evPreToolUse {
 				return printHook(g, func() (any, error) { return runPreToolUse(ctx, g, "claude", edit, cmd.InOrStdin()) })
 			}
@@ -101,9 +110,13 @@ func hookCodexCmd(g *globals) *cobra.Command {
 	var wait time.Duration
 	var edit editHookOptions
 	cmd := &cobra.Command{
-		Use:   "codex PermissionRequest|PreToolUse",
-		Short: "Codex hook: permission requests to Parley's inbox, edits checked against file reservations",
+		Use:   "codex SessionStart|PermissionRequest|PreToolUse",
+		Short: "Codex hook: the working set after a compaction, permission requests to Parley's inbox, edits checked against file reservations",
 		Long: `A Codex hook.
+
+SessionStart, after a compaction or on a resumed thread, gives Codex the
+agent's working set as context: the tasks it claimed, the files it reserved,
+the replies and acks it still waits for (see parley work).
 
 PermissionRequest files the request in Parley's permission inbox and waits up
 to --wait for a decision (parley allow|deny, a manager agent, the dashboard),
@@ -125,6 +138,10 @@ PermissionRequest prints nothing: the daemon files the approvals itself.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch args[0] {
+			case evSessionStart:
+				ctx, cancel := context.WithTimeout(cmd.Context(), hookTimeout)
+				defer cancel()
+				return printHook(g, func() (any, error) { return runCodexSessionStart(ctx, g, cmd.InOrStdin()) })
 			case evPermissionRequest:
 				return printHook(g, func() (any, error) { return runPermissionHook(cmd.Context(), g, "codex", wait, cmd.InOrStdin()) })
 			case evPreToolUse:
@@ -132,7 +149,7 @@ PermissionRequest prints nothing: the daemon files the approvals itself.`,
 				defer cancel()
 				return printHook(g, func() (any, error) { return runEditHook(ctx, g, "codex", edit, cmd.InOrStdin()) })
 			}
-			fmt.Fprintf(g.stderr, "parley hook: codex event %q is not handled: want PermissionRequest or PreToolUse\n", args[0])
+			fmt.Fprintf(g.stderr, "parley hook: codex event %q is not handled: want SessionStart, PermissionRequest or PreToolUse\n", args[0])
 			return nil
 		},
 	}
@@ -402,6 +419,9 @@ func runClaudeHook(ctx context.Context, g *globals, event string, stdin io.Reade
 	}
 	if len(fresh) > 0 && event != evStop && event != evSessionEnd {
 		out = &claudeHookOutput{HookSpecificOutput: &hookSpecificOutput{HookEventName: event, AdditionalContext: contextSummary(id.Agent, unread, fresh)}}
+	}
+	if event == evSessionStart && restoresWork(in.Source) {
+		out = withWork(ctx, g, c, event, out)
 	}
 	if status != "" {
 		if err := c.SetStatus(ctx, status); err != nil && !hub.IsNotFound(err) {

@@ -39,7 +39,9 @@ there: other servers and settings are kept.
   codex    [mcp_servers.parley] in $CODEX_HOME/config.toml (default ~/.codex),
            with PARLEY_HOME passed on and Parley's tools approved; with
            --permissions, a PermissionRequest hook that sends Codex's approval
-           requests to Parley's inbox; with --leases, a PreToolUse hook that
+           requests to Parley's inbox; with a name (--agent), a SessionStart
+           hook that gives the agent its working set back after a
+           compaction; with --leases, a PreToolUse hook that
            checks each apply_patch against other agents' file reservations;
            the hooks trusted in Codex through codex app-server when codex is
            on PATH (else it prints the /hooks step). That file is user-wide:
@@ -385,9 +387,11 @@ func sameJSON(a, b []byte) bool {
 const parleyToolsRule = "mcp__parley"
 
 // claudeHookEvents are the hooks `parley init claude` always writes: status
-// and wake-ups, and the activity that makes the agent's health (PreToolUse,
-// on every tool, reports the call; with --leases it also checks edits).
-var claudeHookEvents = []string{"SessionStart", "UserPromptSubmit", evPreToolUse, "PostToolUse", "Stop", "SessionEnd"}
+// and wake-ups, the activity that makes the agent's health (PreToolUse, on
+// every tool, reports the call; with --leases it also checks edits), and
+// the working set that outlives a compaction (PreCompact, and SessionStart
+// after one).
+var claudeHookEvents = []string{"SessionStart", "UserPromptSubmit", evPreToolUse, "PostToolUse", "Stop", "SessionEnd", evPreCompact}
 
 func (p initPlan) hookCommand(event string) string {
 	parts := []string{shellQuote(p.command), "hook", "claude", event}
@@ -727,8 +731,12 @@ func (p initPlan) codex() ([]fileChange, error) {
 			text += "\n"
 		}
 		cmd := p.codexHookCommand(h.event)
-		text += fmt.Sprintf("[[hooks.%s]]\nmatcher = %s\n\n[[hooks.%s.hooks]]\ntype = \"command\"\ncommand = %s\ntimeout = %d\n",
-			h.event, tomlString(h.matcher), h.event, tomlString(cmd), h.timeout)
+		matcher := ""
+		if h.matcher != "" {
+			matcher = "matcher = " + tomlString(h.matcher) + "\n"
+		}
+		text += fmt.Sprintf("[[hooks.%s]]\n%s\n[[hooks.%s.hooks]]\ntype = \"command\"\ncommand = %s\ntimeout = %d\n",
+			h.event, matcher, h.event, tomlString(cmd), h.timeout)
 		var withHook map[string]any
 		if err := toml.Unmarshal([]byte(text), &withHook); err != nil || !hasCodexHook(withHook, h.event) {
 			return nil, fmt.Errorf("%s: cannot add the %s hook to it (%v): add a [[hooks.%s]] with command %q by hand", path, h.event, err, h.event, cmd)
@@ -745,10 +753,17 @@ type codexHookSpec struct {
 	fires          string // when Codex runs it, for the user
 }
 
-// codexHooks are the hooks the plan asks for: PermissionRequest waits for a
-// person (up to its --wait of 50 s); PreToolUse checks apply_patch's files.
+// codexHooks are the hooks the plan asks for: SessionStart, whenever the
+// server has a name of its own (a hook sees no session of the server's, so
+// it needs the name), gives back the working set after a compaction or on
+// a resumed thread; PermissionRequest waits for a person (up to its --wait
+// of 50 s); PreToolUse checks apply_patch's files.
 func (p initPlan) codexHooks() []codexHookSpec {
 	var hs []codexHookSpec
+	if p.agent != "" {
+		hs = append(hs, codexHookSpec{evSessionStart, "", 10,
+			"After a compaction or on a resumed thread it gives Codex the agent's working set (parley work) as context."})
+	}
 	if p.permissions {
 		hs = append(hs, codexHookSpec{evPermissionRequest, "*", 60,
 			"It fires where Codex would ask for an approval (codex with approvals on, or codex app-server), not in plain codex exec."})

@@ -88,6 +88,9 @@ type Hub struct {
 	actMu      sync.Mutex
 	acts       map[inboxKey]*activity
 	stallAfter time.Duration
+	// asks are the replies agents wait for (work.go).
+	asksMu sync.Mutex
+	asks   map[inboxKey][]ask
 
 	subsMu  sync.RWMutex
 	subs    map[int]func(Event)
@@ -141,6 +144,7 @@ func New(store Store, opts *Options) *Hub {
 		confirms:   make(map[string][]string),
 		acts:       make(map[inboxKey]*activity),
 		stallAfter: o.StallAfter,
+		asks:       make(map[inboxKey][]ask),
 		entropy:    ulid.Monotonic(rand.Reader, 0),
 	}
 }

@@ -266,6 +266,9 @@ func (h *Hub) WaitForReply(ctx context.Context, r ReplyWaitRequest) (*Delivery, 
 	if err != nil {
 		return nil, withOp(op, err)
 	}
+	// Remembered until the reply comes, whether this wait sees it or not:
+	// the agent's working set names what it still waits for.
+	h.noteAsk(r.Workspace, r.Agent, m, repliers, resultOf)
 	d, err := h.Next(ctx, WaitRequest{Workspace: r.Workspace, Agent: r.Agent, Reader: r.Reader, Timeout: r.Timeout, Via: r.Via, Lease: r.Lease,
 		Progress: r.Progress, ProgressEvery: r.ProgressEvery, thread: m.ThreadID, after: m.ID, repliers: repliers, resultOf: resultOf})
 	if err != nil {

@@ -55,6 +55,7 @@ var readsNone = []string{
 	"ReservePaths", "RenewReservations", "ReleaseReservations", "ListReservations", "WhoHas", "CheckPaths",
 	"CompleteTask", "ReleaseTask", "SetTitle", "SetBranch", "RequestPermission", "AskPermission",
 	"Tools", "CallTool", "Health", "ReportActivity",
+	"MyWork", // its own tasks (claimed by it), reservations and asks (sent by it)
 }
 
 // ReadRuleOps names the operations open to agent tokens that read messages:

@@ -95,6 +95,7 @@ func (o *Ops) table() []Op {
 		def("ListAgents", Agent, "GET /agents", o.ListAgents),
 		def("SetStatus", Agent, "PUT /agents/{name}/status", o.SetStatus),
 		def("ReportActivity", Agent, "POST /activity", o.ReportActivity), // the caller's own health
+		def("MyWork", Agent, "GET /work", o.MyWork), // the caller's own working set
 		def("Whoami", Agent, "", o.Whoami),
 		def("ListGroups", Agent, "GET /groups", o.ListGroups),
 		def("GetGroup", Agent, "GET /groups/{name}", o.GetGroup),
