@@ -91,9 +91,11 @@ func TestWorkingSetSurvivesCompaction(t *testing.T) {
 	res := call(t, s, "my_work", nil, nil)
 	names("my_work", text(res))
 	var w struct {
-		Tasks        []struct{ TaskID string `json:"task_id"` } `json:"tasks"`
-		Reservations []struct{ Path string }                   `json:"reservations"`
-		Asks         []struct{ Kind, MessageID string }        `json:"asks"`
+		Tasks []struct {
+			TaskID string `json:"task_id"`
+		} `json:"tasks"`
+		Reservations []struct{ Path string }            `json:"reservations"`
+		Asks         []struct{ Kind, MessageID string } `json:"asks"`
 	}
 	b, _ := json.Marshal(res.StructuredContent)
 	if json.Unmarshal(b, &w); len(w.Tasks) != 1 || w.Tasks[0].TaskID != claimed.Task.ID || len(w.Reservations) != 1 || len(w.Asks) != 1 || w.Asks[0].Kind != "reply" {

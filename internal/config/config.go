@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -26,6 +27,10 @@ type Config struct {
 	AllowRemote bool `toml:"allow_remote,omitempty"`
 	// MaxMessageBytes is the message size limit (default 256 KiB).
 	MaxMessageBytes int `toml:"max_message_bytes,omitempty"`
+	// DashboardAddr is where the dashboard listens (a loopback host:port
+	// such as "127.0.0.1:7475"); empty: the port of its last run, kept in
+	// $PARLEY_HOME/dashboard.json, else a free one.
+	DashboardAddr string `toml:"dashboard_addr,omitempty"`
 	// Nudge, if "tmux", types a notice into an idle agent's tmux pane on new mail.
 	Nudge string `toml:"nudge,omitempty"`
 	// Upstreams are the MCP servers the gateway fronts ([[upstream]] tables).
@@ -164,6 +169,12 @@ func Parse(b []byte, name string) (*Config, error) {
 	}
 	if c.Store != "" && c.Store != "sqlite" && !strings.HasPrefix(c.Store, "postgres://") && !strings.HasPrefix(c.Store, "postgresql://") {
 		return nil, fmt.Errorf("%s: invalid store: want a postgres:// URL, or nothing for SQLite", name)
+	}
+	if c.DashboardAddr != "" {
+		host, _, err := net.SplitHostPort(c.DashboardAddr)
+		if ip := net.ParseIP(host); err != nil || (host != "localhost" && (ip == nil || !ip.IsLoopback())) {
+			return nil, fmt.Errorf("%s: invalid dashboard_addr %q: want a loopback host:port such as 127.0.0.1:7475", name, c.DashboardAddr)
+		}
 	}
 	if c.Nudge != "" && c.Nudge != "tmux" {
 		return nil, fmt.Errorf("%s: invalid nudge %q: want \"tmux\" or nothing", name, c.Nudge)

@@ -160,16 +160,16 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		return nil, fmt.Errorf("start runner: %w", err)
 	}
 	d.openGateway(d.conf)
+	d.openNotices(d.conf)
+	d.openLadder(d.conf)
 	d.ops = ops.New(d.hub, &ops.Options{Logger: d.log.With("subsystem", "ops"), ProgressEvery: cfg.ProgressEvery, Runner: d.runner,
-		Permissions: d.perms, Tokens: d.db, Revoked: d.revocations.Revoked, Gateway: d.gw.mgr, Config: d.gw, Dashboard: dashboard{d},
+		Permissions: d.perms, Tokens: d.db, Revoked: d.revocations.Revoked, Gateway: d.gw.mgr, Config: d.gw, Dashboard: dashboard{d}, Ladder: d.ladder,
 		Version: cfg.Version, Process: d.process})
 	d.mcp = mcpserver.New(d.ops, &mcpserver.Options{Logger: d.log.With("subsystem", "mcp"), Version: cfg.Version,
 		Revocations: &d.revocations, Idle: cfg.SessionIdle})
 	d.mcp.Register("manager", d.mcp.Manager)
 	d.mcp.Register("self", d.mcp.Self)
 	d.mcp.Register("gateway", func() mcpserver.Profile { return mcpserver.Profile{Attach: d.gw.mgr.Profile} })
-	d.openNotices(d.conf)
-	d.openLadder(d.conf)
 	d.startNotifier()
 
 	// We hold the lock, so a socket file left behind is stale.
@@ -232,6 +232,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	go func() { d.hub.Run(sweepCtx); close(swept) }()
 	defer func() { stopSweep(); <-swept }()
 	d.startNudger(ctx)
+	d.resumeDashboard()
 	// Escalations; stopped before the store closes.
 	climbed := make(chan struct{})
 	go func() { d.ladder.Run(sweepCtx); close(climbed) }()

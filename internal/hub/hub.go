@@ -91,6 +91,8 @@ type Hub struct {
 	// asks are the replies agents wait for (work.go).
 	asksMu sync.Mutex
 	asks   map[inboxKey][]ask
+	// conflicts are the recent reservation conflicts (views.go).
+	conflicts conflictLog
 
 	subsMu  sync.RWMutex
 	subs    map[int]func(Event)
