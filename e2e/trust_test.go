@@ -841,3 +841,79 @@ func TestLookalikeNames(t *testing.T) {
 		t.Errorf("dave's inbox after the admin claimed his name: %s", out)
 	}
 }
+
+// TestIdempotencyKeys: send_message and complete_task take an idempotency
+// key; a retry with it, even after a kill -9 of the daemon (the client never
+// heard the first answer), returns the first result and sends nothing new,
+// over the JSON API and MCP alike; a different send with the key is refused.
+func TestIdempotencyKeys(t *testing.T) {
+	e := newEnv(t, "PARLEY_WORKSPACE=team")
+	e.Must("daemon", "start")
+	type sendResult struct {
+		ID       string `json:"message_id"`
+		Replayed bool   `json:"replayed"`
+	}
+	api := func(path, agent string, in any, out any) int {
+		t.Helper()
+		code, body, err := e.apiCall(t.Context(), e.httpClient(), "POST", path, "team", agent, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out != nil && code == 200 {
+			json.Unmarshal(body, out)
+		}
+		return code
+	}
+	send := map[string]any{"to": "bob", "content": "deploy now", "idempotency_key": "deploy-42"}
+	var first, again sendResult
+	if code := api("/messages", "alice", send, &first); code != 200 || first.Replayed {
+		t.Fatalf("first send: %d %+v", code, first)
+	}
+	e.killNow()
+	e.Must("daemon", "start")
+	if code := api("/messages", "alice", send, &again); code != 200 || !again.Replayed || again.ID != first.ID {
+		t.Errorf("the retry after a kill -9: %d %+v; want the first message %s, replayed", code, again, first.ID)
+	}
+	alice := e.Session(nil, "--agent", "alice")
+	var viaMCP sendResult
+	mustCall(t, alice, "send_message", send, &viaMCP)
+	if !viaMCP.Replayed || viaMCP.ID != first.ID {
+		t.Errorf("the retry over MCP: %+v; want the first message, replayed", viaMCP)
+	}
+	if code := api("/messages", "alice", map[string]any{"to": "bob", "content": "something else", "idempotency_key": "deploy-42"}, nil); code != 409 {
+		t.Errorf("another send with the key: %d, want 409", code)
+	}
+	var inbox struct {
+		Messages []json.RawMessage `json:"messages"`
+	}
+	e.mustAPI("GET", "/inbox", "team", "bob", nil, &inbox)
+	if len(inbox.Messages) != 1 {
+		t.Errorf("bob's inbox: %d messages, want the one", len(inbox.Messages))
+	}
+
+	// A task completed, the answer lost to a kill -9: the retry gets the
+	// result, not "completed already", and the sender one reply.
+	var task sendResult
+	api("/messages", "boss", map[string]any{"to": "queue:build", "content": "build it"}, &task)
+	e.MustJSON(&struct{}{}, "queue", "claim", "build", "--agent", "worker", "--json")
+	complete := map[string]any{"result": "built", "idempotency_key": "build-done"}
+	var done, redone struct {
+		ReplyID  string `json:"reply_id"`
+		Replayed bool   `json:"replayed"`
+	}
+	if code := api("/tasks/"+task.ID+"/complete", "worker", complete, &done); code != 200 {
+		t.Fatalf("complete: %d", code)
+	}
+	e.killNow()
+	e.Must("daemon", "start")
+	if code := api("/tasks/"+task.ID+"/complete", "worker", complete, &redone); code != 200 || !redone.Replayed || redone.ReplyID != done.ReplyID {
+		t.Errorf("the completion's retry after a kill -9: %d %+v; want the first result %s", code, redone, done.ReplyID)
+	}
+	if code := api("/tasks/"+task.ID+"/complete", "worker", map[string]any{"result": "built"}, nil); code != 409 {
+		t.Errorf("a retry without the key: %d, want 409 (completed already)", code)
+	}
+	e.mustAPI("GET", "/inbox", "team", "boss", nil, &inbox)
+	if len(inbox.Messages) != 1 {
+		t.Errorf("boss's inbox: %d results, want one", len(inbox.Messages))
+	}
+}

@@ -193,6 +193,9 @@ type SendRequest struct {
 	AckRequired bool `json:"ack_required,omitempty" jsonschema:"ask recipients to ack_message it"`
 	// AckWithin is a deadline in seconds from now for those acks.
 	AckWithin *int `json:"ack_within,omitempty" jsonschema:"seconds to ack; then you get one notice"`
+	// IdempotencyKey names this send: a retry with the same key (within
+	// 24 h) sends nothing new and returns the first send's result.
+	IdempotencyKey string `json:"idempotency_key,omitempty" jsonschema:"your name for this send: a retry with it sends nothing new"`
 }
 
 // SendResult is the send_message result (seed 000 plus recipients and thread).
@@ -202,6 +205,9 @@ type SendResult struct {
 	RecipientStatus string   `json:"recipient_status" jsonschema:"active, offline or unregistered (of the first recipient); mixed for several"`
 	Recipients      []string `json:"recipients"`
 	ThreadID        string   `json:"thread_id"`
+	// Replayed says this answers a retry with an idempotency key: the first
+	// send's result; nothing new was sent.
+	Replayed bool `json:"replayed,omitempty"`
 }
 
 // MessageInfo is one message as a reader sees it (seed 000's MessageInfo plus

@@ -16,7 +16,7 @@ import (
 )
 
 func sendCmd(g *globals) *cobra.Command {
-	var priority, replyTo, payload string
+	var priority, replyTo, payload, key string
 	var meta []string
 	var ack bool
 	var ackWithin time.Duration
@@ -39,7 +39,7 @@ markdown; "-" reads it from standard input.`,
 				}
 				text = string(b)
 			}
-			req := api.SendRequest{To: args[0], Content: text, Priority: priority, ReplyTo: replyTo, AckRequired: ack}
+			req := api.SendRequest{To: args[0], Content: text, Priority: priority, ReplyTo: replyTo, AckRequired: ack, IdempotencyKey: key}
 			if ackWithin != 0 {
 				secs := int(ackWithin.Round(time.Second) / time.Second)
 				if secs < 1 {
@@ -83,6 +83,7 @@ markdown; "-" reads it from standard input.`,
 	f.StringVar(&payload, "payload", "", "JSON payload to attach")
 	f.BoolVar(&ack, "ack", false, "ask every recipient to acknowledge (parley ack ID)")
 	f.DurationVar(&ackWithin, "ack-within", 0, "tell me once if a recipient has not acknowledged within this time (implies --ack)")
+	f.StringVar(&key, "idempotency-key", "", "name this send: running it again with the key (within 24 h) sends nothing new")
 	addJSON(cmd, g)
 	return cmd
 }

@@ -26,6 +26,10 @@ type SendRequest struct {
 	// Door is the way the message came in (Origin.Door); the hub attests
 	// the rest of its origin itself.
 	Door Door
+	// IdempotencyKey, if set, names this send: a retry with the same key
+	// sends nothing new and returns the first send's result
+	// (idempotency.go).
+	IdempotencyKey string
 	// task is the task whose result this is (Complete).
 	task string
 }
@@ -35,6 +39,9 @@ type SendResult struct {
 	Message    *Message
 	Recipients []string   // agent names, sorted
 	Presence   []Presence // of each recipient when the message was stored, parallel to Recipients
+	// Replayed says the send was a retry with an idempotency key: this is
+	// the first send's result, and nothing new was sent.
+	Replayed bool
 }
 
 // Send resolves the address and stores the message with one delivery per
@@ -42,6 +49,14 @@ type SendResult struct {
 // durable.
 func (h *Hub) Send(ctx context.Context, r SendRequest) (*SendResult, error) {
 	const op = "send"
+	if r.IdempotencyKey != "" {
+		if err := ValidIdempotencyKey(r.IdempotencyKey); err != nil {
+			return nil, withOp(op, err)
+		}
+		if first, err := h.replaySend(ctx, r); err != nil || first != nil {
+			return first, withOp(op, err)
+		}
+	}
 	m, err := h.newMessage(ctx, r)
 	if err != nil {
 		return nil, withOp(op, err)
@@ -50,7 +65,14 @@ func (h *Hub) Send(ctx context.Context, r SendRequest) (*SendResult, error) {
 	if err != nil {
 		return nil, withOp(op, err)
 	}
-	return h.deliver(ctx, m, recips, agents)
+	res, err := h.deliver(ctx, m, recips, agents)
+	if KindOf(err) == Conflict && r.IdempotencyKey != "" {
+		// A retry raced its first send, which won: its result.
+		if first, ferr := h.replaySend(ctx, r); ferr == nil && first != nil {
+			return first, nil
+		}
+	}
+	return res, err
 }
 
 // deliver stores m for recips and wakes them, handing m straight to the
@@ -119,7 +141,8 @@ func (h *Hub) newMessage(ctx context.Context, r SendRequest) (*Message, error) {
 		Content: r.Content, Payload: r.Payload, Priority: p,
 		ReplyTo: r.ReplyTo, Metadata: r.Metadata, CreatedAt: now,
 		AckRequired: r.AckRequired || !r.AckDeadline.IsZero(), AckDeadline: r.AckDeadline.UTC(),
-		Origin: Origin{Door: r.Door, Host: h.host, Task: r.task},
+		Origin:         Origin{Door: r.Door, Host: h.host, Task: r.task},
+		IdempotencyKey: r.IdempotencyKey,
 	}
 	if r.Door != DoorDaemon {
 		role, err := h.roles.of(ctx, h, r.Workspace, r.From)

@@ -37,6 +37,10 @@ type Store interface {
 	CreateMessage(ctx context.Context, m *Message, recipients []string, handed ...Handoff) error
 	// Message returns the message with the id in ws, or NotFound.
 	Message(ctx context.Context, ws, id string) (*Message, error)
+	// MessageByKey returns the message of sender in ws stored with the
+	// idempotency key, or NotFound. CreateMessage and CompleteTask refuse
+	// (Conflict) a second message of the sender with the same key.
+	MessageByKey(ctx context.Context, ws, sender, key string) (*Message, error)
 	// Take hands up to q.Limit of the recipient's inbox deliveries (Queued or
 	// Redelivered, rank <= q.MaxRank, of q.Thread if set) to q.Reader in
 	// inbox order (priority rank, then the order the copies were first
