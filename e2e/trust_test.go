@@ -370,6 +370,29 @@ func TestTokenBindsRole(t *testing.T) {
 	if who.Role != "reviewer" {
 		t.Errorf("carol's session with a reviewer token: role %q, want reviewer", who.Role)
 	}
+
+	// A session is its opener's: alice's token cannot use one that carol's
+	// token (or the admin token) opened, though she learned its id.
+	admin, err := os.ReadFile(filepath.Join(e.home, "token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, opener := range map[string]string{"carol's token": carol.Token, "the admin token": strings.TrimSpace(string(admin))} {
+		code, body, h := tcpDo(t, addr, opener, "POST", "/mcp", init, "Accept: application/json, text/event-stream", "Parley-Agent: carol", "Parley-Workspace: team")
+		sid := h.Get("Mcp-Session-Id")
+		if code != 200 || sid == "" {
+			t.Fatalf("a session opened with %s: %d %s", name, code, body)
+		}
+		call := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"check_messages","arguments":{}}}`
+		if code, body := tcpCall(t, addr, alice, "POST", "/mcp", call, "Accept: application/json, text/event-stream",
+			"Mcp-Session-Id: "+sid, "Mcp-Protocol-Version: 2025-11-25"); code != http.StatusNotFound {
+			t.Errorf("alice's token on a session %s opened: got %d %s, want 404", name, code, body)
+		}
+	}
+	// Nor manage the gateway's upstreams.
+	if code, _ := tcpCall(t, addr, alice, "GET", "/api/v1/upstreams", ""); code != http.StatusForbidden {
+		t.Errorf("alice's token listing upstreams: got %d, want 403", code)
+	}
 }
 
 // TestGroupChangesAreTheCreators: with agent tokens, a group is changed by
