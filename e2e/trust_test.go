@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/parley-dev/parley/internal/mcpserver"
@@ -160,22 +161,20 @@ func tcpAsync(ctx context.Context, addr, tok, method, path, body string) <-chan 
 	return out
 }
 
-// rawStream opens a stream session (Upgrade: parley-mcp) over TCP with a
-// bearer token and initializes it; lines reads what the daemon writes, and
-// ends when the connection does.
+// rawStream opens a stream session (a WebSocket, subprotocol parley-mcp,
+// carrying newline-delimited JSON-RPC) over TCP with a bearer token and
+// initializes it; lines reads what the daemon writes, and ends when the
+// connection does.
 func rawStream(t *testing.T, addr, tok string) (conn net.Conn, lines <-chan string) {
 	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
+	ws, resp, err := websocket.Dial(t.Context(), "ws://"+addr+"/mcp", &websocket.DialOptions{
+		HTTPHeader: http.Header{"Authorization": {"Bearer " + tok}}, Subprotocols: []string{"parley-mcp"}})
+	if err != nil || ws.Subprotocol() != "parley-mcp" {
+		t.Fatalf("a stream session with an agent token: %v %v", resp, err)
 	}
+	c := websocket.NetConn(context.Background(), ws, websocket.MessageText)
 	t.Cleanup(func() { c.Close() })
-	fmt.Fprintf(c, "GET /mcp HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nConnection: Upgrade\r\nUpgrade: parley-mcp\r\n\r\n", addr, tok)
 	br := bufio.NewReader(c)
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
-		t.Fatalf("upgrade to a stream with an agent token: %v %v", resp, err)
-	}
 	ch := make(chan string, 64)
 	go func() {
 		defer close(ch)
@@ -220,9 +219,9 @@ func waiting(t *testing.T, e *env, ws, agent string) int {
 
 // TestRevocationEndsWhatIsOpen: revoking alice's token ends at once what is
 // open under it: a JSON API wait answers 403 "revoked", an MCP wait over
-// Streamable HTTP ends with an error, a raw stream session closes (it can
-// neither wait nor send any more); none takes the message sent next, which
-// stays queued.
+// Streamable HTTP ends with an error, a stream session (parley-mcp) closes
+// (it can neither wait nor send any more); none takes the message sent
+// next, which stays queued.
 func TestRevocationEndsWhatIsOpen(t *testing.T) {
 	e := newEnv(t, "PARLEY_WORKSPACE=team")
 	e.Must("daemon", "start", "--listen", "127.0.0.1:0")
