@@ -19,6 +19,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/mcpserver"
 	"github.com/parley-dev/parley/internal/store/postgres/pgtest"
 )
@@ -201,20 +202,18 @@ func rawStream(t *testing.T, addr, tok string) (conn net.Conn, lines <-chan stri
 
 // waiting is how many calls wait for agent's next message, as the socket's
 // user sees it.
-func waiting(t *testing.T, e *env, ws, agent string) int {
-	var l struct {
-		Agents []struct {
-			Name    string `json:"name"`
-			Waiting int    `json:"waiting"`
-		} `json:"agents"`
-	}
+func waiting(t *testing.T, e *env, ws, agent string) int { return agentInfo(t, e, ws, agent).Waiting }
+
+// agentInfo is an agent of ws as the socket's user lists it (zero if none).
+func agentInfo(t *testing.T, e *env, ws, agent string) api.AgentInfo {
+	var l api.ListAgentsResult
 	e.mustAPI("GET", "/agents", ws, "", nil, &l)
 	for _, a := range l.Agents {
 		if a.Name == agent {
-			return a.Waiting
+			return a
 		}
 	}
-	return 0
+	return api.AgentInfo{}
 }
 
 // TestRevocationEndsWhatIsOpen: revoking alice's token ends at once what is
@@ -759,19 +758,7 @@ func TestProvenanceAttested(t *testing.T) {
 // agentStatus is an agent's presence, active or offline, as the socket's
 // user sees it ("" if there is no such agent).
 func agentStatus(t *testing.T, e *env, ws, agent string) string {
-	var l struct {
-		Agents []struct {
-			Name   string `json:"name"`
-			Status string `json:"status"`
-		} `json:"agents"`
-	}
-	e.mustAPI("GET", "/agents", ws, "", nil, &l)
-	for _, a := range l.Agents {
-		if a.Name == agent {
-			return a.Status
-		}
-	}
-	return ""
+	return agentInfo(t, e, ws, agent).Status
 }
 
 // TestAbandonedHTTPSessionGoesOffline: a plain Streamable HTTP client (no GET
