@@ -58,9 +58,10 @@ AgentMail), and the server exits when its tmux session goes away.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			tenv, inTmux := tmux.FromEnv()
-			if _, _, ok := workspace.SessionName(os.Getenv, ""); !ok {
+			if _, _, ok := workspace.SessionName(os.Getenv, ""); !ok && !withChannel {
 				// A client that names no session (Gemini CLI, Codex): the
 				// client process that started this server is the session.
+				// (A channel is Claude Code's, which names its sessions.)
 				os.Setenv(workspace.EnvSession, fmt.Sprintf("client-pid-%d", os.Getppid()))
 			}
 			id, err := g.identity(cmd.Context(), false)
