@@ -51,6 +51,17 @@ type Config struct {
 	MaxAutoHops int `toml:"max_auto_hops,omitempty"`
 	// AutoTurnsPerMinute bounds a managed agent's automatic turns (default 10).
 	AutoTurnsPerMinute int `toml:"auto_turns_per_minute,omitempty"`
+	// DaemonTimeout is how long a daemon on a shared store (PostgreSQL) may
+	// miss its heartbeat before the others take it for dead and give back
+	// what it held: leased messages, claimed tasks, reservations; its agents
+	// go offline (a duration, "1s" to "1h"; default "30s").
+	DaemonTimeout string `toml:"daemon_timeout,omitempty"`
+}
+
+// DeadAfter is DaemonTimeout as a duration; 0 means the default.
+func (c *Config) DeadAfter() time.Duration {
+	d, _ := time.ParseDuration(c.DaemonTimeout)
+	return d
 }
 
 // maxFile bounds config.toml: it is a settings file, not data.
@@ -117,6 +128,9 @@ func Parse(b []byte, name string) (*Config, error) {
 	}
 	if d, err := time.ParseDuration(c.StallAfter); c.StallAfter != "" && (err != nil || d <= 0) {
 		return nil, fmt.Errorf("%s: invalid stall_after %q: want a duration such as \"10m\"", name, c.StallAfter)
+	}
+	if d, err := time.ParseDuration(c.DaemonTimeout); c.DaemonTimeout != "" && (err != nil || d < time.Second || d > time.Hour) {
+		return nil, fmt.Errorf("%s: invalid daemon_timeout %q: want a duration from \"1s\" to \"1h\", such as \"30s\"", name, c.DaemonTimeout)
 	}
 	if err := validateNotify(c.Notify); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)

@@ -142,8 +142,14 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	if err != nil {
 		return nil, err
 	}
-	d.hub = hub.New(d.db, &hub.Options{Logger: d.log.With("subsystem", "hub"), MaxContent: cfg.MaxContent, Notifier: d.notifier(), Host: d.host})
+	d.hub = hub.New(d.db, &hub.Options{Logger: d.log.With("subsystem", "hub"), MaxContent: cfg.MaxContent, Notifier: d.notifier(), Host: d.host,
+		DeadAfter: d.conf.DeadAfter()})
 	d.hub.Subscribe(d.daemonEvents)
+	// Alive before anything is held: on a shared store the others must not
+	// take a daemon that starts for one that died (hub.LivenessStore).
+	if err := d.hub.Beat(ctx); err != nil {
+		return nil, fmt.Errorf("heartbeat: %w", err)
+	}
 	// What this daemon leased before it stopped or crashed was handed to
 	// readers that are gone: it goes back to its inbox. (The PID lock makes
 	// it a SQLite store's only user; on PostgreSQL its node names its own

@@ -42,7 +42,7 @@ type Event struct {
 	MessageID  string // for delivery events
 	Reader     string // for message.delivered
 	Count      int    // for delivery events: the copy's delivery count
-	Change     string // for groups: created, deleted, member_added, member_removed; for reservations: granted, renewed, released, force_released
+	Change     string // for groups: created, deleted, member_added, member_removed; for reservations: granted, renewed, released, force_released, reclaimed
 
 	Reservations []*Reservation // for EventReservations
 
@@ -125,6 +125,13 @@ func (h *Hub) Relay(e Event) {
 		h.wakeLocal(e.Workspace, e.Recipients)
 	case EventMessageRedelivered:
 		h.wakeLocal(e.Workspace, []string{e.Agent})
+	case EventAgentLeft:
+		if h.Connected(e.Workspace, e.Agent) {
+			// It left another daemon (or that daemon died) but has a
+			// session here: the store says so again, off the notifier's
+			// goroutine.
+			go h.storeLeft(e.Workspace, e.Agent)
+		}
 	}
 	h.publishLocal(e)
 }

@@ -44,6 +44,10 @@ type Options struct {
 	// ResponseBudget bounds the bytes of messages one check or peek hands
 	// out (limits.go); 0: DefaultResponseBudget.
 	ResponseBudget int
+	// DeadAfter is how long this daemon may miss its heartbeat before the
+	// others on a shared store take it for dead and give back what it held
+	// (liveness.go); 0: DefaultDeadAfter.
+	DeadAfter time.Duration
 }
 
 // Hub is the message bus of every workspace the daemon serves.
@@ -56,6 +60,7 @@ type Hub struct {
 	notifier   Notifier
 	lease      time.Duration
 	sweepEvery time.Duration
+	deadAfter  time.Duration
 	host       string
 
 	mu       sync.Mutex
@@ -112,6 +117,9 @@ func New(store Store, opts *Options) *Hub {
 	if o.SweepEvery <= 0 {
 		o.SweepEvery = DefaultSweepEvery
 	}
+	if o.DeadAfter <= 0 {
+		o.DeadAfter = DefaultDeadAfter
+	}
 	return &Hub{
 		store:      store,
 		log:        o.Logger,
@@ -121,6 +129,7 @@ func New(store Store, opts *Options) *Hub {
 		notifier:   o.Notifier,
 		lease:      o.Lease,
 		sweepEvery: o.SweepEvery,
+		deadAfter:  o.DeadAfter,
 		host:       o.Host,
 		waiters:    make(map[inboxKey]map[*waiter]struct{}),
 		sessions:   make(map[inboxKey]int),

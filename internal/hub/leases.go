@@ -303,8 +303,14 @@ func (h *Hub) repliers(ctx context.Context, m *Message, agent string) (repliers 
 
 // Run sweeps until ctx ends: deliveries whose lease ran out go back to their
 // inboxes, and the sender of a message whose ack deadline passed unacked gets
-// one notice. A daemon runs it once, beside the hub.
+// one notice. On a store that keeps heartbeats it beats, and gives back what
+// dead daemons held (liveness.go). A daemon runs it once, beside the hub.
 func (h *Hub) Run(ctx context.Context) error {
+	if ls, ok := h.store.(LivenessStore); ok {
+		done := make(chan struct{})
+		go func() { h.runLiveness(ctx, ls); close(done) }()
+		defer func() { <-done }()
+	}
 	t := time.NewTicker(h.sweepEvery)
 	defer t.Stop()
 	for {
