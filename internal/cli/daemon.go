@@ -121,16 +121,17 @@ func daemonStopCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// exitNotRunning is daemon status's exit code for a daemon that is down.
-const exitNotRunning = 3
+// exitNotRunning is daemon status's exit code for a daemon that is down:
+// unavailable, as in exitCode's table.
+const exitNotRunning = 7
 
 func daemonStatusCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show whether the daemon runs, and its pid, socket, database and workspaces",
 		Long: `Show whether the daemon runs, and its pid, socket, database and workspaces.
-Exits 0 when it runs and 3 when it does not (as systemctl status does), so that
-scripts can test it.`,
+Exits 0 when it runs and 7 (unavailable, as for any command that cannot reach
+it) when it does not, so that scripts can test it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			paths, err := home.Resolve("")
