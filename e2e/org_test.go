@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -153,5 +154,40 @@ func TestPostgresDeadDaemonReclaimed(t *testing.T) {
 	log, _ := os.ReadFile(filepath.Join(b.home, "daemon.log"))
 	if !strings.Contains(string(log), "a daemon on the store is dead") {
 		t.Errorf("B's daemon.log does not say it reclaimed A")
+	}
+}
+
+// TestPostgresBackupRestore: the backup docs/team-server.md describes, done
+// for real: pg_dump of a live team server's database, pg_restore into a new
+// one, a daemon on it finds every message and each copy's state.
+func TestPostgresBackupRestore(t *testing.T) {
+	bin, err := pgtest.BinDir()
+	if err != nil {
+		t.Skip(err)
+	}
+	src := pgtest.Database(t)
+	a := newEnv(t, "PARLEY_STORE="+src, "PARLEY_WORKSPACE=team")
+	a.Must("daemon", "start")
+	a.Must("join", "--name", "bob", "--role", "dev")
+	a.Must("send", "bob", "read before the backup", "--agent", "alice")
+	a.Must("inbox", "--agent", "bob")
+	a.Must("send", "bob", "unread at the backup", "--agent", "alice")
+
+	dump := filepath.Join(t.TempDir(), "parley.dump")
+	if out, err := osexec.Command(filepath.Join(bin, "pg_dump"), "--format=custom", "--file="+dump, src).CombinedOutput(); err != nil {
+		t.Fatalf("pg_dump of the live database: %v\n%s", err, out)
+	}
+	a.Must("daemon", "stop")
+	dst := pgtest.Database(t)
+	if out, err := osexec.Command(filepath.Join(bin, "pg_restore"), "--no-owner", "--dbname="+dst, dump).CombinedOutput(); err != nil {
+		t.Fatalf("pg_restore: %v\n%s", err, out)
+	}
+	b := newEnv(t, "PARLEY_STORE="+dst, "PARLEY_WORKSPACE=team")
+	b.Must("daemon", "start")
+	if out := b.Must("inbox", "--agent", "bob"); !strings.Contains(out, "unread at the backup") || strings.Contains(out, "read before the backup") {
+		t.Errorf("bob's inbox after the restore: want only the message unread at the backup:\n%s", out)
+	}
+	if out := b.Must("search", "backup", "--agent", "bob"); !strings.Contains(out, "read before the **backup**") {
+		t.Errorf("search after the restore: want the message read before the backup:\n%s", out)
 	}
 }

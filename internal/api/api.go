@@ -107,6 +107,11 @@ type Status struct {
 	Profiles []string `json:"profiles"`
 	// Listen is the TCP address served besides the socket, if any.
 	Listen string `json:"listen,omitempty"`
+	// TLS says the TCP listener speaks TLS (a team server).
+	TLS bool `json:"tls,omitempty"`
+	// ServerURL is where teammates' agents reach this daemon: public_url in
+	// config.toml, else the TCP listener's URL; empty without one.
+	ServerURL string `json:"server_url,omitempty"`
 	// Goroutines is the daemon's goroutine count, for leak checks under load.
 	Goroutines int `json:"goroutines"`
 }

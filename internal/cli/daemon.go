@@ -159,7 +159,11 @@ it) when it does not, so that scripts can test it.`,
 				fmt.Fprintf(w, "parley daemon running\n  pid:        %d\n  version:    %s\n  uptime:     %s\n  socket:     %s\n",
 					st.PID, st.Version, st.Uptime, st.Socket)
 				if st.Listen != "" {
-					fmt.Fprintf(w, "  tcp:        http://%s (bearer token in %s)\n", st.Listen, paths.Token)
+					scheme := "http"
+					if st.TLS {
+						scheme = "https"
+					}
+					fmt.Fprintf(w, "  tcp:        %s://%s (bearer token in %s)\n", scheme, st.Listen, paths.Token)
 				}
 				fmt.Fprintf(w, "  store:      %s\n  database:   %s\n  sessions:   %d\n  workspaces: %s\n", st.Store, st.Database, st.Sessions, strings.Join(st.Workspaces, ", "))
 			})

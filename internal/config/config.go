@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -24,6 +25,16 @@ type Config struct {
 	Listen string `toml:"listen,omitempty"`
 	// AllowRemote permits a non-loopback Listen address (a token is still required).
 	AllowRemote bool `toml:"allow_remote,omitempty"`
+	// TLSCert and TLSKey, both or neither, make the Listen address a team
+	// server that speaks TLS (PEM files: the certificate with its chain, and
+	// its private key, mode 0600). A TLS listener may be non-loopback
+	// without AllowRemote.
+	TLSCert string `toml:"tls_cert,omitempty"`
+	TLSKey  string `toml:"tls_key,omitempty"`
+	// PublicURL is how teammates reach this daemon (https://HOST:PORT, or a
+	// reverse proxy's URL): `parley token create` prints it in the line it
+	// gives them. Default: the Listen address.
+	PublicURL string `toml:"public_url,omitempty"`
 	// MaxMessageBytes is the message size limit (default 256 KiB).
 	MaxMessageBytes int `toml:"max_message_bytes,omitempty"`
 	// Nudge, if "tmux", types a notice into an idle agent's tmux pane on new mail.
@@ -128,6 +139,14 @@ func Parse(b []byte, name string) (*Config, error) {
 	}
 	if d, err := time.ParseDuration(c.StallAfter); c.StallAfter != "" && (err != nil || d <= 0) {
 		return nil, fmt.Errorf("%s: invalid stall_after %q: want a duration such as \"10m\"", name, c.StallAfter)
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return nil, fmt.Errorf("%s: tls_cert and tls_key go together: give both (the certificate and its key) or neither", name)
+	}
+	if c.PublicURL != "" {
+		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return nil, fmt.Errorf("%s: invalid public_url %q: want https://HOST[:PORT]", name, c.PublicURL)
+		}
 	}
 	if d, err := time.ParseDuration(c.DaemonTimeout); c.DaemonTimeout != "" && (err != nil || d < time.Second || d > time.Hour) {
 		return nil, fmt.Errorf("%s: invalid daemon_timeout %q: want a duration from \"1s\" to \"1h\", such as \"30s\"", name, c.DaemonTimeout)

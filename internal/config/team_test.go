@@ -38,3 +38,28 @@ func TestDaemonTimeout(t *testing.T) {
 		})
 	}
 }
+
+// TestTeamServerConfig: TLS certificate and key go together; public_url is a
+// URL.
+func TestTeamServerConfig(t *testing.T) {
+	for _, tt := range []struct {
+		name, toml, wantErr string
+	}{
+		{name: "tls", toml: "listen = \"0.0.0.0:7474\"\ntls_cert = \"/etc/parley/cert.pem\"\ntls_key = \"/etc/parley/key.pem\""},
+		{name: "cert alone", toml: `tls_cert = "/etc/parley/cert.pem"`, wantErr: "tls_cert and tls_key go together"},
+		{name: "key alone", toml: `tls_key = "/etc/parley/key.pem"`, wantErr: "tls_cert and tls_key go together"},
+		{name: "public url", toml: `public_url = "https://parley.example.com"`},
+		{name: "public url without scheme", toml: `public_url = "parley.example.com:7474"`, wantErr: "invalid public_url"},
+		{name: "public url of another scheme", toml: `public_url = "ftp://parley.example.com"`, wantErr: "invalid public_url"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.toml), "config.toml")
+			if tt.wantErr == "" && err != nil {
+				t.Fatal(err)
+			}
+			if tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("got %v, want an error containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
