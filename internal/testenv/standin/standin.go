@@ -132,6 +132,17 @@ func (r *MessagesRequest) First() string {
 	return unescape(r.Messages[0].Content)
 }
 
+// Tail is the text of the messages after the last assistant message (what
+// this request adds to the conversation: a user turn, tool results, and
+// what a client slipped in beside them), one per line.
+func (r *MessagesRequest) Tail() string {
+	var parts []string
+	for i := len(r.Messages) - 1; i >= 0 && r.Messages[i].Role != "assistant"; i-- {
+		parts = append([]string{unescape(r.Messages[i].Content)}, parts...)
+	}
+	return strings.Join(parts, "\n")
+}
+
 // ToolResult returns the text of the tool_result for tool_use id, if the
 // request carries it.
 func (r *MessagesRequest) ToolResult(id string) (string, bool) {
@@ -284,6 +295,36 @@ func (r *ResponsesRequest) Has(sub string) bool {
 		}
 	}
 	return false
+}
+
+// Tail is the text of the input items after the model's last output
+// (message or call): the user turn, the call outputs, and what the client
+// added beside them, one per line.
+func (r *ResponsesRequest) Tail() string {
+	var parts []string
+	for i := len(r.Input) - 1; i >= 0; i-- {
+		var it struct {
+			Type    string          `json:"type"`
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+			Output  json.RawMessage `json:"output"`
+		}
+		if json.Unmarshal(r.Input[i], &it) != nil {
+			continue
+		}
+		if it.Role == "assistant" || it.Type == "function_call" || it.Type == "custom_tool_call" || it.Type == "reasoning" {
+			break
+		}
+		text := ""
+		switch {
+		case len(it.Output) > 0:
+			text = unescape(it.Output)
+		case len(it.Content) > 0:
+			text = unescape(it.Content)
+		}
+		parts = append([]string{text}, parts...)
+	}
+	return strings.Join(parts, "\n")
 }
 
 // Output returns the output of the function call (or the freeform tool call,
