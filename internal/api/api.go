@@ -173,6 +173,14 @@ type SendRequest struct {
 	AckRequired bool `json:"ack_required,omitempty" jsonschema:"ask recipients to ack_message it"`
 	// AckWithin is a deadline in seconds from now for those acks.
 	AckWithin *int `json:"ack_within,omitempty" jsonschema:"seconds to ack; then you get one notice"`
+	// Deliver is how the message may draw an idle or busy recipient's
+	// attention (hub.DeliverMode); "" is the priority's default.
+	Deliver string `json:"deliver,omitempty" jsonschema:"waking a recipient that is not waiting: queue, idle, steer or interrupt (default by priority)"`
+	// TTL is the message's time to live in seconds: a copy that nothing
+	// reaches in that time, while its recipient has no reader and no door,
+	// bounces back to the sender. 0 means none; absent, the daemon's
+	// default.
+	TTL *int `json:"ttl_seconds,omitempty" jsonschema:"bounce back if nothing reaches them this long (0: never; default 86400)"`
 }
 
 // SendResult is the send_message result (seed 000 plus recipients and thread).

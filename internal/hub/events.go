@@ -17,7 +17,15 @@ const (
 	EventMessageRead        EventKind = "message.read"
 	EventMessageAcked       EventKind = "message.acked"
 	EventMessageRedelivered EventKind = "message.redelivered"
-	EventGroupChanged       EventKind = "group.changed"
+	// A letter through a door told the recipient of its copy (Via); its
+	// session started a turn with it; a copy bounced back (Reason).
+	EventMessageHanded  EventKind = "message.handed"
+	EventMessageSeen    EventKind = "message.seen"
+	EventMessageBounced EventKind = "message.bounced"
+	EventGroupChanged   EventKind = "group.changed"
+	// An agent's session opened its door, or the door closed (Door).
+	EventDoorOpened EventKind = "door.opened"
+	EventDoorClosed EventKind = "door.closed"
 )
 
 // Event is one change in a workspace. Subscribers must not modify it.
@@ -37,6 +45,9 @@ type Event struct {
 	Change     string // for groups: created, deleted, member_added, member_removed; for reservations: granted, renewed, released, force_released
 
 	Reservations []*Reservation // for EventReservations
+	Door         *Door          // for door events
+	Reason       string         // for message.bounced: why
+	Via          WakePath       // for message.handed: the door's path
 }
 
 // Subscribe calls fn for every event until the returned function is called. fn

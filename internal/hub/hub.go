@@ -44,7 +44,15 @@ type Options struct {
 	// ResponseBudget bounds the bytes of messages one check or peek hands
 	// out (limits.go); 0: DefaultResponseBudget.
 	ResponseBudget int
+	// TTL is the time to live of a message that names none: a copy that
+	// nothing reached by then bounces back to its sender (door.go). 0:
+	// DefaultTTL; NoTTL: none.
+	TTL time.Duration
 }
+
+// DefaultTTL is a message's time to live when neither it nor the daemon's
+// configuration names one.
+const DefaultTTL = 24 * time.Hour
 
 // Hub is the message bus of every workspace the daemon serves.
 type Hub struct {
@@ -57,6 +65,7 @@ type Hub struct {
 	lease      time.Duration
 	sweepEvery time.Duration
 	host       string
+	ttl        time.Duration // 0: none
 
 	mu       sync.Mutex
 	waiters  map[inboxKey]map[*waiter]struct{}
@@ -107,6 +116,12 @@ func New(store Store, opts *Options) *Hub {
 	if o.SweepEvery <= 0 {
 		o.SweepEvery = DefaultSweepEvery
 	}
+	switch {
+	case o.TTL == 0:
+		o.TTL = DefaultTTL
+	case o.TTL < 0:
+		o.TTL = 0
+	}
 	return &Hub{
 		store:      store,
 		log:        o.Logger,
@@ -117,6 +132,7 @@ func New(store Store, opts *Options) *Hub {
 		lease:      o.Lease,
 		sweepEvery: o.SweepEvery,
 		host:       o.Host,
+		ttl:        o.TTL,
 		waiters:    make(map[inboxKey]map[*waiter]struct{}),
 		sessions:   make(map[inboxKey]int),
 		seen:       make(map[inboxKey]time.Time),

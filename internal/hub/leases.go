@@ -302,6 +302,7 @@ func (h *Hub) Sweep(ctx context.Context) {
 	for _, od := range due {
 		h.noticeOverdue(ctx, od)
 	}
+	h.expire(ctx, now)
 }
 
 // NoticeSender is the sender of Parley's own notices (overdue acks).
@@ -313,7 +314,7 @@ func (h *Hub) noticeOverdue(ctx context.Context, od *Overdue) {
 	content := fmt.Sprintf("Ack overdue: your message %s to %s was not acknowledged by %s before its deadline %s.",
 		m.ID, m.To, strings.Join(od.Pending, ", "), m.AckDeadline.UTC().Format(time.RFC3339))
 	n, err := h.newMessage(ctx, SendRequest{Workspace: m.Workspace, From: NoticeSender, To: m.From,
-		Content: content, Priority: string(High),
+		Content: content, Priority: string(High), TTL: NoTTL,
 		Metadata: map[string]string{"kind": "ack_overdue", "message_id": m.ID, "pending": strings.Join(od.Pending, ",")}})
 	if err == nil {
 		_, err = h.deliver(ctx, n, []string{m.From}, nil)
@@ -327,7 +328,7 @@ func (h *Hub) noticeOverdue(ctx context.Context, od *Overdue) {
 func (h *Hub) publishDeliveries(kind EventKind, ds []*Delivery) {
 	for _, d := range ds {
 		h.publish(Event{Kind: kind, Workspace: d.Workspace, Agent: d.Recipient, MessageID: d.MessageID,
-			Reader: d.Reader, Count: d.Count, Message: d.Message})
+			Reader: d.Reader, Count: d.Count, Message: d.Message, Reason: d.BounceReason})
 		if kind == EventMessageRedelivered && IsQueue(d.Recipient) {
 			h.publish(Event{Kind: EventTaskReleased, Workspace: d.Workspace, Agent: d.Recipient, MessageID: d.MessageID,
 				Count: d.Count, Recipients: []string{d.Recipient}})

@@ -18,5 +18,13 @@ func (h *Hub) NoteWake(ctx context.Context, ws, agent string, messageIDs []strin
 		return 0, Errorf(op, Invalid, "%d message ids; at most %d at once", len(messageIDs), MaxCheckLimit)
 	}
 	n, err := h.store.NoteWake(ctx, ws, agent, messageIDs, via, h.now().UTC())
-	return n, withOp(op, err)
+	if err != nil {
+		return 0, withOp(op, err)
+	}
+	if n > 0 && via.IsDoor() {
+		for _, id := range messageIDs {
+			h.publish(Event{Kind: EventMessageHanded, Workspace: ws, Agent: agent, MessageID: id, Via: via})
+		}
+	}
+	return n, nil
 }

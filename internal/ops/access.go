@@ -34,6 +34,8 @@ var agentToken = map[string]bool{
 	"NoteWake":       true,
 	"Receipt":        true,
 	"MessageStatus":  true,
+	"Seen":           true, // the caller's own session saw a letter
+	"Bounced":        true, // the caller's own dead letters (All: false below)
 	"History":        true,
 	"GetMessage":     true,
 	"Thread":         true,
@@ -106,6 +108,12 @@ var agentToken = map[string]bool{
 	"Purge":           false,
 	"Status":          false, // the daemon's paths, store and sessions
 	"Health":          true,  // is the daemon up: what a remote client asks first
+	// Doors are a session's on this machine, of this OS user: registered
+	// and seen over the Unix socket only.
+	"OpenDoor":        false,
+	"OpenSessionDoor": false,
+	"CloseDoor":       false,
+	"ListDoors":       false,
 	"CreateToken":     false,
 	"ListTokens":      false,
 	"RevokeToken":     false,

@@ -16,7 +16,7 @@ import (
 // msgCols are a message's columns as scanMessage reads them, for a messages table
 // aliased m.
 const msgCols = `m.id, m.workspace, m.sender, m.to_addr, m.content, m.payload, m.priority,
-	m.reply_to, m.thread_id, m.metadata, m.created_at, m.ack_required, m.ack_deadline`
+	m.reply_to, m.thread_id, m.metadata, m.created_at, m.ack_required, m.ack_deadline, m.expires_at, m.deliver`
 
 // scanMessage reads msgCols (after any leading dest) into a new message.
 func scanMessage(row pgx.Row, lead ...any) (*hub.Message, error) {
@@ -26,14 +26,20 @@ func scanMessage(row pgx.Row, lead ...any) (*hub.Message, error) {
 		metadata []byte
 		prio     string
 		ackDue   *time.Time
+		expires  *time.Time
+		deliver  string
 	)
 	if err := row.Scan(append(lead, &m.ID, &m.Workspace, &m.From, &m.To, &m.Content, &payload, &prio,
-		&m.ReplyTo, &m.ThreadID, &metadata, &m.CreatedAt, &m.AckRequired, &ackDue)...); err != nil {
+		&m.ReplyTo, &m.ThreadID, &metadata, &m.CreatedAt, &m.AckRequired, &ackDue, &expires, &deliver)...); err != nil {
 		return nil, err
 	}
 	if ackDue != nil {
 		m.AckDeadline = ackDue.UTC()
 	}
+	if expires != nil {
+		m.ExpiresAt = expires.UTC()
+	}
+	m.Deliver = hub.DeliverMode(deliver)
 	if payload != nil {
 		m.Payload = json.RawMessage(payload)
 	}

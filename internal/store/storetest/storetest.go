@@ -66,6 +66,9 @@ func Run(t *testing.T, open func(t *testing.T) hub.Store) {
 		{"Deliveries", testDeliveries},
 		{"DueAcksAndOverdue", testDueAcksAndOverdue},
 		{"ClearInboxLeased", testClearInboxLeased},
+		{"Doors", testDoors},
+		{"MarkSeen", testMarkSeen},
+		{"ExpiryAndBounce", testExpiryAndBounce},
 	})
 }
 
