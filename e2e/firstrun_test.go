@@ -113,8 +113,8 @@ func TestInitCodexPassesHomeAndApproves(t *testing.T) {
 		t.Fatalf("config.toml: %v\n%s", err, b)
 	}
 	p := conf.Servers["parley"]
-	if strings.Join(p.EnvVars, ",") != "PARLEY_HOME,MINE" || p.Approval != "approve" || strings.Join(p.Args, " ") != "mcp serve --agent repo-codex" {
-		t.Errorf("parley server: got %+v, want env_vars PARLEY_HOME and MINE, approval approve, --agent repo-codex\n%s", p, b)
+	if strings.Join(p.EnvVars, ",") != "PARLEY_HOME,CODEX_HOME,MINE" || p.Approval != "approve" || strings.Join(p.Args, " ") != "mcp serve --agent repo-codex" {
+		t.Errorf("parley server: got %+v, want env_vars PARLEY_HOME, CODEX_HOME and MINE, approval approve, --agent repo-codex\n%s", p, b)
 	}
 	// The real Codex reads the table as written.
 	c := exec.Command(codex, "mcp", "get", "parley", "--json")

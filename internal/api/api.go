@@ -40,6 +40,19 @@ const (
 	HeaderNudge      = "Parley-Nudge"
 )
 
+// Headers of a session whose client opened a door for it (`parley mcp
+// serve` sends them at initialize, from the environment the client started
+// it with): Claude Code's inbox socket, its token and the Claude session
+// id; or the CODEX_HOME whose app-server holds a Codex session's threads
+// (the thread id comes with each tools/call, in _meta.threadId). The
+// daemon registers the door only for a session over its Unix socket.
+const (
+	HeaderDoorSocket  = "Parley-Door-Socket"
+	HeaderDoorToken   = "Parley-Door-Token"
+	HeaderDoorSession = "Parley-Door-Session"
+	HeaderCodexHome   = "Parley-Codex-Home"
+)
+
 // Receipts over the JSON API: a read with HeaderReceipts is not confirmed
 // when its response is written; its response names the reader that holds
 // what it handed out (HeaderReader), leased for a minute, and the client

@@ -51,6 +51,24 @@ type Config struct {
 	MaxAutoHops int `toml:"max_auto_hops,omitempty"`
 	// AutoTurnsPerMinute bounds a managed agent's automatic turns (default 10).
 	AutoTurnsPerMinute int `toml:"auto_turns_per_minute,omitempty"`
+	// MessageTTL is the time to live of a message that names none: a copy
+	// that nothing reaches in that time, while its recipient has no reader
+	// and no door, bounces back to its sender (an age such as "24h" or
+	// "7d"; "0" keeps messages until read; default "24h").
+	MessageTTL string `toml:"message_ttl,omitempty"`
+}
+
+// TTL is MessageTTL as a duration: 0 for the default, a negative one for
+// none. Load checked it.
+func (c *Config) TTL() time.Duration {
+	switch strings.TrimSpace(c.MessageTTL) {
+	case "":
+		return 0
+	case "0":
+		return -1
+	}
+	d, _ := ParseAge(c.MessageTTL)
+	return d
 }
 
 // maxFile bounds config.toml: it is a settings file, not data.
@@ -114,6 +132,11 @@ func Parse(b []byte, name string) (*Config, error) {
 	}
 	if err := validateRunner(&c); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if t := strings.TrimSpace(c.MessageTTL); t != "" && t != "0" {
+		if d, err := ParseAge(t); err != nil || d > 30*24*time.Hour {
+			return nil, fmt.Errorf("%s: invalid message_ttl %q: want an age up to 30d such as \"24h\" or \"7d\", or \"0\" for none", name, c.MessageTTL)
+		}
 	}
 	if d, err := time.ParseDuration(c.StallAfter); c.StallAfter != "" && (err != nil || d <= 0) {
 		return nil, fmt.Errorf("%s: invalid stall_after %q: want a duration such as \"10m\"", name, c.StallAfter)

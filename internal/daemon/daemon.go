@@ -137,7 +137,8 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	if err != nil {
 		return nil, err
 	}
-	d.hub = hub.New(d.db, &hub.Options{Logger: d.log.With("subsystem", "hub"), MaxContent: cfg.MaxContent, Notifier: d.notifier(), Host: d.host})
+	d.hub = hub.New(d.db, &hub.Options{Logger: d.log.With("subsystem", "hub"), MaxContent: cfg.MaxContent, Notifier: d.notifier(), Host: d.host,
+		TTL: d.conf.TTL()})
 	// What this daemon leased before it stopped or crashed was handed to
 	// readers that are gone: it goes back to its inbox. (The PID lock makes
 	// it a SQLite store's only user; on PostgreSQL its node names its own
@@ -219,7 +220,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	swept := make(chan struct{})
 	go func() { d.hub.Run(sweepCtx); close(swept) }()
 	defer func() { stopSweep(); <-swept }()
-	d.startNudger(ctx)
+	doorCtx, stopDoorman := context.WithCancel(ctx)
+	doorman, doormanDone := d.startDoorman(doorCtx)
+	defer func() { stopDoorman(); <-doormanDone }() // its letters in flight, before the store closes
+	d.startNudger(ctx, doorman)
 	d.startRetention(ctx)
 	select {
 	case err := <-errc:

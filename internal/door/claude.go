@@ -112,6 +112,29 @@ func (c *Claude) Write(ctx context.Context, l ClaudeLetter) (<-chan IdleNotice, 
 	return notice, nil
 }
 
+// NotifyIdle asks the session, with no letter, to tell the listener when it
+// is next idle (at once if it is idle now: within a second, measured with
+// 2.1.332), and returns the channel that gets the notice.
+func (c *Claude) NotifyIdle(ctx context.Context, l *IdleListener) (<-chan IdleNotice, error) {
+	const op = "claude idle notice"
+	msgID := newID()
+	ch, err := l.expect(msgID)
+	if err != nil {
+		return nil, &Error{Op: op, Err: err}
+	}
+	b, _ := json.Marshal(map[string]string{"type": "control", "action": "notify_when_idle", "from": l.Addr(), "msg_id": msgID})
+	lines := [][]byte{b}
+	if c.Token != "" {
+		a, _ := json.Marshal(map[string]string{"type": "auth", "token": c.Token})
+		lines = append([][]byte{a}, lines...)
+	}
+	if err := c.send(ctx, lines); err != nil {
+		l.forget(msgID)
+		return nil, &Error{Op: op, Kind: kindOf(err), Err: err}
+	}
+	return ch, nil
+}
+
 // send writes lines on one connection, half-closes it, and waits for the
 // session to close its end.
 func (c *Claude) send(ctx context.Context, lines [][]byte) error {

@@ -16,6 +16,8 @@ package door
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 )
 
 // ErrGone means the session behind the door is gone: its socket is missing
@@ -59,3 +61,55 @@ func IsRefused(err error) bool { return errors.Is(err, ErrRefused) }
 // MaxText bounds a letter's text. A letter is a short notice, never a
 // message's content; Claude Code drops a connection whose line is too long.
 const MaxText = 16 << 10
+
+// Environment of a client session. A Claude Code session gives the
+// processes it starts (MCP servers, hooks, commands) its inbox and its
+// identity; Codex gives its commands the thread's. A process that outlives
+// the session or serves other sessions (the daemon, a managed agent's CLI)
+// must not inherit them: it would take another session's door for its own.
+const (
+	EnvClaudeSocket  = "CLAUDE_CODE_MESSAGING_SOCKET"
+	EnvClaudeToken   = "CLAUDE_CODE_MESSAGING_TOKEN"
+	EnvClaudeSession = "CLAUDE_CODE_SESSION_ID"
+	EnvCodexHome     = "CODEX_HOME"
+)
+
+// SessionVars are the variables that tie a process to the client session
+// that started it (its door and its identity).
+var SessionVars = []string{
+	EnvClaudeSocket, EnvClaudeToken, EnvClaudeSession,
+	"CLAUDE_CODE_LAUNCHED_BY_SESSION_IDS", "CLAUDE_CODE_CHILD_SESSION", "CLAUDE_CODE_CHILD_NOTES_DIR",
+	"CLAUDE_CODE_SESSION_ATTENDED", "CLAUDE_PID", "CLAUDE_ENV_FILE",
+	"CODEX_THREAD_ID", "CODEX_SESSION_ID", "CODEX_TOOL_CALL_ID",
+}
+
+// StripSession returns env (KEY=VALUE entries) without SessionVars.
+func StripSession(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(SessionVars, k) {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// LetterMarker starts every letter Parley writes through a door, followed
+// by the letter's id and "]": a hook that sees a prompt carrying it (Claude
+// Code's UserPromptSubmit) reports the letter seen.
+const LetterMarker = "[Parley bus · letter "
+
+// LetterID finds a letter's id in text (a prompt that carries a letter), or
+// returns "".
+func LetterID(text string) string {
+	_, rest, ok := strings.Cut(text, LetterMarker)
+	if !ok {
+		return ""
+	}
+	id, _, ok := strings.Cut(rest, "]")
+	if !ok || len(id) != 26 {
+		return ""
+	}
+	return id
+}

@@ -129,6 +129,17 @@ func (h *Hub) OpenDoor(ctx context.Context, d Door) (*Door, error) {
 		return nil, withOp(op, err)
 	}
 	h.publish(Event{Kind: EventDoorOpened, Workspace: out.Workspace, Agent: out.Agent, Door: out})
+	if out.Owner != "" {
+		// A session has one door of a kind: a Codex session that moved to
+		// a new thread leaves the old one.
+		if ds, err := h.store.Doors(ctx, out.Workspace, out.Agent, false); err == nil {
+			for _, o := range ds {
+				if o.ID != out.ID && o.Owner == out.Owner && o.Kind == out.Kind {
+					h.CloseDoor(ctx, o.Workspace, o.ID, DoorClosedReplaced)
+				}
+			}
+		}
+	}
 	return out, nil
 }
 
@@ -223,6 +234,23 @@ func (h *Hub) MarkSeen(ctx context.Context, ws, agent string, via WakePath, befo
 	}
 	h.publishDeliveries(EventMessageSeen, ds)
 	return len(ds), nil
+}
+
+// SessionActive notes that a session of the agent made a request (a Parley
+// tool call): it is at work, so the copies that letters through its doors
+// told it of are seen. It costs nothing unless such copies are unseen.
+func (h *Hub) SessionActive(ctx context.Context, ws, agent string) {
+	k := inboxKey{ws, agent}
+	h.mu.Lock()
+	_, ok := h.unseen[k]
+	delete(h.unseen, k)
+	h.mu.Unlock()
+	if !ok {
+		return
+	}
+	if _, err := h.MarkSeen(ctx, ws, agent, "", time.Time{}); err != nil {
+		h.log.Warn("mark seen", "agent", agent, "err", err)
+	}
 }
 
 // DeliverMode says how a message may draw its recipient's attention when it

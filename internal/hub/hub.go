@@ -73,6 +73,7 @@ type Hub struct {
 	seen     map[inboxKey]time.Time // last seen, in memory, fresher than the store
 	written  map[inboxKey]time.Time // last-seen time last written to the store
 	left     map[inboxKey]time.Time // when the agent's last session ended (agents.go)
+	unseen   map[inboxKey]struct{}  // agents told of copies through a door, not seen since (door.go)
 
 	// leftMu orders the writes of a PresenceStore's left times (agents.go).
 	leftMu sync.Mutex
@@ -138,6 +139,7 @@ func New(store Store, opts *Options) *Hub {
 		seen:       make(map[inboxKey]time.Time),
 		written:    make(map[inboxKey]time.Time),
 		left:       make(map[inboxKey]time.Time),
+		unseen:     make(map[inboxKey]struct{}),
 		confirms:   make(map[string][]string),
 		entropy:    ulid.Monotonic(rand.Reader, 0),
 	}
@@ -148,6 +150,9 @@ func (h *Hub) Store() Store { return h.store }
 
 // MaxContent is the largest message (content plus payload) the hub accepts.
 func (h *Hub) MaxContent() int { return h.maxContent }
+
+// NewID is a new ULID of this hub's clock (a letter's id, for one).
+func (h *Hub) NewID() string { return h.newID(h.now()) }
 
 func (h *Hub) newID(t time.Time) string {
 	h.entropyMu.Lock()

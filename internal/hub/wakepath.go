@@ -22,6 +22,9 @@ func (h *Hub) NoteWake(ctx context.Context, ws, agent string, messageIDs []strin
 		return 0, withOp(op, err)
 	}
 	if n > 0 && via.IsDoor() {
+		h.mu.Lock()
+		h.unseen[inboxKey{ws, agent}] = struct{}{}
+		h.mu.Unlock()
 		for _, id := range messageIDs {
 			h.publish(Event{Kind: EventMessageHanded, Workspace: ws, Agent: agent, MessageID: id, Via: via})
 		}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/parley-dev/parley/internal/door"
 	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/safefile"
 )
@@ -476,6 +477,11 @@ func agentEnv(t *turn, extra map[string]string, more []string) []string {
 		"TMUX": true, "TMUX_PANE": true, "PARLEY_DAEMON_CHILD": true, "PARLEY_AGENT": true, "PARLEY_ROLE": true,
 		"PARLEY_WORKSPACE": true, "PARLEY_PROFILE": true, "PARLEY_NUDGE": true, "PARLEY_HOME": true,
 		"CLAUDECODE": true, "CLAUDE_CODE_ENTRYPOINT": true,
+	}
+	// Nor the client session that started the daemon: the agent's CLI
+	// opens its own door, and its MCP server must register that one.
+	for _, k := range door.SessionVars {
+		drop[k] = true
 	}
 	var env []string
 	for _, kv := range os.Environ() {
