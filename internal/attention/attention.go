@@ -106,6 +106,9 @@ type agentState struct {
 	// foldVia); mail that came before is the turn's to read.
 	foldAt  time.Time
 	foldVia hub.WakePath
+	// failed counts the letters in a row that could not be written for a
+	// reason other than a gone door.
+	failed int
 }
 
 // letter is an outstanding letter.
@@ -124,8 +127,8 @@ func New(h *hub.Hub, opts *Options) *Doorman {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	if o.UID == 0 && runtime.GOOS != "windows" {
-		o.UID = os.Getuid()
+	if o.UID == 0 {
+		o.UID = os.Getuid() // -1 on Windows, as its doors record
 	}
 	if o.SeenTimeout <= 0 {
 		o.SeenTimeout = 5 * time.Minute
@@ -447,6 +450,9 @@ func (d *Doorman) look(k key, st *agentState) {
 	}
 }
 
+// maxFailures closes a door that failed this many letters in a row.
+const maxFailures = 3
+
 // urgency orders delivery modes.
 func urgency(m hub.DeliverMode) int {
 	switch m {
@@ -528,6 +534,19 @@ func (d *Doorman) deliver(ctx context.Context, k key, st *agentState, dr *hub.Do
 		d.hub.CloseDoor(context.WithoutCancel(ctx), k.ws, dr.ID, hub.DoorClosedRefused)
 		return false, false
 	case err != nil:
+		d.mu.Lock()
+		st.failed++
+		failed := st.failed
+		d.mu.Unlock()
+		if failed >= maxFailures {
+			// A door that fails every time is as good as gone.
+			log.Warn("doorman: closing a door that keeps failing", "failures", failed, "err", err)
+			d.hub.CloseDoor(context.WithoutCancel(ctx), k.ws, dr.ID, hub.DoorClosedGone)
+			d.mu.Lock()
+			st.failed = 0
+			d.mu.Unlock()
+			return false, false
+		}
 		log.Warn("doorman: write a letter", "err", err)
 		return false, true
 	}
@@ -540,6 +559,7 @@ func (d *Doorman) deliver(ctx context.Context, k key, st *agentState, dr *hub.Do
 	}
 	now := time.Now()
 	d.mu.Lock()
+	st.failed = 0
 	st.letter = &letter{id: id, at: now, door: dr}
 	st.waitingIdle = false
 	d.letters++

@@ -109,8 +109,8 @@ func (o *Ops) Bounced(ctx context.Context, c *Caller, in api.BouncedRequest) (ap
 	}
 	sender := c.Agent
 	if in.All {
-		if !c.Local && c.Agent != "" {
-			return api.BouncedResult{}, hub.Errorf(op, hub.Forbidden, "every sender's dead letters are for the daemon's own user: ask for yours")
+		if c.Token != "" {
+			return api.BouncedResult{}, hub.Errorf(op, hub.Forbidden, "all is not open to an agent token: it lists other agents' messages; use the admin token")
 		}
 		sender = ""
 	} else if err := c.needAgent(op); err != nil {
