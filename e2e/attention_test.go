@@ -286,3 +286,29 @@ func waitFileE2E(t *testing.T, path string) {
 		return err == nil, ""
 	})
 }
+
+// TestDaemonKeepsNoSessionDoor: a daemon started from inside a client
+// session (its parley mcp serve, a hook) keeps none of that session's door
+// variables, which would leak into every managed agent it runs.
+func TestDaemonKeepsNoSessionDoor(t *testing.T) {
+	if _, err := os.Stat("/proc/self/environ"); err != nil {
+		t.Skip("no /proc here")
+	}
+	e := newEnv(t, "CLAUDE_CODE_MESSAGING_SOCKET=/tmp/cc-socks/1.sock", "CLAUDE_CODE_MESSAGING_TOKEN=secret", "CODEX_THREAD_ID=t1")
+	e.Must("daemon", "start")
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", e.daemonPID()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range strings.Split(string(b), "\x00") {
+		k, _, _ := strings.Cut(kv, "=")
+		for _, v := range door.SessionVars {
+			if k == v {
+				t.Errorf("the daemon inherited %s", kv)
+			}
+		}
+	}
+	if !strings.Contains(string(b), "PARLEY_HOME=") {
+		t.Errorf("the daemon's environment has no PARLEY_HOME: %q", b)
+	}
+}

@@ -394,3 +394,28 @@ func Home(getenv func(string) string) string {
 	}
 	return filepath.Join(home, ".codex")
 }
+
+// Status is the thread's status on its app-server: "idle", "active" (a turn
+// runs), "notLoaded" or "systemError".
+func (c *Codex) Status(ctx context.Context) (string, error) {
+	const op = "codex status"
+	if c.Thread == "" || c.Home == "" {
+		return "", &Error{Op: op, Err: errors.New("no thread or no CODEX_HOME")}
+	}
+	cc, err := c.dial(ctx)
+	if err != nil {
+		return "", &Error{Op: op, Kind: kindOf(err), Err: err}
+	}
+	defer cc.close()
+	var res struct {
+		Thread struct {
+			Status struct {
+				Type string `json:"type"`
+			} `json:"status"`
+		} `json:"thread"`
+	}
+	if err := cc.call(ctx, "thread/read", map[string]any{"threadId": c.Thread, "includeTurns": false}, &res); err != nil {
+		return "", &Error{Op: op, Kind: kindOf(err), Err: err}
+	}
+	return res.Thread.Status.Type, nil
+}

@@ -321,6 +321,9 @@ func TestCodexQueue(t *testing.T) {
 
 	t.Run("steer without a turn in progress writes nothing", func(t *testing.T) {
 		waitIdle(t)
+		if st, err := c.Status(ctx); err != nil || st != "idle" {
+			t.Errorf("status of the idle thread: got %q, %v; want idle", st, err)
+		}
 		ok, err := c.Steer(ctx, "LETTER-14 steer idle")
 		if err != nil || ok {
 			t.Fatalf("steer into an idle thread: got %v %v, want false and no error", ok, err)
