@@ -172,7 +172,9 @@ type DoorsResult struct {
 	Doors []DoorInfo `json:"doors"`
 }
 
-// DoorCloseRequest is POST /api/v1/doors/{id}/close: a person closes a door.
+// DoorCloseRequest is POST /api/v1/doors/{id}/close: a person closes a
+// door, or the session's hook says the session ended.
 type DoorCloseRequest struct {
-	ID string `json:"id"`
+	ID    string `json:"id"`
+	Ended bool   `json:"ended,omitempty"`
 }

@@ -64,7 +64,7 @@ session's door and closes it when it ends; a door that turns out gone
 			if err != nil {
 				return err
 			}
-			d, err := c.CloseDoor(cmd.Context(), args[0])
+			d, err := c.CloseDoor(cmd.Context(), args[0], false)
 			if err != nil {
 				return err
 			}

@@ -54,6 +54,12 @@ to --wait for a decision (parley allow|deny, a manager agent, the dashboard),
 then answers Claude Code with it; with none it prints nothing, and Claude Code
 shows its own prompt.
 
+It also keeps the session's door registered (its inbox socket, from
+$CLAUDE_CODE_MESSAGING_SOCKET) at SessionStart and UserPromptSubmit, and
+closes it at SessionEnd; a prompt that is a Parley letter (a turn the
+daemon's letter through that door started) is reported seen, and its
+messages are not named again as context.
+
 It never fails the session: on any error it prints nothing on stdout, a note on
 stderr, and exits 0. It does not start the daemon.
 
@@ -311,8 +317,11 @@ func runClaudeHook(ctx context.Context, g *globals, event string, stdin io.Reade
 
 	// The session's door: the hooks keep it registered (the MCP server
 	// registers it too; a hook may start before it, or after it restarted).
-	if event == evSessionStart || event == evUserPromptSubmit {
+	switch event {
+	case evSessionStart, evUserPromptSubmit:
 		refreshDoor(ctx, g, c, in.SessionID)
+	case evSessionEnd:
+		closeDoor(ctx, g, c, in.SessionID)
 	}
 	// A turn that starts with a letter through the door: the agent saw it.
 	letter := ""
@@ -424,6 +433,28 @@ func refreshDoor(ctx context.Context, g *globals, c *client.Client, session stri
 		Token: os.Getenv(door.EnvClaudeToken)}); err != nil && hub.KindOf(err) != hub.Unavailable {
 		// (A daemon that is not running is said once, below.)
 		fmt.Fprintf(g.stderr, "parley hook: register the session's door: %v\n", err)
+	}
+}
+
+// closeDoor closes the ending session's door: no more letters into a
+// socket that is about to go.
+func closeDoor(ctx context.Context, g *globals, c *client.Client, session string) {
+	if s := os.Getenv(door.EnvClaudeSession); s != "" {
+		session = s
+	}
+	if session == "" || os.Getenv(door.EnvClaudeSocket) == "" {
+		return
+	}
+	ds, err := c.Doors(ctx, false, false)
+	if err != nil {
+		return
+	}
+	for _, d := range ds.Doors {
+		if d.Kind == string(hub.DoorClaude) && d.Session == session {
+			if _, err := c.CloseDoor(ctx, d.ID, true); err != nil {
+				fmt.Fprintf(g.stderr, "parley hook: close the session's door: %v\n", err)
+			}
+		}
 	}
 }
 

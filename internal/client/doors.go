@@ -30,10 +30,11 @@ func (c *Client) Doors(ctx context.Context, all, closed bool) (*api.DoorsResult,
 	return &out, c.do(ctx, http.MethodGet, "/doors", q, nil, &out)
 }
 
-// CloseDoor closes a door of the workspace.
-func (c *Client) CloseDoor(ctx context.Context, id string) (*api.DoorInfo, error) {
+// CloseDoor closes a door of the workspace; ended says its session ended
+// (else a person closed it).
+func (c *Client) CloseDoor(ctx context.Context, id string, ended bool) (*api.DoorInfo, error) {
 	var out api.DoorInfo
-	return &out, c.do(ctx, http.MethodPost, "/doors/"+url.PathEscape(id)+"/close", nil, nil, &out)
+	return &out, c.do(ctx, http.MethodPost, "/doors/"+url.PathEscape(id)+"/close", nil, api.DoorCloseRequest{Ended: ended}, &out)
 }
 
 // Seen says the client's session started a turn with the letter.

@@ -236,6 +236,25 @@ func (h *Hub) MarkSeen(ctx context.Context, ws, agent string, via WakePath, befo
 	return len(ds), nil
 }
 
+// LetterSeen records that the agent's session started a turn with a letter
+// through its door (its hook says so): the copies doors told it of are
+// seen. The doorman marks a letter's copies once it is written, which may
+// be a moment after the session took it: copies marked within earlyWindow
+// after are seen at once.
+func (h *Hub) LetterSeen(ctx context.Context, ws, agent string) (int, error) {
+	n, err := h.MarkSeen(ctx, ws, agent, "", time.Time{})
+	if err == nil && n == 0 {
+		h.mu.Lock()
+		h.early[inboxKey{ws, agent}] = h.now()
+		h.mu.Unlock()
+	}
+	return n, err
+}
+
+// earlyWindow bounds how long a letter seen before its copies were marked
+// still speaks for them.
+const earlyWindow = 10 * time.Second
+
 // SessionActive notes that a session of the agent made a request (a Parley
 // tool call): it is at work, so the copies that letters through its doors
 // told it of are seen. It costs nothing unless such copies are unseen.

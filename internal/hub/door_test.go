@@ -292,3 +292,29 @@ func TestMarkSeen(t *testing.T) {
 		t.Errorf("MarkSeen with a bad path: no error")
 	}
 }
+
+// TestLetterSeenBeforeMarked: a session that reports its letter before the
+// doorman marked the letter's copies (the letter was written, the mark not
+// yet) still gets them seen, as they are marked.
+func TestLetterSeenBeforeMarked(t *testing.T) {
+	ctx := context.Background()
+	h := newHub(t, nil)
+	res, _ := h.Send(ctx, hub.SendRequest{Workspace: "w", From: "a", To: "bob", Content: "x"})
+	if n, err := h.LetterSeen(ctx, "w", "bob"); err != nil || n != 0 {
+		t.Fatalf("LetterSeen before the mark: %d %v", n, err)
+	}
+	if _, err := h.NoteWake(ctx, "w", "bob", []string{res.Message.ID}, hub.WakeDoorClaude); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := h.MessageStatus(ctx, "w", "a", res.Message.ID)
+	if d := st.Deliveries[0]; d.SeenAt.IsZero() {
+		t.Errorf("a copy marked just after its letter was seen: not seen")
+	}
+	// Once only: the next letter's copies wait for their own report.
+	res2, _ := h.Send(ctx, hub.SendRequest{Workspace: "w", From: "a", To: "bob", Content: "y"})
+	h.NoteWake(ctx, "w", "bob", []string{res2.Message.ID}, hub.WakeDoorClaude)
+	st, _ = h.MessageStatus(ctx, "w", "a", res2.Message.ID)
+	if d := st.Deliveries[0]; !d.SeenAt.IsZero() {
+		t.Errorf("a later letter's copy was seen with the earlier report")
+	}
+}

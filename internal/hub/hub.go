@@ -74,6 +74,7 @@ type Hub struct {
 	written  map[inboxKey]time.Time // last-seen time last written to the store
 	left     map[inboxKey]time.Time // when the agent's last session ended (agents.go)
 	unseen   map[inboxKey]struct{}  // agents told of copies through a door, not seen since (door.go)
+	early    map[inboxKey]time.Time // a letter seen before its copies were marked (door.go)
 
 	// leftMu orders the writes of a PresenceStore's left times (agents.go).
 	leftMu sync.Mutex
@@ -140,6 +141,7 @@ func New(store Store, opts *Options) *Hub {
 		written:    make(map[inboxKey]time.Time),
 		left:       make(map[inboxKey]time.Time),
 		unseen:     make(map[inboxKey]struct{}),
+		early:      make(map[inboxKey]time.Time),
 		confirms:   make(map[string][]string),
 		entropy:    ulid.Monotonic(rand.Reader, 0),
 	}

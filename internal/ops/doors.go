@@ -3,7 +3,6 @@ package ops
 import (
 	"context"
 	"os"
-	"time"
 
 	"github.com/oklog/ulid/v2"
 
@@ -48,7 +47,11 @@ func (o *Ops) CloseDoor(ctx context.Context, c *Caller, in api.DoorCloseRequest)
 	if in.ID == "" {
 		return api.DoorInfo{}, hub.Errorf("close_door", hub.Invalid, "no door id")
 	}
-	d, err := o.hub.CloseDoor(ctx, c.Workspace, in.ID, hub.DoorClosedByPerson)
+	reason := hub.DoorClosedByPerson
+	if in.Ended {
+		reason = hub.DoorClosedSessionEnded
+	}
+	d, err := o.hub.CloseDoor(ctx, c.Workspace, in.ID, reason)
 	if err != nil {
 		return api.DoorInfo{}, err
 	}
@@ -87,13 +90,13 @@ func (o *Ops) Seen(ctx context.Context, c *Caller, in api.SeenRequest) (api.Seen
 	if err := c.needAgent(op); err != nil {
 		return api.SeenResult{}, err
 	}
-	id, err := ulid.ParseStrict(in.Letter)
-	if err != nil {
+	if _, err := ulid.ParseStrict(in.Letter); err != nil {
 		return api.SeenResult{}, hub.Errorf(op, hub.Invalid, "letter %q is not a letter id", in.Letter)
 	}
-	// The id is minted after its copies were marked, in milliseconds.
-	before := ulid.Time(id.Time()).Add(time.Millisecond - time.Nanosecond)
-	n, err := o.hub.MarkSeen(ctx, c.Workspace, c.Agent, "", before)
+	// Everything the doors told the agent of until now: the letter is
+	// written before its copies are marked, and one letter at a time waits
+	// to be seen.
+	n, err := o.hub.LetterSeen(ctx, c.Workspace, c.Agent)
 	if err != nil {
 		return api.SeenResult{}, err
 	}
