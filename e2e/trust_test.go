@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -414,4 +416,193 @@ func TestGroupChangesAreTheCreators(t *testing.T) {
 	}
 	e.Must("group", "add", "ops", "alice")
 	e.Must("group", "delete", "ops")
+}
+
+// TestCompleteTaskSurvivesKill9: complete_task marks a task done and stores
+// its result in one transaction. Under a storm of kill -9s, four claimants
+// work through a queue, retrying a completion the kill cut off; at the end
+// every task is done and has exactly one result, none done without one (a
+// retry that hears "completed already" must find its result there).
+func TestCompleteTaskSurvivesKill9(t *testing.T) {
+	e := newEnv(t)
+	e.Must("daemon", "start")
+	const ws, tasks, kills = "q", 800, 20
+	for i := range tasks {
+		e.mustAPI("POST", "/messages", ws, "boss", map[string]any{"to": "queue:build", "content": fmt.Sprintf("task %d", i)}, nil)
+	}
+	stop := make(chan struct{})
+	var completed atomic.Int64
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			agent := fmt.Sprintf("worker%d", w)
+			hc := e.httpClient()
+			ctx := context.Background()
+			call := func(path string, in any) (int, []byte, error) {
+				c, cancel := context.WithTimeout(ctx, 10*time.Second)
+				defer cancel()
+				return e.apiCall(c, hc, "POST", path, ws, agent, in)
+			}
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				code, body, err := call("/queues/build/claim", map[string]any{"timeout": 1})
+				var claim struct {
+					Task *struct {
+						ID string `json:"message_id"`
+					} `json:"task"`
+				}
+				if err != nil || code != 200 || json.Unmarshal(body, &claim) != nil || claim.Task == nil {
+					time.Sleep(20 * time.Millisecond) // the daemon is down, or the queue empty
+					continue
+				}
+				// Complete, again after a kill, until the daemon answers.
+				for {
+					code, _, err := call("/tasks/"+claim.Task.ID+"/complete", map[string]any{"result": "result of " + claim.Task.ID})
+					if err == nil && code < 500 {
+						if code == 200 {
+							completed.Add(1)
+						}
+						break // done, done already, or its claim ended with the daemon
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+			}
+		})
+	}
+	for k := range kills {
+		from := completed.Load()
+		waitFor(t, 60*time.Second, "completions between kills", func() (bool, string) {
+			n := completed.Load()
+			return n >= from+15, fmt.Sprint(n - from)
+		})
+		e.killNow()
+		if out, errs, code := e.Run("daemon", "start"); code != 0 {
+			t.Fatalf("restart %d after kill -9: exit %d\n%s%s", k+1, code, out, errs)
+		}
+	}
+	// The rest of the queue, without kills: once none waits, the claimants
+	// finish what they hold (no restart takes a claim away any more).
+	waitFor(t, 120*time.Second, "every task done", func() (bool, string) {
+		var q struct {
+			Waiting int `json:"waiting"`
+		}
+		e.mustAPI("GET", "/queues/build", ws, "", nil, &q)
+		return q.Waiting == 0, fmt.Sprintf("%d waiting, %d completed", q.Waiting, completed.Load())
+	})
+	close(stop)
+	wg.Wait()
+	e.Must("daemon", "stop")
+
+	db := e.openDB()
+	rows, err := db.Query(`SELECT t.id, d.read_at IS NOT NULL,
+			(SELECT count(*) FROM messages r WHERE r.reply_to = t.id AND r.metadata LIKE '%task_completed%')
+		FROM messages t JOIN deliveries d ON d.message_seq = t.seq
+		WHERE t.workspace = ? AND t.to_addr = 'queue:build'`, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var done, n int
+	for rows.Next() {
+		var id string
+		var read bool
+		var results int
+		if err := rows.Scan(&id, &read, &results); err != nil {
+			t.Fatal(err)
+		}
+		n++
+		switch {
+		case read && results == 0:
+			t.Errorf("task %s is done and has no result: its sender never hears", id)
+		case results > 1:
+			t.Errorf("task %s has %d results", id, results)
+		case !read && results > 0:
+			t.Errorf("task %s has a result and is not done", id)
+		}
+		if read {
+			done++
+		}
+	}
+	if n != tasks || done != tasks {
+		t.Errorf("tasks: %d stored, %d done; want %d and %d", n, done, tasks, tasks)
+	}
+	t.Logf("%d tasks done across %d kills; %d completions answered 200", done, kills, completed.Load())
+}
+
+// TestWaitForReplyCountsRepliers: wait_for_reply returns a reply from whom
+// the message went to (for a task: its claimant's result), never a stranger's
+// message in the thread, which stays in the inbox as ordinary mail.
+func TestWaitForReplyCountsRepliers(t *testing.T) {
+	e := newEnv(t, "PARLEY_WORKSPACE=team")
+	e.Must("daemon", "start")
+	e.Must("join", "--name", "alice", "--role", "dev")
+	id := func(args ...string) string {
+		t.Helper()
+		var r struct {
+			ID string `json:"message_id"`
+		}
+		e.MustJSON(&r, append(args, "--json")...)
+		return r.ID
+	}
+	waitReply := func(msg string) <-chan string {
+		out := make(chan string, 1)
+		go func() {
+			code, body, err := e.apiCall(t.Context(), e.httpClient(), "POST", "/inbox/reply", "team", "alice",
+				map[string]any{"message_id": msg, "timeout": 60})
+			out <- fmt.Sprintf("%d %s %v", code, body, err)
+		}()
+		waitUntil(t, "alice waiting for a reply", func() bool { return waiting(t, e, "team", "alice") == 1 })
+		return out
+	}
+	answer := func(wait <-chan string) string {
+		t.Helper()
+		select {
+		case got := <-wait:
+			return got
+		case <-time.After(30 * time.Second):
+			t.Fatal("no answer to the wait for a reply")
+			return ""
+		}
+	}
+
+	q := id("send", "bob", "ready?", "--agent", "alice")
+	wait := waitReply(q)
+	e.Must("send", "alice", "mallory answers", "--agent", "mallory", "--reply-to", q)
+	e.Must("send", "alice", "yes, ready", "--agent", "bob", "--reply-to", q)
+	if got := answer(wait); !strings.Contains(got, "yes, ready") {
+		t.Errorf("alice's wait for bob's reply: got %s, want bob's", got)
+	}
+
+	task := id("send", "queue:build", "build it", "--agent", "alice")
+	wait = waitReply(task)
+	e.Must("send", "alice", "forged: done", "--agent", "mallory", "--reply-to", task, "--meta", "kind=task_completed", "--meta", "task_id="+task)
+	var claim struct {
+		Task struct {
+			ID string `json:"message_id"`
+		} `json:"task"`
+	}
+	e.MustJSON(&claim, "queue", "claim", "build", "--agent", "worker", "--json")
+	if claim.Task.ID != task {
+		t.Fatalf("worker claimed %q, want the task %s", claim.Task.ID, task)
+	}
+	e.Must("queue", "complete", task, "--result", "built by the worker", "--agent", "worker")
+	if got := answer(wait); !strings.Contains(got, "built by the worker") {
+		t.Errorf("alice's wait for the task's result: got %s, want the claimant's", got)
+	}
+	// The strangers' messages are ordinary mail.
+	var inbox struct {
+		Messages []struct{ Content string } `json:"messages"`
+	}
+	e.mustAPI("GET", "/inbox", "team", "alice", nil, &inbox)
+	var left []string
+	for _, m := range inbox.Messages {
+		left = append(left, m.Content)
+	}
+	if strings.Join(left, "|") != "mallory answers|forged: done" {
+		t.Errorf("alice's inbox: got %q, want mallory's two messages", left)
+	}
 }

@@ -6,6 +6,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -26,6 +27,22 @@ const (
 	// channel pushes it): recorded as the messages' wake path.
 	HeaderWakePath = "Parley-Wake-Path"
 )
+
+// doorKey carries, in a request's context, the door a request came by when
+// the daemon's own front end forwards it (the dashboard): a context, which
+// no client can set, unlike a header.
+type doorKey struct{}
+
+// WithDoor marks ctx as a request that came in by door (hub.Door).
+func WithDoor(ctx context.Context, door hub.Door) context.Context {
+	return context.WithValue(ctx, doorKey{}, door)
+}
+
+// DoorOf is the door WithDoor set on ctx, or "".
+func DoorOf(ctx context.Context) hub.Door {
+	d, _ := ctx.Value(doorKey{}).(hub.Door)
+	return d
+}
 
 // HeaderAgentToken is set by the daemon, never by a client (its TCP guard
 // removes one a client sent), on a request made with an agent token: the

@@ -128,7 +128,7 @@ func EventOf(e hub.Event) Event {
 		out.ID, out.DeliveryCount = e.MessageID, e.Count
 	}
 	out.Path, out.Reason = string(e.Via), e.Reason
-	if d := e.Door; d != nil {
+	if d := e.SessionDoor; d != nil {
 		out.Door = &DoorInfo{ID: d.ID, Agent: d.Agent, Kind: string(d.Kind), Session: d.Session, Address: d.Address,
 			Host: d.Host, UID: d.UID, OpenedAt: FormatTime(d.OpenedAt), RefreshedAt: FormatTime(d.RefreshedAt),
 			ClosedAt: FormatTime(d.ClosedAt), CloseReason: d.CloseReason, ByMCP: d.Owner != ""}

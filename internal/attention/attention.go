@@ -115,7 +115,7 @@ type agentState struct {
 type letter struct {
 	id   string
 	at   time.Time
-	door *hub.Door
+	door *hub.SessionDoor
 }
 
 // New returns a doorman over h.
@@ -230,7 +230,7 @@ func (d *Doorman) Letters() int {
 
 // mine reports whether the doorman may write door dr: of this host and
 // user.
-func (d *Doorman) mine(dr *hub.Door) bool {
+func (d *Doorman) mine(dr *hub.SessionDoor) bool {
 	return dr.Open() && (d.o.Host == "" || dr.Host == d.o.Host) && dr.UID == d.o.UID
 }
 
@@ -265,10 +265,10 @@ func (d *Doorman) event(e hub.Event) {
 			d.poke(key{e.Workspace, r})
 		}
 	case hub.EventDoorOpened, hub.EventDoorClosed:
-		if e.Door == nil || (d.o.Host != "" && e.Door.Host != d.o.Host) || e.Door.UID != d.o.UID {
+		if e.SessionDoor == nil || (d.o.Host != "" && e.SessionDoor.Host != d.o.Host) || e.SessionDoor.UID != d.o.UID {
 			return
 		}
-		k := key{e.Workspace, e.Door.Agent}
+		k := key{e.Workspace, e.SessionDoor.Agent}
 		d.mu.Lock()
 		if e.Kind == hub.EventDoorOpened {
 			d.doors[k]++
@@ -435,8 +435,8 @@ func (d *Doorman) look(k key, st *agentState) {
 		log.Warn("doorman: list doors", "err", err)
 		return
 	}
-	doors = slices.DeleteFunc(doors, func(dr *hub.Door) bool { return !d.mine(dr) })
-	slices.SortStableFunc(doors, func(a, b *hub.Door) int { return b.RefreshedAt.Compare(a.RefreshedAt) })
+	doors = slices.DeleteFunc(doors, func(dr *hub.SessionDoor) bool { return !d.mine(dr) })
+	slices.SortStableFunc(doors, func(a, b *hub.SessionDoor) int { return b.RefreshedAt.Compare(a.RefreshedAt) })
 	for _, dr := range doors {
 		done, retry := d.deliver(ctx, k, st, dr, fresh, mode)
 		if done {
@@ -476,10 +476,10 @@ func (d *Doorman) retryLater(k key, st *agentState) {
 // deliver writes the letter through one door. done: written, or nothing to
 // do now (it waits for idle); retry: a failure worth trying again; neither:
 // the door is gone or refused it, try another.
-func (d *Doorman) deliver(ctx context.Context, k key, st *agentState, dr *hub.Door, fresh []*hub.Delivery, mode hub.DeliverMode) (done, retry bool) {
+func (d *Doorman) deliver(ctx context.Context, k key, st *agentState, dr *hub.SessionDoor, fresh []*hub.Delivery, mode hub.DeliverMode) (done, retry bool) {
 	log := d.log.With("workspace", k.ws, "agent", k.agent, "door", dr.Kind, "session", dr.Session)
 	id := d.hub.NewID()
-	text := Render(d.letterOf(ctx, k, id, fresh))
+	text := Render(letterOf(k, id, fresh))
 	via := dr.Kind.WakePath()
 	var err error
 	var watch func(context.Context) // waits for the session to take it
@@ -581,7 +581,7 @@ func (d *Doorman) deliver(ctx context.Context, k key, st *agentState, dr *hub.Do
 // rides beside the running tool call's result, the rest in the next model
 // request; an idle notice, where this process can listen in the session's
 // socket directory, says when the turn that took it is over.
-func (d *Doorman) claudeLetter(text string, mode hub.DeliverMode, dr *hub.Door) door.ClaudeLetter {
+func (d *Doorman) claudeLetter(text string, mode hub.DeliverMode, dr *hub.SessionDoor) door.ClaudeLetter {
 	l := door.ClaudeLetter{Text: text, Priority: door.PriorityNext}
 	if mode == hub.DeliverInterrupt {
 		l.Priority = door.PriorityNow
@@ -614,7 +614,7 @@ func (d *Doorman) idleListener(dir string) *door.IdleListener {
 // session now: its agent is not at work (its hooks say), or its client said
 // since that it is idle. Else it asks the client to say when it is idle,
 // and the letter waits for that (or for the agent's status to turn ready).
-func (d *Doorman) idleNow(ctx context.Context, k key, st *agentState, dr *hub.Door) bool {
+func (d *Doorman) idleNow(ctx context.Context, k key, st *agentState, dr *hub.SessionDoor) bool {
 	a, err := d.hub.Agent(ctx, k.ws, k.agent)
 	d.mu.Lock()
 	idleAt := st.idleAt

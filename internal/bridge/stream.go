@@ -12,12 +12,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/parley-dev/parley/internal/api"
 )
 
-// A Parley daemon serves a session on one connection: the bridge upgrades a
-// GET of the endpoint (Upgrade: api.StreamProtocol) and the connection then
-// carries the client's newline-delimited JSON-RPC as it is, both ways. The
+// A Parley daemon serves a session on one connection: the bridge opens a
+// WebSocket on the endpoint with the subprotocol api.StreamProtocol, and the
+// connection then carries the client's newline-delimited JSON-RPC as it is
+// (WebSocket text), both ways. The
 // bridge forwards lines; what it adds is what only it can do:
 //
 //   - it confirms the messages a response handed out once it has written the
@@ -112,8 +115,7 @@ func (b *bridge) dialStream(ctx context.Context) (c net.Conn, br *bufio.Reader, 
 // DialStream connects to a Parley daemon at addr and asks for a stream
 // session at endpoint (a URL; only its path and host are sent), with the
 // identity and authorization in h. It returns the connection, and a reader
-// on it that holds what came right after the 101; a refusal is a
-// *RefusedError.
+// on it; a refusal is a *RefusedError.
 func DialStream(ctx context.Context, network, addr, endpoint string, h http.Header) (net.Conn, *bufio.Reader, error) {
 	c, br, _, err := dialStream(ctx, network, addr, endpoint, h)
 	return c, br, err
@@ -124,43 +126,24 @@ func dialStream(ctx context.Context, network, addr, endpoint string, h http.Head
 	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
 	var d net.Dialer
-	c, err := d.DialContext(ctx, network, addr)
+	hc := &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return d.DialContext(ctx, network, addr) },
+	}}
+	ws, resp, err := websocket.Dial(ctx, endpoint, &websocket.DialOptions{HTTPClient: hc, HTTPHeader: h,
+		Subprotocols: []string{api.StreamProtocol}})
 	if err != nil {
-		return nil, nil, nil, err
-	}
-	stop := context.AfterFunc(ctx, func() { c.SetDeadline(time.Now()) })
-	defer stop()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint, nil)
-	if err != nil {
-		c.Close()
-		return nil, nil, nil, err
-	}
-	req.Header = h.Clone()
-	if req.Header == nil {
-		req.Header = http.Header{}
-	}
-	req.Header.Set("Connection", "Upgrade")
-	req.Header.Set("Upgrade", api.StreamProtocol)
-	br := bufio.NewReaderSize(c, 64<<10)
-	var resp *http.Response
-	if err = req.Write(c); err == nil {
-		resp, err = http.ReadResponse(br, req)
-	}
-	if err != nil {
-		c.Close()
+		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
+			return nil, nil, nil, &RefusedError{resp.StatusCode, readErrBody(resp)}
+		}
 		return nil, nil, nil, fmt.Errorf("upgrade: %w", err)
 	}
-	if resp.StatusCode != http.StatusSwitchingProtocols {
-		body := readErrBody(resp)
-		resp.Body.Close()
-		c.Close()
-		return nil, nil, nil, &RefusedError{resp.StatusCode, body}
+	if ws.Subprotocol() != api.StreamProtocol {
+		ws.CloseNow()
+		return nil, nil, nil, &RefusedError{http.StatusSwitchingProtocols, "the server does not speak " + api.StreamProtocol}
 	}
-	if !stop() {
-		c.Close()
-		return nil, nil, nil, ctx.Err()
-	}
-	return c, br, resp.Header, nil
+	// The stream outlives the dial; closing it ends it.
+	c := websocket.NetConn(context.Background(), ws, websocket.MessageText)
+	return c, bufio.NewReaderSize(c, 64<<10), resp.Header, nil
 }
 
 // attach makes c the stream's connection and starts reading it. st.mu is

@@ -139,7 +139,9 @@ server.`,
 				Header:     h,
 				Logger:     log,
 				Reconnect:  c.EnsureDaemon,
-				Stream:     true,
+				// PARLEY_SDK_WORKAROUNDS=-stream measures the bridge without
+				// it (see internal/mcpserver/workarounds.go).
+				Stream: !strings.Contains(os.Getenv("PARLEY_SDK_WORKAROUNDS"), "-stream"),
 			}
 			if withChannel {
 				opts.Extension = &channel{c: c.As(id.Workspace, id.Agent).Via("channel"), log: log}

@@ -24,7 +24,6 @@ import (
 	"github.com/parley-dev/parley/internal/permission"
 	"github.com/parley-dev/parley/internal/runner"
 	"github.com/parley-dev/parley/internal/safefile"
-	"github.com/parley-dev/parley/internal/store/postgres"
 	"github.com/parley-dev/parley/internal/token"
 	"github.com/parley-dev/parley/internal/web"
 )
@@ -63,8 +62,8 @@ type Daemon struct {
 	// mux routes the socket's and TCP's requests; the TCP guard asks it
 	// which endpoint a request reaches.
 	mux *http.ServeMux
-	// pgNotify wakes waiters across daemons sharing a PostgreSQL store (store.go).
-	pgNotify     *postgres.Notifier
+	// notify wakes waiters across daemons sharing a store (store.go).
+	notify       hub.Notifications
 	notifyCancel context.CancelFunc
 	notifyDone   chan struct{}
 	hub          *hub.Hub
@@ -204,7 +203,9 @@ func (d *Daemon) MCP() *mcpserver.Server { return d.mcp }
 // Run serves until ctx is cancelled, then shuts down gracefully.
 func (d *Daemon) Run(ctx context.Context) error {
 	d.log.Info("daemon started", "pid", os.Getpid(), "socket", d.paths.Socket, "version", d.cfg.Version)
-	tuneGC()
+	if !mcpserver.WorkaroundOff("gctuner") {
+		tuneGC()
+	}
 	errc := make(chan error, 2)
 	go func() { errc <- d.srv.Serve(mcpserver.WatchConns(d.ln)) }()
 	if d.tcpSrv != nil {

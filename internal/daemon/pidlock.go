@@ -4,12 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
 	"github.com/parley-dev/parley/internal/filelock"
 	"github.com/parley-dev/parley/internal/home"
-	"github.com/parley-dev/parley/internal/safefile"
+	"github.com/parley-dev/parley/internal/proc"
 )
 
 // LockInfo is the body of the PID lock file (seed 003).
@@ -29,118 +30,96 @@ func (e *AlreadyRunningError) Error() string {
 	return fmt.Sprintf("the parley daemon is already running (pid %d, socket %s): stop it with `parley daemon stop`", e.Info.PID, e.Info.SockPath)
 }
 
-// pidLock is a held PID lock: the file made by exclusive create, and an flock
-// on it for as long as the daemon lives, so that the kernel itself tells a
-// live holder from a dead one (no pid-reuse guesswork).
+// pidLock is a held PID lock: the lock file, and an advisory lock on it
+// (filelock) for as long as the daemon lives, so that the kernel itself
+// tells a live holder from a dead one (no pid-reuse guesswork).
+//
+// The lock is the kernel's lock on the file that is at the path. A lock on a
+// file that is no longer there (removed by its holder as it stopped, or
+// replaced) guards nothing, so a starter that got one checks, after locking,
+// that the path still names the file it locked, and starts over if not.
+// Only a holder removes the file, and only while it holds its lock: no
+// starter deletes a file another may be holding, whatever the interleaving
+// of starters, stops and kill -9s.
 type pidLock struct {
 	path string
 	f    *os.File
 }
 
 // acquireLock takes the PID lock at path. A lock whose holder died is stale
-// and replaced; a live holder gives *AlreadyRunningError.
+// and taken over; a live holder gives *AlreadyRunningError.
 func acquireLock(path string, info LockInfo) (*pidLock, error) {
 	body, err := json.Marshal(info)
 	if err != nil {
 		return nil, err
 	}
-	for attempt := 0; attempt < 400; attempt++ {
-		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-		if err == nil {
-			// Another starter judging this new file may hold its lock for a
-			// moment (breakStale): it lets go at once, so wait for it.
-			if err := lockSoon(f); err != nil {
-				f.Close()
-				os.Remove(path)
-				return nil, fmt.Errorf("lock %s: %w", path, err)
-			}
-			if _, err := f.Write(append(body, '\n')); err != nil {
-				f.Close()
-				os.Remove(path)
-				return nil, fmt.Errorf("write pid lock %s: %w", path, err)
-			}
-			return &pidLock{path: path, f: f}, nil
+	for attempt := 0; attempt < 500; attempt++ {
+		l, err := tryLock(path, append(body, '\n'), attempt < 100)
+		if !errors.Is(err, errRetry) {
+			return l, err
 		}
-		if !errors.Is(err, os.ErrExist) {
-			return nil, fmt.Errorf("create pid lock %s: %w", path, err)
-		}
-		switch err := breakStale(path); {
-		case errors.Is(err, errRetry):
-			time.Sleep(10 * time.Millisecond)
-		case err != nil:
-			return nil, err
-		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	return nil, fmt.Errorf("acquire pid lock %s: gave up after repeated contention", path)
-}
-
-// lockSoon takes f's exclusive lock, retrying for up to a second while
-// another process briefly holds it.
-func lockSoon(f *os.File) error {
-	var err error
-	for i := 0; i < 1000; i++ {
-		if err = filelock.TryLock(f); !errors.Is(err, filelock.ErrLocked) {
-			return err
-		}
-		time.Sleep(time.Millisecond)
-	}
-	return err
 }
 
 // errRetry says the lock is changing hands right now: look again shortly.
 var errRetry = errors.New("pid lock is changing hands")
 
-// breakStale removes the lock file at path if no live process holds it.
-func breakStale(path string) error {
-	f, err := safefile.OpenNoFollow(path, os.O_RDONLY, 0)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
+// tryLock makes one attempt at the lock. checkPID doubts a holder whose body
+// names no live process (for the first second: after that, the holder may
+// be one whose pid this process cannot see).
+func tryLock(path string, body []byte, checkPID bool) (*pidLock, error) {
+	f, err := openLock(path, true)
 	if err != nil {
-		return fmt.Errorf("open pid lock %s: %w", path, err)
-	}
-	defer f.Close()
-	if !samePath(f, path) {
-		return errRetry // replaced since we opened it
+		return nil, fmt.Errorf("open pid lock %s: %w", path, err)
 	}
 	if err := filelock.TryLock(f); err != nil {
-		if !samePath(f, path) {
-			return errRetry // a starter is breaking this stale lock
+		defer f.Close()
+		if !errors.Is(err, filelock.ErrLocked) {
+			return nil, fmt.Errorf("lock %s: %w", path, err)
 		}
-		li, rerr := readLock(path)
-		if rerr != nil {
-			return errRetry // held but not yet written: a daemon is starting
+		// Held. By a daemon, unless the file is on its way out (its holder
+		// is stopping) or the holder has not written its body yet (a body
+		// naming a dead process is a dead holder's, not yet overwritten).
+		li, rerr := parseLock(f, path)
+		if rerr != nil || !samePath(f, path) || (checkPID && !proc.Alive(li.PID)) {
+			return nil, errRetry
 		}
-		return &AlreadyRunningError{Info: li}
+		return nil, &AlreadyRunningError{Info: li}
 	}
-	// Nobody holds it. A valid body means its owner died. An empty one may
-	// be a starter between its create and its flock: give it time.
-	if _, err := readLock(path); err != nil && !stale(path) {
-		return errRetry
+	// Ours, if the path still names the file we locked.
+	if !samePath(f, path) {
+		f.Close()
+		return nil, errRetry
 	}
-	// Unlink it while holding its lock, so no other starter judges it now.
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("remove stale pid lock %s: %w", path, err)
+	// Whatever body it has is a dead holder's.
+	err = f.Truncate(0)
+	if err == nil {
+		_, err = f.WriteAt(body, 0)
 	}
-	return nil
+	if err == nil {
+		err = f.Sync()
+	}
+	if err != nil {
+		os.Remove(path)
+		f.Close()
+		return nil, fmt.Errorf("write pid lock %s: %w", path, err)
+	}
+	return &pidLock{path: path, f: f}, nil
 }
 
 // samePath reports whether the open file f is still the file at path.
 func samePath(f *os.File, path string) bool {
 	a, err1 := f.Stat()
-	b, err2 := os.Stat(path)
+	b, err2 := os.Lstat(path)
 	return err1 == nil && err2 == nil && os.SameFile(a, b)
 }
 
-// stale reports whether the file at path is too old to be a starting daemon's.
-func stale(path string) bool {
-	st, err := os.Stat(path)
-	return err != nil || time.Since(st.ModTime()) > 2*time.Second
-}
-
-func readLock(path string) (LockInfo, error) {
+// parseLock reads the body of the lock file f.
+func parseLock(f *os.File, path string) (LockInfo, error) {
 	var li LockInfo
-	b, err := os.ReadFile(path)
+	b, err := io.ReadAll(io.NewSectionReader(f, 0, 64<<10))
 	if err != nil {
 		return li, err
 	}
@@ -153,24 +132,35 @@ func readLock(path string) (LockInfo, error) {
 	return li, nil
 }
 
-// ReadLock returns the lock file's content and whether a live daemon holds it.
-func ReadLock(path string) (LockInfo, bool) {
-	li, err := readLock(path)
+func readLock(path string) (LockInfo, error) {
+	f, err := openLock(path, false)
 	if err != nil {
-		return li, false
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return li, false
+		return LockInfo{}, err
 	}
 	defer f.Close()
+	return parseLock(f, path)
+}
+
+// ReadLock returns the lock file's content and whether a live daemon holds it.
+func ReadLock(path string) (LockInfo, bool) {
+	f, err := openLock(path, false)
+	if err != nil {
+		return LockInfo{}, false
+	}
+	defer f.Close()
+	li, err := parseLock(f, path)
+	if err != nil {
+		return li, false
+	}
 	if err := filelock.TryRLock(f); err != nil {
-		return li, true
+		return li, errors.Is(err, filelock.ErrLocked) && samePath(f, path)
 	}
 	return li, false
 }
 
-// release removes the lock file and drops the lock.
+// release removes the lock file while still holding its lock, then drops
+// the lock: a starter that opened the file before the removal finds, once
+// it gets the lock, that the path no longer names it.
 func (l *pidLock) release() {
 	if l == nil {
 		return

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/parley-dev/parley/internal/config"
-	"github.com/parley-dev/parley/internal/hub"
 )
 
 // retentionEvery is how often the daemon prunes when retention is set. A
@@ -27,11 +26,7 @@ func (d *Daemon) startRetention(ctx context.Context) {
 		d.log.Error("retention setting ignored", "err", err)
 		return
 	}
-	m, ok := d.db.(hub.Purger)
-	if !ok {
-		d.log.Warn("retention is set but this store cannot purge", "store", d.storeKind)
-		return
-	}
+	m := d.db
 	log := d.log.With("subsystem", "retention")
 	go func() {
 		t := time.NewTicker(retentionEvery(age))

@@ -55,27 +55,47 @@ func (d *Daemon) openStore(ctx context.Context, conf *config.Config, log *slog.L
 	return nil, "", "", fmt.Errorf("open store: %s %q is neither a postgres:// URL nor empty (SQLite)", EnvStore+" or config.toml's store", postgres.Redact(sel))
 }
 
-// notifier returns the hub's notifier: LISTEN/NOTIFY on PostgreSQL, none on
-// SQLite (one daemon per database: its waiters are all local).
+// notifier returns the hub's notifier: the store's, on a store that daemons
+// share (PostgreSQL's LISTEN/NOTIFY), else none (SQLite: one daemon per
+// database, whose waiters are all local).
 func (d *Daemon) notifier() hub.Notifier {
-	pg, ok := d.db.(*postgres.DB)
+	ns, ok := d.db.(hub.NotifyingStore)
 	if !ok {
 		return nil
 	}
-	d.pgNotify = pg.NewNotifier()
-	return d.pgNotify
+	d.notify = ns.Notifications()
+	return d.notify
+}
+
+// permissionNotifier is a notifier that also carries the permission inbox's
+// decisions between daemons: a request filed on one may be decided on
+// another.
+type permissionNotifier interface {
+	SetPermissions(interface {
+		Wake(id string)
+		WakeAll()
+	})
+	NotifyPermission(ctx context.Context, id string) error
+}
+
+// tokenNotifier is a notifier that also carries agent-token revocations
+// between daemons.
+type tokenNotifier interface {
+	SetTokens(interface {
+		Revoked(id string)
+		Recheck()
+	})
 }
 
 // startNotifier runs the notifier until stopNotifier. Besides the hub's
 // wake-ups it carries the permission inbox's decisions: a request filed here
 // may be decided on another daemon, whose notice wakes the wait here.
 func (d *Daemon) startNotifier() {
-	if d.pgNotify == nil {
+	if d.notify == nil {
 		return
 	}
-	if d.perms != nil {
-		d.pgNotify.Permissions = d.perms
-		n := d.pgNotify
+	if n, ok := d.notify.(permissionNotifier); ok && d.perms != nil {
+		n.SetPermissions(d.perms)
 		d.perms.Subscribe(func(e permission.Event) {
 			if e.Kind == permission.EventResolved {
 				// Subscribers must not block: the notice is a round trip.
@@ -83,14 +103,16 @@ func (d *Daemon) startNotifier() {
 			}
 		})
 	}
-	d.pgNotify.Tokens = tokenNotices{d}
+	if n, ok := d.notify.(tokenNotifier); ok {
+		n.SetTokens(tokenNotices{d})
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	d.notifyCancel, d.notifyDone = cancel, make(chan struct{})
 	go func() {
 		defer close(d.notifyDone)
 		var wg sync.WaitGroup
 		wg.Go(func() { d.heartbeat(ctx) })
-		d.pgNotify.Run(ctx, d.hub)
+		d.notify.Run(ctx, d.hub)
 		wg.Wait()
 	}()
 }

@@ -232,8 +232,12 @@ func CallerOf(r *http.Request) (*ops.Caller, error) {
 	}
 	c := &ops.Caller{Workspace: get(api.HeaderWorkspace, "workspace"), Agent: get(api.HeaderAgent, "agent"),
 		Token: r.Header.Get(api.HeaderAgentToken)}
+	c.Door = hub.DoorTCP
 	if a, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr); a != nil && a.Network() == "unix" {
-		c.Local = true
+		c.Local, c.Door = true, hub.DoorCLI
+	}
+	if d := api.DoorOf(r.Context()); d != "" {
+		c.Door = d // the dashboard, which forwards its person's requests
 	}
 	if c.Workspace == "" {
 		c.Workspace = ops.DefaultWorkspace

@@ -51,6 +51,7 @@ func (h *Hub) Join(ctx context.Context, r JoinRequest) (*Agent, error) {
 	if err := h.store.PutAgent(ctx, a); err != nil {
 		return nil, withOp(op, err)
 	}
+	h.roles.set(inboxKey{r.Workspace, r.Name}, a.Role, now)
 	h.markSeen(inboxKey{r.Workspace, r.Name}, now, true)
 	h.publish(Event{Kind: EventAgentJoined, Workspace: r.Workspace, Agent: a.Name, Role: a.Role, Status: string(a.Status)})
 	return a, nil

@@ -105,10 +105,16 @@ type TakeQuery struct {
 	Recipient string
 	// Reader holds the lease. Empty means no lease: the copies are Read at
 	// once (for readers that have them the moment the call returns).
-	Reader     string
-	MaxRank    int    // admit only ranks <= MaxRank
-	Thread     string // only messages of this thread; empty: any
-	After      string // only messages stored after the message with this id; empty: any
+	Reader  string
+	MaxRank int    // admit only ranks <= MaxRank
+	Thread  string // only messages of this thread; empty: any
+	After   string // only messages stored after the message with this id; empty: any
+	// Repliers, if not nil, admits only messages sent by one of them, or
+	// (ResultOf, if set) the result of that task (Origin.Task, which only
+	// complete_task sets): the replies a wait for a reply counts. Other
+	// messages stay in the inbox.
+	Repliers   []string
+	ResultOf   string
 	Limit      int
 	Now        time.Time // the hand-out time
 	LeaseUntil time.Time // when an unconfirmed lease ends

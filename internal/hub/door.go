@@ -36,13 +36,13 @@ func ValidDoorKind(k DoorKind) error {
 	return Errorf("", Invalid, "invalid door kind %q: want claude or codex", k)
 }
 
-// Door is a running client session's own way in, which the session itself
+// SessionDoor is a running client session's own way in, which the session itself
 // registered for its agent (`parley mcp serve`, or a hook of the same
 // session): Parley writes a short letter through it to draw the agent's
 // attention to new mail. A door is bound to its workspace and agent, to the
 // machine and OS user whose session opened it, and is written only by the
 // daemon of that user on that machine.
-type Door struct {
+type SessionDoor struct {
 	ID        string // ULID, given when first opened
 	Workspace string
 	Agent     string
@@ -69,7 +69,7 @@ type Door struct {
 }
 
 // Open reports whether the door is open.
-func (d *Door) Open() bool { return d.ClosedAt.IsZero() }
+func (d *SessionDoor) Open() bool { return d.ClosedAt.IsZero() }
 
 // Limits of a door's fields.
 const (
@@ -91,7 +91,7 @@ const (
 // Owner, UID) for this daemon's host, or refreshes the door of the same
 // workspace, agent, kind and session, opening it again if it was closed.
 // It returns the door as stored.
-func (h *Hub) OpenDoor(ctx context.Context, d Door) (*Door, error) {
+func (h *Hub) OpenDoor(ctx context.Context, d SessionDoor) (*SessionDoor, error) {
 	const op = "open door"
 	if err := ValidWorkspace(d.Workspace); err != nil {
 		return nil, withOp(op, err)
@@ -128,7 +128,7 @@ func (h *Hub) OpenDoor(ctx context.Context, d Door) (*Door, error) {
 	if err != nil {
 		return nil, withOp(op, err)
 	}
-	h.publish(Event{Kind: EventDoorOpened, Workspace: out.Workspace, Agent: out.Agent, Door: out})
+	h.publish(Event{Kind: EventDoorOpened, Workspace: out.Workspace, Agent: out.Agent, SessionDoor: out})
 	if out.Owner != "" {
 		// A session has one door of a kind: a Codex session that moved to
 		// a new thread leaves the old one.
@@ -159,14 +159,14 @@ func checkDoorText(what, s string, max int) error {
 
 // CloseDoor closes the door with the id in ws, saying why; closing a
 // closed door is not an error. NotFound if there is none.
-func (h *Hub) CloseDoor(ctx context.Context, ws, id, reason string) (*Door, error) {
+func (h *Hub) CloseDoor(ctx context.Context, ws, id, reason string) (*SessionDoor, error) {
 	const op = "close door"
 	d, err := h.store.CloseDoor(ctx, ws, id, reason, h.now().UTC())
 	if err != nil {
 		return nil, withOp(op, err)
 	}
 	if d.CloseReason == reason && !d.ClosedAt.IsZero() {
-		h.publish(Event{Kind: EventDoorClosed, Workspace: d.Workspace, Agent: d.Agent, Door: d})
+		h.publish(Event{Kind: EventDoorClosed, Workspace: d.Workspace, Agent: d.Agent, SessionDoor: d})
 	}
 	return d, nil
 }
@@ -193,13 +193,13 @@ func (h *Hub) CloseDoorsOf(ctx context.Context, ws, agent, owner string) {
 
 // Doors lists ws's doors (of agent if not empty), newest first: the open
 // ones, and with withClosed the closed ones too.
-func (h *Hub) Doors(ctx context.Context, ws, agent string, withClosed bool) ([]*Door, error) {
+func (h *Hub) Doors(ctx context.Context, ws, agent string, withClosed bool) ([]*SessionDoor, error) {
 	ds, err := h.store.Doors(ctx, ws, agent, withClosed)
 	return ds, withOp("list doors", err)
 }
 
-// Door returns the door with the id in ws, open or closed.
-func (h *Hub) Door(ctx context.Context, ws, id string) (*Door, error) {
+// SessionDoor returns the door with the id in ws, open or closed.
+func (h *Hub) SessionDoor(ctx context.Context, ws, id string) (*SessionDoor, error) {
 	ds, err := h.store.Doors(ctx, ws, "", true)
 	if err != nil {
 		return nil, withOp("get door", err)

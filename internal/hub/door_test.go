@@ -12,21 +12,21 @@ import (
 func TestOpenDoorChecks(t *testing.T) {
 	ctx := context.Background()
 	h := newHub(t, &hub.Options{Host: "h1"})
-	ok := hub.Door{Workspace: "w", Agent: "bob", Kind: hub.DoorClaude, Session: "s1", Address: "/tmp/cc-socks/1.sock", Token: "t"}
+	ok := hub.SessionDoor{Workspace: "w", Agent: "bob", Kind: hub.DoorClaude, Session: "s1", Address: "/tmp/cc-socks/1.sock", Token: "t"}
 	tests := []struct {
 		name   string
-		edit   func(*hub.Door)
+		edit   func(*hub.SessionDoor)
 		errHas string
 	}{
-		{"no kind", func(d *hub.Door) { d.Kind = "" }, "invalid door kind"},
-		{"unknown kind", func(d *hub.Door) { d.Kind = "gemini" }, "invalid door kind"},
-		{"no agent", func(d *hub.Door) { d.Agent = "" }, "agent name must not be empty"},
-		{"no session", func(d *hub.Door) { d.Session = "" }, "no session"},
-		{"relative socket", func(d *hub.Door) { d.Address = "cc-socks/1.sock" }, "not an absolute path"},
-		{"relative codex home", func(d *hub.Door) { d.Kind, d.Address = hub.DoorCodex, ".codex" }, "CODEX_HOME"},
-		{"newline in socket", func(d *hub.Door) { d.Address = "/tmp/a\n.sock" }, "control characters"},
-		{"huge token", func(d *hub.Door) { d.Token = strings.Repeat("x", 300) }, "token is 300 bytes"},
-		{"no workspace", func(d *hub.Door) { d.Workspace = "" }, "workspace must not be empty"},
+		{"no kind", func(d *hub.SessionDoor) { d.Kind = "" }, "invalid door kind"},
+		{"unknown kind", func(d *hub.SessionDoor) { d.Kind = "gemini" }, "invalid door kind"},
+		{"no agent", func(d *hub.SessionDoor) { d.Agent = "" }, "agent name must not be empty"},
+		{"no session", func(d *hub.SessionDoor) { d.Session = "" }, "no session"},
+		{"relative socket", func(d *hub.SessionDoor) { d.Address = "cc-socks/1.sock" }, "not an absolute path"},
+		{"relative codex home", func(d *hub.SessionDoor) { d.Kind, d.Address = hub.DoorCodex, ".codex" }, "CODEX_HOME"},
+		{"newline in socket", func(d *hub.SessionDoor) { d.Address = "/tmp/a\n.sock" }, "control characters"},
+		{"huge token", func(d *hub.SessionDoor) { d.Token = strings.Repeat("x", 300) }, "token is 300 bytes"},
+		{"no workspace", func(d *hub.SessionDoor) { d.Workspace = "" }, "workspace must not be empty"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -57,13 +57,13 @@ func TestDoorClosesWithItsSession(t *testing.T) {
 	h := newHub(t, nil)
 	var events []hub.EventKind
 	cancel := h.Subscribe(func(e hub.Event) {
-		if e.Door != nil {
+		if e.SessionDoor != nil {
 			events = append(events, e.Kind)
 		}
 	})
 	defer cancel()
-	a, _ := h.OpenDoor(ctx, hub.Door{Workspace: "w", Agent: "bob", Kind: hub.DoorClaude, Session: "s1", Address: "/s/1.sock", Owner: "mcp-1"})
-	b, _ := h.OpenDoor(ctx, hub.Door{Workspace: "w", Agent: "bob", Kind: hub.DoorCodex, Session: "th", Address: "/h/.codex", Owner: "mcp-2"})
+	a, _ := h.OpenDoor(ctx, hub.SessionDoor{Workspace: "w", Agent: "bob", Kind: hub.DoorClaude, Session: "s1", Address: "/s/1.sock", Owner: "mcp-1"})
+	b, _ := h.OpenDoor(ctx, hub.SessionDoor{Workspace: "w", Agent: "bob", Kind: hub.DoorCodex, Session: "th", Address: "/h/.codex", Owner: "mcp-2"})
 	h.CloseDoorsOf(ctx, "w", "bob", "mcp-1")
 	ds, err := h.Doors(ctx, "w", "bob", true)
 	if err != nil {
@@ -162,10 +162,10 @@ func TestBounce(t *testing.T) {
 	join(t, h, "w", "gone", "dev")
 	c.add(hub.ActiveWindow + time.Second) // nobody was seen lately
 	h.SessionOpened("w", "present")       // a reader
-	if _, err := h.OpenDoor(ctx, hub.Door{Workspace: "w", Agent: "doored", Kind: hub.DoorCodex, Session: "th", Address: "/h/.codex"}); err != nil {
+	if _, err := h.OpenDoor(ctx, hub.SessionDoor{Workspace: "w", Agent: "doored", Kind: hub.DoorCodex, Session: "th", Address: "/h/.codex"}); err != nil {
 		t.Fatal(err)
 	}
-	gd, _ := h.OpenDoor(ctx, hub.Door{Workspace: "w", Agent: "gone", Kind: hub.DoorClaude, Session: "s9", Address: "/s/9.sock"})
+	gd, _ := h.OpenDoor(ctx, hub.SessionDoor{Workspace: "w", Agent: "gone", Kind: hub.DoorClaude, Session: "s9", Address: "/s/9.sock"})
 	send := func(to string, ttl time.Duration) *hub.Message {
 		t.Helper()
 		res, err := h.Send(ctx, hub.SendRequest{Workspace: "w", From: "alice", To: to, Content: "hello " + to, TTL: ttl})

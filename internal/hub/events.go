@@ -23,7 +23,7 @@ const (
 	EventMessageSeen    EventKind = "message.seen"
 	EventMessageBounced EventKind = "message.bounced"
 	EventGroupChanged   EventKind = "group.changed"
-	// An agent's session opened its door, or the door closed (Door).
+	// An agent's session opened its door, or the door closed (SessionDoor).
 	EventDoorOpened EventKind = "door.opened"
 	EventDoorClosed EventKind = "door.closed"
 )
@@ -45,7 +45,7 @@ type Event struct {
 	Change     string // for groups: created, deleted, member_added, member_removed; for reservations: granted, renewed, released, force_released
 
 	Reservations []*Reservation // for EventReservations
-	Door         *Door          // for door events
+	SessionDoor  *SessionDoor   // for door events
 	Reason       string         // for message.bounced: why
 	Via          WakePath       // for message.handed: the door's path
 }

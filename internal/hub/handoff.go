@@ -1,6 +1,9 @@
 package hub
 
-import "context"
+import (
+	"context"
+	"slices"
+)
 
 // A send hands a new message straight to a wait that is blocked on its
 // recipient's inbox: the send's own transaction writes that recipient's copy
@@ -33,10 +36,16 @@ func newWaiter(q TakeQuery) *waiter {
 	return &waiter{q: q, wake: make(chan struct{}, 1), handed: make(chan *Delivery, 1)}
 }
 
-// admits reports whether w takes m: its priority, and its thread if it waits
-// for one (a new message is always after the one a reply wait names).
+// admits reports whether w takes m: its priority, and its thread and
+// repliers if it waits for a reply (a new message is always after the one a
+// reply wait names).
 func (w *waiter) admits(m *Message) bool {
-	return m.Priority.Rank() <= w.q.MaxRank && (w.q.Thread == "" || w.q.Thread == m.ThreadID)
+	return m.Priority.Rank() <= w.q.MaxRank && (w.q.Thread == "" || w.q.Thread == m.ThreadID) && w.q.replier(m)
+}
+
+// replier reports whether m passes q's Repliers and ResultOf.
+func (q *TakeQuery) replier(m *Message) bool {
+	return q.Repliers == nil || slices.Contains(q.Repliers, m.From) || (q.ResultOf != "" && m.Origin.Task == q.ResultOf)
 }
 
 // signal tells w to look again; h.mu is held.

@@ -87,6 +87,9 @@ type Hub struct {
 	entropyMu sync.Mutex
 	entropy   *ulid.MonotonicEntropy
 
+	// roles are agents' roles, for the origin of their messages (roles.go).
+	roles roleCache
+
 	subsMu  sync.RWMutex
 	subs    map[int]func(Event)
 	nextSub int

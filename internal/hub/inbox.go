@@ -115,8 +115,11 @@ type WaitRequest struct {
 	Progress      func(waited time.Duration)
 	ProgressEvery time.Duration // 0: 5s
 
-	// thread and after narrow the wait to replies (WaitForReply).
+	// thread, after, repliers and resultOf narrow the wait to replies
+	// (WaitForReply; TakeQuery's fields of those names).
 	thread, after string
+	repliers      []string
+	resultOf      string
 }
 
 // A blocked wait whose store cannot serve looks again after storeRetryMin,
@@ -157,7 +160,8 @@ func (h *Hub) Next(ctx context.Context, r WaitRequest) (*Delivery, error) {
 		via = WakeWait
 	}
 	q := TakeQuery{Workspace: r.Workspace, Recipient: r.Agent, Reader: r.Reader,
-		MaxRank: r.Filter.MaxRank(), Thread: r.thread, After: r.after, Limit: 1, Via: via, lease: r.Lease}
+		MaxRank: r.Filter.MaxRank(), Thread: r.thread, After: r.after, Repliers: r.repliers, ResultOf: r.resultOf,
+		Limit: 1, Via: via, lease: r.Lease}
 	d, err := h.block(ctx, key, key, r.Timeout, r.Progress, r.ProgressEvery, q)
 	return d, withOp(op, err)
 }

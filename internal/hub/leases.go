@@ -249,9 +249,10 @@ type ReplyWaitRequest struct {
 }
 
 // WaitForReply hands the agent the first message in the thread of r.MessageID
-// that was sent after it and addressed to the agent, blocking as Next does:
-// request and response between agents in one call. Other messages stay in
-// the inbox.
+// that was sent after it, addressed to the agent, by one of the others the
+// message went between (for a task: its claimant's result), blocking as Next
+// does: request and response between agents in one call. Other messages stay
+// in the inbox.
 func (h *Hub) WaitForReply(ctx context.Context, r ReplyWaitRequest) (*Delivery, error) {
 	const op = "wait for reply"
 	m, err := h.store.Message(ctx, r.Workspace, r.MessageID)
@@ -261,14 +262,43 @@ func (h *Hub) WaitForReply(ctx context.Context, r ReplyWaitRequest) (*Delivery, 
 		}
 		return nil, withOp(op, err)
 	}
+	repliers, resultOf, err := h.repliers(ctx, m, r.Agent)
+	if err != nil {
+		return nil, withOp(op, err)
+	}
 	d, err := h.Next(ctx, WaitRequest{Workspace: r.Workspace, Agent: r.Agent, Reader: r.Reader, Timeout: r.Timeout, Via: r.Via, Lease: r.Lease,
-		Progress: r.Progress, ProgressEvery: r.ProgressEvery, thread: m.ThreadID, after: m.ID})
+		Progress: r.Progress, ProgressEvery: r.ProgressEvery, thread: m.ThreadID, after: m.ID, repliers: repliers, resultOf: resultOf})
 	if err != nil {
 		if e, ok := err.(*Error); ok && e.Op == "wait" {
 			e.Op = op
 		}
 	}
 	return d, err
+}
+
+// repliers are who may answer m for agent, waiting for a reply to it: the
+// others it went between (its sender and recipients but agent); for a task
+// sent to a queue, its claimant, whose result complete_task marks
+// (resultOf). Anyone else's message in the thread is not the answer: it
+// stays in the inbox as ordinary mail.
+func (h *Hub) repliers(ctx context.Context, m *Message, agent string) (repliers []string, resultOf string, err error) {
+	ds, err := h.store.Deliveries(ctx, m.Workspace, m.ID)
+	if err != nil {
+		return nil, "", err
+	}
+	repliers = []string{} // not nil: a filter, even with nobody in it
+	if m.From != agent {
+		repliers = append(repliers, m.From)
+	}
+	for _, d := range ds {
+		switch {
+		case IsQueue(d.Recipient):
+			resultOf = m.ID
+		case d.Recipient != agent && !slices.Contains(repliers, d.Recipient):
+			repliers = append(repliers, d.Recipient)
+		}
+	}
+	return repliers, resultOf, nil
 }
 
 // Run sweeps until ctx ends: deliveries whose lease ran out go back to their
@@ -313,7 +343,7 @@ func (h *Hub) noticeOverdue(ctx context.Context, od *Overdue) {
 	m := od.Message
 	content := fmt.Sprintf("Ack overdue: your message %s to %s was not acknowledged by %s before its deadline %s.",
 		m.ID, m.To, strings.Join(od.Pending, ", "), m.AckDeadline.UTC().Format(time.RFC3339))
-	n, err := h.newMessage(ctx, SendRequest{Workspace: m.Workspace, From: NoticeSender, To: m.From,
+	n, err := h.newMessage(ctx, SendRequest{Workspace: m.Workspace, From: NoticeSender, To: m.From, Door: DoorDaemon,
 		Content: content, Priority: string(High), TTL: NoTTL,
 		Metadata: map[string]string{"kind": "ack_overdue", "message_id": m.ID, "pending": strings.Join(od.Pending, ",")}})
 	if err == nil {

@@ -381,9 +381,14 @@ func TestWaitForReply(t *testing.T) {
 		}()
 		synctest.Wait()
 		send(t, h, "carol", "alice", "unrelated")
+		// A reply in the thread from someone the question did not go to
+		// is not the answer: it stays in the inbox (issue 24).
+		if _, err := h.Send(ctx, hub.SendRequest{Workspace: "w", From: "mallory", To: "alice", Content: "answer from mallory", ReplyTo: q.ID}); err != nil {
+			t.Fatal(err)
+		}
 		synctest.Wait()
 		if len(got) != 0 {
-			t.Fatal("an unrelated message ended the wait for a reply")
+			t.Fatalf("an unrelated message, or a stranger's reply, ended the wait for a reply: %+v", (<-got).Message)
 		}
 		if _, err := h.Send(ctx, hub.SendRequest{Workspace: "w", From: "bob", To: "alice", Content: "yes", ReplyTo: q.ID}); err != nil {
 			t.Fatal(err)
@@ -391,8 +396,8 @@ func TestWaitForReply(t *testing.T) {
 		if d := <-got; d == nil || d.Message.Content != "yes" || d.Reader != "s1" {
 			t.Errorf("reply: got %+v, want yes, delivered to s1", d)
 		}
-		if n, _ := h.Unread(ctx, "w", "alice"); n != 1 {
-			t.Errorf("unread after the reply: got %d, want the unrelated one", n)
+		if n, _ := h.Unread(ctx, "w", "alice"); n != 2 {
+			t.Errorf("unread after the reply: got %d, want the unrelated one and mallory's", n)
 		}
 		// No reply in time: nil, nil; an unknown message: not found.
 		if d, err := h.WaitForReply(ctx, hub.ReplyWaitRequest{Workspace: "w", Agent: "alice", MessageID: q.ID, Timeout: time.Second}); d != nil || err != nil {

@@ -110,6 +110,7 @@ type CompleteRequest struct {
 	TaskID  string
 	Result  string // for the sender; empty: a plain "done" or "failed"
 	Failed  bool   // the claimant gave up on it: done, but not done well
+	Door    Door   // the way the claimant came in (Origin.Door of the result)
 }
 
 // CompleteResult is a completed task and the reply that told its sender.
@@ -120,7 +121,8 @@ type CompleteResult struct {
 }
 
 // Complete marks a claimed task done and sends its sender the result, as a
-// reply in the task's thread (so wait_for_reply on the task returns it).
+// reply in the task's thread (so wait_for_reply on the task returns it), in
+// one transaction.
 // Only the holder of the claim completes it; a task whose claim ended (it
 // went back to its queue) or that was completed already is a Conflict.
 func (h *Hub) Complete(ctx context.Context, r CompleteRequest) (*CompleteResult, error) {
@@ -131,24 +133,6 @@ func (h *Hub) Complete(ctx context.Context, r CompleteRequest) (*CompleteResult,
 	d, err := h.heldTask(ctx, op, r.Workspace, r.TaskID)
 	if err != nil {
 		return nil, err
-	}
-	held := false
-	for _, reader := range r.Readers {
-		if reader == "" {
-			continue
-		}
-		ds, err := h.store.Confirm(ctx, reader, []string{r.TaskID}, h.now().UTC())
-		if err != nil {
-			return nil, withOp(op, err)
-		}
-		if len(ds) > 0 {
-			h.publishDeliveries(EventMessageRead, ds)
-			held = true
-			break
-		}
-	}
-	if !held {
-		return nil, h.notHeld(ctx, op, r.Workspace, r.TaskID, d.Recipient)
 	}
 	task, err := h.store.Message(ctx, r.Workspace, r.TaskID)
 	if err != nil {
@@ -164,17 +148,39 @@ func (h *Hub) Complete(ctx context.Context, r CompleteRequest) (*CompleteResult,
 			content = "Task " + task.ID + " failed."
 		}
 	}
+	reply, err := h.newMessage(ctx, SendRequest{Workspace: r.Workspace, From: r.Agent, To: task.From, Content: content,
+		ReplyTo: task.ID, Priority: string(task.Priority),
+		Metadata: map[string]string{"kind": kind, "task_id": task.ID, "queue": d.Recipient}, Door: r.Door, task: task.ID})
+	if err != nil {
+		return nil, withOp(op, err)
+	}
+	recips, _, err := h.resolve(ctx, r.Workspace, task.From, r.Agent)
+	if err != nil {
+		return nil, withOp(op, err)
+	}
+	if len(recips) != 1 {
+		return nil, Errorf(op, Internal, "the sender of task %s, %q, is %d recipients", task.ID, task.From, len(recips))
+	}
+	// Done and told in one transaction: a daemon killed in between leaves
+	// the task claimed, for the claimant's retry, never done untold.
+	held, err := h.store.CompleteTask(ctx, r.Readers, task.ID, reply, recips[0])
+	if err != nil {
+		return nil, withOp(op, err)
+	}
+	if len(held) == 0 {
+		return nil, h.notHeld(ctx, op, r.Workspace, r.TaskID, d.Recipient)
+	}
+	h.publishDeliveries(EventMessageRead, held)
 	h.publish(Event{Kind: EventTaskCompleted, Workspace: r.Workspace, Agent: r.Agent, MessageID: task.ID,
 		Status: kind, Recipients: []string{d.Recipient}})
-	res, err := h.Send(ctx, SendRequest{Workspace: r.Workspace, From: r.Agent, To: task.From, Content: content,
-		ReplyTo: task.ID, Priority: string(task.Priority),
-		Metadata: map[string]string{"kind": kind, "task_id": task.ID, "queue": d.Recipient}})
-	if err != nil {
-		// The task is done either way; say that telling its sender failed.
-		return &CompleteResult{Task: task, Queue: d.Recipient},
-			Errorf(op, KindOf(err), "task %s is done, but telling its sender %s failed: %v", task.ID, task.From, err)
+	if _, ok := h.store.(SendStore); ok {
+		h.wakeLocal(r.Workspace, recips) // the store told the other daemons
+	} else {
+		h.wake(ctx, r.Workspace, recips)
 	}
-	return &CompleteResult{Task: task, Queue: d.Recipient, Reply: res.Message}, nil
+	h.publish(Event{Kind: EventMessageSent, Workspace: r.Workspace, Agent: reply.From, Message: reply, Recipients: recips})
+	h.Touch(ctx, r.Workspace, r.Agent)
+	return &CompleteResult{Task: task, Queue: d.Recipient, Reply: reply}, nil
 }
 
 // ReleaseTask gives a claimed task back to its queue, in its place, for the

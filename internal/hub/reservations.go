@@ -55,21 +55,6 @@ type ReservationChange struct {
 	Delete []string       // ids to forget
 }
 
-// Reservations keeps file reservations. It is apart from Store so that a store
-// can add it on its own; the hub finds it by a type assertion on its store.
-type Reservations interface {
-	// ChangeReservations calls fn with the reservations of ws that are live at
-	// now (ExpiresAt after now), oldest first, and applies the change fn
-	// returns, atomically: no other ChangeReservations of ws runs in between,
-	// so a conflict check in fn holds when its result is stored. Reservations
-	// of ws that expired by now are forgotten in the same step. fn may run more
-	// than once and must have no effects of its own; its error is returned,
-	// and then nothing changes.
-	ChangeReservations(ctx context.Context, ws string, now time.Time, fn func(live []*Reservation) (ReservationChange, error)) error
-	// LiveReservations returns the reservations of ws live at now, oldest first.
-	LiveReservations(ctx context.Context, ws string, now time.Time) ([]*Reservation, error)
-}
-
 // Reservation limits and defaults.
 const (
 	DefaultReservationTTL = time.Hour
@@ -81,14 +66,6 @@ const (
 
 // EventReservations announces granted, renewed and released reservations.
 const EventReservations EventKind = "reservations.changed"
-
-func (h *Hub) reservations(op string) (Reservations, error) {
-	r, ok := h.store.(Reservations)
-	if !ok {
-		return nil, Errorf(op, Unavailable, "this store does not keep file reservations")
-	}
-	return r, nil
-}
 
 // ValidReservationTTL checks a reservation's time to live; 0 means the default.
 func ValidReservationTTL(d time.Duration) (time.Duration, error) {
@@ -124,10 +101,6 @@ type ReserveResult struct {
 // the agent holds renews it (and sets its mode and reason).
 func (h *Hub) Reserve(ctx context.Context, r ReserveRequest) (*ReserveResult, error) {
 	const op = "reserve paths"
-	store, err := h.reservations(op)
-	if err != nil {
-		return nil, err
-	}
 	if err := h.checkHolder(r.Workspace, r.Agent); err != nil {
 		return nil, withOp(op, err)
 	}
@@ -144,7 +117,7 @@ func (h *Hub) Reserve(ctx context.Context, r ReserveRequest) (*ReserveResult, er
 	}
 	now := h.now().UTC()
 	var res ReserveResult
-	err = store.ChangeReservations(ctx, r.Workspace, now, func(live []*Reservation) (ReservationChange, error) {
+	err = h.store.ChangeReservations(ctx, r.Workspace, now, func(live []*Reservation) (ReservationChange, error) {
 		res = ReserveResult{}
 		var ch ReservationChange
 		for _, p := range pats {
@@ -279,19 +252,16 @@ func selectOwn(live []*Reservation, agent string, ids, patterns []string) ([]*Re
 // all) to ttl from now, and returns them.
 func (h *Hub) RenewReservations(ctx context.Context, ws, agent string, ids []string, ttl time.Duration) ([]*Reservation, error) {
 	const op = "renew reservations"
-	store, err := h.reservations(op)
-	if err != nil {
-		return nil, err
-	}
 	if err := h.checkHolder(ws, agent); err != nil {
 		return nil, withOp(op, err)
 	}
-	if ttl, err = ValidReservationTTL(ttl); err != nil {
+	ttl, err := ValidReservationTTL(ttl)
+	if err != nil {
 		return nil, withOp(op, err)
 	}
 	now := h.now().UTC()
 	var renewed []*Reservation
-	err = store.ChangeReservations(ctx, ws, now, func(live []*Reservation) (ReservationChange, error) {
+	err = h.store.ChangeReservations(ctx, ws, now, func(live []*Reservation) (ReservationChange, error) {
 		own, err := selectOwn(live, agent, ids, nil)
 		if err != nil {
 			return ReservationChange{}, err
@@ -319,15 +289,11 @@ func (h *Hub) RenewReservations(ctx context.Context, ws, agent string, ids []str
 // whatever the commit's paths had.
 func (h *Hub) ReleaseReservations(ctx context.Context, ws, agent string, ids, patterns []string) ([]*Reservation, error) {
 	const op = "release reservations"
-	store, err := h.reservations(op)
-	if err != nil {
-		return nil, err
-	}
 	if err := h.checkHolder(ws, agent); err != nil {
 		return nil, withOp(op, err)
 	}
 	var released []*Reservation
-	err = store.ChangeReservations(ctx, ws, h.now().UTC(), func(live []*Reservation) (ReservationChange, error) {
+	err := h.store.ChangeReservations(ctx, ws, h.now().UTC(), func(live []*Reservation) (ReservationChange, error) {
 		own, err := selectOwn(live, agent, ids, patterns)
 		if err != nil {
 			return ReservationChange{}, err
@@ -355,15 +321,11 @@ func (h *Hub) ReleaseReservations(ctx context.Context, ws, agent string, ids, pa
 // own.
 func (h *Hub) ForceRelease(ctx context.Context, ws, by, id string) (*Reservation, error) {
 	const op = "force release"
-	store, err := h.reservations(op)
-	if err != nil {
-		return nil, err
-	}
 	if err := ValidWorkspace(ws); err != nil {
 		return nil, withOp(op, err)
 	}
 	now := h.now().UTC()
-	live, err := store.LiveReservations(ctx, ws, now)
+	live, err := h.store.LiveReservations(ctx, ws, now)
 	if err != nil {
 		return nil, withOp(op, err)
 	}
@@ -386,7 +348,7 @@ func (h *Hub) ForceRelease(ctx context.Context, ws, by, id string) (*Reservation
 		}
 	}
 	var released *Reservation
-	err = store.ChangeReservations(ctx, ws, now, func(live []*Reservation) (ReservationChange, error) {
+	err = h.store.ChangeReservations(ctx, ws, now, func(live []*Reservation) (ReservationChange, error) {
 		released = nil
 		for _, l := range live {
 			if l.ID == id {
@@ -411,11 +373,7 @@ func (h *Hub) ForceRelease(ctx context.Context, ws, by, id string) (*Reservation
 // keeps only its own.
 func (h *Hub) Reservations(ctx context.Context, ws, agent string) ([]*Reservation, error) {
 	const op = "list reservations"
-	store, err := h.reservations(op)
-	if err != nil {
-		return nil, err
-	}
-	live, err := store.LiveReservations(ctx, ws, h.now().UTC())
+	live, err := h.store.LiveReservations(ctx, ws, h.now().UTC())
 	if err != nil {
 		return nil, withOp(op, err)
 	}

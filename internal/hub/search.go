@@ -8,16 +8,6 @@ import (
 	"unicode/utf8"
 )
 
-// Searcher finds messages by their words. It is apart from Store so that a
-// store can add it on its own; the hub finds it by a type assertion.
-type Searcher interface {
-	// Search returns up to q.Limit messages of ws that contain every term of q,
-	// best match first (ranked by BM25 over content, payload text and metadata
-	// values), each with a snippet that marks the matched words with **.
-	// Viewer, when set, keeps only what that agent may read (HistoryQuery.Viewer).
-	Search(ctx context.Context, ws string, q SearchQuery) ([]SearchHit, error)
-}
-
 // SearchQuery is a parsed search.
 type SearchQuery struct {
 	Terms  []SearchTerm
@@ -66,10 +56,6 @@ type SearchRequest struct {
 // in order, and word* matches any word that starts with word.
 func (h *Hub) Search(ctx context.Context, r SearchRequest) ([]SearchHit, error) {
 	const op = "search"
-	s, ok := h.store.(Searcher)
-	if !ok {
-		return nil, Errorf(op, Unavailable, "this store cannot search messages")
-	}
 	if err := ValidWorkspace(r.Workspace); err != nil {
 		return nil, withOp(op, err)
 	}
@@ -83,7 +69,7 @@ func (h *Hub) Search(ctx context.Context, r SearchRequest) ([]SearchHit, error) 
 	case r.Limit == 0:
 		r.Limit = DefaultSearchLimit
 	}
-	hits, err := s.Search(ctx, r.Workspace, SearchQuery{Terms: terms, Viewer: r.Viewer, From: r.From,
+	hits, err := h.store.Search(ctx, r.Workspace, SearchQuery{Terms: terms, Viewer: r.Viewer, From: r.From,
 		Thread: r.Thread, Since: r.Since, Limit: r.Limit})
 	if err != nil {
 		return nil, withOp(op, err)

@@ -29,6 +29,11 @@ type SendRequest struct {
 	// Deliver is the delivery mode (ParseDeliverMode); "" means the
 	// priority's default.
 	Deliver string
+	// Door is the way the message came in (Origin.Door); the hub attests
+	// the rest of its origin itself.
+	Door Door
+	// task is the task whose result this is (Complete).
+	task string
 }
 
 // NoTTL, as a SendRequest's TTL, gives the message no time to live: it
@@ -146,6 +151,14 @@ func (h *Hub) newMessage(ctx context.Context, r SendRequest) (*Message, error) {
 		ReplyTo: r.ReplyTo, Metadata: r.Metadata, CreatedAt: now,
 		AckRequired: r.AckRequired || !r.AckDeadline.IsZero(), AckDeadline: r.AckDeadline.UTC(),
 		ExpiresAt: expires, Deliver: mode,
+		Origin: Origin{Door: r.Door, Host: h.host, Task: r.task},
+	}
+	if r.Door != DoorDaemon {
+		role, err := h.roles.of(ctx, h, r.Workspace, r.From)
+		if err != nil {
+			return nil, err
+		}
+		m.Origin.Role = role
 	}
 	m.ThreadID = m.ID
 	if r.ReplyTo != "" {
@@ -264,6 +277,8 @@ type BroadcastRequest struct {
 	ActiveOnly bool
 	// Exclude skips agents whose name or role is listed.
 	Exclude []string
+	// Door is the way it came in (Origin.Door).
+	Door Door
 }
 
 // Broadcast sends to @everyone after applying the filters. No recipient left is
@@ -271,7 +286,7 @@ type BroadcastRequest struct {
 func (h *Hub) Broadcast(ctx context.Context, r BroadcastRequest) (*SendResult, error) {
 	const op = "broadcast"
 	m, err := h.newMessage(ctx, SendRequest{Workspace: r.Workspace, From: r.From, To: "@" + Everyone,
-		Content: r.Content, Priority: r.Priority, Metadata: r.Metadata})
+		Content: r.Content, Priority: r.Priority, Metadata: r.Metadata, Door: r.Door})
 	if err != nil {
 		return nil, withOp(op, err)
 	}

@@ -9,7 +9,14 @@ import (
 // safe for concurrent use, and every write is atomic: it happens whole or not at
 // all. Errors use this package's kinds (NotFound, Conflict, Unavailable...).
 //
-// The contract lives in internal/store/storetest; every implementation passes it.
+// It is the whole contract of a backend: a store that has these methods is
+// complete. Three optional interfaces add only what one backend can do
+// better or what daemons sharing one store need, and the hub works without
+// them: SendStore (a send in one round trip), PresenceStore (when an agent
+// left another daemon) and NotifyingStore (wake-ups between daemons).
+//
+// The contract's tests live in internal/store/storetest (RunAll); every
+// implementation passes them.
 type Store interface {
 	// PutAgent inserts the agent or updates its role, module, status and last-seen
 	// time, keeping its creation time.
@@ -71,6 +78,14 @@ type Store interface {
 	// they were not), whatever their state, and returns those that were not
 	// acked before. Unknown ids are ignored.
 	Ack(ctx context.Context, ws, recipient string, messageIDs []string, at time.Time) ([]*Delivery, error)
+	// CompleteTask ends a claimed task, in one transaction: it confirms the
+	// task's copy leased to the first of readers that holds it (as Confirm
+	// does, at reply.CreatedAt) and stores reply, the task's result, with
+	// one queued delivery, to recipient. It returns the copy it confirmed;
+	// none (and nothing written) when no reader holds it. A daemon killed
+	// at any moment leaves the task either claimed without a result or
+	// done with its result, never done without one.
+	CompleteTask(ctx context.Context, readers []string, taskID string, reply *Message, recipient string) ([]*Delivery, error)
 	// Deliveries returns every recipient's delivery of the message (without
 	// the message), ordered by recipient; NotFound if there is no such message.
 	Deliveries(ctx context.Context, ws, messageID string) ([]*Delivery, error)
@@ -103,18 +118,40 @@ type Store interface {
 	// RemoveGroupMember removes m; NotFound if the group or the member is absent.
 	RemoveGroupMember(ctx context.Context, ws, group string, m Member) error
 
+	// Search returns up to q.Limit messages of ws that contain every term of q,
+	// best match first (ranked by BM25 over content, payload text and metadata
+	// values), each with a snippet that marks the matched words with **.
+	// Viewer, when set, keeps only what that agent may read (HistoryQuery.Viewer).
+	Search(ctx context.Context, ws string, q SearchQuery) ([]SearchHit, error)
+
+	// ChangeReservations calls fn with the reservations of ws that are live at
+	// now (ExpiresAt after now), oldest first, and applies the change fn
+	// returns, atomically: no other ChangeReservations of ws runs in between,
+	// so a conflict check in fn holds when its result is stored. Reservations
+	// of ws that expired by now are forgotten in the same step. fn may run more
+	// than once and must have no effects of its own; its error is returned,
+	// and then nothing changes.
+	ChangeReservations(ctx context.Context, ws string, now time.Time, fn func(live []*Reservation) (ReservationChange, error)) error
+	// LiveReservations returns the reservations of ws live at now, oldest first.
+	LiveReservations(ctx context.Context, ws string, now time.Time) ([]*Reservation, error)
+
+	// Purge deletes the messages created before cutoff that every recipient
+	// has read, with their deliveries, a bounded batch per transaction so
+	// that sends are not held up. Unread messages are kept, however old.
+	Purge(ctx context.Context, cutoff time.Time) (PurgeResult, error)
+
 	// PutDoor opens d, or refreshes the door of the same workspace, agent,
 	// kind and session (its address, token, owner, host, uid and refresh
 	// time), opening it again if it was closed; the refreshed door keeps its
 	// id and opening time. It returns the door as stored.
-	PutDoor(ctx context.Context, d *Door) (*Door, error)
+	PutDoor(ctx context.Context, d *SessionDoor) (*SessionDoor, error)
 	// CloseDoor closes the open door with the id in ws at at, with the
 	// reason, and returns it; a door closed already is returned as it is.
 	// NotFound if there is none.
-	CloseDoor(ctx context.Context, ws, id, reason string, at time.Time) (*Door, error)
+	CloseDoor(ctx context.Context, ws, id, reason string, at time.Time) (*SessionDoor, error)
 	// Doors returns ws's doors (of agent if not empty), newest opened
 	// first: the open ones, and with withClosed the closed ones too.
-	Doors(ctx context.Context, ws, agent string, withClosed bool) ([]*Door, error)
+	Doors(ctx context.Context, ws, agent string, withClosed bool) ([]*SessionDoor, error)
 	// MarkSeen marks seen, at at, recipient's copies that via (any path if
 	// "") reached at or before before and that are neither seen nor
 	// bounced, and returns them.
@@ -149,6 +186,28 @@ type SendStore interface {
 	// recipients that exist, in any order. Handed recipients need no
 	// wake-up: the other daemons are not told of them.
 	SendMessage(ctx context.Context, m *Message, recipients []string, handed ...Handoff) ([]*Agent, error)
+}
+
+// NotifyingStore is a Store that several daemons share (PostgreSQL): it
+// carries wake-ups between them. The daemon gives its notifications to the
+// hub (Options.Notifier) and runs them beside it.
+type NotifyingStore interface {
+	Notifications() Notifications
+}
+
+// Notifications tell the other daemons on a shared store of new mail
+// (Notifier) and wake this daemon's waiters when they tell it (Run).
+type Notifications interface {
+	Notifier
+	// Run listens until ctx ends, waking w's waiters of the inboxes the
+	// other daemons name (all of them after a lost connection).
+	Run(ctx context.Context, w Waker)
+}
+
+// Waker is what Notifications.Run wakes: a Hub.
+type Waker interface {
+	Wake(ws string, recipients []string)
+	WakeAll()
 }
 
 // PresenceStore is a Store that several daemons share and that records when

@@ -151,7 +151,44 @@ type Message struct {
 	// Deliver is how the message may draw its recipient's attention; ""
 	// means its priority's default (Mode).
 	Deliver DeliverMode
+	// Origin is what the daemon attests of the sending: set by the hub,
+	// never by the sender.
+	Origin Origin
 }
+
+// Origin is what the daemon that took a message attests of its sending,
+// beside the sender's name: how it came in, as whom. Its content, metadata
+// and payload are the sender's own words; these are not. A message stored
+// before origins were recorded has a zero Origin.
+type Origin struct {
+	Role string // the sender's role when it sent, as its agent record had it; "" for a person or the daemon
+	Host string // the machine of the daemon that took the send
+	Door Door   // the way the message came in
+	// Task is the task whose result this message is: complete_task sent
+	// it, for the task's claimant, to the task's sender.
+	Task string
+}
+
+// Door is the way a message came into the daemon.
+type Door string
+
+// The doors.
+const (
+	// DoorMCP: an MCP session, an agent's (through parley mcp serve, or
+	// Streamable HTTP on the socket or over TCP).
+	DoorMCP Door = "mcp"
+	// DoorCLI: the JSON API on the Unix socket, which the OS user's command
+	// line uses (a person typing, or a script, hook or agent's shell
+	// running the parley CLI as that user).
+	DoorCLI Door = "cli"
+	// DoorDashboard: a person signed in to the dashboard (sender human:NAME).
+	DoorDashboard Door = "dashboard"
+	// DoorTCP: the JSON API over TCP, with an agent token or the admin token.
+	DoorTCP Door = "tcp"
+	// DoorDaemon: the daemon itself (a notice of its own: an overdue ack, a
+	// managed agent's stopped loop).
+	DoorDaemon Door = "daemon"
+)
 
 // MemberType says whether a group member is an agent or a whole role.
 type MemberType string

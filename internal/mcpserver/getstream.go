@@ -1,11 +1,13 @@
 package mcpserver
 
 import (
-	"bytes"
+	"bufio"
 	"context"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
-	"strconv"
+	"net/http/httputil"
 	"sync"
 )
 
@@ -25,7 +27,7 @@ import (
 // ends, as it would over net/http.
 func (s *Server) hijackStream(w http.ResponseWriter, r *http.Request, sess *session) bool {
 	wc := connOf(r.Context())
-	if wc == nil || wc.base == nil || !r.ProtoAtLeast(1, 1) {
+	if wc == nil || wc.base == nil || !r.ProtoAtLeast(1, 1) || WorkaroundOff("hijackget") {
 		return false
 	}
 	conn, _, err := http.NewResponseController(w).Hijack()
@@ -66,15 +68,17 @@ func (s *Server) hijackStream(w http.ResponseWriter, r *http.Request, sess *sess
 }
 
 // streamResponse is the http.ResponseWriter of a hijacked stream: an
-// HTTP/1.1 response with a chunked body, written to the connection as the
-// handler writes it. The connection closes with the response.
+// HTTP/1.1 response with a chunked body (net/http/httputil's framing),
+// written to the connection as the handler writes it, each write flushed.
+// The connection closes with the response.
 type streamResponse struct {
 	conn   net.Conn
 	header http.Header
 
 	mu     sync.Mutex
-	status int  // set by WriteHeader or the first write
-	sent   bool // the status line and header went out
+	status int           // set by WriteHeader or the first write
+	bw     *bufio.Writer // on conn, once the header went out
+	body   io.WriteCloser
 	err    error
 }
 
@@ -95,13 +99,13 @@ func (w *streamResponse) Write(p []byte) (int, error) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	b := w.head(nil)
-	b = strconv.AppendInt(b, int64(len(p)), 16)
-	b = append(b, "\r\n"...)
-	b = append(b, p...)
-	b = append(b, "\r\n"...)
-	if err := w.write(b); err != nil {
-		return 0, err
+	w.head()
+	if w.err == nil {
+		_, w.err = w.body.Write(p)
+	}
+	w.flush()
+	if w.err != nil {
+		return 0, w.err
 	}
 	return len(p), nil
 }
@@ -110,45 +114,45 @@ func (w *streamResponse) Write(p []byte) (int, error) {
 func (w *streamResponse) Flush() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if !w.sent {
-		w.write(w.head(nil))
-	}
+	w.head()
+	w.flush()
 }
 
-// finish ends the body.
+// finish ends the body: its last chunk, and the empty trailer.
 func (w *streamResponse) finish() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.write(append(w.head(nil), "0\r\n\r\n"...))
+	w.head()
+	if w.err == nil {
+		w.err = w.body.Close()
+	}
+	if w.err == nil {
+		_, w.err = w.bw.WriteString("\r\n")
+	}
+	w.flush()
 }
 
-// head appends the status line and header to b if they have not gone yet.
-// w.mu is held.
-func (w *streamResponse) head(b []byte) []byte {
-	if w.sent {
-		return b
+// head writes the status line and header if they have not gone yet. w.mu
+// is held.
+func (w *streamResponse) head() {
+	if w.bw != nil {
+		return
 	}
-	w.sent = true
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
-	b = append(b, "HTTP/1.1 "...)
-	b = strconv.AppendInt(b, int64(w.status), 10)
-	b = append(b, ' ')
-	b = append(b, http.StatusText(w.status)...)
-	b = append(b, "\r\n"...)
+	w.bw = bufio.NewWriter(w.conn)
+	w.body = httputil.NewChunkedWriter(w.bw)
 	w.header.Del("Content-Length")
 	w.header.Set("Transfer-Encoding", "chunked")
 	w.header.Set("Connection", "close")
-	var hb bytes.Buffer
-	w.header.Write(&hb)
-	b = append(b, hb.Bytes()...)
-	return append(b, "\r\n"...)
+	fmt.Fprintf(w.bw, "HTTP/1.1 %d %s\r\n", w.status, http.StatusText(w.status))
+	w.header.Write(w.bw)
+	w.bw.WriteString("\r\n")
 }
 
-func (w *streamResponse) write(b []byte) error {
+func (w *streamResponse) flush() {
 	if w.err == nil {
-		_, w.err = w.conn.Write(b)
+		w.err = w.bw.Flush()
 	}
-	return w.err
 }

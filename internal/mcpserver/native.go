@@ -20,7 +20,7 @@ func (s *Server) native() Profile {
 		typed(s, "whoami", "Show the identity this session speaks for.", o.Whoami),
 		typed(s, "set_status", "Say whether you are ready for work, at work, or offline.", o.SetStatus),
 		typed(s, "get_thread", "Return every message of the thread a message belongs to, oldest first.", o.Thread),
-		typed(s, "wait_for_reply", "Block until a reply to your message (in its thread, to you) arrives or the timeout passes, and return it.", o.WaitForReply),
+		typed(s, "wait_for_reply", "Block until a reply to your message (in its thread, to you, from one of its recipients; for a task, its claimant's result) arrives or the timeout passes, and return it.", o.WaitForReply),
 		typed(s, "message_status", "Show each recipient's copy of a message you sent or received: queued, delivered, redelivered, read or acked.", o.MessageStatus),
 		typed(s, "ack_message", "Acknowledge messages sent to you.", o.Ack),
 		typed(s, "list_overdue", "List your messages whose ack deadline passed unacknowledged.", o.Overdue),

@@ -315,6 +315,7 @@ func (s *Server) identityOf(r *http.Request) (*session, error) {
 		Role:      get(api.HeaderRole, "role"),
 		Module:    get(api.HeaderModule, "module"),
 		Token:     r.Header.Get(api.HeaderAgentToken),
+		Door:      hub.DoorMCP,
 	}
 	if c.Workspace == "" {
 		c.Workspace = ops.DefaultWorkspace
@@ -444,7 +445,11 @@ func (s *Server) server(profiles []string) *mcp.Server {
 	for _, p := range profiles {
 		prof := s.profile(p)
 		for _, t := range prof.Tools {
-			srv.AddTool(t.Tool, t.Handler)
+			if t.add != nil {
+				t.add(srv)
+			} else {
+				srv.AddTool(t.Tool, t.Handler)
+			}
 		}
 		if prof.Attach != nil {
 			prof.Attach(srv)
@@ -501,6 +506,7 @@ func (s *Server) bind(next mcp.MethodHandler) mcp.MethodHandler {
 			s.toolCalled(ctx, sess, req)
 		}
 		if method == "tools/call" && in != nil {
+			ctx = context.WithValue(ctx, inflightKey{}, in)
 			var cancel context.CancelCauseFunc
 			ctx, cancel = context.WithCancelCause(ctx)
 			stop := context.AfterFunc(in.ctx, func() {
@@ -545,13 +551,10 @@ func (s *Server) bind(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// requestOf is the HTTP request a tool call came in, if any.
-func (s *Server) requestOf(req *mcp.CallToolRequest) *inflight {
-	if req.Extra == nil {
-		return nil
-	}
-	return s.inflight(req.Extra.Header)
-}
+// inflightKey carries a tool call's HTTP request (its inflight) from bind to
+// its handler: looked up again there, it may be gone already (its client
+// hung up), and the call would read as if it had no reader.
+type inflightKey struct{}
 
 // errGone is why a tool call ends when its client went away.
 var errGone = errors.New("the client closed the request")
@@ -636,7 +639,7 @@ func (s *Server) callerOf(ctx context.Context, req *mcp.CallToolRequest) *ops.Ca
 	} else {
 		c.Workspace = ops.DefaultWorkspace
 	}
-	if in := s.requestOf(req); in != nil {
+	if in, _ := ctx.Value(inflightKey{}).(*inflight); in != nil {
 		c.Call = in.requestID()
 	} else {
 		// No HTTP request (an in-memory transport): nothing could confirm a
@@ -663,6 +666,9 @@ func (s *Server) callerOf(ctx context.Context, req *mcp.CallToolRequest) *ops.Ca
 func (s *Server) Connect(ctx context.Context, t mcp.Transport, caller ops.Caller) (*mcp.ServerSession, error) {
 	if caller.Workspace == "" {
 		caller.Workspace = ops.DefaultWorkspace
+	}
+	if caller.Door == "" {
+		caller.Door = hub.DoorMCP
 	}
 	if len(caller.Profiles) == 0 {
 		caller.Profiles = []string{"native"}

@@ -3,14 +3,15 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -20,9 +21,10 @@ import (
 )
 
 // A stream session is one MCP session on one connection: the bridge (parley
-// mcp serve) upgrades a GET /mcp (Upgrade: api.StreamProtocol) and the
-// connection then carries newline-delimited JSON-RPC both ways, served by the
-// SDK's own IO transport. It saves an HTTP request, SSE framing and a
+// mcp serve) opens a WebSocket on /mcp with the subprotocol
+// api.StreamProtocol, and the connection then carries newline-delimited
+// JSON-RPC both ways (as WebSocket text), served by the SDK's own IO
+// transport. It saves an HTTP request, SSE framing and a
 // session lookup per message, and it makes delivery exact: the bridge
 // confirms what it wrote to its client (api.MethodDelivered), and when
 // the connection ends, so does the session, and everything it did not
@@ -36,8 +38,8 @@ import (
 // confirms a result's deliveries. That saves the channel an HTTP request
 // per message, and a confirmation per message written at once.
 
-// serveStream serves a stream session on the hijacked connection of r until
-// the connection or the daemon ends. The identity comes from r's headers, as
+// serveStream serves a stream session on r's WebSocket until the connection
+// or the daemon ends. The identity comes from r's headers, as
 // for a session over HTTP (identityOf).
 func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
 	sess, err := s.identityOf(r)
@@ -45,33 +47,30 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), api.HTTPStatus(hub.KindOf(err)))
 		return
 	}
-	conn, rw, err := http.NewResponseController(w).Hijack()
-	if err != nil {
-		http.Error(w, "mcp stream: "+err.Error(), http.StatusInternalServerError)
-		return
-	}
-	defer conn.Close()
-	conn.SetDeadline(time.Time{}) // a session may be quiet for hours
 	push := r.Header.Get(api.HeaderPush) != "" && sess.caller.Agent != ""
-	rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + api.StreamProtocol + "\r\n")
 	if push {
-		rw.WriteString(api.HeaderPush + ": 1\r\n")
+		w.Header().Set(api.HeaderPush, "1") // on the 101
 	}
-	rw.WriteString("\r\n")
-	if rw.Flush() != nil {
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{api.StreamProtocol},
+		// Origin and Host are checked by the daemon for every endpoint.
+		InsecureSkipVerify: true})
+	if err != nil {
+		return // Accept answered
+	}
+	if ws.Subprotocol() != api.StreamProtocol {
+		ws.Close(websocket.StatusPolicyViolation, "a stream session speaks "+api.StreamProtocol)
 		return
 	}
 	// r's context ends when the daemon shuts down; the stream's also when
 	// the connection does. The pusher ends with it, before the connection
 	// closes.
 	ctx, cancel := context.WithCancelCause(r.Context())
+	conn := websocket.NetConn(ctx, ws, websocket.MessageText)
+	defer conn.Close()
 	var pusher sync.WaitGroup
 	defer pusher.Wait()
 	defer cancel(nil)
-	defer context.AfterFunc(ctx, func() { conn.Close() })()
-	// The client may have sent its first messages right behind the request:
-	// they are in rw's buffer.
-	t := &streamTransport{IOTransport: mcp.IOTransport{Reader: readCloser{rw.Reader, conn}, Writer: conn, MaxLineLength: int(s.opts.MaxRequestBytes)},
+	t := &streamTransport{IOTransport: mcp.IOTransport{Reader: conn, Writer: conn, MaxLineLength: int(s.opts.MaxRequestBytes)},
 		s: s, ctx: ctx, cancel: cancel, header: r.Header.Clone(), ready: make(chan struct{}), push: push, pusher: &pusher}
 	ss, err := s.server(sess.caller.Profiles).Connect(ctx, t, nil)
 	if err != nil {
@@ -252,14 +251,11 @@ type pushed struct {
 	Meta    map[string][]string `json:"_meta"`
 }
 
-// readCloser reads what the hijack buffered, then the connection, and
-// closes the connection.
-type readCloser struct {
-	io.Reader
-	io.Closer
-}
-
-// isStream reports whether r asks for a stream session.
+// isStream reports whether r asks for a stream session: a WebSocket that
+// offers api.StreamProtocol.
 func isStream(r *http.Request) bool {
-	return r.Method == http.MethodGet && strings.EqualFold(r.Header.Get("Upgrade"), api.StreamProtocol)
+	return r.Method == http.MethodGet && strings.EqualFold(r.Header.Get("Upgrade"), "websocket") &&
+		slices.ContainsFunc(strings.Split(r.Header.Get("Sec-WebSocket-Protocol"), ","), func(p string) bool {
+			return strings.TrimSpace(p) == api.StreamProtocol
+		})
 }

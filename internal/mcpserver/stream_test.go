@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -287,20 +288,15 @@ func TestStreamPushOnlyWhenAsked(t *testing.T) {
 		{"no agent", http.Header{api.HeaderWorkspace: {"w"}, api.HeaderPush: {"1"}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := net.Dial("unix", sock)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			req, _ := http.NewRequest(http.MethodGet, "http://parley/mcp", nil)
-			req.Header = tc.h
-			req.Header.Set("Connection", "Upgrade")
-			req.Header.Set("Upgrade", api.StreamProtocol)
-			req.Write(c)
-			resp, err := http.ReadResponse(bufio.NewReader(c), req)
-			if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+			hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				return net.Dial("unix", sock)
+			}}}
+			c, resp, err := websocket.Dial(context.Background(), "http://parley/mcp", &websocket.DialOptions{HTTPClient: hc,
+				HTTPHeader: tc.h, Subprotocols: []string{api.StreamProtocol}})
+			if err != nil || resp.StatusCode != http.StatusSwitchingProtocols || c.Subprotocol() != api.StreamProtocol {
 				t.Fatalf("upgrade: %v %v", resp, err)
 			}
+			defer c.CloseNow()
 			if got := resp.Header.Get(api.HeaderPush) != ""; got != tc.want {
 				t.Errorf("101 says it pushes: %v, want %v", got, tc.want)
 			}

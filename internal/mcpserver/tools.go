@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +21,9 @@ import (
 type Tool struct {
 	Tool    *mcp.Tool
 	Handler mcp.ToolHandler
+	// add, if set, registers the tool instead (mcp.AddTool, with the
+	// "typed" workaround off).
+	add func(*mcp.Server)
 }
 
 // Op is the shape of an operation: ops' functions, and the renamings the
@@ -73,14 +75,14 @@ type texter interface{ Text() string }
 //
 // It does what mcp.AddTool does with encoding/json: the SDK's decoder
 // allocates a 32 KiB buffer for every value it decodes, and a typed call
-// decodes several; on the hot path of every send and wake-up that was most of
-// the daemon's allocation, and a third of its CPU in GC.
+// decodes several. Through mcp.AddTool a send_message call allocates about
+// 100 KB more (docs/performance.md, "The go-sdk workarounds").
 func typed[In, Out any](s *Server, name, desc string, fn Op[In, Out], opts ...toolOption) Tool {
 	var cfg toolConfig
 	for _, o := range opts {
 		o(&cfg)
 	}
-	in := cachedSchema[In]()
+	in := schemaFor[In]()
 	dropNullUnions(in)
 	if cfg.editIn != nil {
 		cfg.editIn(in)
@@ -89,11 +91,10 @@ func typed[In, Out any](s *Server, name, desc string, fn Op[In, Out], opts ...to
 	if err != nil {
 		panic(fmt.Sprintf("tool %s: input schema: %v", name, err))
 	}
-	quick := newQuickArgs(in)
 	t := &mcp.Tool{Name: name, Description: desc, InputSchema: in}
 	var outRes *jsonschema.Resolved
 	if !cfg.noOutput {
-		out := cachedSchema[Out]()
+		out := schemaFor[Out]()
 		if outRes, err = out.Resolve(nil); err != nil {
 			panic(fmt.Sprintf("tool %s: output schema: %v", name, err))
 		}
@@ -107,6 +108,9 @@ func typed[In, Out any](s *Server, name, desc string, fn Op[In, Out], opts ...to
 		}
 	}
 	agentMay := ops.AgentMay(fn)
+	if WorkaroundOff("typed") {
+		return sdkTyped(s, t, cfg, agentMay, fn)
+	}
 	h := func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		if !agentMay && req.Extra != nil && req.Extra.Header.Get(api.HeaderAgentToken) != "" {
 			return toolError(fmt.Errorf("tool %s is not open to an agent token; use the admin token", name)), nil
@@ -115,14 +119,12 @@ func typed[In, Out any](s *Server, name, desc string, fn Op[In, Out], opts ...to
 		if len(args) == 0 || string(args) == "null" {
 			args = []byte("{}")
 		}
-		if quick == nil || !quick.valid(args) {
-			var generic any
-			if err := json.Unmarshal(args, &generic); err != nil {
-				return toolError(fmt.Errorf("validating \"arguments\": %v", err)), nil
-			}
-			if err := inRes.Validate(generic); err != nil {
-				return toolError(fmt.Errorf("validating \"arguments\": %v", err)), nil
-			}
+		var generic any
+		if err := json.Unmarshal(args, &generic); err != nil {
+			return toolError(fmt.Errorf("validating \"arguments\": %v", err)), nil
+		}
+		if err := inRes.Validate(generic); err != nil {
+			return toolError(fmt.Errorf("validating \"arguments\": %v", err)), nil
 		}
 		var v In
 		if err := json.Unmarshal(args, &v); err != nil {
@@ -162,6 +164,28 @@ func typed[In, Out any](s *Server, name, desc string, fn Op[In, Out], opts ...to
 	return Tool{Tool: t, Handler: h}
 }
 
+// sdkTyped is typed through mcp.AddTool: its decoder, validation and
+// output, for measuring what typed saves.
+func sdkTyped[In, Out any](s *Server, t *mcp.Tool, cfg toolConfig, agentMay bool, fn Op[In, Out]) Tool {
+	if cfg.noOutput {
+		t.OutputSchema = nil
+	}
+	add := func(srv *mcp.Server) {
+		mcp.AddTool(srv, t, func(ctx context.Context, req *mcp.CallToolRequest, v In) (*mcp.CallToolResult, Out, error) {
+			var zero Out
+			if !agentMay && req.Extra != nil && req.Extra.Header.Get(api.HeaderAgentToken) != "" {
+				return toolError(fmt.Errorf("tool %s is not open to an agent token; use the admin token", t.Name)), zero, nil
+			}
+			out, err := fn(ctx, s.callerOf(ctx, req), v)
+			if tx, ok := any(out).(texter); ok && err == nil {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: tx.Text()}}}, out, nil
+			}
+			return nil, out, err
+		})
+	}
+	return Tool{Tool: t, add: add}
+}
+
 // raw makes a tool whose handler reads its own arguments and builds its own
 // result: agentmail's, which answers bad arguments with JSON-RPC -32602
 // (the typed adapter validates first and reports a tool error).
@@ -185,21 +209,13 @@ var schemaOpts = &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschem
 	reflect.TypeFor[time.Time]():       {Type: "string"},
 }}
 
-var schemaCache sync.Map // reflect.Type -> *jsonschema.Schema
-
-// cachedSchema infers T's JSON schema once, with json.RawMessage as "any
-// JSON", and returns a copy the caller may change.
-func cachedSchema[T any]() *jsonschema.Schema {
-	t := reflect.TypeFor[T]()
-	if v, ok := schemaCache.Load(t); ok {
-		return v.(*jsonschema.Schema).CloneSchemas()
-	}
+// schemaFor infers T's JSON schema, with json.RawMessage as "any JSON".
+func schemaFor[T any]() *jsonschema.Schema {
 	sch, err := jsonschema.For[T](schemaOpts)
 	if err != nil {
-		panic(fmt.Sprintf("schema for %v: %v", t, err))
+		panic(fmt.Sprintf("schema for %v: %v", reflect.TypeFor[T](), err))
 	}
-	schemaCache.Store(t, sch)
-	return sch.CloneSchemas()
+	return sch
 }
 
 // dropNullUnions turns the ["null", T] types that optional pointer inputs

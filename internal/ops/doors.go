@@ -34,7 +34,7 @@ func (o *Ops) openDoor(ctx context.Context, c *Caller, in api.DoorRequest, owner
 	if !c.Local {
 		return api.DoorInfo{}, hub.Errorf(op, hub.Forbidden, "a door is registered over the daemon's Unix socket only: this daemon writes into it as its own OS user")
 	}
-	d, err := o.hub.OpenDoor(ctx, hub.Door{Workspace: c.Workspace, Agent: c.Agent, Kind: hub.DoorKind(in.Kind),
+	d, err := o.hub.OpenDoor(ctx, hub.SessionDoor{Workspace: c.Workspace, Agent: c.Agent, Kind: hub.DoorKind(in.Kind),
 		Session: in.Session, Address: in.Address, Token: in.Token, Owner: owner, UID: os.Getuid()})
 	if err != nil {
 		return api.DoorInfo{}, err
@@ -76,7 +76,7 @@ func (o *Ops) ListDoors(ctx context.Context, c *Caller, in api.DoorsRequest) (ap
 }
 
 // DoorInfo is a door for the wire, without its token.
-func DoorInfo(d *hub.Door) api.DoorInfo {
+func DoorInfo(d *hub.SessionDoor) api.DoorInfo {
 	return api.DoorInfo{ID: d.ID, Agent: d.Agent, Kind: string(d.Kind), Session: d.Session, Address: d.Address,
 		Host: d.Host, UID: d.UID, OpenedAt: api.FormatTime(d.OpenedAt), RefreshedAt: api.FormatTime(d.RefreshedAt),
 		ClosedAt: api.FormatTime(d.ClosedAt), CloseReason: d.CloseReason, ByMCP: d.Owner != ""}

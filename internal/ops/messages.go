@@ -19,7 +19,7 @@ func (o *Ops) Send(ctx context.Context, c *Caller, in api.SendRequest) (api.Send
 	}
 	req := hub.SendRequest{Workspace: c.Workspace, From: c.Agent, To: in.To,
 		Content: in.Content, Payload: in.Payload, Priority: in.Priority, ReplyTo: in.ReplyTo, Metadata: in.Metadata,
-		AckRequired: in.AckRequired, Deliver: in.Deliver}
+		AckRequired: in.AckRequired, Deliver: in.Deliver, Door: c.Door}
 	ttl, err := messageTTL("send_message", in.TTL)
 	if err != nil {
 		return api.SendResult{}, err
@@ -239,7 +239,7 @@ func (o *Ops) Clear(ctx context.Context, c *Caller) (int, error) {
 // passes the filter.
 func (o *Ops) Broadcast(ctx context.Context, c *Caller, in api.BroadcastRequest) (api.BroadcastResult, error) {
 	const op = "broadcast_message"
-	br := hub.BroadcastRequest{Workspace: c.Workspace, From: c.Agent, Content: in.Content, Priority: in.Priority}
+	br := hub.BroadcastRequest{Workspace: c.Workspace, From: c.Agent, Content: in.Content, Priority: in.Priority, Door: c.Door}
 	if f := in.Filter; f != nil {
 		switch f.Status {
 		case "", "all":

@@ -38,6 +38,9 @@ type Caller struct {
 	// (the Unix socket, the admin token). Such a caller is its agent only,
 	// and reads only what the read rule gives it (read.go).
 	Token string
+	// Door is the way the caller came in, attested on what it sends
+	// (hub.Origin): set by the door, never from what the client says.
+	Door hub.Door
 	// Via is the wake path the caller's reads record: set by a door that
 	// pushes what it reads (a channel); empty means check or wait, by
 	// the operation.

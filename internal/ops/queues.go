@@ -75,7 +75,7 @@ func (o *Ops) CompleteTask(ctx context.Context, c *Caller, in api.CompleteTaskRe
 		return api.CompleteTaskResult{}, err
 	}
 	res, err := o.hub.Complete(ctx, hub.CompleteRequest{Workspace: c.Workspace, Agent: c.Agent, Readers: c.claimReaders(),
-		TaskID: in.TaskID, Result: in.Result, Failed: in.Failed})
+		TaskID: in.TaskID, Result: in.Result, Failed: in.Failed, Door: c.Door})
 	if err != nil {
 		return api.CompleteTaskResult{}, err
 	}

@@ -189,7 +189,7 @@ func (r *Runner) stopLoop(st *agent, ws, name, owner, from string, hop int) {
 	}
 	ctx, cancel := context.WithTimeout(r.ctx, 10*time.Second)
 	defer cancel()
-	_, err := r.hub.Send(ctx, hub.SendRequest{Workspace: ws, From: name, To: owner, Priority: string(hub.High),
+	_, err := r.hub.Send(ctx, hub.SendRequest{Workspace: ws, From: name, To: owner, Priority: string(hub.High), Door: hub.DoorDaemon,
 		Content:  fmt.Sprintf("Parley stopped waking managed agent %s: %s", name, text),
 		Metadata: map[string]string{"parley.loop_hops": fmt.Sprint(hop), "parley.loop_with": from}})
 	if err != nil {

@@ -254,7 +254,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		refuse(w, http.StatusServiceUnavailable, hub.Unavailable, "no API behind this dashboard")
 		return
 	}
-	r2 := r.Clone(r.Context())
+	r2 := r.Clone(api.WithDoor(r.Context(), hub.DoorDashboard))
 	// The API sees a local client speaking for the person: the browser's
 	// credentials stop here, and the Origin was checked above.
 	r2.Header.Del("Cookie")

@@ -52,6 +52,9 @@ func (b *bench) newHome() (*daemon, error) {
 func (d *daemon) cmd(args ...string) *exec.Cmd {
 	c := exec.Command(d.bin, args...)
 	c.Env = []string{"PARLEY_HOME=" + d.home, "HOME=" + d.home, "PATH=" + os.Getenv("PATH")}
+	if v := os.Getenv("PARLEY_SDK_WORKAROUNDS"); v != "" {
+		c.Env = append(c.Env, "PARLEY_SDK_WORKAROUNDS="+v) // measure one off
+	}
 	if *flagGOGC != "" {
 		c.Env = append(c.Env, "GOGC="+*flagGOGC)
 	}

@@ -11,12 +11,9 @@ import (
 	"time"
 
 	"github.com/parley-dev/parley/internal/hub"
-	"github.com/parley-dev/parley/internal/permission"
-	"github.com/parley-dev/parley/internal/permission/permtest"
 	"github.com/parley-dev/parley/internal/runner"
 	"github.com/parley-dev/parley/internal/store/postgres/pgtest"
 	"github.com/parley-dev/parley/internal/store/storetest"
-	"github.com/parley-dev/parley/internal/token"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
@@ -32,12 +29,9 @@ func openTest(t testing.TB) *DB {
 	return db
 }
 
+// TestContract runs the whole contract of a backend on PostgreSQL.
 func TestContract(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) hub.Store { return openTest(t) })
-}
-
-func TestRunnerContract(t *testing.T) {
-	storetest.RunRunner(t, func(t *testing.T) runner.Store { return openTest(t) })
+	storetest.RunAll(t, func(t *testing.T) storetest.Backend { return openTest(t) })
 }
 
 // TestMigrateConcurrently opens one database from several daemons at once:
@@ -218,10 +212,6 @@ func TestRecoverNodes(t *testing.T) {
 	}
 }
 
-func TestTokenContract(t *testing.T) {
-	storetest.RunTokens(t, func(t *testing.T) token.Store { return openTest(t) })
-}
-
 // TestAgentHost: an agent's host is that of the daemon that saw it last.
 func TestAgentHost(t *testing.T) {
 	dsn := pgtest.Schema(t)
@@ -298,22 +288,6 @@ func TestAgentLeftAcrossDaemons(t *testing.T) {
 	if !active(a) || !active(b) {
 		t.Errorf("left B, back through A: active on A %v, on B %v; want both", active(a), active(b))
 	}
-}
-
-func TestPermissionContract(t *testing.T) {
-	permtest.Run(t, func(t *testing.T) permission.Store { return openTest(t) })
-}
-
-func TestReservationsContract(t *testing.T) {
-	storetest.RunReservations(t, func(t *testing.T) hub.Store { return openTest(t) })
-}
-
-func TestSearchContract(t *testing.T) {
-	storetest.RunSearch(t, func(t *testing.T) hub.Store { return openTest(t) })
-}
-
-func TestPurgeContract(t *testing.T) {
-	storetest.RunPurge(t, func(t *testing.T) hub.Store { return openTest(t) })
 }
 
 // TestSearchStems: whole words match in any English form, stemmed, on

@@ -106,10 +106,12 @@ const inboxWhere = `d.workspace = $1 AND d.recipient = $2 AND d.read_at IS NULL 
 
 // take hands out the first inbox deliveries in one statement, skipping rows a
 // concurrent take holds, so two never return the same delivery and neither
-// waits for the other.
+// waits for the other. A take for a reply admits only the repliers' ($13,
+// NULL: anyone) and the result of the task $14 (hub.TakeQuery.Repliers).
 const take = `WITH picked AS (
 		SELECT d.id FROM deliveries d JOIN messages m ON m.seq = d.message_seq
 		WHERE ` + inboxWhere + `
+		AND ($13::text[] IS NULL OR m.sender = ANY($13) OR ($14::text <> '' AND m.task_of = $14))
 		ORDER BY d.rank, d.id LIMIT $4
 		FOR UPDATE OF d SKIP LOCKED
 	), d AS (
@@ -147,7 +149,7 @@ func (db *DB) Take(ctx context.Context, q hub.TakeQuery) (taken, confirmed []*hu
 		lease = nullTime(q.LeaseUntil)
 	}
 	taken, err = db.queryDeliveriesOn(ctx, db.lazy, "take", true, take, q.Workspace, q.Recipient, q.MaxRank, q.Limit,
-		q.Thread, q.After, nullText(q.Reader), lease, now, readAt, string(q.Via), db.node)
+		q.Thread, q.After, nullText(q.Reader), lease, now, readAt, string(q.Via), db.node, q.Repliers, q.ResultOf)
 	if err != nil {
 		// What was confirmed stays confirmed: report it.
 		return nil, confirmed, err
@@ -207,14 +209,67 @@ func (db *DB) Confirm(ctx context.Context, reader string, messageIDs []string, a
 	if reader == "" {
 		return nil, hub.Errorf("confirm", hub.Invalid, "no reader")
 	}
-	return db.queryDeliveriesOn(ctx, db.lazy, "confirm", false, `WITH d AS (
-			UPDATE deliveries d SET read_at = $3, reader = NULL, lease_until = NULL
-			FROM messages m WHERE m.seq = d.message_seq
-			AND d.reader = $1 AND ($2::text[] IS NULL OR m.id = ANY($2)) AND d.delivered_at <= $3
-			RETURNING d.*
-		)
-		SELECT `+delCols+` FROM d JOIN messages m ON m.seq = d.message_seq ORDER BY d.id`,
-		reader, messageIDs, at)
+	return db.queryDeliveriesOn(ctx, db.lazy, "confirm", false, confirm, reader, messageIDs, at)
+}
+
+// confirm marks read, at $3, the deliveries leased to reader $1 (of the
+// messages $2, or all) handed out no later than $3, and returns them.
+const confirm = `WITH d AS (
+		UPDATE deliveries d SET read_at = $3, reader = NULL, lease_until = NULL
+		FROM messages m WHERE m.seq = d.message_seq
+		AND d.reader = $1 AND ($2::text[] IS NULL OR m.id = ANY($2)) AND d.delivered_at <= $3
+		RETURNING d.*
+	)
+	SELECT ` + delCols + ` FROM d JOIN messages m ON m.seq = d.message_seq ORDER BY d.id`
+
+// CompleteTask confirms the task's copy held by the first of readers that
+// holds it and stores its result, reply, for recipient, in one transaction
+// that also tells the other daemons of the reply (hub.Store).
+func (db *DB) CompleteTask(ctx context.Context, readers []string, taskID string, reply *hub.Message, recipient string) ([]*hub.Delivery, error) {
+	const op = "complete task"
+	p, err := db.newSend(reply, []string{recipient}, nil)
+	if err != nil {
+		return nil, err
+	}
+	tx, err := db.pool.Begin(ctx)
+	if err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	var held []*hub.Delivery
+	for _, reader := range readers {
+		if reader == "" {
+			continue
+		}
+		rows, err := tx.Query(ctx, confirm, reader, []string{taskID}, reply.CreatedAt)
+		if err != nil {
+			return nil, db.mapErr(ctx, op, err)
+		}
+		held, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (*hub.Delivery, error) { return scanDelivery(r, false) })
+		if err != nil {
+			return nil, db.mapErr(ctx, op, err)
+		}
+		if len(held) > 0 {
+			break
+		}
+	}
+	if len(held) == 0 {
+		return nil, nil // nobody holds it: nothing written
+	}
+	batch := []*pendingSend{p}
+	var b pgx.Batch
+	newWS := db.queueInsert(&b, batch)
+	b.Queue(notify, channel, db.wakePayloads(batch))
+	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	for _, ws := range newWS {
+		db.markKnown(ws)
+	}
+	return held, nil
 }
 
 // Release puts leased deliveries back in their inboxes.

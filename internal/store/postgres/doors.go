@@ -14,9 +14,9 @@ import (
 const doorCols = `id, workspace, agent, kind, session, address, token, owner, host, uid,
 	opened_at, refreshed_at, closed_at, close_reason`
 
-func scanDoor(row pgx.Row) (*hub.Door, error) {
+func scanDoor(row pgx.Row) (*hub.SessionDoor, error) {
 	var (
-		d      hub.Door
+		d      hub.SessionDoor
 		kind   string
 		closed *time.Time
 	)
@@ -33,7 +33,7 @@ func scanDoor(row pgx.Row) (*hub.Door, error) {
 }
 
 // PutDoor opens a door or refreshes the one of its session.
-func (db *DB) PutDoor(ctx context.Context, d *hub.Door) (*hub.Door, error) {
+func (db *DB) PutDoor(ctx context.Context, d *hub.SessionDoor) (*hub.SessionDoor, error) {
 	// A refresh without an owner (a hook) keeps the owner that will close
 	// the door when its session ends.
 	out, err := scanDoor(db.pool.QueryRow(ctx, `INSERT INTO doors (`+doorCols+`)
@@ -52,7 +52,7 @@ func (db *DB) PutDoor(ctx context.Context, d *hub.Door) (*hub.Door, error) {
 }
 
 // CloseDoor closes an open door.
-func (db *DB) CloseDoor(ctx context.Context, ws, id, reason string, at time.Time) (*hub.Door, error) {
+func (db *DB) CloseDoor(ctx context.Context, ws, id, reason string, at time.Time) (*hub.SessionDoor, error) {
 	const op = "close door"
 	out, err := scanDoor(db.pool.QueryRow(ctx, `UPDATE doors SET closed_at = $1, close_reason = $2
 		WHERE workspace = $3 AND id = $4 AND closed_at IS NULL RETURNING `+doorCols, at, reason, ws, id))
@@ -73,7 +73,7 @@ func (db *DB) CloseDoor(ctx context.Context, ws, id, reason string, at time.Time
 const maxDoors = 200
 
 // Doors lists ws's doors, newest first.
-func (db *DB) Doors(ctx context.Context, ws, agent string, withClosed bool) ([]*hub.Door, error) {
+func (db *DB) Doors(ctx context.Context, ws, agent string, withClosed bool) ([]*hub.SessionDoor, error) {
 	const op = "list doors"
 	rows, err := db.pool.Query(ctx, `SELECT `+doorCols+` FROM doors
 		WHERE workspace = $1 AND ($2 = '' OR agent = $2) AND ($3 OR closed_at IS NULL)
@@ -81,7 +81,7 @@ func (db *DB) Doors(ctx context.Context, ws, agent string, withClosed bool) ([]*
 	if err != nil {
 		return nil, db.mapErr(ctx, op, err)
 	}
-	ds, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*hub.Door, error) { return scanDoor(r) })
+	ds, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*hub.SessionDoor, error) { return scanDoor(r) })
 	if err != nil {
 		return nil, db.mapErr(ctx, op, err)
 	}

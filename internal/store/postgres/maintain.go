@@ -11,8 +11,6 @@ import (
 // amcheck): the database is shared by every daemon that uses it, and its
 // operator already has them.
 
-var _ hub.Purger = (*DB)(nil)
-
 // purgeBatch bounds the messages one purge transaction deletes, so that a
 // large purge holds its row locks for milliseconds at a time.
 const purgeBatch = 500

@@ -16,7 +16,8 @@ import (
 // msgCols are a message's columns as scanMessage reads them, for a messages table
 // aliased m.
 const msgCols = `m.id, m.workspace, m.sender, m.to_addr, m.content, m.payload, m.priority,
-	m.reply_to, m.thread_id, m.metadata, m.created_at, m.ack_required, m.ack_deadline, m.expires_at, m.deliver`
+	m.reply_to, m.thread_id, m.metadata, m.created_at, m.ack_required, m.ack_deadline,
+	m.sender_role, m.origin_host, m.origin_door, m.task_of, m.expires_at, m.deliver`
 
 // scanMessage reads msgCols (after any leading dest) into a new message.
 func scanMessage(row pgx.Row, lead ...any) (*hub.Message, error) {
@@ -26,13 +27,16 @@ func scanMessage(row pgx.Row, lead ...any) (*hub.Message, error) {
 		metadata []byte
 		prio     string
 		ackDue   *time.Time
+		door     string
 		expires  *time.Time
 		deliver  string
 	)
 	if err := row.Scan(append(lead, &m.ID, &m.Workspace, &m.From, &m.To, &m.Content, &payload, &prio,
-		&m.ReplyTo, &m.ThreadID, &metadata, &m.CreatedAt, &m.AckRequired, &ackDue, &expires, &deliver)...); err != nil {
+		&m.ReplyTo, &m.ThreadID, &metadata, &m.CreatedAt, &m.AckRequired, &ackDue,
+		&m.Origin.Role, &m.Origin.Host, &door, &m.Origin.Task, &expires, &deliver)...); err != nil {
 		return nil, err
 	}
+	m.Origin.Door = hub.Door(door)
 	if ackDue != nil {
 		m.AckDeadline = ackDue.UTC()
 	}

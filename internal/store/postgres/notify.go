@@ -25,22 +25,19 @@ const maxPayload = 7900
 // Waker is what the notifier needs of the hub: wake the waiters of some
 // inboxes, or of every inbox (after a lost connection, when wake-ups may have
 // been missed).
-type Waker interface {
-	Wake(ws string, recipients []string)
-	WakeAll()
-}
+type Waker = hub.Waker
 
 // TokenWaker is what the notifier needs of the daemon's open agent-token
-// sessions and requests (token.Watcher).
-type TokenWaker interface {
-	// Revoked ends what is open under the token with the id.
+// sessions and requests (token.Watcher): Revoked ends what is open under the
+// token with the id; Recheck looks at the store for tokens revoked while
+// nobody listened.
+type TokenWaker = interface {
 	Revoked(id string)
-	// Recheck looks at the store for tokens revoked while nobody listened.
 	Recheck()
 }
 
 // PermissionWaker is what the notifier needs of the permission inbox.
-type PermissionWaker interface {
+type PermissionWaker = interface {
 	Wake(id string)
 	WakeAll()
 }
@@ -80,7 +77,10 @@ type wire struct {
 	Token      string   `json:"t,omitempty"` // an agent token was revoked
 }
 
-var _ hub.Notifier = (*Notifier)(nil)
+var (
+	_ hub.Notifications  = (*Notifier)(nil)
+	_ hub.NotifyingStore = (*DB)(nil)
+)
 
 type note struct {
 	payload string
@@ -110,6 +110,16 @@ func newOrigin() string {
 func (db *DB) NewNotifier() *Notifier {
 	return &Notifier{db: db, log: db.log, origin: db.origin, reqs: make(chan *note), stopped: make(chan struct{})}
 }
+
+// Notifications is NewNotifier for the daemon, which knows the store only as a
+// hub.NotifyingStore.
+func (db *DB) Notifications() hub.Notifications { return db.NewNotifier() }
+
+// SetPermissions and SetTokens set Permissions and Tokens, for a caller that
+// has the notifier as an interface: call them before Run.
+func (n *Notifier) SetPermissions(w PermissionWaker) { n.Permissions = w }
+
+func (n *Notifier) SetTokens(w TokenWaker) { n.Tokens = w }
 
 // Notify tells the other daemons that the recipients' inboxes in ws have new
 // messages. It returns once the notification is committed, so a send

@@ -12,8 +12,6 @@ import (
 // File reservations (migration 7): one table for every daemon on the
 // database, so that an agent on one machine sees the leases of another's.
 
-var _ hub.Reservations = (*DB)(nil)
-
 const reservationCols = `id, workspace, agent, pattern, exclusive, reason, created_at, expires_at`
 
 // reservationLock keys the advisory lock that serialises the changes of one

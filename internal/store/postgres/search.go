@@ -17,8 +17,6 @@ import (
 // stemmed, so "deploying" finds "deployed"; prefixes as written, so
 // "deploy*" finds "deployment" but not "redeploy".
 
-var _ hub.Searcher = (*DB)(nil)
-
 // tsqueries writes the parsed terms as two tsqueries, for to_tsquery with
 // parley_english (the whole-word terms, which it stems) and with simple
 // (the prefix terms, as written); either may be empty. Every term must

@@ -75,8 +75,9 @@ func execWriter(t testing.TB, db *DB, q string, args ...any) {
 	})
 }
 
+// TestContract runs the whole contract of a backend on SQLite.
 func TestContract(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) hub.Store { return openTest(t) })
+	storetest.RunAll(t, func(t *testing.T) storetest.Backend { return openTest(t) })
 }
 
 func TestReopenKeepsData(t *testing.T) {
@@ -696,8 +697,4 @@ func TestLazyWritesRestoreSync(t *testing.T) {
 	if n, _ := db.Unread(ctx, "w", "b", 3); n != 0 {
 		t.Errorf("unread after reopen: got %d, want 0", n)
 	}
-}
-
-func TestPurgeContract(t *testing.T) {
-	storetest.RunPurge(t, func(t *testing.T) hub.Store { return openTest(t) })
 }

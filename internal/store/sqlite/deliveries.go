@@ -141,7 +141,12 @@ func (db *DB) Take(ctx context.Context, q hub.TakeQuery) (taken, confirmed []*hu
 		if q.Limit <= 0 {
 			return nil
 		}
-		ids, ds, err := queryDeliveries(ctx, db.stmts.wTakeSel, true, q.Workspace, q.Recipient, q.MaxRank, q.Limit, q.Thread, q.After)
+		var repliers any // NULL: anyone
+		if q.Repliers != nil {
+			repliers = jsonList(q.Repliers)
+		}
+		ids, ds, err := queryDeliveries(ctx, db.stmts.wTakeSel, true, q.Workspace, q.Recipient, q.MaxRank, q.Limit, q.Thread, q.After,
+			repliers, q.ResultOf)
 		if err != nil || len(ds) == 0 {
 			return err
 		}

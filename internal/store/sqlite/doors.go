@@ -12,9 +12,9 @@ import (
 const doorCols = `id, workspace, agent, kind, session, address, token, owner, host, uid,
 	opened_at, refreshed_at, closed_at, close_reason`
 
-func scanDoor(sc rowScanner) (*hub.Door, error) {
+func scanDoor(sc rowScanner) (*hub.SessionDoor, error) {
 	var (
-		d                      hub.Door
+		d                      hub.SessionDoor
 		kind                   string
 		opened, fresh, closedN int64
 	)
@@ -28,9 +28,9 @@ func scanDoor(sc rowScanner) (*hub.Door, error) {
 }
 
 // PutDoor opens a door or refreshes the one of its session.
-func (db *DB) PutDoor(ctx context.Context, d *hub.Door) (*hub.Door, error) {
+func (db *DB) PutDoor(ctx context.Context, d *hub.SessionDoor) (*hub.SessionDoor, error) {
 	const op = "put door"
-	var out *hub.Door
+	var out *hub.SessionDoor
 	err := db.write(ctx, op, func(ctx context.Context, c *sql.Conn) error {
 		var err error
 		// A refresh without an owner (a hook) keeps the owner that will
@@ -53,9 +53,9 @@ func (db *DB) PutDoor(ctx context.Context, d *hub.Door) (*hub.Door, error) {
 }
 
 // CloseDoor closes an open door.
-func (db *DB) CloseDoor(ctx context.Context, ws, id, reason string, at time.Time) (*hub.Door, error) {
+func (db *DB) CloseDoor(ctx context.Context, ws, id, reason string, at time.Time) (*hub.SessionDoor, error) {
 	const op = "close door"
-	var out *hub.Door
+	var out *hub.SessionDoor
 	err := db.write(ctx, op, func(ctx context.Context, c *sql.Conn) error {
 		var err error
 		out, err = scanDoor(c.QueryRowContext(ctx, `UPDATE doors SET closed_at = ?, close_reason = ?
@@ -79,7 +79,7 @@ func (db *DB) CloseDoor(ctx context.Context, ws, id, reason string, at time.Time
 const maxDoors = 200
 
 // Doors lists ws's doors, newest first.
-func (db *DB) Doors(ctx context.Context, ws, agent string, withClosed bool) ([]*hub.Door, error) {
+func (db *DB) Doors(ctx context.Context, ws, agent string, withClosed bool) ([]*hub.SessionDoor, error) {
 	const op = "list doors"
 	rows, err := db.r.QueryContext(ctx, `SELECT `+doorCols+` FROM doors
 		WHERE workspace = ?1 AND (?2 = '' OR agent = ?2) AND (?3 OR closed_at = 0)
@@ -88,7 +88,7 @@ func (db *DB) Doors(ctx context.Context, ws, agent string, withClosed bool) ([]*
 		return nil, db.mapErr(ctx, op, err)
 	}
 	defer rows.Close()
-	var out []*hub.Door
+	var out []*hub.SessionDoor
 	for rows.Next() {
 		d, err := scanDoor(rows)
 		if err != nil {

@@ -17,10 +17,8 @@ import (
 	"github.com/parley-dev/parley/internal/hub"
 )
 
-// Maintenance: pruning, copies and checks (hub.Maintainer), and the bounded
+// Maintenance: pruning (hub.Store.Purge), copies and checks, and the bounded
 // check that Open runs on an existing file.
-
-var _ hub.Maintainer = (*DB)(nil)
 
 // purgeBatch bounds the messages one purge transaction deletes, so that a
 // large purge holds the writer for milliseconds at a time, not seconds.

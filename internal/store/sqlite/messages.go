@@ -14,15 +14,26 @@ import (
 // msgCols are a message's columns as scanMessage reads them, for a messages table
 // aliased m.
 const msgCols = `m.id, m.workspace, m.sender, m.to_addr, m.content, m.payload, m.priority,
-	m.reply_to, m.thread_id, m.metadata, m.created_at, m.ack_required, m.ack_deadline, m.expires_at, m.deliver`
+	m.reply_to, m.thread_id, m.metadata, m.created_at, m.ack_required, m.ack_deadline,
+	m.sender_role, m.origin_host, m.origin_door, m.task_of, m.expires_at, m.deliver`
 
 // inboxFrom selects recipient's inbox deliveries in inbox order, of thread ?5
 // and stored after message ?6 if they are not empty. It repeats the partial index's condition so that SQLite
 // uses that index.
 const inboxFrom = `FROM deliveries d JOIN messages m ON m.seq = d.message_seq
-	WHERE d.workspace = ?1 AND d.recipient = ?2 AND d.read_at IS NULL AND d.reader IS NULL
+	WHERE ` + inboxWhere + `
+	ORDER BY d.rank, d.id LIMIT ?4`
+
+const inboxWhere = `d.workspace = ?1 AND d.recipient = ?2 AND d.read_at IS NULL AND d.reader IS NULL
 	AND d.rank <= ?3 AND (?5 = '' OR m.thread_id = ?5)
-	AND (?6 = '' OR m.seq > (SELECT seq FROM messages WHERE id = ?6))
+	AND (?6 = '' OR m.seq > (SELECT seq FROM messages WHERE id = ?6))`
+
+// takeFrom is inboxFrom for a take, which may also narrow it to replies: sent
+// by one of the repliers ?7 (a JSON list; NULL: anyone), or the result of the
+// task ?8 (hub.TakeQuery.Repliers).
+const takeFrom = `FROM deliveries d JOIN messages m ON m.seq = d.message_seq
+	WHERE ` + inboxWhere + `
+	AND (?7 IS NULL OR m.sender IN (SELECT value FROM json_each(?7)) OR (?8 != '' AND m.task_of = ?8))
 	ORDER BY d.rank, d.id LIMIT ?4`
 
 // statements are the hot paths' prepared statements: w* on the writer, r* on the
@@ -64,8 +75,9 @@ func (s *statements) prepare(ctx context.Context, w *sql.Conn, r *sql.DB) error 
 		sql string
 	}{
 		{&s.wInsMessage, w, `INSERT INTO messages (id, workspace, sender, to_addr, content, payload,
-			priority, reply_to, thread_id, metadata, created_at, ack_required, ack_deadline, expires_at, deliver)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+			priority, reply_to, thread_id, metadata, created_at, ack_required, ack_deadline,
+			sender_role, origin_host, origin_door, task_of, expires_at, deliver)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
 		{&s.wInsDelivery, w, `INSERT OR IGNORE INTO deliveries (workspace, recipient, message_seq, rank)
 			VALUES (?, ?, ?, ?)`},
 		// One statement for any number of recipients: a broadcast to a thousand
@@ -81,7 +93,7 @@ func (s *statements) prepare(ctx context.Context, w *sql.Conn, r *sql.DB) error 
 			delivery_count = 1, read_at = ?6, woke_via = ?7, woke_at = CASE WHEN ?7 != '' THEN ?5 ELSE 0 END
 			WHERE message_seq = ?1 AND recipient = ?2`},
 		{&s.wInsWorkspace, w, `INSERT OR IGNORE INTO workspaces (name) VALUES (?)`},
-		{&s.wTakeSel, w, `SELECT d.id, ` + delCols + `, ` + msgCols + ` ` + inboxFrom},
+		{&s.wTakeSel, w, `SELECT d.id, ` + delCols + `, ` + msgCols + ` ` + takeFrom},
 		// Hands out exactly the rows wTakeSel returned, by rowid.
 		// The first path that reaches the recipient stays its wake path.
 		{&s.wTakeUpd, w, `UPDATE deliveries SET reader = ?1, lease_until = ?2, delivered_at = ?3,
@@ -191,11 +203,13 @@ func scanMessage(sc rowScanner, lead ...any) (*hub.Message, error) {
 		created  int64
 		prio     string
 		ackDue   int64
+		door     string
 		expires  int64
 		deliver  string
 	)
 	dest := append(lead, &m.ID, &m.Workspace, &m.From, &m.To, &m.Content, &payload, &prio,
-		&m.ReplyTo, &m.ThreadID, &metadata, &created, &m.AckRequired, &ackDue, &expires, &deliver)
+		&m.ReplyTo, &m.ThreadID, &metadata, &created, &m.AckRequired, &ackDue,
+		&m.Origin.Role, &m.Origin.Host, &door, &m.Origin.Task, &expires, &deliver)
 	if err := sc.Scan(dest...); err != nil {
 		return nil, err
 	}
@@ -210,6 +224,7 @@ func scanMessage(sc rowScanner, lead ...any) (*hub.Message, error) {
 	}
 	m.CreatedAt = fromNanos(created)
 	m.AckDeadline = fromNanos(ackDue)
+	m.Origin.Door = hub.Door(door)
 	m.ExpiresAt = fromNanos(expires)
 	m.Deliver = hub.DeliverMode(deliver)
 	return &m, nil
@@ -220,82 +235,147 @@ func scanMessage(sc rowScanner, lead ...any) (*hub.Message, error) {
 // (nil stays nil); an empty Metadata map reads back as nil.
 func (db *DB) CreateMessage(ctx context.Context, m *hub.Message, recipients []string, handed ...hub.Handoff) error {
 	const op = "create message"
+	ins, err := db.newInsert(op, m, recipients, handed)
+	if err != nil {
+		return err
+	}
+	if err := db.write(ctx, op, ins.exec); err != nil {
+		return err
+	}
+	ins.done()
+	return nil
+}
+
+// insert is one message to store with its deliveries, checked and encoded
+// (newInsert); exec stores it inside a writer's transaction.
+type insert struct {
+	db         *DB
+	op         string
+	m          *hub.Message
+	recipients []string
+	handed     []hub.Handoff
+	md         any    // the metadata's JSON text, or nil
+	many       string // the recipients as a JSON list, when more than one
+	known      bool   // the workspace is recorded already
+}
+
+// newInsert checks m and prepares its insert. A zero m.CreatedAt is set to now.
+func (db *DB) newInsert(op string, m *hub.Message, recipients []string, handed []hub.Handoff) (*insert, error) {
 	if m.ID == "" || m.Workspace == "" {
-		return hub.Errorf(op, hub.Invalid, "message needs an id and a workspace")
+		return nil, hub.Errorf(op, hub.Invalid, "message needs an id and a workspace")
 	}
 	if m.CreatedAt.IsZero() {
 		m.CreatedAt = time.Now().UTC()
 	}
 	if !m.AckDeadline.IsZero() && !m.AckRequired {
-		return hub.Errorf(op, hub.Invalid, "an ack deadline needs ack_required")
+		return nil, hub.Errorf(op, hub.Invalid, "an ack deadline needs ack_required")
 	}
 	if err := hub.CheckHandoffs(recipients, handed); err != nil {
-		return hub.Errorf(op, hub.Invalid, "%w", err)
+		return nil, hub.Errorf(op, hub.Invalid, "%w", err)
 	}
 	md, err := encodeMetadata(m.Metadata)
 	if err != nil {
-		return hub.Errorf(op, hub.Invalid, "encode metadata: %w", err)
+		return nil, hub.Errorf(op, hub.Invalid, "encode metadata: %w", err)
 	}
-	var many string
+	in := &insert{db: db, op: op, m: m, recipients: recipients, handed: handed, md: md, known: db.isKnown(m.Workspace)}
 	if len(recipients) > 1 {
 		b, err := json.Marshal(recipients)
 		if err != nil {
-			return hub.Errorf(op, hub.Invalid, "encode recipients: %w", err)
+			return nil, hub.Errorf(op, hub.Invalid, "encode recipients: %w", err)
 		}
-		many = string(b)
+		in.many = string(b)
 	}
-	rank := m.Priority.Rank()
+	return in, nil
+}
 
-	known := db.isKnown(m.Workspace)
-	err = db.write(ctx, op, func(ctx context.Context, c *sql.Conn) error {
-		if !known {
-			if _, err := db.stmts.wInsWorkspace.ExecContext(ctx, m.Workspace); err != nil {
-				return err
-			}
-		}
-		res, err := db.stmts.wInsMessage.ExecContext(ctx,
-			m.ID, m.Workspace, m.From, m.To, m.Content, payloadArg(m.Payload), string(m.Priority),
-			m.ReplyTo, m.ThreadID, md, nanos(m.CreatedAt), m.AckRequired, nanos(m.AckDeadline), nanos(m.ExpiresAt), string(m.Deliver))
-		if err != nil {
-			if hub.KindOf(db.mapErr(ctx, op, err)) == hub.Conflict {
-				return hub.Errorf(op, hub.Conflict, "message %s exists already", m.ID)
-			}
+// exec stores the message and its deliveries on the writer.
+func (in *insert) exec(ctx context.Context, c *sql.Conn) error {
+	db, m, recipients, handed := in.db, in.m, in.recipients, in.handed
+	rank := m.Priority.Rank()
+	if !in.known {
+		if _, err := db.stmts.wInsWorkspace.ExecContext(ctx, m.Workspace); err != nil {
 			return err
 		}
-		seq, err := res.LastInsertId()
-		if err != nil {
-			return err
-		}
-		switch {
-		case len(recipients) == 0:
-		case len(recipients) == 1 && len(handed) == 1:
-			o := handed[0]
-			reader, lease, readAt := handoutCols(o)
-			_, err = db.stmts.wInsHanded.ExecContext(ctx, m.Workspace, recipients[0], seq, rank,
-				reader, lease, nanos(o.Now), readAt, string(o.Via))
-		case len(recipients) == 1:
-			_, err = db.stmts.wInsDelivery.ExecContext(ctx, m.Workspace, recipients[0], seq, rank)
-		default:
-			if _, err = db.stmts.wInsDeliveries.ExecContext(ctx, m.Workspace, seq, rank, many); err != nil {
-				return err
-			}
-			for _, o := range handed {
-				reader, lease, readAt := handoutCols(o)
-				if _, err = db.stmts.wHandOut.ExecContext(ctx, seq, o.Recipient,
-					reader, lease, nanos(o.Now), readAt, string(o.Via)); err != nil {
-					return err
-				}
-			}
+	}
+	res, err := db.stmts.wInsMessage.ExecContext(ctx,
+		m.ID, m.Workspace, m.From, m.To, m.Content, payloadArg(m.Payload), string(m.Priority),
+		m.ReplyTo, m.ThreadID, in.md, nanos(m.CreatedAt), m.AckRequired, nanos(m.AckDeadline),
+		m.Origin.Role, m.Origin.Host, string(m.Origin.Door), m.Origin.Task, nanos(m.ExpiresAt), string(m.Deliver))
+	if err != nil {
+		if hub.KindOf(db.mapErr(ctx, in.op, err)) == hub.Conflict {
+			return hub.Errorf(in.op, hub.Conflict, "message %s exists already", m.ID)
 		}
 		return err
-	})
+	}
+	seq, err := res.LastInsertId()
 	if err != nil {
 		return err
 	}
-	if !known {
-		db.markKnown(m.Workspace)
+	switch {
+	case len(recipients) == 0:
+	case len(recipients) == 1 && len(handed) == 1:
+		o := handed[0]
+		reader, lease, readAt := handoutCols(o)
+		_, err = db.stmts.wInsHanded.ExecContext(ctx, m.Workspace, recipients[0], seq, rank,
+			reader, lease, nanos(o.Now), readAt, string(o.Via))
+	case len(recipients) == 1:
+		_, err = db.stmts.wInsDelivery.ExecContext(ctx, m.Workspace, recipients[0], seq, rank)
+	default:
+		if _, err = db.stmts.wInsDeliveries.ExecContext(ctx, m.Workspace, seq, rank, in.many); err != nil {
+			return err
+		}
+		for _, o := range handed {
+			reader, lease, readAt := handoutCols(o)
+			if _, err = db.stmts.wHandOut.ExecContext(ctx, seq, o.Recipient,
+				reader, lease, nanos(o.Now), readAt, string(o.Via)); err != nil {
+				return err
+			}
+		}
 	}
-	return nil
+	return err
+}
+
+// done notes, once the insert committed, the workspace it recorded.
+func (in *insert) done() {
+	if !in.known {
+		in.db.markKnown(in.m.Workspace)
+	}
+}
+
+// CompleteTask confirms the task's copy held by the first of readers that
+// holds it and stores its result, reply, for recipient, in one transaction
+// (hub.Store).
+func (db *DB) CompleteTask(ctx context.Context, readers []string, taskID string, reply *hub.Message, recipient string) ([]*hub.Delivery, error) {
+	const op = "complete task"
+	ins, err := db.newInsert(op, reply, []string{recipient}, nil)
+	if err != nil {
+		return nil, err
+	}
+	var held []*hub.Delivery
+	err = db.write(ctx, op, func(ctx context.Context, c *sql.Conn) error {
+		held = nil
+		for _, reader := range readers {
+			if reader == "" {
+				continue
+			}
+			ds, err := db.confirmOn(ctx, reader, []string{taskID}, nanos(reply.CreatedAt))
+			if err != nil {
+				return err
+			}
+			if len(ds) > 0 {
+				held = ds
+				return ins.exec(ctx, c)
+			}
+		}
+		return nil // nobody holds it: nothing written
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(held) > 0 {
+		ins.done()
+	}
+	return held, nil
 }
 
 // handoutCols are a handed copy's reader, lease end and read time, as

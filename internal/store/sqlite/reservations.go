@@ -8,8 +8,6 @@ import (
 	"github.com/parley-dev/parley/internal/hub"
 )
 
-var _ hub.Reservations = (*DB)(nil)
-
 const reservationCols = `id, workspace, agent, pattern, exclusive, reason, created_at, expires_at`
 
 // liveReservations selects a workspace's reservations live at a time.

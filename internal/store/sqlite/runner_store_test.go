@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/parley-dev/parley/internal/runner"
-	"github.com/parley-dev/parley/internal/store/storetest"
-	"github.com/parley-dev/parley/internal/token"
 )
 
 // TestRunnerStore round-trips the runner's records and survives a reopen.
@@ -87,12 +85,4 @@ func TestRunnerStore(t *testing.T) {
 	if _, total, _ := db.Events(ctx, "a", 0, 10); total != 0 {
 		t.Errorf("Events of an agent without any: total %d, want 0", total)
 	}
-}
-
-func TestRunnerContract(t *testing.T) {
-	storetest.RunRunner(t, func(t *testing.T) runner.Store { return openTest(t) })
-}
-
-func TestTokenContract(t *testing.T) {
-	storetest.RunTokens(t, func(t *testing.T) token.Store { return openTest(t) })
 }

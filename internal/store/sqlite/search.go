@@ -10,8 +10,6 @@ import (
 	"github.com/parley-dev/parley/internal/hub"
 )
 
-var _ hub.Searcher = (*DB)(nil)
-
 // Search runs an FTS5 query, best first by the index's rank: BM25 with
 // content weighing most, then payload text, then metadata values. Words are
 // matched in messages_fts, which folds word forms together with the porter

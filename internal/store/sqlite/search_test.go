@@ -12,16 +12,7 @@ import (
 	"time"
 
 	"github.com/parley-dev/parley/internal/hub"
-	"github.com/parley-dev/parley/internal/store/storetest"
 )
-
-func TestReservationsContract(t *testing.T) {
-	storetest.RunReservations(t, func(t *testing.T) hub.Store { return openTest(t) })
-}
-
-func TestSearchContract(t *testing.T) {
-	storetest.RunSearch(t, func(t *testing.T) hub.Store { return openTest(t) })
-}
 
 func searchCount(t *testing.T, db *DB, ws, query string) int {
 	t.Helper()

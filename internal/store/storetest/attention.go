@@ -12,8 +12,8 @@ import (
 // the seen mark of the copies its letters told of, and the bounce of what
 // nothing reached within its time to live.
 
-func door(id, agent string, kind hub.DoorKind, session, addr string, n int) *hub.Door {
-	return &hub.Door{ID: id, Workspace: "ws", Agent: agent, Kind: kind, Session: session, Address: addr,
+func door(id, agent string, kind hub.DoorKind, session, addr string, n int) *hub.SessionDoor {
+	return &hub.SessionDoor{ID: id, Workspace: "ws", Agent: agent, Kind: kind, Session: session, Address: addr,
 		Token: "tok-" + id, Owner: "mcp-" + id, Host: "h1", UID: 1000, OpenedAt: at(n), RefreshedAt: at(n)}
 }
 

@@ -13,10 +13,9 @@ import (
 	"github.com/parley-dev/parley/internal/hub"
 )
 
-// RunReservations runs the contract of hub.Reservations. open must return a new,
-// empty store that implements it; RunReservations closes it.
-func RunReservations(t *testing.T, open func(t *testing.T) hub.Store) {
-	suite(t, open, as[hub.Reservations], []test[hub.Reservations]{
+// runReservations runs the contract of hub.Store's file reservations.
+func runReservations(t *testing.T, open func(t *testing.T) hub.Store) {
+	suite(t, open, store, []test[hub.Store]{
 		{"RoundTrip", testReservationRoundTrip},
 		{"Expiry", testReservationExpiry},
 		{"UpdateAndDelete", testReservationUpdateDelete},
@@ -31,7 +30,7 @@ func resv(id, ws, agent, pattern string, exclusive bool, created, expires time.T
 		Reason: "reason of " + id, CreatedAt: created, ExpiresAt: expires}
 }
 
-func put(t *testing.T, s hub.Reservations, ws string, now time.Time, rs ...*hub.Reservation) {
+func put(t *testing.T, s hub.Store, ws string, now time.Time, rs ...*hub.Reservation) {
 	t.Helper()
 	err := s.ChangeReservations(ctx(t), ws, now, func([]*hub.Reservation) (hub.ReservationChange, error) {
 		return hub.ReservationChange{Put: rs}, nil
@@ -41,7 +40,7 @@ func put(t *testing.T, s hub.Reservations, ws string, now time.Time, rs ...*hub.
 	}
 }
 
-func live(t *testing.T, s hub.Reservations, ws string, now time.Time) []*hub.Reservation {
+func live(t *testing.T, s hub.Store, ws string, now time.Time) []*hub.Reservation {
 	t.Helper()
 	rs, err := s.LiveReservations(ctx(t), ws, now)
 	if err != nil {
@@ -70,7 +69,7 @@ func checkReservation(t *testing.T, got, want *hub.Reservation) {
 	}
 }
 
-func testReservationRoundTrip(t *testing.T, s hub.Reservations) {
+func testReservationRoundTrip(t *testing.T, s hub.Store) {
 	a := resv("r1", "w", "alice", "src/**", true, at(0), at(60_000))
 	b := resv("r2", "w", "bob", "docs/a.md", false, at(1), at(60_000))
 	b.Reason = "" // an empty reason round-trips too
@@ -92,7 +91,7 @@ func testReservationRoundTrip(t *testing.T, s hub.Reservations) {
 	}
 }
 
-func testReservationExpiry(t *testing.T, s hub.Reservations) {
+func testReservationExpiry(t *testing.T, s hub.Store) {
 	put(t, s, "w", at(0),
 		resv("short", "w", "alice", "a", true, at(0), at(100)),
 		resv("long", "w", "alice", "b", true, at(0), at(1000)))
@@ -118,7 +117,7 @@ func testReservationExpiry(t *testing.T, s hub.Reservations) {
 	}
 }
 
-func testReservationUpdateDelete(t *testing.T, s hub.Reservations) {
+func testReservationUpdateDelete(t *testing.T, s hub.Store) {
 	put(t, s, "w", at(0),
 		resv("r1", "w", "alice", "a/**", true, at(0), at(1000)),
 		resv("r2", "w", "alice", "b", true, at(0), at(1000)))
@@ -137,7 +136,7 @@ func testReservationUpdateDelete(t *testing.T, s hub.Reservations) {
 	checkReservation(t, got[0], upd)
 }
 
-func testReservationCallbackError(t *testing.T, s hub.Reservations) {
+func testReservationCallbackError(t *testing.T, s hub.Store) {
 	put(t, s, "w", at(0), resv("r1", "w", "alice", "a", true, at(0), at(1000)))
 	boom := errors.New("boom")
 	err := s.ChangeReservations(ctx(t), "w", at(1), func([]*hub.Reservation) (hub.ReservationChange, error) {
@@ -153,7 +152,7 @@ func testReservationCallbackError(t *testing.T, s hub.Reservations) {
 
 // testReservationAtomic races changes that each add a reservation only if none
 // is live: exactly one may win.
-func testReservationAtomic(t *testing.T, s hub.Reservations) {
+func testReservationAtomic(t *testing.T, s hub.Store) {
 	const n = 8
 	var wg sync.WaitGroup
 	errs := make([]error, n)
@@ -179,7 +178,7 @@ func testReservationAtomic(t *testing.T, s hub.Reservations) {
 	}
 }
 
-func testReservationIsolation(t *testing.T, s hub.Reservations) {
+func testReservationIsolation(t *testing.T, s hub.Store) {
 	put(t, s, "w1", at(0), resv("r1", "w1", "alice", "a", true, at(0), at(1000)))
 	put(t, s, "w2", at(0), resv("r2", "w2", "alice", "a", true, at(0), at(1000)))
 	var seen []string
@@ -204,10 +203,9 @@ func testReservationIsolation(t *testing.T, s hub.Reservations) {
 	}
 }
 
-// RunSearch runs the contract of hub.Searcher. open must return a new, empty
-// store that implements it; RunSearch closes it.
-func RunSearch(t *testing.T, open func(t *testing.T) hub.Store) {
-	suite(t, open, as[searchable], []test[searchable]{
+// runSearch runs the contract of hub.Store's Search.
+func runSearch(t *testing.T, open func(t *testing.T) hub.Store) {
+	suite(t, open, store, []test[hub.Store]{
 		{"Fields", testSearchFields},
 		{"Ranking", testSearchRanking},
 		{"AllTermsPhrasePrefix", testSearchTerms},
@@ -217,13 +215,7 @@ func RunSearch(t *testing.T, open func(t *testing.T) hub.Store) {
 	})
 }
 
-// searchable is a store that searches its messages.
-type searchable interface {
-	hub.Store
-	hub.Searcher
-}
-
-func search(t *testing.T, s hub.Searcher, ws string, q hub.SearchQuery, query string) []hub.SearchHit {
+func search(t *testing.T, s hub.Store, ws string, q hub.SearchQuery, query string) []hub.SearchHit {
 	t.Helper()
 	terms, err := hub.ParseSearchQuery(query)
 	if err != nil {
@@ -248,7 +240,7 @@ func hitContents(hits []hub.SearchHit) []string {
 	return out
 }
 
-func testSearchFields(t *testing.T, s searchable) {
+func testSearchFields(t *testing.T, s hub.Store) {
 	f := newFixture(t, s)
 	m := f.msg("w", "alice", hub.Normal, "deploy the gateway tonight")
 	m.Payload = json.RawMessage(`{"ticket":{"title":"quasar outage"},"n":7,"tags":["zephyr"]}`)
@@ -275,7 +267,7 @@ func testSearchFields(t *testing.T, s searchable) {
 	}
 }
 
-func testSearchRanking(t *testing.T, s searchable) {
+func testSearchRanking(t *testing.T, s hub.Store) {
 	f := newFixture(t, s)
 	f.send("w", "alice", hub.Normal, "unrelated chatter about lunch plans and the weather today", "bob")
 	once := f.send("w", "alice", hub.Normal, "a long note that mentions the flaky migration once among many other words about several topics", "bob")
@@ -289,7 +281,7 @@ func testSearchRanking(t *testing.T, s searchable) {
 	}
 }
 
-func testSearchTerms(t *testing.T, s searchable) {
+func testSearchTerms(t *testing.T, s hub.Store) {
 	f := newFixture(t, s)
 	f.send("w", "alice", hub.Normal, "rollback the schema migration", "bob")
 	f.send("w", "alice", hub.Normal, "migration of the schema is done", "bob")
@@ -324,7 +316,7 @@ func testSearchTerms(t *testing.T, s searchable) {
 	}
 }
 
-func testSearchVisibility(t *testing.T, s searchable) {
+func testSearchVisibility(t *testing.T, s hub.Store) {
 	f := newFixture(t, s)
 	f.send("w", "alice", hub.Normal, "secret one from alice to bob", "bob")
 	two := f.send("w", "carol", hub.Normal, "secret two from carol to alice and dave", "alice", "dave")
@@ -366,7 +358,7 @@ func testSearchVisibility(t *testing.T, s searchable) {
 	}
 }
 
-func testSearchFilters(t *testing.T, s searchable) {
+func testSearchFilters(t *testing.T, s hub.Store) {
 	f := newFixture(t, s)
 	root := f.send("w", "alice", hub.Normal, "topic alpha starts", "bob")
 	reply := f.msg("w", "bob", hub.Normal, "topic alpha reply")
@@ -394,7 +386,7 @@ func testSearchFilters(t *testing.T, s searchable) {
 	}
 }
 
-func testSearchIsolation(t *testing.T, s searchable) {
+func testSearchIsolation(t *testing.T, s hub.Store) {
 	f := newFixture(t, s)
 	f.send("w1", "alice", hub.Normal, "mercury rising", "bob")
 	f.send("w2", "alice", hub.Normal, "mercury falling", "bob")

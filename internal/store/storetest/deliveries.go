@@ -528,6 +528,41 @@ func testTakeThread(t *testing.T, s hub.Store) {
 	}
 }
 
+// testTakeRepliers: a take for a reply admits only the repliers' messages,
+// and a task's result by its origin, whoever sent it; the others stay.
+func testTakeRepliers(t *testing.T, s hub.Store) {
+	f := newFixture(t, s)
+	root := f.send("ws", "alice", hub.Normal, "question", "bob")
+	inThread := func(from, content string, origin hub.Origin) *hub.Message {
+		m := f.msg("ws", from, hub.Normal, content)
+		m.ReplyTo, m.ThreadID, m.Origin = root.ID, root.ID, origin
+		if err := s.CreateMessage(ctx(t), m, []string{"alice"}); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	mallory := inThread("mallory", "not the answer", hub.Origin{})
+	forged := inThread("mallory", "a forged result", hub.Origin{Task: "another task"})
+	bob := inThread("bob", "the answer", hub.Origin{})
+	result := inThread("worker", "the task's result", hub.Origin{Task: root.ID})
+	q := hub.TakeQuery{Workspace: "ws", Recipient: "alice", Reader: "s1", MaxRank: 3, Limit: 10,
+		Thread: root.ID, After: root.ID, Repliers: []string{"bob"}, Now: at(100), LeaseUntil: at(200)}
+	got, _, err := s.Take(ctx(t), q)
+	if err != nil || !slices.Equal(deliveryIDs(got), []string{bob.ID}) {
+		t.Errorf("Take(repliers bob): got %v, %v; want [the answer]", contents(messagesOf(got)), err)
+	}
+	q.Repliers, q.ResultOf = []string{}, root.ID
+	got, _, err = s.Take(ctx(t), q)
+	if err != nil || !slices.Equal(deliveryIDs(got), []string{result.ID}) {
+		t.Errorf("Take(the result of the task): got %v, %v; want [the task's result]", contents(messagesOf(got)), err)
+	}
+	got, _, err = s.Take(ctx(t), hub.TakeQuery{Workspace: "ws", Recipient: "alice", Reader: "s2", MaxRank: 3, Limit: 10,
+		Now: at(300), LeaseUntil: at(400)})
+	if err != nil || !slices.Equal(deliveryIDs(got), []string{mallory.ID, forged.ID}) {
+		t.Errorf("Take(anyone) afterwards: got %v, %v; want mallory's two, left in the inbox", contents(messagesOf(got)), err)
+	}
+}
+
 func testAck(t *testing.T, s hub.Store) {
 	c := ctx(t)
 	f := newFixture(t, s)
@@ -725,5 +760,56 @@ func testWakePath(t *testing.T, s hub.Store) {
 	take(t, s, "ws", "bob", "s2", 1, at(20))
 	if n, err := s.NoteWake(c, "ws", "bob", []string{m4.ID}, hub.WakeTmux, at(21)); err != nil || n != 0 {
 		t.Errorf("NoteWake of a leased copy: got %d, %v; want 0", n, err)
+	}
+}
+
+// testCompleteTask: CompleteTask confirms the task's copy held by one of the
+// readers and stores its result, both or neither: a result that cannot be
+// stored leaves the task claimed, and a task nobody holds gets no result.
+func testCompleteTask(t *testing.T, s hub.Store) {
+	c := ctx(t)
+	f := newFixture(t, s)
+	task := f.send("ws", "boss", hub.High, "build it", "queue:build")
+	if got := take(t, s, "ws", "queue:build", "claimant-1", 1, at(10)); len(got) != 1 {
+		t.Fatalf("claim: got %v", states(got))
+	}
+	result := func(content string) *hub.Message {
+		m := f.msg("ws", "worker", hub.High, content)
+		m.To, m.ReplyTo, m.ThreadID, m.CreatedAt = "boss", task.ID, task.ThreadID, at(20)
+		m.Origin = hub.Origin{Role: "builder", Door: hub.DoorMCP, Task: task.ID}
+		return m
+	}
+	// A result whose id is taken cannot be stored: the task stays claimed.
+	dup := result("dup")
+	dup.ID = task.ID
+	if _, err := s.CompleteTask(c, []string{"claimant-1"}, task.ID, dup, "boss"); err == nil {
+		t.Fatalf("CompleteTask with a result that cannot be stored: no error")
+	}
+	if d := status(t, s, task, "queue:build"); d.State != hub.Delivered || d.Reader != "claimant-1" {
+		t.Fatalf("after a failed CompleteTask: the task's copy is %s (reader %q), want still delivered to claimant-1", d.State, d.Reader)
+	}
+	// Not held by these readers: nothing.
+	if held, err := s.CompleteTask(c, []string{"someone-else"}, task.ID, result("not held"), "boss"); err != nil || len(held) != 0 {
+		t.Fatalf("CompleteTask by readers that do not hold it: got %v, %v; want none", states(held), err)
+	}
+	ok := result("done well")
+	held, err := s.CompleteTask(c, []string{"someone-else", "claimant-1"}, task.ID, ok, "boss")
+	if err != nil || len(held) != 1 || held[0].MessageID != task.ID || held[0].State != hub.Read {
+		t.Fatalf("CompleteTask by its claimant: got %v, %v; want the task's copy, read", states(held), err)
+	}
+	if again, err := s.CompleteTask(c, []string{"claimant-1"}, task.ID, result("twice"), "boss"); err != nil || len(again) != 0 {
+		t.Errorf("CompleteTask twice: got %v, %v; want none", states(again), err)
+	}
+	got, err := s.Message(c, "ws", ok.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkMessage(t, "the result", got, ok)
+	if d := status(t, s, ok, "boss"); d.State != hub.Queued {
+		t.Errorf("the result's copy for boss: %s, want queued", d.State)
+	}
+	hist, err := s.History(c, "ws", hub.HistoryQuery{Thread: task.ThreadID})
+	if err != nil || len(hist) != 2 {
+		t.Errorf("the task's thread: got %d messages, %v; want the task and one result", len(hist), err)
 	}
 }

@@ -8,16 +8,13 @@ import (
 	"github.com/parley-dev/parley/internal/hub"
 )
 
-// RunPurge runs the contract of hub.Purger: old messages every recipient has
+// runPurge runs the contract of hub.Store's Purge: old messages every recipient has
 // read go, in more than one batch, with their deliveries; unread or recent
 // ones stay; a second purge finds nothing.
-func RunPurge(t *testing.T, open func(t *testing.T) hub.Store) {
+func runPurge(t *testing.T, open func(t *testing.T) hub.Store) {
 	s := open(t)
 	t.Cleanup(func() { s.Close() })
-	p, ok := s.(hub.Purger)
-	if !ok {
-		t.Fatalf("%T does not purge", s)
-	}
+	p := s
 	c := ctx(t)
 	now := time.Now().UTC()
 	old := now.Add(-48 * time.Hour)
@@ -82,8 +79,8 @@ func RunPurge(t *testing.T, open func(t *testing.T) hub.Store) {
 	if ms, err := s.History(c, "ws", hub.HistoryQuery{Limit: 1000}); err != nil || len(ms) != 2 {
 		t.Errorf("history after the purge: got %d messages (%v), want the 2 kept", len(ms), err)
 	}
-	if sr, ok := s.(hub.Searcher); ok {
-		hits, err := sr.Search(c, "ws", hub.SearchQuery{Terms: []hub.SearchTerm{{Words: []string{"purge"}}}, Limit: 100})
+	{
+		hits, err := s.Search(c, "ws", hub.SearchQuery{Terms: []hub.SearchTerm{{Words: []string{"purge"}}}, Limit: 100})
 		if err != nil || len(hits) != 2 {
 			t.Errorf("search after the purge: %d hits (%v), want the 2 kept messages", len(hits), err)
 		}

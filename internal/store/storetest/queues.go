@@ -11,11 +11,11 @@ import (
 	"github.com/parley-dev/parley/internal/hub"
 )
 
-// RunQueues runs the work-queue contract: a hub over the store hands each
+// runQueues runs the work-queue contract: a hub over the store hands each
 // task of a queue:NAME to exactly one claimant and takes it back when the
 // claim ends unfinished. Queues are built on the store's deliveries, so this
 // is the store's Take, Confirm and Release as a queue uses them.
-func RunQueues(t *testing.T, open func(t *testing.T) hub.Store) {
+func runQueues(t *testing.T, open func(t *testing.T) hub.Store) {
 	suite(t, open, newQueueFixture, []test[*queueFixture]{
 		{"ExactlyOnceEightClaimants", testQueueExactlyOnce},
 		{"PriorityThenAge", testQueueOrder},

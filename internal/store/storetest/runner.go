@@ -8,10 +8,10 @@ import (
 	"github.com/parley-dev/parley/internal/runner"
 )
 
-// RunRunner runs the contract of runner.Store: managed agents, runs and
+// runRunner runs the contract of runner.Store: managed agents, runs and
 // timelines. open must return a new, empty store for each call; the caller
 // closes it.
-func RunRunner(t *testing.T, open func(t *testing.T) runner.Store) {
+func runRunner(t *testing.T, open func(t *testing.T) runner.Store) {
 	t.Run("RoundTrip", func(t *testing.T) {
 		t.Parallel()
 		testRunnerRoundTrip(t, open(t))

@@ -1,7 +1,9 @@
 // Package storetest is the one contract suite that every hub.Store passes: the
-// behaviour documented on the hub.Store interface, and nothing a particular
-// backend happens to do. The stores' own tests (internal/store/sqlite, later
-// internal/store/postgres) import it; production code never does.
+// behaviour documented on the hub.Store interface (and the runner's, the
+// tokens' and the permission inbox's stores), and nothing a particular
+// backend happens to do. The stores' own tests (internal/store/sqlite,
+// internal/store/postgres) run it with RunAll; production code never imports
+// it.
 package storetest
 
 import (
@@ -10,7 +12,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -19,14 +20,42 @@ import (
 	"time"
 
 	"github.com/parley-dev/parley/internal/hub"
+	"github.com/parley-dev/parley/internal/permission"
+	"github.com/parley-dev/parley/internal/permission/permtest"
+	"github.com/parley-dev/parley/internal/runner"
+	"github.com/parley-dev/parley/internal/token"
 )
 
-// Run runs the contract suite. open must return a new, empty store for each call;
-// Run closes it when the subtest ends.
+// Backend is everything a store backend keeps for the daemon: the hub's
+// state, the managed agents', the agent tokens and the permission inbox.
+type Backend interface {
+	hub.Store
+	runner.Store
+	token.Store
+	permission.Store
+}
+
+// RunAll runs the whole contract of a backend: what each of its interfaces
+// documents, and nothing a particular backend happens to do. open must
+// return a new, empty store for each call; RunAll closes it when the subtest
+// ends.
 //
 // Times in the suite have microsecond precision, the finest that every backend
 // keeps (PostgreSQL's timestamptz); stores may return them in any location.
-func Run(t *testing.T, open func(t *testing.T) hub.Store) {
+func RunAll(t *testing.T, open func(t *testing.T) Backend) {
+	hubStore := func(t *testing.T) hub.Store { return open(t) }
+	t.Run("Hub", func(t *testing.T) { runHub(t, hubStore) })
+	t.Run("Reservations", func(t *testing.T) { runReservations(t, hubStore) })
+	t.Run("Search", func(t *testing.T) { runSearch(t, hubStore) })
+	t.Run("Purge", func(t *testing.T) { runPurge(t, hubStore) })
+	t.Run("Queues", func(t *testing.T) { runQueues(t, hubStore) })
+	t.Run("Runner", func(t *testing.T) { runRunner(t, func(t *testing.T) runner.Store { return open(t) }) })
+	t.Run("Tokens", func(t *testing.T) { runTokens(t, func(t *testing.T) token.Store { return open(t) }) })
+	t.Run("Permissions", func(t *testing.T) { permtest.Run(t, func(t *testing.T) permission.Store { return open(t) }) })
+}
+
+// runHub runs the contract of hub.Store's messages, deliveries and groups.
+func runHub(t *testing.T, open func(t *testing.T) hub.Store) {
 	suite(t, open, store, []test[hub.Store]{
 		{"Agents", testAgents},
 		{"AgentStatus", testAgentStatus},
@@ -62,10 +91,12 @@ func Run(t *testing.T, open func(t *testing.T) hub.Store) {
 		{"ReleaseSelects", testReleaseSelects},
 		{"TakeConcurrentReaders", testTakeConcurrentReaders},
 		{"TakeThread", testTakeThread},
+		{"TakeRepliers", testTakeRepliers},
 		{"Ack", testAck},
 		{"Deliveries", testDeliveries},
 		{"DueAcksAndOverdue", testDueAcksAndOverdue},
 		{"ClearInboxLeased", testClearInboxLeased},
+		{"CompleteTask", testCompleteTask},
 		{"Doors", testDoors},
 		{"MarkSeen", testMarkSeen},
 		{"ExpiryAndBounce", testExpiryAndBounce},
@@ -99,16 +130,7 @@ func suite[T any](t *testing.T, open func(t *testing.T) hub.Store, with func(*te
 // store is suite's with for tests of the store itself.
 func store(_ *testing.T, s hub.Store) hub.Store { return s }
 
-// as is suite's with for tests of an interface I the store must implement.
-func as[I any](t *testing.T, s hub.Store) I {
-	i, ok := s.(I)
-	if !ok {
-		t.Fatalf("%T does not implement %s", s, reflect.TypeFor[I]())
-	}
-	return i
-}
-
-// t0 is the suite's epoch; microsecond precision on purpose (see Run).
+// t0 is the suite's epoch; microsecond precision on purpose (see RunAll).
 var t0 = time.Date(2026, 3, 14, 15, 9, 26, 535897000, time.UTC)
 
 func at(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
@@ -215,6 +237,7 @@ func checkMessage(t *testing.T, what string, got, want *hub.Message) {
 		{"Priority", got.Priority, want.Priority},
 		{"ReplyTo", got.ReplyTo, want.ReplyTo},
 		{"ThreadID", got.ThreadID, want.ThreadID},
+		{"Origin", got.Origin, want.Origin},
 	} {
 		if p.got != p.want {
 			t.Errorf("%s: %s: got %q, want %q", what, p.field, p.got, p.want)
@@ -403,6 +426,13 @@ func testMessageRoundTrip(t *testing.T, s hub.Store) {
 		{"critical", func(m *hub.Message) { m.Priority = hub.Critical }},
 		{"low", func(m *hub.Message) { m.Priority = hub.Low }},
 		{"long content", func(m *hub.Message) { m.Content = strings.Repeat("x", 256<<10) }},
+		{"origin", func(m *hub.Message) {
+			m.Origin = hub.Origin{Role: "dev", Host: "box-1", Door: hub.DoorMCP}
+		}},
+		{"a task's result", func(m *hub.Message) {
+			m.ReplyTo, m.ThreadID = root.ID, root.ID
+			m.Origin = hub.Origin{Role: "builder", Host: "box-2", Door: hub.DoorCLI, Task: root.ID}
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,9 +9,9 @@ import (
 	"github.com/parley-dev/parley/internal/token"
 )
 
-// RunTokens runs the contract of token.Store. open must return a new, empty
+// runTokens runs the contract of token.Store. open must return a new, empty
 // store for each call; the caller closes it.
-func RunTokens(t *testing.T, open func(t *testing.T) token.Store) {
+func runTokens(t *testing.T, open func(t *testing.T) token.Store) {
 	t.Run("Tokens", func(t *testing.T) {
 		t.Parallel()
 		testTokens(t, open(t))

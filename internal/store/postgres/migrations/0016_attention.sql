@@ -1,4 +1,4 @@
--- Doors and attention receipts, schema version 14 (as SQLite's 0010).
+-- Doors and attention receipts, schema version 16 (as SQLite's 0012).
 --
 -- A message may have a time to live (expires_at, NULL: none) and a delivery
 -- mode (deliver, '': its priority's default); expiry_reported is set once the

@@ -1,4 +1,4 @@
--- Doors and attention receipts, schema version 10.
+-- Doors and attention receipts, schema version 12.
 --
 -- A message may have a time to live (expires_at, 0: none) and a delivery
 -- mode (deliver, '': its priority's default); expiry_reported is set once the
