@@ -743,3 +743,59 @@ func TestPermissionTimeout(t *testing.T) {
 		t.Errorf("mode after set_agent_mode: got %v, want plan", runs)
 	}
 }
+
+// TestManagedDeliverModes: a managed agent follows its mail's delivery
+// mode: a message that queues (low priority) starts no turn; one that
+// interrupts stops the turn in progress, and the next turn carries it.
+func TestManagedDeliverModes(t *testing.T) {
+	e := newEnv(t, "")
+	m := e.manager()
+	alice := e.Session(nil, "--agent", "alice")
+	dir := t.TempDir()
+	mustCall(t, m, "create_agent", map[string]any{"provider": "perturn", "cwd": dir, "name": "w"}, nil)
+
+	mustCall(t, alice, "send_message", map[string]any{"to": "w", "content": "send to alice: fyi", "priority": "low"}, nil)
+	// A normal message after it wakes w: the one turn carries both, so the
+	// low one started none of its own.
+	mustCall(t, alice, "send_message", map[string]any{"to": "w", "content": "send to alice: now-both"}, nil)
+	var got api.WaitResult
+	mustCall(t, alice, "wait_for_message", map[string]any{"timeout": 60}, &got)
+	if got.Message == nil || got.Message.Content != "now-both" {
+		t.Fatalf("alice got %+v, want now-both", got.Message)
+	}
+	var runs int
+	for _, ev := range activity(t, m, "w").Events {
+		if ev.Kind == "run_started" {
+			runs++
+			if !strings.Contains(ev.Text, "fyi") || !strings.Contains(ev.Text, "now-both") {
+				t.Errorf("the woken turn: want both messages:\n%s", ev.Text)
+			}
+		}
+	}
+	if runs != 1 {
+		t.Errorf("runs: got %d, want 1 (a queued message starts none)", runs)
+	}
+
+	mustCall(t, m, "send_agent_prompt", map[string]any{"agent_id": "w", "prompt": "sleep 30"}, nil)
+	eventually(t, "w to sleep", sleeping(t, m, "w"))
+	mustCall(t, alice, "send_message", map[string]any{"to": "w", "content": "send to alice: stop-it", "deliver": "interrupt"}, nil)
+	start := time.Now()
+	mustCall(t, alice, "wait_for_message", map[string]any{"timeout": 60}, &got)
+	if got.Message == nil || got.Message.Content != "stop-it" {
+		t.Fatalf("alice got %+v, want stop-it", got.Message)
+	}
+	if d := time.Since(start); d > 25*time.Second {
+		t.Errorf("the interrupt took %s: the 30 s turn was not stopped", d)
+	}
+	var show struct {
+		RecentRuns []struct{ State, Source string } `json:"recent_runs"`
+	}
+	e.MustJSON(&show, "agent", "show", "w")
+	cancelled := false
+	for _, r := range show.RecentRuns {
+		cancelled = cancelled || r.State == "cancelled"
+	}
+	if !cancelled {
+		t.Errorf("no cancelled run after an interrupt: %+v", show.RecentRuns)
+	}
+}
