@@ -243,7 +243,8 @@ func steerSecondTask(t *testing.T, m *mcp.ClientSession, name string, release fu
 func mailMidTurn(t *testing.T, e *env, m *mcp.ClientSession, name string, release func()) {
 	t.Helper()
 	var sent api.SendResult
-	e.MustJSON(&sent, "send", "--agent", "alice", name, "MAIL-FROM-ALICE")
+	// Steer (a high message's default): a normal one waits for the run to end.
+	e.MustJSON(&sent, "send", "--agent", "alice", "--deliver", "steer", name, "MAIL-FROM-ALICE")
 	eventually(t, "the mail is streamed into run 1", func() bool { return hasEvent(activity(t, m, name), "steered", "MAIL-FROM-ALICE") })
 	// Written into the turn is delivered: confirmed before the turn ends.
 	var st api.MessageStatusResult
@@ -394,7 +395,7 @@ func heldRun(t *testing.T, m *mcp.ClientSession, name string) api.WaitAgentResul
 }
 
 // TestSteerMail: mail for a managed Claude agent (by default one process
-// across turns) that comes during a run is streamed into that run at once,
+// across turns) that comes during a run to steer is streamed into that run at once,
 // confirmed read by the managed turn before the run ends, and answered in it.
 func TestSteerMail(t *testing.T) {
 	e := newEnv(t, "")
@@ -402,7 +403,8 @@ func TestSteerMail(t *testing.T) {
 	alice := e.Session(nil, "--agent", "alice")
 	w := heldRun(t, m, "w")
 	var sent api.SendResult
-	mustCall(t, alice, "send_message", map[string]any{"to": "w", "content": "send to alice: pong"}, &sent)
+	// Steer (a high message's default): a normal one waits for the run to end.
+	mustCall(t, alice, "send_message", map[string]any{"to": "w", "content": "send to alice: pong", "deliver": "steer"}, &sent)
 	eventually(t, "the mail to be streamed into run 1", func() bool { return hasEvent(activity(t, m, "w"), "steered", "send to alice: pong") })
 	var st api.MessageStatusResult
 	mustCall(t, alice, "message_status", map[string]any{"message_id": sent.MessageID}, &st)
