@@ -151,7 +151,7 @@ func (d *Doorman) Run(ctx context.Context) error {
 	rescan := make(chan struct{}, 1)
 	cancel := d.hub.Subscribe(func(e hub.Event) {
 		switch e.Kind {
-		case hub.EventMessageSent, hub.EventMessageSeen, hub.EventDoorOpened, hub.EventDoorClosed, hub.EventAgentStatus:
+		case hub.EventMessageSent, hub.EventInboxWoken, hub.EventMessageSeen, hub.EventDoorOpened, hub.EventDoorClosed, hub.EventAgentStatus:
 		default:
 			return
 		}
@@ -188,19 +188,24 @@ func (d *Doorman) Run(ctx context.Context) error {
 			d.mu.Unlock()
 			return nil
 		case <-rescan:
-			d.mu.Lock()
-			ks := make([]key, 0, len(d.doors))
-			for k := range d.doors {
-				ks = append(ks, k)
-			}
-			d.mu.Unlock()
-			for _, k := range ks {
-				d.poke(k)
-			}
+			d.rescanAll()
 		case e := <-d.events:
 			d.event(e)
 			d.handling.Add(-1)
 		}
+	}
+}
+
+// rescanAll looks at every agent with a door.
+func (d *Doorman) rescanAll() {
+	d.mu.Lock()
+	ks := make([]key, 0, len(d.doors))
+	for k := range d.doors {
+		ks = append(ks, k)
+	}
+	d.mu.Unlock()
+	for _, k := range ks {
+		d.poke(k)
 	}
 }
 
@@ -260,7 +265,11 @@ func (d *Doorman) loadDoors(ctx context.Context) {
 
 func (d *Doorman) event(e hub.Event) {
 	switch e.Kind {
-	case hub.EventMessageSent:
+	case hub.EventMessageSent, hub.EventInboxWoken:
+		if e.Kind == hub.EventInboxWoken && e.Workspace == "" {
+			d.rescanAll()
+			return
+		}
 		for _, r := range e.Recipients {
 			d.poke(key{e.Workspace, r})
 		}

@@ -325,3 +325,22 @@ func TestRenderQuotes(t *testing.T) {
 		t.Errorf("counts:\n%s", l)
 	}
 }
+
+// TestMailFromAnotherDaemon: mail another daemon stored (sharing the
+// store) reaches the door through this daemon's wake-up (its notifier
+// calls hub.Wake), not through a send of its own.
+func TestMailFromAnotherDaemon(t *testing.T) {
+	e := newEnv(t, nil)
+	in := newInbox(t)
+	e.door("bob", in.path)
+	m := &hub.Message{ID: e.h.NewID(), Workspace: "w", From: "alice", To: "bob", Content: "from afar", Priority: hub.Normal,
+		CreatedAt: time.Now().UTC(), Origin: hub.Origin{Role: "lead", Door: hub.DoorMCP, Host: "other"}}
+	m.ThreadID = m.ID
+	if err := e.h.Store().CreateMessage(e.ctx, m, []string{"bob"}); err != nil {
+		t.Fatal(err)
+	}
+	e.h.Wake("w", []string{"bob"})
+	if l := in.next(t); !strings.Contains(l, "“from afar”") || !strings.Contains(l, "alice (agent, role lead, via MCP, on other)") {
+		t.Errorf("letter for mail from another daemon:\n%s", l)
+	}
+}

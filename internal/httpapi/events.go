@@ -85,6 +85,9 @@ func NewEvents(h *hub.Hub, o *EventsOptions) *Events {
 }
 
 func (b *Events) publish(e hub.Event) {
+	if e.Kind == hub.EventInboxWoken {
+		return // the daemon's own business: the sending daemon's stream has the message
+	}
 	b.fanout(e.Workspace, string(e.Kind), func() any { return api.EventOf(e) })
 }
 

@@ -23,6 +23,11 @@ const (
 	EventMessageSeen    EventKind = "message.seen"
 	EventMessageBounced EventKind = "message.bounced"
 	EventGroupChanged   EventKind = "group.changed"
+	// Mail came for Recipients of Workspace through another daemon sharing
+	// the store (its notifier woke this one); with no workspace, any inbox
+	// may have mail (wake-ups may have been missed). Not on the event
+	// stream: it names no message.
+	EventInboxWoken EventKind = "inbox.woken"
 	// An agent's session opened its door, or the door closed (SessionDoor).
 	EventDoorOpened EventKind = "door.opened"
 	EventDoorClosed EventKind = "door.closed"

@@ -15,8 +15,12 @@ type Notifier interface {
 
 // Wake wakes the waiters of the recipients' inboxes in this process, which then
 // look at the store again. Notifiers call it for wake-ups from other daemons;
-// a spurious wake-up costs one store read.
-func (h *Hub) Wake(ws string, recipients []string) { h.wakeLocal(ws, recipients) }
+// a spurious wake-up costs one store read. It also tells this process's
+// subscribers (EventInboxWoken): a door here may be the recipient's way in.
+func (h *Hub) Wake(ws string, recipients []string) {
+	h.wakeLocal(ws, recipients)
+	h.publish(Event{Kind: EventInboxWoken, Workspace: ws, Recipients: recipients})
+}
 
 // wake wakes local waiters at once, then tells the notifier, if any.
 func (h *Hub) wake(ctx context.Context, ws string, recipients []string) {
@@ -54,10 +58,11 @@ func (h *Hub) Waiters(ws, agent string) int {
 // store again, so no message waits for a wake-up that never came.
 func (h *Hub) WakeAll() {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	for _, ws := range h.waiters {
 		for w := range ws {
 			w.signal()
 		}
 	}
+	h.mu.Unlock()
+	h.publish(Event{Kind: EventInboxWoken}) // every inbox: no workspace, no recipients
 }
