@@ -47,8 +47,9 @@ import (
 type Options struct {
 	Logger *slog.Logger
 	// Host and UID name this machine and OS user: only their doors are
-	// written. Default: the hub's host is not known here, so Host "" means
-	// any host (a store of one daemon), and UID -1 means this process's.
+	// written. Host "" takes a door of any host (a store that one daemon
+	// alone uses); UID 0 means this process's user (os.Getuid, -1 on
+	// Windows, as the doors record it).
 	Host string
 	UID  int
 	// TakesMail, if set, reports whether another part of the daemon (the
@@ -82,7 +83,6 @@ type Doorman struct {
 	agents  map[key]*agentState
 	doors   map[key]int                   // open doors per agent, of this host and user
 	idle    map[string]*door.IdleListener // by socket directory
-	letters int                           // written, for tests and logs
 	working int                           // agents looked at now
 	wg      sync.WaitGroup
 	// handling counts events taken off the queue and not yet handled.
@@ -224,13 +224,6 @@ func (d *Doorman) Quiet() bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.handling.Load() == 0 && d.working == 0
-}
-
-// Letters counts the letters written so far.
-func (d *Doorman) Letters() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.letters
 }
 
 // mine reports whether the doorman may write door dr: of this host and
@@ -571,7 +564,6 @@ func (d *Doorman) deliver(ctx context.Context, k key, st *agentState, dr *hub.Se
 	st.failed = 0
 	st.letter = &letter{id: id, at: now, door: dr}
 	st.waitingIdle = false
-	d.letters++
 	d.mu.Unlock()
 	log.Info("doorman: letter written", "letter", id, "messages", len(fresh), "mode", mode)
 	if watch != nil {
