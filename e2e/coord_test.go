@@ -100,6 +100,21 @@ func TestReserveCLI(t *testing.T) {
 	if _, errs, code := e.in(t, repo, "reserve", "src/", "--agent", "bob"); code != 0 {
 		t.Errorf("bob reserves src/ after alice released: exit %d %s", code, errs)
 	}
+	// renew takes the ids as arguments, as force-release does.
+	var mine struct {
+		Reservations []struct {
+			ID        string `json:"id"`
+			ExpiresAt string `json:"expires_at"`
+		} `json:"reservations"`
+	}
+	o, _, _ = e.in(t, repo, "reserve", "list", "--agent", "bob", "--json")
+	if json.Unmarshal([]byte(o), &mine) != nil || len(mine.Reservations) == 0 {
+		t.Fatalf("bob's reservations: %s", o)
+	}
+	id := mine.Reservations[0].ID
+	if o, errs, code := e.in(t, repo, "reserve", "renew", id, "--ttl", "3h", "--agent", "bob", "--json"); code != 0 || !strings.Contains(o, id) {
+		t.Errorf("reserve renew %s: exit %d, %s %s; want it renewed", id, code, o, errs)
+	}
 	if _, errs, code := e.in(t, repo, "reserve", "/etc/passwd", "--agent", "bob"); code == 0 || !strings.Contains(errs, "outside the repository") {
 		t.Errorf("reserve /etc/passwd: exit %d %q; want refused", code, errs)
 	}
@@ -141,6 +156,10 @@ func TestGuard(t *testing.T) {
 	}
 	if n := ownRuns(); n != 0 {
 		t.Errorf("the repository's own hook ran %d times for a refused commit, want 0", n)
+	}
+	// Without an identity, the refusal says so (not "you are you").
+	if _, errs, err := tryGit(repo, gitEnv, "commit", "-m", "nobody's change"); err == nil || !strings.Contains(errs, "(no agent: no --agent, $PARLEY_AGENT or single identity file here") {
+		t.Errorf("commit with no identity: err %v, stderr %s; want a refusal saying there is no agent", err, errs)
 	}
 	// alice may commit her own files.
 	runGit(t, repo, append(gitEnv, "PARLEY_AGENT=alice"), "commit", "-q", "-m", "alice's change")

@@ -113,8 +113,9 @@ func TestInitCodexPassesHomeAndApproves(t *testing.T) {
 		t.Fatalf("config.toml: %v\n%s", err, b)
 	}
 	p := conf.Servers["parley"]
-	if strings.Join(p.EnvVars, ",") != "PARLEY_HOME,CODEX_HOME,MINE" || p.Approval != "approve" || strings.Join(p.Args, " ") != "mcp serve --agent repo-codex" {
-		t.Errorf("parley server: got %+v, want env_vars PARLEY_HOME, CODEX_HOME and MINE, approval approve, --agent repo-codex\n%s", p, b)
+	// No name baked into a user-wide file: each session names itself.
+	if strings.Join(p.EnvVars, ",") != "PARLEY_HOME,CODEX_HOME,MINE" || p.Approval != "approve" || strings.Join(p.Args, " ") != "mcp serve" {
+		t.Errorf("parley server: got %+v, want env_vars PARLEY_HOME, CODEX_HOME and MINE, approval approve, no --agent\n%s", p, b)
 	}
 	// The real Codex reads the table as written.
 	c := exec.Command(codex, "mcp", "get", "parley", "--json")
@@ -125,9 +126,10 @@ func TestInitCodexPassesHomeAndApproves(t *testing.T) {
 	}
 }
 
-// TestMCPServeWithoutIdentitySaysSo: a server without an agent says so on
-// stderr at once (the client shows it "Connected" either way).
-func TestMCPServeWithoutIdentitySaysSo(t *testing.T) {
+// TestMCPServeWithoutNameTakesSessionName: a server given no name takes one
+// of its client session's own (here the client process's, as for Gemini CLI
+// and Codex), says so on stderr, and whoami names it.
+func TestMCPServeWithoutNameTakesSessionName(t *testing.T) {
 	e := newEnv(t)
 	c := e.Cmd("mcp", "serve", "--workspace", "w")
 	stderr := &syncBuffer{}
@@ -137,24 +139,22 @@ func TestMCPServeWithoutIdentitySaysSo(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { stdin.Close(); c.Wait() }()
-	waitUntil(t, "the warning on stderr", func() bool { return strings.Contains(stderr.String(), "no agent identity") })
+	waitUntil(t, "the name on stderr", func() bool { return strings.Contains(stderr.String(), "speaking as session-") })
 	if !strings.Contains(stderr.String(), "--agent NAME") {
-		t.Errorf("stderr %q does not say how to fix it", stderr.String())
+		t.Errorf("stderr %q does not say how to fix a name", stderr.String())
 	}
-	// whoami says it too, where the model (and its user) looks.
 	s := e.Session(nil, "--workspace", "w")
 	var who struct {
 		Agent string `json:"agent"`
 		Note  string `json:"note"`
 	}
 	mustCall(t, s, "whoami", nil, &who)
-	if who.Agent != "" || !strings.Contains(who.Note, "no agent identity") || !strings.Contains(who.Note, "--agent NAME") {
-		t.Errorf("whoami without identity: got %+v, want a note saying so and how to fix it", who)
+	if !strings.HasPrefix(who.Agent, "session-") || who.Note != "" {
+		t.Errorf("whoami without a name: got %+v, want a session name", who)
 	}
-	who.Note = ""
 	mustCall(t, e.Session(nil, "--workspace", "w", "--agent", "ann"), "whoami", nil, &who)
-	if who.Note != "" {
-		t.Errorf("whoami with an identity: got note %q, want none", who.Note)
+	if who.Agent != "ann" {
+		t.Errorf("whoami with --agent ann: got %+v", who)
 	}
 }
 

@@ -130,7 +130,7 @@ func TestGatewayCLI(t *testing.T) {
 					t.Errorf("got %v, want isError", res)
 				}
 			}},
-			{"unknown tool", []string{"up__nope"}, 1, func(t *testing.T, _ map[string]any, stderr string) {
+			{"unknown tool", []string{"up__nope"}, 4, func(t *testing.T, _ map[string]any, stderr string) {
 				if !strings.Contains(stderr, `upstream "up" has no tool "nope"`) {
 					t.Errorf("got stderr %q, want it to name the missing tool", stderr)
 				}
@@ -365,8 +365,8 @@ func TestGatewayCallsThroughDaemon(t *testing.T) {
 		}
 		waitMark("cancelled-late")
 		_, stderr, code := e.Run("tools", "call", "quick__slow", "--json", `{"steps": 100, "ms": 100}`)
-		if code != 1 || !strings.Contains(stderr, "upstream quick timed out after 300ms") {
-			t.Errorf("tools call: got exit %d, stderr %q; want exit 1 with the timeout", code, stderr)
+		if code != 3 || !strings.Contains(stderr, "upstream quick timed out after 300ms") {
+			t.Errorf("tools call: got exit %d, stderr %q; want exit 3 (timed out) with the timeout", code, stderr)
 		}
 	})
 

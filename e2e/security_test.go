@@ -112,6 +112,9 @@ func TestTCPTokenRequired(t *testing.T) {
 				req.Header.Set("Content-Type", "application/json")
 				req.Header.Set("Accept", "application/json, text/event-stream")
 				req.Header.Set("Parley-Agent", "a")
+				if path == "/mcp" { // an MCP session must name its workspace
+					req.Header.Set("Parley-Workspace", "default")
+				}
 				if auth.header != "" {
 					req.Header.Set("Authorization", auth.header)
 				}

@@ -217,9 +217,9 @@ func TestBadDatabaseRefused(t *testing.T) {
 			var st struct {
 				Running bool `json:"running"`
 			}
-			e.MustJSON(&st, "daemon", "status")
-			if st.Running {
-				t.Error("daemon status after a refused start: running, want not running")
+			sout, _, scode := e.Run("daemon", "status", "--json")
+			if json.Unmarshal([]byte(sout), &st) != nil || st.Running || scode != 3 {
+				t.Errorf("daemon status after a refused start: %s, exit %d; want not running, exit 3", sout, scode)
 			}
 			// A client that auto-starts the daemon hits the same clear error
 			// and resets nothing either.

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,26 +13,11 @@ import (
 )
 
 // tcpCall sends one JSON API request over TCP with a bearer token and headers
-// ("K: V"), and returns the status and body.
+// ("K: V"), and returns the status and body (tcpDo, trust_test.go).
 func tcpCall(t *testing.T, addr, tok, method, path, body string, headers ...string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+tok)
-	req.Header.Set("Content-Type", "application/json")
-	for _, h := range headers {
-		k, v, _ := strings.Cut(h, ": ")
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	code, b, _ := tcpDo(t, addr, tok, method, path, body, headers...)
+	return code, b
 }
 
 func listenAddr(t *testing.T, e *env) string {

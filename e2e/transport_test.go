@@ -367,3 +367,23 @@ func TestInspectorCLI(t *testing.T) {
 		t.Errorf("check_messages over HTTP: got %s, want alice's message", b)
 	}
 }
+
+// TestInspectorStrict: every profile's tools/list passes the MCP Inspector's
+// --strict schema portability checks (single-type dialects such as Gemini's
+// reject type arrays and bare true schemas), over stdio.
+func TestInspectorStrict(t *testing.T) {
+	insp, path := inspector(t)
+	e := newEnv(t)
+	for _, p := range []string{"native", "lean", "sidechat", "agentmail", "manager", "self"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		c := exec.CommandContext(ctx, insp, "--cli", "--strict", "-e", "PARLEY_HOME="+e.home,
+			bin, "mcp", "serve", "--workspace", "strict", "--agent", "alice", "--profile", p, "--method", "tools/list")
+		c.Env = append(e.environ(), "PATH="+path)
+		c.Dir = e.home
+		out, err := c.CombinedOutput()
+		cancel()
+		if err != nil || strings.Contains(string(out), "Warning: tool") || !strings.Contains(string(out), `"tools"`) {
+			t.Errorf("profile %s: inspector --strict: %v\n%s", p, err, out)
+		}
+	}
+}

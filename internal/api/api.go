@@ -129,6 +129,9 @@ type JoinRequest struct {
 	Name   string `json:"name"`
 	Role   string `json:"role,omitempty"`
 	Module string `json:"module,omitempty"`
+	// AllowLookalike registers a new name that looks like an existing
+	// agent's: the admin claiming a name a look-alike squatted.
+	AllowLookalike bool `json:"allow_lookalike,omitempty"`
 }
 
 // AgentRequest is GET /api/v1/agents/{name}.
@@ -203,6 +206,9 @@ type SendRequest struct {
 	AckRequired bool `json:"ack_required,omitempty" jsonschema:"ask recipients to ack_message it"`
 	// AckWithin is a deadline in seconds from now for those acks.
 	AckWithin *int `json:"ack_within,omitempty" jsonschema:"seconds to ack; then you get one notice"`
+	// IdempotencyKey names this send: a retry with the same key (within
+	// 24 h) sends nothing new and returns the first send's result.
+	IdempotencyKey string `json:"idempotency_key,omitempty" jsonschema:"your name for this send: a retry with it sends nothing new"`
 	// Deliver is how the message may draw an idle or busy recipient's
 	// attention (hub.DeliverMode); "" is the priority's default.
 	Deliver string `json:"deliver,omitempty" jsonschema:"waking a recipient that is not waiting: queue, idle, steer or interrupt (default by priority)"`
@@ -220,6 +226,9 @@ type SendResult struct {
 	RecipientStatus string   `json:"recipient_status" jsonschema:"active, offline or unregistered (of the first recipient); mixed for several"`
 	Recipients      []string `json:"recipients"`
 	ThreadID        string   `json:"thread_id"`
+	// Replayed says this answers a retry with an idempotency key: the first
+	// send's result; nothing new was sent.
+	Replayed bool `json:"replayed,omitempty"`
 }
 
 // MessageInfo is one message as a reader sees it (seed 000's MessageInfo plus
@@ -241,6 +250,9 @@ type MessageInfo struct {
 	Redelivered   bool   `json:"redelivered,omitempty" jsonschema:"handed out before"`
 	AckRequired   bool   `json:"ack_required,omitempty" jsonschema:"the sender asks for ack_message"`
 	AckDeadline   string `json:"ack_deadline,omitempty"`
+	// Provenance is what Parley attests of who sent it; content, payload
+	// and metadata are the sender's own words.
+	Provenance Provenance `json:"provenance" jsonschema:"who sent it, as Parley attests"`
 }
 
 // CheckRequest is the check_messages input, POST /api/v1/inbox/check and

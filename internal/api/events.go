@@ -60,8 +60,9 @@ type Event struct {
 	// its queue, Agent the claimant (for .released, the queue), Status
 	// task_completed or task_failed for .completed.
 	//
-	// For reservations.changed: the reservations granted, renewed or
-	// released (Change says which).
+	// For reservations.changed: the reservations granted, renewed,
+	// released, force_released, or reclaimed (ended because the daemon that
+	// granted them died; Change says which).
 	Reservations []ReservationInfo `json:"reservations,omitempty"`
 }
 

@@ -31,4 +31,8 @@ const (
 	// {"message": MessageInfo, "_meta": {MetaDelivered: [its id]}}; the
 	// message is leased to the session until the bridge confirms it.
 	MethodMessage = "notifications/parley/message"
+	// MetaErrorKind is the key of a tool error result's _meta that names
+	// the error's kind (hub.Kind's wire name: invalid, not_found, ...), as
+	// the JSON API's error body does.
+	MetaErrorKind = "parley/error_kind"
 )

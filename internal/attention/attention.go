@@ -151,7 +151,7 @@ func (d *Doorman) Run(ctx context.Context) error {
 	rescan := make(chan struct{}, 1)
 	cancel := d.hub.Subscribe(func(e hub.Event) {
 		switch e.Kind {
-		case hub.EventMessageSent, hub.EventInboxWoken, hub.EventMessageSeen, hub.EventDoorOpened, hub.EventDoorClosed, hub.EventAgentStatus:
+		case hub.EventMessageSent, hub.EventResync, hub.EventMessageSeen, hub.EventDoorOpened, hub.EventDoorClosed, hub.EventAgentStatus:
 		default:
 			return
 		}
@@ -258,14 +258,14 @@ func (d *Doorman) loadDoors(ctx context.Context) {
 
 func (d *Doorman) event(e hub.Event) {
 	switch e.Kind {
-	case hub.EventMessageSent, hub.EventInboxWoken:
-		if e.Kind == hub.EventInboxWoken && e.Workspace == "" {
-			d.rescanAll()
-			return
-		}
+	case hub.EventMessageSent:
+		// Here or on another daemon sharing the store (Remote): the
+		// recipient's door may be this daemon's.
 		for _, r := range e.Recipients {
 			d.poke(key{e.Workspace, r})
 		}
+	case hub.EventResync:
+		d.rescanAll() // the other daemons' events may have been missed
 	case hub.EventDoorOpened, hub.EventDoorClosed:
 		if e.SessionDoor == nil || (d.o.Host != "" && e.SessionDoor.Host != d.o.Host) || e.SessionDoor.UID != d.o.UID {
 			return

@@ -327,8 +327,8 @@ func TestRenderQuotes(t *testing.T) {
 }
 
 // TestMailFromAnotherDaemon: mail another daemon stored (sharing the
-// store) reaches the door through this daemon's wake-up (its notifier
-// calls hub.Wake), not through a send of its own.
+// store) reaches the door through the event that daemon relayed (its
+// notifier calls hub.Relay here), not through a send of this one.
 func TestMailFromAnotherDaemon(t *testing.T) {
 	e := newEnv(t, nil)
 	in := newInbox(t)
@@ -339,7 +339,7 @@ func TestMailFromAnotherDaemon(t *testing.T) {
 	if err := e.h.Store().CreateMessage(e.ctx, m, []string{"bob"}); err != nil {
 		t.Fatal(err)
 	}
-	e.h.Wake("w", []string{"bob"})
+	e.h.Relay(hub.SendEvents(m, []string{"bob"}, nil)[0])
 	if l := in.next(t); !strings.Contains(l, "“from afar”") || !strings.Contains(l, "alice (agent, role lead, via MCP, on other)") {
 		t.Errorf("letter for mail from another daemon:\n%s", l)
 	}

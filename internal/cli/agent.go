@@ -15,12 +15,18 @@ import (
 
 func joinCmd(g *globals) *cobra.Command {
 	var name, role, module string
+	var lookalike bool
 	cmd := &cobra.Command{
 		Use:   "join --name NAME [--role ROLE] [--module M]",
 		Short: "Register an agent in this workspace and write its identity file",
 		Long: `Register an agent and write .parley/identities/NAME.json at the top of this
 directory's git worktree, so that later commands and ` + "`parley mcp serve`" + ` find it.
-Joining again updates the role and module and keeps the inbox.`,
+Joining again updates the role and module and keeps the inbox.
+
+A new name that looks like an existing agent's (Bob beside bob) is refused,
+and so is one built to look like another (bоb with a Cyrillic о, fullwidth
+ｂｏｂ). If a look-alike took a name first, --allow-lookalike lets you, the
+admin, claim it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if name == "" {
@@ -34,7 +40,7 @@ Joining again updates the role and module and keeps the inbox.`,
 			if err != nil {
 				return err
 			}
-			a, err := c.Join(cmd.Context(), api.JoinRequest{Name: name, Role: role, Module: module})
+			a, err := c.Join(cmd.Context(), api.JoinRequest{Name: name, Role: role, Module: module, AllowLookalike: lookalike})
 			if err != nil {
 				return err
 			}
@@ -57,6 +63,7 @@ Joining again updates the role and module and keeps the inbox.`,
 	f.StringVar(&name, "name", "", "agent name (letters, digits, . _ -)")
 	f.StringVar(&role, "role", "", "role, addressable as @role (default agent)")
 	f.StringVar(&module, "module", "", "module or area the agent works on")
+	f.BoolVar(&lookalike, "allow-lookalike", false, "register the name even though it looks like an existing agent's (to claim one a look-alike squatted)")
 	addJSON(cmd, g)
 	return cmd
 }

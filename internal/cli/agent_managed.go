@@ -297,9 +297,10 @@ func agentKillCmd(g *globals) *cobra.Command {
 func agentLogsCmd(g *globals) *cobra.Command {
 	var offset, limit int
 	cmd := &cobra.Command{
-		Use:   "logs ID",
-		Short: "Show the agent's activity timeline (latest events, or from --offset)",
-		Args:  cobra.ExactArgs(1),
+		Use:     "logs ID",
+		Aliases: []string{"activity"},
+		Short:   "Show the agent's activity timeline (latest events, or from --offset)",
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, _, err := g.client(cmd.Context(), false)
 			if err != nil {

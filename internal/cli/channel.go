@@ -147,6 +147,15 @@ func channelNotification(m *api.MessageInfo) []byte {
 		// Pushed before without being confirmed: the agent may have it.
 		meta["redelivered"], meta["delivery_count"] = "true", strconv.Itoa(m.DeliveryCount)
 	}
+	// Who sent it, as Parley attests (not as the content says): the
+	// <channel> tag carries it beside the sender's words.
+	p := m.Provenance
+	for k, v := range map[string]string{"sender_kind": p.Kind, "sender_role": p.Role, "workspace": p.Workspace,
+		"host": p.Host, "via": p.Via, "task": p.Task} {
+		if v != "" {
+			meta[k] = v
+		}
+	}
 	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": methodChannel,
 		"params": map[string]any{"content": m.Content, "meta": meta}})
 	return b

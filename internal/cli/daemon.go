@@ -121,11 +121,17 @@ func daemonStopCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
+// exitNotRunning is daemon status's exit code for a daemon that is down.
+const exitNotRunning = 3
+
 func daemonStatusCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show whether the daemon runs, and its pid, socket, database and workspaces",
-		Args:  cobra.NoArgs,
+		Long: `Show whether the daemon runs, and its pid, socket, database and workspaces.
+Exits 0 when it runs and 3 when it does not (as systemctl status does), so that
+scripts can test it.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			paths, err := home.Resolve("")
 			if err != nil {
@@ -135,10 +141,13 @@ func daemonStatusCmd(g *globals) *cobra.Command {
 			if err != nil {
 				if client.IsNotRunning(err) {
 					if g.json {
-						return g.printJSON(map[string]any{"running": false, "socket": paths.Socket})
+						if err := g.printJSON(map[string]any{"running": false, "socket": paths.Socket}); err != nil {
+							return err
+						}
+					} else {
+						fmt.Fprintf(g.stdout, "parley daemon is not running (socket %s)\n", paths.Socket)
 					}
-					fmt.Fprintf(g.stdout, "parley daemon is not running (socket %s)\n", paths.Socket)
-					return nil
+					return &exitError{code: exitNotRunning}
 				}
 				return err
 			}
@@ -192,11 +201,18 @@ func daemonRunCmd(g *globals) *cobra.Command {
 			log := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
 			ctx, stop := proc.TerminateContext(cmd.Context())
 			defer stop()
-			cfg := daemon.Config{Home: paths.Home, Version: Version, Logger: log, Listen: listen, AllowRemote: allowRemote}
+			cfg := daemon.Config{Home: paths.Home, Version: daemonVersion(), Logger: log, Listen: listen, AllowRemote: allowRemote}
 			// A knob for tests and for clients with very short request timeouts.
 			if v := os.Getenv("PARLEY_PROGRESS_EVERY"); v != "" {
 				if cfg.ProgressEvery, err = time.ParseDuration(v); err != nil || cfg.ProgressEvery <= 0 {
 					return fmt.Errorf("invalid PARLEY_PROGRESS_EVERY %q: want a duration such as 5s", v)
+				}
+			}
+			// A knob for tests: how soon an MCP session over HTTP with no
+			// connection stops counting toward presence.
+			if v := os.Getenv("PARLEY_SESSION_IDLE"); v != "" {
+				if cfg.SessionIdle, err = time.ParseDuration(v); err != nil || cfg.SessionIdle <= 0 {
+					return fmt.Errorf("invalid PARLEY_SESSION_IDLE %q: want a duration such as 45s", v)
 				}
 			}
 			d, err := daemon.Open(ctx, cfg)

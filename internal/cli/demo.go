@@ -33,7 +33,7 @@ needed).`,
 			connect := func(agent, role string) (*mcp.ClientSession, error) {
 				c := exec.Command(exe, "mcp", "serve", "--workspace", "parley-demo", "--agent", agent, "--role", role)
 				c.Stderr = g.stderr
-				client := mcp.NewClient(&mcp.Implementation{Name: "parley-demo", Version: Version}, nil)
+				client := mcp.NewClient(&mcp.Implementation{Name: "parley-demo", Version: daemonVersion()}, nil)
 				return client.Connect(ctx, &mcp.CommandTransport{Command: c}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 			}
 			say := func(format string, a ...any) { fmt.Fprintf(g.stdout, format+"\n", a...) }
@@ -116,7 +116,11 @@ needed).`,
 				return fmt.Errorf("the planner did not get the reply")
 			}
 			say("planner-1 read %d message(s): %q from %s, thread %s", len(inbox.Messages), inbox.Messages[0].Content, inbox.Messages[0].From, inbox.Messages[0].ThreadID)
-			say("demo finished in %s; see it with `parley history --workspace parley-demo`", time.Since(t0).Round(time.Millisecond))
+			see := "parley history --workspace parley-demo"
+			if h := os.Getenv("PARLEY_HOME"); h != "" {
+				see = "PARLEY_HOME=" + h + " " + see
+			}
+			say("demo finished in %s; see it with `%s`", time.Since(t0).Round(time.Millisecond), see)
 			return nil
 		},
 	}

@@ -80,7 +80,13 @@ func groupCmd(g *globals) *cobra.Command {
 				return err
 			}
 			return g.out(res, func(w io.Writer) {
-				fmt.Fprintf(w, "@%s  %s\ncreated %s by %s\n", res.Name, res.Description, res.CreatedAt, res.CreatedBy)
+				fmt.Fprintf(w, "@%s  %s\ncreated %s", res.Name, res.Description, res.CreatedAt)
+				if res.CreatedBy != "" {
+					fmt.Fprintf(w, " by %s", res.CreatedBy)
+				} else {
+					fmt.Fprint(w, " (by no agent: made from the CLI or dashboard without one)")
+				}
+				fmt.Fprintln(w)
 				for _, m := range res.Members {
 					fmt.Fprintf(w, "  %s %s\n", m.Type, m.ID)
 				}

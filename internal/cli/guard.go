@@ -289,11 +289,11 @@ func guardCheck(ctx context.Context, g *globals, what string, paths func() ([]st
 	if len(res.Conflicts) == 0 {
 		return nil
 	}
-	who := "you"
+	who := "no agent: no --agent, $PARLEY_AGENT or single identity file here, so every reservation counts"
 	if agent != "" {
-		who = agent
+		who = "you are " + agent
 	}
-	fmt.Fprintf(g.stderr, "parley guard: this %s touches files that other agents hold (you are %s):\n", what, who)
+	fmt.Fprintf(g.stderr, "parley guard: this %s touches files that other agents hold (%s):\n", what, who)
 	for _, c := range res.Conflicts {
 		fmt.Fprintf(g.stderr, "  %s\n", c.Message)
 	}

@@ -135,7 +135,7 @@ func runEditHook(ctx context.Context, g *globals, clientName string, o editHookO
 			return nil, err
 		}
 	}
-	id, err := g.identityIn(ctx, dir, false)
+	id, _, err := g.hookIdentity(ctx, dir)
 	if err != nil {
 		return nil, err
 	}

@@ -43,7 +43,9 @@ there: other servers and settings are kept.
            requests to Parley's inbox; with --leases, a PreToolUse hook that
            checks each apply_patch against other agents' file reservations;
            the hooks trusted in Codex through codex app-server when codex is
-           on PATH (else it prints the /hooks step)
+           on PATH (else it prints the /hooks step). That file is user-wide:
+           without --agent (and without hooks) each Codex session takes a
+           name of its own rather than one derived from this directory
   cursor   .cursor/mcp.json
   gemini   .gemini/settings.json
 
@@ -100,6 +102,12 @@ are passed on to ` + "`parley mcp serve`" + ` (and the hooks).`,
 				fmt.Fprintln(g.stdout, "Claude Code applies .claude/settings.json (Parley's hooks, and the rule that lets Parley's tools run without a prompt, which the background message-listener needs) once this folder is trusted: accept the trust dialog at the first start here, and approve the parley server of .mcp.json.")
 			}
 			if args[0] == "codex" {
+				path, _ := codexConfigPath()
+				who := "each session under a name of its own (see `parley mcp serve --help`)"
+				if p.agent != "" {
+					who = "as agent " + p.agent
+				}
+				fmt.Fprintf(g.stdout, "Note: %s is user-wide: Codex starts this parley server in every repository, %s.\n", path, who)
 				p.trustCodexHooks(cmd.Context(), g)
 			}
 			if withChannel {
@@ -170,6 +178,14 @@ func (p *initPlan) settleIdentity(g *globals, dir string) error {
 		return nil
 	case len(names) > 1:
 		return fmt.Errorf("no --agent given and several identities in %s (%s): run `parley init %s --agent NAME` with one of them", workspace.IdentityDir(p.root), strings.Join(names, ", "), p.client)
+	}
+	if p.client == "codex" && !p.permissions && !p.leases {
+		// Codex's config is user-wide: a name derived from this directory
+		// would be every repository's. Each session names itself instead.
+		// (Codex's hooks see no session of the MCP server's: with hooks,
+		// a fixed name is derived below, and the note says it is global.)
+		fmt.Fprintf(g.stdout, "No --agent given: each Codex session takes a name of its own (such as session-%s-3f9a1c; see `parley mcp serve --help`); run `parley init codex --agent NAME` for a fixed one.\n", filepath.Base(p.root))
+		return nil
 	}
 	name := deriveAgentName(filepath.Base(p.root), p.client)
 	if hub.ValidName("agent name", name) != nil {

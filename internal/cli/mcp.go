@@ -20,6 +20,7 @@ import (
 	"github.com/parley-dev/parley/internal/door"
 	"github.com/parley-dev/parley/internal/home"
 	"github.com/parley-dev/parley/internal/tmux"
+	"github.com/parley-dev/parley/internal/workspace"
 )
 
 func mcpCmd(g *globals) *cobra.Command {
@@ -42,7 +43,12 @@ daemon's /mcp endpoint with the agent's identity. stdout carries only the
 protocol; logs go to stderr.
 
 Identity: --agent, else $PARLEY_AGENT, else the single identity file in
-.parley/identities/. Role: --role, else $PARLEY_ROLE, else the identity file.
+.parley/identities/, else (inside tmux) the window's name, else a name of the
+client session's own, such as claude-myrepo-3f9a1c: from $PARLEY_SESSION, or
+Claude Code's $CLAUDE_CODE_SESSION_ID (its hooks take the same name), or the
+client process that started this server. So a client package that bakes in no
+name (the Claude Code plugin, the Gemini CLI extension) gives each session an
+agent of its own, and two sessions in one checkout are two agents. Role: --role, else $PARLEY_ROLE, else the identity file.
 Workspace: --workspace, else $PARLEY_WORKSPACE, else this git repository.
 
 Profiles (comma-separated): native (default), sidechat, agentmail, and those the
@@ -61,6 +67,12 @@ server.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			tenv, inTmux := tmux.FromEnv()
+			if _, _, ok := workspace.SessionName(os.Getenv, ""); !ok && !withChannel {
+				// A client that names no session (Gemini CLI, Codex): the
+				// client process that started this server is the session.
+				// (A channel is Claude Code's, which names its sessions.)
+				os.Setenv(workspace.EnvSession, fmt.Sprintf("client-pid-%d", os.Getppid()))
+			}
 			id, err := g.identity(cmd.Context(), false)
 			if err != nil {
 				return err
@@ -79,6 +91,9 @@ server.`,
 			}
 			if withChannel && id.Agent == "" {
 				return fmt.Errorf("--channel pushes an agent's messages: give it one with --agent NAME, PARLEY_AGENT, or `parley join` here")
+			}
+			if strings.HasPrefix(id.Source, "session") {
+				fmt.Fprintf(g.stderr, "parley mcp serve: speaking as %s, a name of this client session's own (from %s); --agent NAME or PARLEY_AGENT sets a fixed one\n", id.Agent, strings.TrimSuffix(strings.TrimPrefix(id.Source, "session ("), ")"))
 			}
 			if id.Agent == "" && needsIdentity(profile) {
 				// The client shows the server connected either way; say why

@@ -13,10 +13,11 @@ import (
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/client"
 	"github.com/parley-dev/parley/internal/config"
+	"github.com/parley-dev/parley/internal/hub"
 )
 
 func sendCmd(g *globals) *cobra.Command {
-	var priority, replyTo, payload string
+	var priority, replyTo, payload, key string
 	var meta []string
 	var ack bool
 	var ackWithin time.Duration
@@ -56,7 +57,7 @@ reader took and no door told of by then bounces back to you with the reason
 				}
 				text = string(b)
 			}
-			req := api.SendRequest{To: args[0], Content: text, Priority: priority, ReplyTo: replyTo, AckRequired: ack, Deliver: deliver}
+			req := api.SendRequest{To: args[0], Content: text, Priority: priority, ReplyTo: replyTo, AckRequired: ack, IdempotencyKey: key, Deliver: deliver}
 			if ttl != "" {
 				secs := 0
 				if strings.TrimSpace(ttl) != "0" {
@@ -113,6 +114,7 @@ reader took and no door told of by then bounces back to you with the reason
 	f.StringVar(&payload, "payload", "", "JSON payload to attach")
 	f.BoolVar(&ack, "ack", false, "ask every recipient to acknowledge (parley ack ID)")
 	f.DurationVar(&ackWithin, "ack-within", 0, "tell me once if a recipient has not acknowledged within this time (implies --ack)")
+	f.StringVar(&key, "idempotency-key", "", "name this send: running it again with the key (within 24 h) sends nothing new")
 	f.StringVar(&deliver, "deliver", "", "how a letter through the recipient's door may reach it: queue, idle, steer or interrupt (default: by priority)")
 	f.StringVar(&ttl, "ttl", "", "bounce back if nothing reaches the recipient within this time, e.g. 1h or 7d; 0: never (default message_ttl, 24h)")
 	addJSON(cmd, g)
@@ -264,6 +266,10 @@ func historyCmd(g *globals) *cobra.Command {
 			res, err := c.History(cmd.Context(), thread, with, limit)
 			if err != nil {
 				return err
+			}
+			if thread != "" && len(res.Messages) == 0 {
+				// An empty page would look like a quiet thread.
+				return hub.Errorf("history", hub.NotFound, "no thread %q in workspace %q that you can see: a thread is named by the id of its first message (MESSAGE_ID in parley history)", thread, c.Workspace)
 			}
 			return g.out(res, func(w io.Writer) {
 				for _, m := range res.Messages {

@@ -182,10 +182,11 @@ func reserveRenewCmd(g *globals) *cobra.Command {
 	var ids []string
 	var ttl time.Duration
 	cmd := &cobra.Command{
-		Use:   "renew",
-		Short: "Extend this agent's reservations (all, or --id)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Use:   "renew [ID...]",
+		Short: "Extend this agent's reservations (all, or those named)",
+		Args:  cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ids = append(ids, args...)
 			c, _, err := g.client(cmd.Context(), true)
 			if err != nil {
 				return err
@@ -197,7 +198,7 @@ func reserveRenewCmd(g *globals) *cobra.Command {
 			return printReservations(g, res, "nothing to renew")
 		},
 	}
-	cmd.Flags().StringSliceVar(&ids, "id", nil, "reservation ids (default: all of this agent's)")
+	cmd.Flags().StringSliceVar(&ids, "id", nil, "reservation ids, as the arguments are (default: all of this agent's)")
 	cmd.Flags().DurationVar(&ttl, "ttl", 0, "new time to live from now (default 1h)")
 	addJSON(cmd, g)
 	return cmd

@@ -21,9 +21,6 @@ import (
 	"github.com/parley-dev/parley/internal/workspace"
 )
 
-// Version is the build's version, set by the linker.
-var Version = "0.1.0-dev"
-
 // globals are the flags every command shares.
 type globals struct {
 	agent     string
@@ -42,6 +39,25 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	tw := &termWriter{w: stdout}
 	defer tw.Flush()
 	g := &globals{stdout: tw, raw: stdout, stderr: stderr}
+	root := newRoot(g)
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	if err := root.ExecuteContext(ctx); err != nil {
+		var ee *exitError
+		if errors.As(err, &ee) {
+			return ee.code
+		}
+		tw.Flush()
+		fmt.Fprintf(stderr, "parley: %s\n", neutralize([]byte(err.Error())))
+		return exitCode(err)
+	}
+	return 0
+}
+
+// newRoot builds the command tree.
+func newRoot(g *globals) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "parley",
 		Short: "A message bus and control room for AI coding agents",
@@ -56,12 +72,9 @@ Quick start:
   parley mcp serve --agent alice               # MCP over stdio, for an MCP client`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Version:       Version,
+		Version:       versionLine(),
 	}
-	root.SetArgs(args)
-	root.SetIn(stdin)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
+	root.SetVersionTemplate("{{.Version}}\n")
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.agent, "agent", "", "agent name to act as (default $PARLEY_AGENT, or the single identity in .parley/identities)")
 	pf.StringVar(&g.workspace, "workspace", "", "workspace (default $PARLEY_WORKSPACE, or this git repository)")
@@ -77,19 +90,32 @@ Quick start:
 		dashboardCmd(g), tokenCmd(g),
 		deliveryCmd(g), ackCmd(g), overdueCmd(g), bouncedCmd(g), doorsCmd(g),
 	)
-	if err := root.ExecuteContext(ctx); err != nil {
-		var ee *exitError
-		if errors.As(err, &ee) {
-			return ee.code
-		}
-		tw.Flush()
-		fmt.Fprintf(stderr, "parley: %s\n", neutralize([]byte(err.Error())))
-		if hub.KindOf(err) == hub.Invalid || strings.HasPrefix(err.Error(), "unknown ") || strings.Contains(err.Error(), "flag") || strings.Contains(err.Error(), "arg(s)") {
-			return 2
-		}
-		return 1
+	refuseUnknownSubcommands(root)
+	return root
+}
+
+// refuseUnknownSubcommands makes every command that only groups others
+// (parley agent, group, token...) refuse an unknown subcommand with exit 2
+// and a suggestion; cobra would print the help and exit 0. Bare, it prints
+// its help.
+func refuseUnknownSubcommands(cmd *cobra.Command) {
+	for _, c := range cmd.Commands() {
+		refuseUnknownSubcommands(c)
 	}
-	return 0
+	if !cmd.HasSubCommands() || cmd.Runnable() {
+		return
+	}
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return cmd.Help()
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += "; did you mean " + strings.Join(s, " or ") + "?"
+		}
+		return errors.New(msg + " (see `" + cmd.CommandPath() + " --help`)")
+	}
 }
 
 // addJSON adds --json to a read command.
@@ -180,6 +206,36 @@ func (e *errWriter) Write(p []byte) (int, error) {
 
 // errTimeout makes `parley wait` exit with status 3 when nothing came.
 var errTimeout = &exitError{code: 3}
+
+// exitCode is the one table from errors to exit statuses: the error's kind
+// survives the wire (api.ErrorBody), so a script can tell why a command
+// failed. README lists them.
+func exitCode(err error) int {
+	if client.IsNotRunning(err) {
+		return 7
+	}
+	switch hub.KindOf(err) {
+	case hub.Invalid:
+		return 2
+	case hub.Timeout:
+		return 3
+	case hub.NotFound:
+		return 4
+	case hub.Conflict:
+		return 5
+	case hub.Forbidden:
+		return 6
+	case hub.Unavailable:
+		return 7
+	case hub.TooLarge:
+		return 8
+	}
+	// cobra's own usage errors carry no kind.
+	if msg := err.Error(); strings.HasPrefix(msg, "unknown ") || strings.Contains(msg, "flag") || strings.Contains(msg, "arg(s)") {
+		return 2
+	}
+	return 1
+}
 
 type exitError struct{ code int }
 

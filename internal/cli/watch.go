@@ -1,15 +1,18 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/client"
 )
 
 func watchCmd(g *globals) *cobra.Command {
@@ -47,7 +50,6 @@ Kinds: ` + strings.Join(api.EventKinds, ", "),
 			if err != nil {
 				return err
 			}
-			defer s.Close()
 			// On stderr, so that --json output stays pure; it also tells
 			// scripts that the subscription is live.
 			what := "workspace " + c.Workspace
@@ -58,10 +60,22 @@ Kinds: ` + strings.Join(api.EventKinds, ", "),
 			for {
 				e, raw, err := s.Next(ctx)
 				if err != nil {
+					s.Close()
 					if ctx.Err() != nil {
 						return nil
 					}
-					return err
+					// The daemon restarted (or dropped us as too slow):
+					// subscribe again, starting it if need be, as every
+					// command does.
+					fmt.Fprintf(g.stderr, "lost the daemon's event stream (%v); reconnecting\n", err)
+					if s, err = resubscribe(ctx, c, all, ks); err != nil {
+						if ctx.Err() != nil {
+							return nil
+						}
+						return err
+					}
+					fmt.Fprintf(g.stderr, "watching %s again (events in between are not shown)\n", what)
+					continue
 				}
 				if g.json {
 					fmt.Fprintf(g.stdout, "%s\n", raw)
@@ -76,4 +90,27 @@ Kinds: ` + strings.Join(api.EventKinds, ", "),
 	f.StringVar(&kinds, "kinds", "", "only these event kinds, comma-separated")
 	addJSON(cmd, g)
 	return cmd
+}
+
+// resubscribe opens the event stream again, starting the daemon if it is
+// not running, for up to a minute.
+func resubscribe(ctx context.Context, c *client.Client, all bool, kinds []string) (*client.EventStream, error) {
+	deadline := time.Now().Add(time.Minute)
+	for delay := 50 * time.Millisecond; ; delay = min(2*delay, time.Second) {
+		err := c.EnsureDaemon(ctx)
+		if err == nil {
+			var s *client.EventStream
+			if s, err = c.Events(ctx, all, kinds); err == nil {
+				return s, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("reconnect to the daemon: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(delay): // the daemon is between lives: try again
+		}
+	}
 }

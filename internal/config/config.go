@@ -56,6 +56,11 @@ type Config struct {
 	// and no door, bounces back to its sender (an age such as "24h" or
 	// "7d"; "0" keeps messages until read; default "24h").
 	MessageTTL string `toml:"message_ttl,omitempty"`
+	// DaemonTimeout is how long a daemon on a shared store (PostgreSQL) may
+	// miss its heartbeat before the others take it for dead and give back
+	// what it held: leased messages, claimed tasks, reservations; its agents
+	// go offline (a duration, "1s" to "1h"; default "30s").
+	DaemonTimeout string `toml:"daemon_timeout,omitempty"`
 }
 
 // TTL is MessageTTL as a duration: 0 for the default, a negative one for
@@ -68,6 +73,12 @@ func (c *Config) TTL() time.Duration {
 		return -1
 	}
 	d, _ := ParseAge(c.MessageTTL)
+	return d
+}
+
+// DeadAfter is DaemonTimeout as a duration; 0 means the default.
+func (c *Config) DeadAfter() time.Duration {
+	d, _ := time.ParseDuration(c.DaemonTimeout)
 	return d
 }
 
@@ -140,6 +151,9 @@ func Parse(b []byte, name string) (*Config, error) {
 	}
 	if d, err := time.ParseDuration(c.StallAfter); c.StallAfter != "" && (err != nil || d <= 0) {
 		return nil, fmt.Errorf("%s: invalid stall_after %q: want a duration such as \"10m\"", name, c.StallAfter)
+	}
+	if d, err := time.ParseDuration(c.DaemonTimeout); c.DaemonTimeout != "" && (err != nil || d < time.Second || d > time.Hour) {
+		return nil, fmt.Errorf("%s: invalid daemon_timeout %q: want a duration from \"1s\" to \"1h\", such as \"30s\"", name, c.DaemonTimeout)
 	}
 	if err := validateNotify(c.Notify); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)

@@ -47,6 +47,10 @@ type Config struct {
 	// EventBuffer is each /api/v1/events subscriber's queue (default 1024
 	// events); a subscriber that falls further behind is dropped.
 	EventBuffer int
+	// SessionIdle is how long an MCP session over HTTP may go without a
+	// connection before it stops counting toward its agent's presence
+	// (default mcpserver.DefaultIdle).
+	SessionIdle time.Duration
 }
 
 // Daemon is a running Parley daemon.
@@ -62,6 +66,8 @@ type Daemon struct {
 	// mux routes the socket's and TCP's requests; the TCP guard asks it
 	// which endpoint a request reaches.
 	mux *http.ServeMux
+	// access says which of mux's endpoints an agent token may reach.
+	access *httpapi.Access
 	// notify wakes waiters across daemons sharing a store (store.go).
 	notify       hub.Notifications
 	notifyCancel context.CancelFunc
@@ -137,7 +143,13 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		return nil, err
 	}
 	d.hub = hub.New(d.db, &hub.Options{Logger: d.log.With("subsystem", "hub"), MaxContent: cfg.MaxContent, Notifier: d.notifier(), Host: d.host,
-		TTL: d.conf.TTL()})
+		DeadAfter: d.conf.DeadAfter(), TTL: d.conf.TTL()})
+	d.hub.Subscribe(d.daemonEvents)
+	// Alive before anything is held: on a shared store the others must not
+	// take a daemon that starts for one that died (hub.LivenessStore).
+	if err := d.hub.Beat(ctx); err != nil {
+		return nil, fmt.Errorf("heartbeat: %w", err)
+	}
 	// What this daemon leased before it stopped or crashed was handed to
 	// readers that are gone: it goes back to its inbox. (The PID lock makes
 	// it a SQLite store's only user; on PostgreSQL its node names its own
@@ -155,7 +167,7 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		Permissions: d.perms, Tokens: d.db, Revoked: d.revocations.Revoked, Gateway: d.gw.mgr, Config: d.gw, Dashboard: dashboard{d},
 		Version: cfg.Version, Process: d.process})
 	d.mcp = mcpserver.New(d.ops, &mcpserver.Options{Logger: d.log.With("subsystem", "mcp"), Version: cfg.Version,
-		Revocations: &d.revocations})
+		Revocations: &d.revocations, Idle: cfg.SessionIdle})
 	d.mcp.Register("manager", d.mcp.Manager)
 	d.mcp.Register("self", d.mcp.Self)
 	d.mcp.Register("gateway", func() mcpserver.Profile { return mcpserver.Profile{Attach: d.gw.mgr.Profile} })

@@ -13,7 +13,7 @@ import (
 
 func (d *Daemon) handler() http.Handler {
 	mux := http.NewServeMux()
-	httpapi.Routes(mux, d.ops, httpapi.Endpoints{MCP: d.mcp, Events: d.events})
+	d.access = httpapi.Routes(mux, d.ops, httpapi.Endpoints{MCP: d.mcp, Events: d.events})
 	d.mux = mux
 	return d.checkOrigin(mux)
 }

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -19,9 +20,10 @@ const (
 	stallCheckEvery   = 30 * time.Second
 )
 
-// observeRunner hears every change of a managed agent (runner.Options.Observer):
-// it goes out on the event stream, and to push notifications. It runs under
-// the runner's lock, so both hand off without blocking.
+// observeRunner hears every change of a managed agent (runner.Options.Observer)
+// and publishes it on the hub's one path for events: to the event stream and
+// push notifications here, and to the other daemons on the store. It runs
+// under the runner's lock; publishing never blocks.
 func (d *Daemon) observeRunner(c runner.Change) {
 	e := api.Event{Workspace: c.Workspace, Agent: c.Agent, Time: time.Now().UTC()}
 	if c.Event == nil {
@@ -32,23 +34,57 @@ func (d *Daemon) observeRunner(c runner.Change) {
 		// for every agent: here they stay timeline entries.
 		e.Kind, e.Run, e.Activity, e.Tool, e.Text = api.EventRunEvent, ev.Run, ev.Kind, ev.Tool, api.Preview(ev.Text)
 	}
-	if d.events != nil {
-		d.events.Publish(e)
-	}
-	if d.notices != nil {
-		d.notices.offer(e)
-	}
+	d.publish(e)
 }
 
 // observePermission hears the permission inbox: every agent's requests, and
-// how each ended, go out on the event stream and to push notifications.
+// how each ended, are published like the runner's changes.
 func (d *Daemon) observePermission(pe permission.Event) {
-	e := permissionEvent(pe)
-	if d.events != nil {
-		d.events.Publish(e)
+	d.publish(permissionEvent(pe))
+}
+
+// publish sends an event that is not the hub's (the runner's, the
+// permission inbox's) along the hub's path, encoded for the wire: the event
+// stream sends it as it is (httpapi), and the daemon's own subscriber
+// (daemonEvents) hands it to push notifications.
+func (d *Daemon) publish(e api.Event) {
+	b, err := json.Marshal(e)
+	if err != nil {
+		d.log.Error("encode event", "kind", e.Kind, "err", err)
+		return
 	}
-	if d.notices != nil {
-		d.notices.offer(e)
+	d.hub.Publish(hub.Event{Kind: hub.EventKind(e.Kind), Workspace: e.Workspace, Agent: e.Agent, Time: e.Time, Detail: b})
+}
+
+// daemonEvents hears the hub's events, this daemon's and those the other
+// daemons on the store announce, for what the daemon does with them beside
+// the hub's own subscribers: push notices of the runner's and the permission
+// inbox's events, and waking a permission request decided on another
+// daemon. It runs on the publisher's goroutine: it hands off, never blocks.
+func (d *Daemon) daemonEvents(e hub.Event) {
+	switch {
+	case e.Kind == hub.EventResync:
+		// A decision made elsewhere while we did not listen: each waiting
+		// request looks at the store again.
+		if d.perms != nil {
+			d.perms.WakeAll()
+		}
+	case e.Detail != nil:
+		var ev api.Event
+		if err := json.Unmarshal(e.Detail, &ev); err != nil {
+			d.log.Warn("bad event detail", "kind", e.Kind, "remote", e.Remote, "err", err)
+			return
+		}
+		if e.Remote && ev.Kind == api.EventPermissionResolved && d.perms != nil {
+			d.perms.Wake(ev.ID)
+		}
+		if d.notices != nil {
+			d.notices.offer(ev)
+		}
+	case e.Remote && string(e.Kind) == api.EventPermissionResolved && d.perms != nil:
+		// Decided elsewhere, its detail too large to travel: every
+		// waiting request looks again.
+		d.perms.WakeAll()
 	}
 }
 

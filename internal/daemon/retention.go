@@ -15,7 +15,8 @@ func retentionEvery(age time.Duration) time.Duration {
 }
 
 // startRetention prunes, at start and then periodically, the messages that
-// every recipient has read once they are older than config.toml's retention.
+// every recipient has read once they are older than config.toml's retention,
+// but not those that await acknowledgements (hub.PurgeQuery).
 // Purge works in small transactions, so sends go on meanwhile.
 func (d *Daemon) startRetention(ctx context.Context) {
 	if d.conf.Retention == "" {
@@ -26,13 +27,13 @@ func (d *Daemon) startRetention(ctx context.Context) {
 		d.log.Error("retention setting ignored", "err", err)
 		return
 	}
-	m := d.db
+	h := d.hub
 	log := d.log.With("subsystem", "retention")
 	go func() {
 		t := time.NewTicker(retentionEvery(age))
 		defer t.Stop()
 		for {
-			res, err := m.Purge(ctx, time.Now().Add(-age))
+			res, err := h.Purge(ctx, time.Now().Add(-age))
 			switch {
 			case ctx.Err() != nil:
 				return

@@ -67,17 +67,6 @@ func (d *Daemon) notifier() hub.Notifier {
 	return d.notify
 }
 
-// permissionNotifier is a notifier that also carries the permission inbox's
-// decisions between daemons: a request filed on one may be decided on
-// another.
-type permissionNotifier interface {
-	SetPermissions(interface {
-		Wake(id string)
-		WakeAll()
-	})
-	NotifyPermission(ctx context.Context, id string) error
-}
-
 // tokenNotifier is a notifier that also carries agent-token revocations
 // between daemons.
 type tokenNotifier interface {
@@ -87,21 +76,13 @@ type tokenNotifier interface {
 	})
 }
 
-// startNotifier runs the notifier until stopNotifier. Besides the hub's
-// wake-ups it carries the permission inbox's decisions: a request filed here
-// may be decided on another daemon, whose notice wakes the wait here.
+// startNotifier runs the notifier until stopNotifier: the hub's events go
+// out to the other daemons on the store, and theirs come in (daemonEvents
+// acts on those that are not the hub's). Besides events it carries agent
+// tokens' revocations.
 func (d *Daemon) startNotifier() {
 	if d.notify == nil {
 		return
-	}
-	if n, ok := d.notify.(permissionNotifier); ok && d.perms != nil {
-		n.SetPermissions(d.perms)
-		d.perms.Subscribe(func(e permission.Event) {
-			if e.Kind == permission.EventResolved {
-				// Subscribers must not block: the notice is a round trip.
-				go n.NotifyPermission(context.Background(), e.Request.ID)
-			}
-		})
 	}
 	if n, ok := d.notify.(tokenNotifier); ok {
 		n.SetTokens(tokenNotices{d})

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/parley-dev/parley/internal/api"
-	"github.com/parley-dev/parley/internal/httpapi"
 	"github.com/parley-dev/parley/internal/token"
 )
 
@@ -21,7 +20,7 @@ import (
 //     its one workspace, with its one role: a request that names another
 //     agent, workspace or role is refused, one that names none is given the
 //     token's, and only the operations that ops opens to agent tokens run
-//     for it (ops.AgentMay); what is open under it ends when it is revoked
+//     for it (ops' table: Access); what is open under it ends when it is revoked
 //     (token.Watcher).
 
 // agentProfiles are the MCP profiles open to an agent token: their tools act
@@ -38,7 +37,7 @@ func (d *Daemon) agentMay(r *http.Request) bool {
 		return true
 	}
 	_, pattern := d.mux.Handler(r)
-	return httpapi.AgentMay(pattern)
+	return d.access.AgentMay(pattern)
 }
 
 // bindAgent checks an agent-token request against the token's identity and

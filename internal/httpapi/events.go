@@ -85,14 +85,22 @@ func NewEvents(h *hub.Hub, o *EventsOptions) *Events {
 }
 
 func (b *Events) publish(e hub.Event) {
-	if e.Kind == hub.EventInboxWoken {
-		return // the daemon's own business: the sending daemon's stream has the message
+	switch {
+	case e.Kind == hub.EventResync:
+		// Nothing to send: a dashboard refetches what it shows when its
+		// stream reconnects, not on a notifier's.
+	case e.Detail != nil:
+		// The runner's and the permission inbox's events travel as their
+		// wire form (api.Event), whichever daemon published them.
+		b.fanout(e.Workspace, string(e.Kind), func() any { return e.Detail })
+	default:
+		b.fanout(e.Workspace, string(e.Kind), func() any { return api.EventOf(e) })
 	}
-	b.fanout(e.Workspace, string(e.Kind), func() any { return api.EventOf(e) })
 }
 
-// Publish sends an event that is not the hub's (the runner's, the
-// permission inbox's).
+// Publish sends an event that is not the hub's and stays on this daemon;
+// the daemon's runner and permission events go through the hub
+// (hub.Publish), to reach the other daemons' streams too.
 func (b *Events) Publish(e api.Event) {
 	b.fanout(e.Workspace, e.Kind, func() any { return e })
 }

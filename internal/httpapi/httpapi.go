@@ -1,6 +1,7 @@
-// Package httpapi is the daemon's one HTTP route table: /mcp, the live event
-// stream (events.go), and the JSON API, /api/v1, over the operations of
-// package ops. Each API endpoint is a thin adapter: it finds the caller in
+// Package httpapi is the daemon's HTTP routes: /mcp, the live event stream
+// (events.go), and the JSON API, /api/v1, built from the table of operations
+// of package ops (each one's route and who may call it). Each API endpoint
+// is a thin adapter: it finds the caller in
 // the request's headers, decodes the operation's input from the body, the
 // query and the path (by the fields' json names), runs the operation and
 // writes its result, or its error with the status of its kind. The daemon
@@ -21,7 +22,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/parley-dev/parley/internal/api"
@@ -45,119 +45,72 @@ type Mux interface {
 	Handle(pattern string, handler http.Handler)
 }
 
-// Routes adds every endpoint of the daemon to mux: e's and the operations'.
-// docs/api.md lists them all (TestRoutesDocumented).
-func Routes(mux Mux, o *ops.Ops, e Endpoints) {
-	p := api.Prefix
+// Routes adds every endpoint of the daemon to mux: e's and those of every
+// operation in ops' table that has a route. docs/api.md lists them all
+// (TestRoutesDocumented). It returns who may reach each.
+func Routes(mux Mux, o *ops.Ops, e Endpoints) *Access {
+	a := &Access{agent: map[string]bool{}}
 	if e.MCP != nil {
 		mux.Handle("/mcp", e.MCP)
 	}
 	if e.Events != nil {
-		mux.Handle("GET "+p+"/events", e.Events)
+		mux.Handle("GET "+api.Prefix+"/events", e.Events)
 	}
-	Handle(mux, "GET "+p+"/health", o.Health)
-	Handle(mux, "GET "+p+"/status", o.Status)
-	Handle(mux, "POST "+p+"/agents", o.Join)
-	Handle(mux, "GET "+p+"/agents", o.ListAgents)
-	Handle(mux, "GET "+p+"/agents/{name}", o.GetAgent)
-	// The path names the agent whose status changes: the caller itself.
-	handle(mux, "PUT "+p+"/agents/{name}/status", ops.AgentMay(o.SetStatus), func(ctx context.Context, c *ops.Caller, in api.StatusRequest) (api.StatusResult, error) {
-		name := pathValue(ctx, "name")
-		if r, _ := ctx.Value(requestKey{}).(*http.Request); r != nil && r.Header.Get(api.HeaderAgentToken) != "" && name != c.Agent {
-			return api.StatusResult{}, hub.Errorf("set status", hub.Forbidden, "this token speaks for agent %q only; it cannot set the status of %q", c.Agent, name)
+	for _, op := range o.Table() {
+		if op.Route == "" {
+			continue
 		}
-		c.Agent = name
-		return o.SetStatus(ctx, c, in)
-	})
-	Handle(mux, "POST "+p+"/messages", o.Send)
-	Handle(mux, "GET "+p+"/messages", o.History)
-	Handle(mux, "GET "+p+"/messages/{id}", o.GetMessage)
-	Handle(mux, "GET "+p+"/inbox", o.Peek)
-	Handle(mux, "POST "+p+"/inbox/check", o.Check)
-	Handle(mux, "POST "+p+"/inbox/wait", o.Wait)
-	Handle(mux, "POST "+p+"/inbox/receipts", o.Receipt)
-	Handle(mux, "POST "+p+"/inbox/reply", o.WaitForReply)
-	Handle(mux, "GET "+p+"/messages/{message_id}/status", o.MessageStatus)
-	Handle(mux, "POST "+p+"/acks", o.Ack)
-	Handle(mux, "POST "+p+"/inbox/woken", o.NoteWake)
-	Handle(mux, "POST "+p+"/inbox/seen", o.Seen)
-	Handle(mux, "GET "+p+"/bounced", o.Bounced)
-	Handle(mux, "POST "+p+"/doors", o.OpenDoor)
-	Handle(mux, "GET "+p+"/doors", o.ListDoors)
-	Handle(mux, "POST "+p+"/doors/{id}/close", o.CloseDoor)
-	Handle(mux, "GET "+p+"/overdue", o.Overdue)
-	Handle(mux, "POST "+p+"/broadcast", o.Broadcast)
-	Handle(mux, "POST "+p+"/purge", o.Purge)
-	Handle(mux, "GET "+p+"/groups", o.ListGroups)
-	Handle(mux, "POST "+p+"/groups", o.CreateGroup)
-	Handle(mux, "GET "+p+"/groups/{name}", o.GetGroup)
-	Handle(mux, "DELETE "+p+"/groups/{name}", o.DeleteGroup)
-	Handle(mux, "POST "+p+"/groups/{group}/members", o.AddMember)
-	Handle(mux, "DELETE "+p+"/groups/{group}/members", o.RemoveMember)
-	coordRoutes(mux, o)
-	Handle(mux, "POST "+p+"/tokens", o.CreateToken)
-	Handle(mux, "GET "+p+"/tokens", o.ListTokens)
-	Handle(mux, "DELETE "+p+"/tokens/{id}", o.RevokeToken)
-	Handle(mux, "GET "+p+"/upstreams", o.ListUpstreams)
-	Handle(mux, "POST "+p+"/upstreams", o.AddUpstream)
-	Handle(mux, "DELETE "+p+"/upstreams/{name}", o.RemoveUpstream)
-	Handle(mux, "PUT "+p+"/upstreams/{name}/enabled", o.EnableUpstream)
-	Handle(mux, "POST "+p+"/reload", o.Reload)
-	Handle(mux, "GET "+p+"/tools", o.Tools)
-	Handle(mux, "POST "+p+"/tools/call", o.CallTool)
-	dashboardRoutes(mux, o)
-
-	m := p + "/managed/agents"
-	Handle(mux, "GET "+m, o.ListManaged)
-	Handle(mux, "POST "+m, o.CreateAgent)
-	Handle(mux, "GET "+m+"/{agent_id}", o.AgentDetail)
-	Handle(mux, "POST "+m+"/{agent_id}/prompt", o.PromptAgent)
-	Handle(mux, "POST "+m+"/{agent_id}/wait", o.WaitAgent)
-	Handle(mux, "POST "+m+"/{agent_id}/cancel", o.CancelAgent)
-	Handle(mux, "POST "+m+"/{agent_id}/kill", o.KillAgent)
-	Handle(mux, "GET "+m+"/{agent_id}/activity", o.Activity)
-	Handle(mux, "PUT "+m+"/{agent_id}/mode", o.SetMode)
-	Handle(mux, "GET "+p+"/permissions", o.Permissions)
-	Handle(mux, "POST "+p+"/permissions", o.AskPermission)
-	// A request is answered by its id in any workspace: ids are unique, and
-	// the people at the CLI and the dashboard watch every workspace.
-	handle(mux, "POST "+p+"/permissions/{request_id}", ops.AgentMay(o.Respond), func(ctx context.Context, c *ops.Caller, in api.PermissionDecision) (api.SuccessResult, error) {
-		c.Workspace = ""
-		return o.Respond(ctx, c, in)
-	})
+		method, path, _ := strings.Cut(op.Route, " ")
+		pattern := method + " " + api.Prefix + path
+		a.agent[pattern] = op.Access == ops.Agent
+		mux.Handle(pattern, handler(op, wildcards(pattern), adapters[op.Name]))
+	}
+	return a
 }
 
-// Handle adds the endpoint pattern (a ServeMux pattern with a method) that
-// runs fn. fn's input is decoded from the JSON body, then the query, then the
-// path's wildcards, each matched to the input's fields by their json names.
-// An agent token may reach the endpoint when fn is an operation that ops
-// opens to agent tokens (ops.AgentMay); see AgentMay.
-func Handle[In, Out any](mux Mux, pattern string, fn func(context.Context, *ops.Caller, In) (Out, error)) {
-	handle(mux, pattern, ops.AgentMay(fn), fn)
-}
-
-// agentRoutes records whether an agent token may reach each pattern that
-// handle served.
-var agentRoutes sync.Map // pattern -> bool
+// Access is who may reach each endpoint Routes added.
+type Access struct{ agent map[string]bool }
 
 // AgentMay reports whether an agent token may reach the endpoint of pattern
 // (as http.ServeMux.Handler names it): only one whose operation is open to
 // agent tokens. Endpoints that are no operation are refused.
-func AgentMay(pattern string) bool {
-	ok, _ := agentRoutes.Load(pattern)
-	return ok == true
+func (a *Access) AgentMay(pattern string) bool { return a.agent[pattern] }
+
+// adapters fit the caller of the two routes whose path says more than their
+// operation's input.
+var adapters = map[string]func(r *http.Request, c *ops.Caller) error{
+	// The path names the agent whose status changes: the caller itself
+	// for an agent token.
+	"SetStatus": func(r *http.Request, c *ops.Caller) error {
+		name := r.PathValue("name")
+		if r.Header.Get(api.HeaderAgentToken) != "" && name != c.Agent {
+			return hub.Errorf("set status", hub.Forbidden, "this token speaks for agent %q only; it cannot set the status of %q", c.Agent, name)
+		}
+		c.Agent = name
+		return nil
+	},
+	// A request is answered by its id in any workspace: ids are unique,
+	// and the people at the CLI and the dashboard watch every workspace.
+	"Respond": func(_ *http.Request, c *ops.Caller) error {
+		c.Workspace = ""
+		return nil
+	},
 }
 
-// handle is Handle for an fn that wraps an operation, whose access the
-// caller passes.
-func handle[In, Out any](mux Mux, pattern string, agentMay bool, fn func(context.Context, *ops.Caller, In) (Out, error)) {
-	agentRoutes.Store(pattern, agentMay)
-	wild := wildcards(pattern)
-	mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+// handler serves op: it finds the caller in the request's headers, decodes
+// the operation's input from the body, then the query, then the path's
+// wildcards (each matched to the input's fields by their json names), runs
+// the operation and writes its result, or its error with the status of its
+// kind.
+func handler(op ops.Op, wild []string, adapt func(*http.Request, *ops.Caller) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, err := CallerOf(r)
-		var in In
+		in := op.NewInput()
 		if err == nil {
-			err = decodeInput(w, r, wild, &in)
+			err = decodeInput(w, r, wild, in)
+		}
+		if err == nil && adapt != nil {
+			err = adapt(r, c)
 		}
 		if err != nil {
 			WriteError(w, err)
@@ -166,8 +119,7 @@ func handle[In, Out any](mux Mux, pattern string, agentMay bool, fn func(context
 		// The messages a read hands out are leased to this request's reader
 		// (ops opens it, CallerOf says how) until its response is written;
 		// they go back if it cannot be.
-		ctx := context.WithValue(r.Context(), requestKey{}, r)
-		out, err := fn(ctx, c, in)
+		out, err := op.Call(r.Context(), c, in)
 		settle := context.WithoutCancel(r.Context())
 		if err != nil {
 			WriteError(w, err)
@@ -191,24 +143,13 @@ func handle[In, Out any](mux Mux, pattern string, agentMay bool, fn func(context
 		// failed write says otherwise: a client may hang up as soon as it
 		// has read its answer.
 		c.Reader.Written(settle, "", werr, nil)
-	}))
+	})
 }
 
 // receiptLease is how long a reader that confirms by itself (api.HeaderReceipts)
 // holds what it was handed: it confirms as soon as it handed it on, so a
 // reader that died gives it back soon.
 const receiptLease = time.Minute
-
-type requestKey struct{}
-
-// pathValue is a wildcard of the request an endpoint serves.
-func pathValue(ctx context.Context, name string) string {
-	r, _ := ctx.Value(requestKey{}).(*http.Request)
-	if r == nil {
-		return ""
-	}
-	return r.PathValue(name)
-}
 
 var wildcardRE = regexp.MustCompile(`\{([A-Za-z_][A-Za-z0-9_]*)(\.\.\.)?\}`)
 
@@ -299,7 +240,9 @@ func Decode(w http.ResponseWriter, r *http.Request, v any) error {
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return hub.Errorf("decode request", hub.TooLarge, "request body over %d bytes", mbe.Limit)
+			// Bigger than any message may be: say so in the terms of the
+			// size limit, as a message just over it is told.
+			return hub.Errorf("decode request", hub.TooLarge, "request body over %d bytes: more than any message may carry (the message size limit is max_message_bytes in config.toml, %d bytes by default)", mbe.Limit, hub.DefaultMaxContent)
 		}
 		return hub.Errorf("decode request", hub.Invalid, "read body: %v", err)
 	}

@@ -14,6 +14,10 @@ type JoinRequest struct {
 	Name      string
 	Role      string
 	Module    string
+	// AllowLookalike registers a new name even though it looks like an
+	// existing agent's: for the admin to claim a name a look-alike
+	// squatted first (bob, after bоb). Never from an agent token.
+	AllowLookalike bool
 }
 
 // Join registers the agent or updates its role and module. A rejoin keeps its
@@ -45,31 +49,41 @@ func (h *Hub) Join(ctx context.Context, r JoinRequest) (*Agent, error) {
 		a.CreatedAt = old.CreatedAt
 	} else if !IsNotFound(err) {
 		return nil, withOp(op, err)
-	} else if err := h.checkConfusable(ctx, r.Workspace, r.Name); err != nil {
+	} else if err := h.checkNewName(ctx, r); err != nil {
 		return nil, withOp(op, err)
 	}
 	if err := h.store.PutAgent(ctx, a); err != nil {
 		return nil, withOp(op, err)
 	}
 	h.roles.set(inboxKey{r.Workspace, r.Name}, a.Role, now)
+	h.recipients.forget() // a send to a look-alike of this name is refused from now on
 	h.markSeen(inboxKey{r.Workspace, r.Name}, now, true)
 	h.publish(Event{Kind: EventAgentJoined, Workspace: r.Workspace, Agent: a.Name, Role: a.Role, Status: string(a.Status)})
 	return a, nil
 }
 
+// checkNewName refuses a new name that looks like an existing agent's (but
+// for the admin, AllowLookalike), or is built to look like another
+// (confusable.go).
+func (h *Hub) checkNewName(ctx context.Context, r JoinRequest) error {
+	if r.AllowLookalike {
+		h.log.Warn("joining a name that may look like another agent's, as the admin asked", "workspace", r.Workspace, "name", r.Name)
+	} else if err := h.checkConfusable(ctx, r.Workspace, r.Name); err != nil {
+		return err
+	}
+	return checkNewName(r.Name)
+}
+
 // checkConfusable refuses a new name that looks like an existing agent's
 // (confusable.go).
 func (h *Hub) checkConfusable(ctx context.Context, ws, name string) error {
-	as, err := h.store.Agents(ctx, ws)
+	other, err := h.lookalike(ctx, ws, name)
 	if err != nil {
 		return err
 	}
-	names := make([]string, len(as))
-	for i, a := range as {
-		names[i] = a.Name
-	}
-	if other := confusableWith(name, names); other != "" {
-		return Errorf("", Conflict, "agent name %q looks like the existing agent %q (%s): choose a name that reads differently", name, other, describeRunes(name, other))
+	if other != "" {
+		return Errorf("", Conflict, "agent name %q looks like the existing agent %q (%s): choose a name that reads differently, or, if %q squatted the name first, join it as the admin with `parley join --name %s --allow-lookalike`",
+			name, other, describeRunes(name, other), other, name)
 	}
 	return nil
 }

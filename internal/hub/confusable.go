@@ -1,8 +1,11 @@
 package hub
 
 import (
+	"context"
 	"fmt"
 	"strings"
+	"sync"
+	"time"
 	"unicode"
 
 	"golang.org/x/text/unicode/norm"
@@ -98,4 +101,108 @@ func describeRunes(names ...string) string {
 		return "they differ only in case or in 0/o, 1/l, I/l"
 	}
 	return strings.Join(parts, "; ")
+}
+
+// checkNewName refuses a new agent name that is built to look like another:
+// one that mixes Latin letters with Cyrillic or Greek ones (bоb, with a
+// Cyrillic о), or that is written in compatibility forms (ｂｏｂ, fullwidth).
+// Such a name could squat a plain one before its agent joins. The name of
+// Parley's own notices is reserved.
+func checkNewName(name string) error {
+	if name == NoticeSender {
+		return Errorf("", Invalid, "agent name %q is reserved for Parley's own notices", name)
+	}
+	if c := norm.NFKC.String(name); c != name {
+		return Errorf("", Invalid, "agent name %q is written in compatibility forms (%s): write it as %q", name, describeRunes(name), c)
+	}
+	scripts := map[string]bool{}
+	for _, r := range name {
+		for _, t := range []struct {
+			name string
+			tab  *unicode.RangeTable
+		}{{"Latin", unicode.Latin}, {"Cyrillic", unicode.Cyrillic}, {"Greek", unicode.Greek}} {
+			if unicode.Is(t.tab, r) {
+				scripts[t.name] = true
+			}
+		}
+	}
+	if scripts["Latin"] && (scripts["Cyrillic"] || scripts["Greek"]) {
+		return Errorf("", Invalid, "agent name %q mixes Latin letters with Cyrillic or Greek ones (%s), which look alike: write it in one script", name, describeRunes(name))
+	}
+	return nil
+}
+
+// recipientCache remembers the plain names that a send reached without a
+// look-alike problem (checkRecipient), for recipientTTL, so that a send
+// reads no agent record in the common case. A join here clears it; one
+// through another daemon sharing the store shows within the TTL.
+type recipientCache struct {
+	mu sync.Mutex
+	m  map[inboxKey]time.Time
+}
+
+const recipientTTL = 10 * time.Second
+
+func (c *recipientCache) ok(k inboxKey, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	at, ok := c.m[k]
+	return ok && now.Sub(at) < recipientTTL
+}
+
+func (c *recipientCache) set(k inboxKey, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxRoles {
+		c.m = make(map[inboxKey]time.Time)
+	}
+	c.m[k] = now
+}
+
+func (c *recipientCache) forget() {
+	c.mu.Lock()
+	c.m = nil
+	c.mu.Unlock()
+}
+
+// checkRecipient refuses a send to a name that has not joined but looks like
+// an agent that has (bоb, when bob is there): the message would wait for
+// an agent that never comes, or for an impostor. The error names the
+// existing agent.
+func (h *Hub) checkRecipient(ctx context.Context, ws, name string) error {
+	k, now := inboxKey{ws, name}, h.now()
+	if h.recipients.ok(k, now) {
+		return nil
+	}
+	switch _, err := h.store.Agent(ctx, ws, name); {
+	case err == nil:
+		h.recipients.set(k, now)
+		return nil
+	case !IsNotFound(err):
+		return err
+	}
+	other, err := h.lookalike(ctx, ws, name)
+	if err != nil {
+		return err
+	}
+	if other != "" {
+		return Errorf("", NotFound, "no agent %q here, but %q is (%s): did you mean %s? A message to a name that has not joined waits for it; this one looks like an impostor's",
+			name, other, describeRunes(name, other), other)
+	}
+	h.recipients.set(k, now)
+	return nil
+}
+
+// lookalike returns the agent of ws, other than name itself, whose name
+// looks like name, or "".
+func (h *Hub) lookalike(ctx context.Context, ws, name string) (string, error) {
+	as, err := h.store.Agents(ctx, ws)
+	if err != nil {
+		return "", err
+	}
+	names := make([]string, len(as))
+	for i, a := range as {
+		names[i] = a.Name
+	}
+	return confusableWith(name, names), nil
 }

@@ -48,6 +48,10 @@ type Options struct {
 	// nothing reached by then bounces back to its sender (door.go). 0:
 	// DefaultTTL; NoTTL: none.
 	TTL time.Duration
+	// DeadAfter is how long this daemon may miss its heartbeat before the
+	// others on a shared store take it for dead and give back what it held
+	// (liveness.go); 0: DefaultDeadAfter.
+	DeadAfter time.Duration
 }
 
 // DefaultTTL is a message's time to live when neither it nor the daemon's
@@ -64,6 +68,7 @@ type Hub struct {
 	notifier   Notifier
 	lease      time.Duration
 	sweepEvery time.Duration
+	deadAfter  time.Duration
 	host       string
 	ttl        time.Duration // 0: none
 
@@ -89,6 +94,8 @@ type Hub struct {
 
 	// roles are agents' roles, for the origin of their messages (roles.go).
 	roles roleCache
+	// recipients are the plain names sends reached lately (confusable.go).
+	recipients recipientCache
 
 	subsMu  sync.RWMutex
 	subs    map[int]func(Event)
@@ -127,6 +134,9 @@ func New(store Store, opts *Options) *Hub {
 	case o.TTL < 0:
 		o.TTL = 0
 	}
+	if o.DeadAfter <= 0 {
+		o.DeadAfter = DefaultDeadAfter
+	}
 	return &Hub{
 		store:      store,
 		log:        o.Logger,
@@ -136,6 +146,7 @@ func New(store Store, opts *Options) *Hub {
 		notifier:   o.Notifier,
 		lease:      o.Lease,
 		sweepEvery: o.SweepEvery,
+		deadAfter:  o.DeadAfter,
 		host:       o.Host,
 		ttl:        o.TTL,
 		waiters:    make(map[inboxKey]map[*waiter]struct{}),

@@ -384,22 +384,23 @@ func TestSendPresence(t *testing.T) {
 	})
 }
 
-// relay is the simplest Notifier: it carries a wake-up to other hubs in the
-// same process, as LISTEN/NOTIFY carries it to other daemons.
+// relay is the simplest Notifier: it carries events to other hubs in the
+// same process, as LISTEN/NOTIFY carries them to other daemons.
 type relay struct {
 	mu   sync.Mutex
 	to   []*hub.Hub
-	sent int
+	sent int // message.sent events carried
 }
 
-func (r *relay) Notify(_ context.Context, ws string, recipients []string) error {
+func (r *relay) Announce(e hub.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.sent++
-	for _, h := range r.to {
-		h.Wake(ws, recipients)
+	if e.Kind == hub.EventMessageSent {
+		r.sent++
 	}
-	return nil
+	for _, h := range r.to {
+		h.Relay(e)
+	}
 }
 
 // TestNotifierWakesOtherHub runs two hubs over one store, as two daemons over
@@ -418,6 +419,8 @@ func TestNotifierWakesOtherHub(t *testing.T) {
 		alone := hub.New(db, nil) // no notifier: sends wake local waiters only
 		waiter := hub.New(db, nil)
 		r.to = []*hub.Hub{waiter}
+		var relayed []hub.Event
+		defer waiter.Subscribe(func(e hub.Event) { relayed = append(relayed, e) })()
 
 		got := make(chan *hub.Message, 1)
 		go func() {
@@ -452,6 +455,18 @@ func TestNotifierWakesOtherHub(t *testing.T) {
 		}
 		if r.sent != 1 {
 			t.Errorf("notifications: got %d, want 1", r.sent)
+		}
+		// The waiting hub's subscribers heard of the send, as from afar,
+		// and of its own read for the wait, as its own.
+		var kinds []string
+		for _, e := range relayed {
+			kinds = append(kinds, fmt.Sprintf("%s remote=%v", e.Kind, e.Remote))
+			if e.Kind == hub.EventMessageSent && (e.Message == nil || e.Message.Content != "heard" || !slices.Equal(e.Recipients, []string{"b"})) {
+				t.Errorf("relayed message.sent: got %+v, want the message \"heard\" to b", e)
+			}
+		}
+		if want := []string{"message.sent remote=true", "message.read remote=false"}; !slices.Equal(kinds, want) {
+			t.Errorf("events on the waiting hub: got %v, want %v", kinds, want)
 		}
 	})
 }

@@ -123,7 +123,7 @@ func (h *Hub) release(ctx context.Context, q ReleaseQuery) (int, error) {
 		return 0, withOp("release", err)
 	}
 	h.publishDeliveries(EventMessageRedelivered, ds)
-	h.wakeDeliveries(ctx, ds)
+	h.wakeDeliveries(ds)
 	return len(ds), nil
 }
 
@@ -139,7 +139,7 @@ func (h *Hub) Reopen(ctx context.Context, ws, agent string, messageIDs []string)
 		return 0, withOp("reopen", err)
 	}
 	h.publishDeliveries(EventMessageRedelivered, ds)
-	h.wakeDeliveries(ctx, ds)
+	h.wakeDeliveries(ds)
 	return len(ds), nil
 }
 
@@ -303,8 +303,14 @@ func (h *Hub) repliers(ctx context.Context, m *Message, agent string) (repliers 
 
 // Run sweeps until ctx ends: deliveries whose lease ran out go back to their
 // inboxes, and the sender of a message whose ack deadline passed unacked gets
-// one notice. A daemon runs it once, beside the hub.
+// one notice. On a store that keeps heartbeats it beats, and gives back what
+// dead daemons held (liveness.go). A daemon runs it once, beside the hub.
 func (h *Hub) Run(ctx context.Context) error {
+	if ls, ok := h.store.(LivenessStore); ok {
+		done := make(chan struct{})
+		go func() { h.runLiveness(ctx, ls); close(done) }()
+		defer func() { <-done }()
+	}
 	t := time.NewTicker(h.sweepEvery)
 	defer t.Stop()
 	for {
@@ -357,8 +363,7 @@ func (h *Hub) noticeOverdue(ctx context.Context, od *Overdue) {
 // publishDeliveries announces one event per delivery.
 func (h *Hub) publishDeliveries(kind EventKind, ds []*Delivery) {
 	for _, d := range ds {
-		h.publish(Event{Kind: kind, Workspace: d.Workspace, Agent: d.Recipient, MessageID: d.MessageID,
-			Reader: d.Reader, Count: d.Count, Message: d.Message, Reason: d.BounceReason})
+		h.publish(deliveryEvent(kind, d, time.Time{}))
 		if kind == EventMessageRedelivered && IsQueue(d.Recipient) {
 			h.publish(Event{Kind: EventTaskReleased, Workspace: d.Workspace, Agent: d.Recipient, MessageID: d.MessageID,
 				Count: d.Count, Recipients: []string{d.Recipient}})
@@ -367,7 +372,7 @@ func (h *Hub) publishDeliveries(kind EventKind, ds []*Delivery) {
 }
 
 // wakeDeliveries wakes the recipients of deliveries back in their inboxes.
-func (h *Hub) wakeDeliveries(ctx context.Context, ds []*Delivery) {
+func (h *Hub) wakeDeliveries(ds []*Delivery) {
 	byWS := map[string][]string{}
 	for _, d := range ds {
 		if !slices.Contains(byWS[d.Workspace], d.Recipient) {
@@ -375,6 +380,6 @@ func (h *Hub) wakeDeliveries(ctx context.Context, ds []*Delivery) {
 		}
 	}
 	for ws, names := range byWS {
-		h.wake(ctx, ws, names)
+		h.wakeLocal(ws, names) // the other daemons wake theirs at the events
 	}
 }

@@ -11,8 +11,23 @@ type PurgeResult struct {
 	Deliveries int64
 }
 
-// Purge deletes the read messages of every workspace created before cutoff.
+// AckGrace is how long after its ack deadline a purge keeps a read message
+// that still lacks acknowledgements, once its sender was told (the overdue
+// notice): then the acks are given up on.
+const AckGrace = 7 * 24 * time.Hour
+
+// PurgeQuery selects what a purge deletes: the messages created before
+// Before that every recipient has read, except those that ask for
+// acknowledgements and lack some, which stay until they are all in, or until
+// their deadline is before AckGivenUp and their sender was told.
+type PurgeQuery struct {
+	Before     time.Time
+	AckGivenUp time.Time
+}
+
+// Purge deletes the read messages of every workspace created before cutoff,
+// but keeps those that await acknowledgements (PurgeQuery, AckGrace).
 func (h *Hub) Purge(ctx context.Context, cutoff time.Time) (PurgeResult, error) {
-	res, err := h.store.Purge(ctx, cutoff)
+	res, err := h.store.Purge(ctx, PurgeQuery{Before: cutoff, AckGivenUp: h.now().Add(-AckGrace)})
 	return res, withOp("purge", err)
 }

@@ -32,6 +32,10 @@ type SendRequest struct {
 	// Door is the way the message came in (Origin.Door); the hub attests
 	// the rest of its origin itself.
 	Door Door
+	// IdempotencyKey, if set, names this send: a retry with the same key
+	// sends nothing new and returns the first send's result
+	// (idempotency.go).
+	IdempotencyKey string
 	// task is the task whose result this is (Complete).
 	task string
 }
@@ -45,6 +49,9 @@ type SendResult struct {
 	Message    *Message
 	Recipients []string   // agent names, sorted
 	Presence   []Presence // of each recipient when the message was stored, parallel to Recipients
+	// Replayed says the send was a retry with an idempotency key: this is
+	// the first send's result, and nothing new was sent.
+	Replayed bool
 }
 
 // Send resolves the address and stores the message with one delivery per
@@ -52,6 +59,14 @@ type SendResult struct {
 // durable.
 func (h *Hub) Send(ctx context.Context, r SendRequest) (*SendResult, error) {
 	const op = "send"
+	if r.IdempotencyKey != "" {
+		if err := ValidIdempotencyKey(r.IdempotencyKey); err != nil {
+			return nil, withOp(op, err)
+		}
+		if first, err := h.replaySend(ctx, r); err != nil || first != nil {
+			return first, withOp(op, err)
+		}
+	}
 	m, err := h.newMessage(ctx, r)
 	if err != nil {
 		return nil, withOp(op, err)
@@ -60,7 +75,14 @@ func (h *Hub) Send(ctx context.Context, r SendRequest) (*SendResult, error) {
 	if err != nil {
 		return nil, withOp(op, err)
 	}
-	return h.deliver(ctx, m, recips, agents)
+	res, err := h.deliver(ctx, m, recips, agents)
+	if KindOf(err) == Conflict && r.IdempotencyKey != "" {
+		// A retry raced its first send, which won: its result.
+		if first, ferr := h.replaySend(ctx, r); ferr == nil && first != nil {
+			return first, nil
+		}
+	}
+	return res, err
 }
 
 // deliver stores m for recips and wakes them, handing m straight to the
@@ -69,28 +91,24 @@ func (h *Hub) Send(ctx context.Context, r SendRequest) (*SendResult, error) {
 func (h *Hub) deliver(ctx context.Context, m *Message, recips []string, agents []*Agent) (*SendResult, error) {
 	cs := h.claimWaits(m, recips)
 	handed := handoffs(cs)
+	publish := h.publish
 	if s, ok := h.store.(SendStore); ok {
 		as, err := s.SendMessage(ctx, m, recips, handed...)
 		if err != nil {
 			h.settleClaims(cs, nil)
 			return nil, withOp("send", err)
 		}
-		h.wakeLocal(m.Workspace, others(recips, cs)) // the store told the other daemons
-		agents = append([]*Agent{}, as...)           // not nil: presence reads nothing more
-	} else {
-		if err := h.store.CreateMessage(ctx, m, recips, handed...); err != nil {
-			h.settleClaims(cs, nil)
-			return nil, withOp("send", err)
+		agents = append([]*Agent{}, as...) // not nil: presence reads nothing more
+		if _, ok := h.store.(NotifyingStore); ok {
+			publish = h.publishLocal // the store told the other daemons
 		}
-		h.wake(ctx, m.Workspace, others(recips, cs))
+	} else if err := h.store.CreateMessage(ctx, m, recips, handed...); err != nil {
+		h.settleClaims(cs, nil)
+		return nil, withOp("send", err)
 	}
-	h.publish(Event{Kind: EventMessageSent, Workspace: m.Workspace, Agent: m.From, Message: m, Recipients: recips})
-	if len(handed) > 0 {
-		ds := make([]*Delivery, len(handed))
-		for i, o := range handed {
-			ds[i] = o.Delivery(m)
-		}
-		h.publishDeliveries(EventMessageDelivered, ds)
+	h.wakeLocal(m.Workspace, others(recips, cs))
+	for _, e := range SendEvents(m, recips, handed) {
+		publish(e)
 	}
 	h.settleClaims(cs, m)
 	h.Touch(ctx, m.Workspace, m.From)
@@ -151,7 +169,8 @@ func (h *Hub) newMessage(ctx context.Context, r SendRequest) (*Message, error) {
 		ReplyTo: r.ReplyTo, Metadata: r.Metadata, CreatedAt: now,
 		AckRequired: r.AckRequired || !r.AckDeadline.IsZero(), AckDeadline: r.AckDeadline.UTC(),
 		ExpiresAt: expires, Deliver: mode,
-		Origin: Origin{Door: r.Door, Host: h.host, Task: r.task},
+		Origin:         Origin{Door: r.Door, Host: h.host, Task: r.task},
+		IdempotencyKey: r.IdempotencyKey,
 	}
 	if r.Door != DoorDaemon {
 		role, err := h.roles.of(ctx, h, r.Workspace, r.From)
@@ -239,6 +258,11 @@ func (h *Hub) resolve(ctx context.Context, ws, addr, from string) ([]string, []*
 		}
 		return names, as, nil
 	default:
+		if !strings.HasPrefix(a.Name, HumanPrefix) { // a person is never registered
+			if err := h.checkRecipient(ctx, ws, a.Name); err != nil {
+				return nil, nil, err
+			}
+		}
 		return []string{a.Name}, nil, nil
 	}
 }

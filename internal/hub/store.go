@@ -37,6 +37,10 @@ type Store interface {
 	CreateMessage(ctx context.Context, m *Message, recipients []string, handed ...Handoff) error
 	// Message returns the message with the id in ws, or NotFound.
 	Message(ctx context.Context, ws, id string) (*Message, error)
+	// MessageByKey returns the message of sender in ws stored with the
+	// idempotency key, or NotFound. CreateMessage and CompleteTask refuse
+	// (Conflict) a second message of the sender with the same key.
+	MessageByKey(ctx context.Context, ws, sender, key string) (*Message, error)
 	// Take hands up to q.Limit of the recipient's inbox deliveries (Queued or
 	// Redelivered, rank <= q.MaxRank, of q.Thread if set) to q.Reader in
 	// inbox order (priority rank, then the order the copies were first
@@ -135,10 +139,13 @@ type Store interface {
 	// LiveReservations returns the reservations of ws live at now, oldest first.
 	LiveReservations(ctx context.Context, ws string, now time.Time) ([]*Reservation, error)
 
-	// Purge deletes the messages created before cutoff that every recipient
-	// has read, with their deliveries, a bounded batch per transaction so
-	// that sends are not held up. Unread messages are kept, however old.
-	Purge(ctx context.Context, cutoff time.Time) (PurgeResult, error)
+	// Purge deletes the messages that q selects (created before q.Before,
+	// read by every recipient, and acknowledged by every recipient if they
+	// ask for it, unless their deadline is before q.AckGivenUp and their
+	// overdue notice went out), with their deliveries, a bounded batch per
+	// transaction so that sends are not held up. Unread messages are kept,
+	// however old.
+	Purge(ctx context.Context, q PurgeQuery) (PurgeResult, error)
 
 	// PutDoor opens d, or refreshes the door of the same workspace, agent,
 	// kind and session (its address, token, owner, host, uid and refresh
@@ -179,33 +186,39 @@ type Store interface {
 // SendStore is a Store that sends in one round trip: it stores a message and
 // reads its recipients' agents (for the presence a send reports) together. A
 // store on a server (PostgreSQL) pays a round trip per call, and a send was
-// two. A store that several daemons share also tells the others of the new
-// message in the same transaction, so the hub does not notify after it.
+// two. A store that several daemons share also tells the others of the
+// send's events (SendEvents) in the same transaction, so that they hear of
+// the message exactly when it is stored, and the hub does not announce them
+// after it.
 type SendStore interface {
 	// SendMessage is CreateMessage that also returns the agents of the
-	// recipients that exist, in any order. Handed recipients need no
-	// wake-up: the other daemons are not told of them.
+	// recipients that exist, in any order.
 	SendMessage(ctx context.Context, m *Message, recipients []string, handed ...Handoff) ([]*Agent, error)
 }
 
 // NotifyingStore is a Store that several daemons share (PostgreSQL): it
-// carries wake-ups between them. The daemon gives its notifications to the
-// hub (Options.Notifier) and runs them beside it.
+// carries their events between them. The daemon gives its notifications to
+// the hub (Options.Notifier) and runs them beside it. Such a store tells the
+// others of a send in the send's own transaction: SendMessage (if it is a
+// SendStore) of the send's events, CompleteTask of its reply's message.sent
+// (SendEvents); the hub announces the rest.
 type NotifyingStore interface {
 	Notifications() Notifications
 }
 
-// Notifications tell the other daemons on a shared store of new mail
-// (Notifier) and wake this daemon's waiters when they tell it (Run).
+// Notifications tell the other daemons on a shared store of this daemon's
+// events (Notifier), and give theirs to this daemon's hub (Run).
 type Notifications interface {
 	Notifier
-	// Run listens until ctx ends, waking w's waiters of the inboxes the
-	// other daemons name (all of them after a lost connection).
+	// Run listens until ctx ends, relaying the events of the other
+	// daemons to w (and waking all of w's waiters after a lost
+	// connection).
 	Run(ctx context.Context, w Waker)
 }
 
-// Waker is what Notifications.Run wakes: a Hub.
+// Waker is what Notifications.Run hands the other daemons' events to: a Hub.
 type Waker interface {
+	Relay(e Event)
 	Wake(ws string, recipients []string)
 	WakeAll()
 }

@@ -154,6 +154,9 @@ type Message struct {
 	// Origin is what the daemon attests of the sending: set by the hub,
 	// never by the sender.
 	Origin Origin
+	// IdempotencyKey, if set, is the sender's name for this send: no other
+	// message of the sender in the workspace has it (idempotency.go).
+	IdempotencyKey string
 }
 
 // Origin is what the daemon that took a message attests of its sending,

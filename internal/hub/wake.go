@@ -1,39 +1,26 @@
 package hub
 
-import "context"
-
-// Notifier carries wake-ups to the other daemons that share this hub's store
-// (PostgreSQL's LISTEN/NOTIFY, for one). The hub calls Notify after every write
-// that puts messages in inboxes (a send, a delivery returned to its inbox);
-// the notifier calls Wake on each other daemon's hub, whose waiters then look
-// at the store again. Notify must not block for long: it runs on the sender's
-// path, after the send is durable, and an error is only logged (a missed remote
-// wake-up is found by the waiter's next look, never lost: the message is stored).
+// Notifier carries this daemon's events to the other daemons that share
+// its store (PostgreSQL's LISTEN/NOTIFY, for one): the one path by which
+// they hear of what happens here. The hub announces every event it
+// publishes (a send, a copy handed out, read or back in its inbox, an agent
+// joining or leaving, and what other parts of the daemon publish through
+// it); each other daemon's notifier gives it to its hub's Relay, which wakes
+// the waiters of the inboxes it filled and publishes it to that daemon's
+// subscribers (auto-wake of managed agents, tmux nudges, push notices, the
+// dashboard's feed, doors).
+//
+// Announce must not block: it runs on the publisher's goroutine. An event it
+// cannot carry is lost to the others, never the state it tells of (the
+// store has it): the notifier then tells the others to look at the store
+// again (EventResync), as after a lost connection.
 type Notifier interface {
-	Notify(ctx context.Context, ws string, recipients []string) error
+	Announce(e Event)
 }
 
 // Wake wakes the waiters of the recipients' inboxes in this process, which then
-// look at the store again. Notifiers call it for wake-ups from other daemons;
-// a spurious wake-up costs one store read. It also tells this process's
-// subscribers (EventInboxWoken): a door here may be the recipient's way in.
-func (h *Hub) Wake(ws string, recipients []string) {
-	h.wakeLocal(ws, recipients)
-	h.publish(Event{Kind: EventInboxWoken, Workspace: ws, Recipients: recipients})
-}
-
-// wake wakes local waiters at once, then tells the notifier, if any.
-func (h *Hub) wake(ctx context.Context, ws string, recipients []string) {
-	if len(recipients) == 0 {
-		return
-	}
-	h.wakeLocal(ws, recipients)
-	if h.notifier != nil {
-		if err := h.notifier.Notify(context.WithoutCancel(ctx), ws, recipients); err != nil {
-			h.log.Warn("notify other daemons", "workspace", ws, "recipients", len(recipients), "err", err)
-		}
-	}
-}
+// look at the store again. A spurious wake-up costs one store read.
+func (h *Hub) Wake(ws string, recipients []string) { h.wakeLocal(ws, recipients) }
 
 // wakeLocal signals every waiter of the recipients' inboxes in this process.
 func (h *Hub) wakeLocal(ws string, recipients []string) {
@@ -53,9 +40,11 @@ func (h *Hub) Waiters(ws, agent string) int {
 	return len(h.waiters[inboxKey{ws, agent}])
 }
 
-// WakeAll wakes every waiter in this process. A notifier calls it when it may
-// have missed wake-ups (its connection was lost): each waiter looks at the
-// store again, so no message waits for a wake-up that never came.
+// WakeAll wakes every waiter in this process and publishes EventResync. A
+// notifier calls it when it may have missed the other daemons' events (its
+// connection was lost): each waiter looks at the store again, so no message
+// waits for a wake-up that never came, and so does every subscriber that
+// acts on the others' events.
 func (h *Hub) WakeAll() {
 	h.mu.Lock()
 	for _, ws := range h.waiters {
@@ -64,5 +53,5 @@ func (h *Hub) WakeAll() {
 		}
 	}
 	h.mu.Unlock()
-	h.publish(Event{Kind: EventInboxWoken}) // every inbox: no workspace, no recipients
+	h.publishLocal(Event{Kind: EventResync})
 }

@@ -8,15 +8,15 @@ func (s *Server) coordTools() []Tool {
 	// structured results against it); tools/list's size is bounded by the
 	// budget in coord_test.go.
 	return []Tool{
-		typed(s, "reserve_paths", "Reserve files before editing them. All or nothing: if another agent holds an overlapping reservation you get none, and the conflicts name holder, reason and expiry. Reserving again renews.", o.ReservePaths),
-		typed(s, "renew_reservations", "Extend your reservations (all, or the ids given).", o.RenewReservations),
-		typed(s, "release_reservations", "Release your reservations when done: by ids, by paths as reserved, or all when neither is given.", o.ReleaseReservations),
-		typed(s, "list_reservations", "List the live file reservations of this workspace (or one agent's).", o.ListReservations),
-		typed(s, "who_has", "Show who holds reservations covering a file.", o.WhoHas),
-		typed(s, "claim_task", "Take the next task sent to queue:NAME. It is yours alone until you complete or release it, your session ends, or its lease ends.", o.ClaimTask),
-		typed(s, "complete_task", "Finish a task you claimed; its sender gets the result as a reply.", o.CompleteTask),
-		typed(s, "release_task", "Give a task you claimed back to its queue.", o.ReleaseTask),
-		typed(s, "search_messages", "Search the messages you sent or received, best match first, with the matching passage.", o.SearchMessages),
+		typed(s, "reserve_paths", "Reserve files before editing them. All or nothing: if another agent holds an overlapping reservation you get none, and the conflicts name holder, reason and expiry. Reserving again renews.", o.Op("ReservePaths")),
+		typed(s, "renew_reservations", "Extend your reservations (all, or the ids given).", o.Op("RenewReservations")),
+		typed(s, "release_reservations", "Release your reservations when done: by ids, by paths as reserved, or all when neither is given.", o.Op("ReleaseReservations")),
+		typed(s, "list_reservations", "List the live file reservations of this workspace (or one agent's).", o.Op("ListReservations")),
+		typed(s, "who_has", "Show who holds reservations covering a file.", o.Op("WhoHas")),
+		typed(s, "claim_task", "Take the next task sent to queue:NAME. It is yours alone until you complete or release it, your session ends, or its lease ends.", o.Op("ClaimTask")),
+		typed(s, "complete_task", "Finish a task you claimed; its sender gets the result as a reply.", o.Op("CompleteTask")),
+		typed(s, "release_task", "Give a task you claimed back to its queue.", o.Op("ReleaseTask")),
+		typed(s, "search_messages", "Search the messages you sent or received, best match first, with the matching passage.", o.Op("SearchMessages")),
 	}
 }
 
@@ -26,11 +26,11 @@ func (s *Server) coordTools() []Tool {
 func (s *Server) lean() Profile {
 	o := s.ops
 	return Profile{Tools: []Tool{
-		typed(s, "send_message", "Send a message to an agent, @role, @group or @everyone.", o.Send, hide("payload", "metadata", "deliver", "ttl_seconds"), noOutputSchema()),
-		typed(s, "reply", "Reply to a message; it goes to its sender, in its thread.", o.Reply, noOutputSchema()),
-		typed(s, "check_messages", "Return your unread messages and mark them read.", o.Check, noOutputSchema()),
-		typed(s, "wait_for_message", "Block until a message arrives (or timeout seconds pass) and return it.", o.Wait, noOutputSchema()),
-		typed(s, "list_agents", "List the agents here and whether they are active.", o.ListAgents, noOutputSchema()),
-		typed(s, "set_status", "Set your status: ready, work or offline.", o.SetStatus, noOutputSchema()),
+		typed(s, "send_message", "Send a message to an agent, @role, @group or @everyone.", o.Op("Send"), hide("payload", "metadata", "idempotency_key", "deliver", "ttl_seconds"), noOutputSchema()),
+		typed(s, "reply", "Reply to a message; it goes to its sender, in its thread.", o.Op("Reply"), noOutputSchema()),
+		typed(s, "check_messages", "Return your unread messages and mark them read.", o.Op("Check"), noOutputSchema()),
+		typed(s, "wait_for_message", "Block until a message arrives (or timeout seconds pass) and return it.", o.Op("Wait"), noOutputSchema()),
+		typed(s, "list_agents", "List the agents here and whether they are active.", o.Op("ListAgents"), noOutputSchema()),
+		typed(s, "set_status", "Set your status: ready, work or offline.", o.Op("SetStatus"), noOutputSchema()),
 	}}
 }

@@ -32,8 +32,8 @@ func (s *Server) openDoor(sess *session, in api.DoorRequest) {
 		return
 	}
 	c := sess.caller
-	c.Local = true
-	if _, err := s.ops.OpenSessionDoor(context.Background(), &c, sess.id, in); err != nil {
+	c.Local, c.DoorOwner = true, sess.id
+	if _, err := s.ops.OpenDoor(context.Background(), &c, in); err != nil {
 		s.log.Warn("register the client's door", "agent", c.Agent, "kind", in.Kind, "err", err)
 	}
 }

@@ -18,20 +18,42 @@ import (
 // client hung up, or without finishing initialization.
 const DefaultLinger = 15 * time.Second
 
+// A plain Streamable HTTP client keeps no connection between its requests
+// (no GET stream), so nothing shows when it vanishes without a DELETE: its
+// session would keep its agent present for SessionTimeout. Such a session,
+// once it has had no connection for Idle, stops counting toward its agent's
+// presence (the agent shows offline, unless another session or a recent
+// request of its own keeps it present), and counts again from its next
+// request. The session itself lives on: a quiet client keeps it.
+
+// DefaultIdle is how long a session over HTTP may go without a connection
+// before it stops counting toward its agent's presence: an abandoned one
+// shows offline within a minute.
+const DefaultIdle = 45 * time.Second
+
 // requestStarted counts a request of the session sid, if it is one of ours
 // and was opened with the same agent token (or none), and returns the
 // session to pass to requestEnded.
 func (s *Server) requestStarted(sid, token string) *session {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	sess := s.byID[sid]
 	if sess == nil || sess.caller.Token != token {
+		s.mu.Unlock()
 		return nil
 	}
 	sess.conns++
 	sess.lost = false
 	if sess.reap != nil {
 		sess.reap.Stop()
+	}
+	if sess.idle != nil {
+		sess.idle.Stop()
+	}
+	back := sess.away
+	sess.away = false
+	s.mu.Unlock()
+	if back {
+		s.hub.SessionOpened(sess.caller.Workspace, sess.caller.Agent)
 	}
 	return sess
 }
@@ -49,6 +71,24 @@ func (s *Server) requestEnded(sess *session, gone bool) {
 	}
 	if sess.reap != nil && sess.dying() {
 		sess.reap.Reset(s.opts.Linger)
+	}
+	if sess.idle != nil && sess.conns == 0 {
+		sess.idle.Reset(s.opts.Idle)
+	}
+}
+
+// idleSession stops counting sess toward its agent's presence if it still
+// has no connection once its Idle is up.
+func (s *Server) idleSession(sess *session) {
+	s.mu.Lock()
+	away := sess.conns == 0 && !sess.away && sess.reap != nil
+	if away {
+		sess.away = true
+	}
+	s.mu.Unlock()
+	if away {
+		s.log.Debug("an MCP session without a connection no longer counts toward presence", "session", sess.id, "agent", sess.caller.Agent)
+		s.hub.SessionClosed(sess.caller.Workspace, sess.caller.Agent)
 	}
 }
 

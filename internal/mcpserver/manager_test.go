@@ -223,9 +223,13 @@ func TestManagerPermissions(t *testing.T) {
 		if res.IsError {
 			t.Errorf("request_permission: %s", text(res))
 		}
-		// Claude Code reads the answer from the first text content.
+		// Claude Code reads the answer from one text block, and refuses a
+		// result that carries anything else.
 		if err := json.Unmarshal([]byte(text(res)), &a); err != nil {
 			t.Errorf("request_permission's text %q: %v", text(res), err)
+		}
+		if len(res.Content) != 1 || res.StructuredContent != nil {
+			t.Errorf("request_permission's result: %d content blocks, structured content %v; want one text block alone", len(res.Content), res.StructuredContent)
 		}
 		answered <- a
 	}()

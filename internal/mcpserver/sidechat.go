@@ -58,18 +58,20 @@ type (
 const sidechatSummary = 200
 
 // sidechat is seed 001's tools and its "future" has_messages and clear_messages.
+// They name their session and agent in their arguments: not for agent
+// tokens (ops.Admin), whose door does not offer this profile either.
 func (s *Server) sidechat() Profile {
 	return Profile{Tools: []Tool{
 		typed(s, "send_message", "Send a message (any JSON object) to an agent's inbox in a session. The agent need not exist yet: its inbox keeps the message until it is received.",
-			s.scSend, editInput(func(in *jsonschema.Schema) {
+			ops.Define("sidechat send_message", ops.Admin, s.scSend), editInput(func(in *jsonschema.Schema) {
 				in.Properties["message"] = &jsonschema.Schema{Type: "object", Description: "message payload (any JSON object)"}
 			})),
 		// receive_message returns null on timeout, which an output schema
 		// cannot say.
 		typed(s, "receive_message", "Receive the next message from an agent's inbox, oldest first, and remove it from the inbox. Blocks until a message arrives or the timeout (milliseconds) passes; returns null on timeout. Without a timeout it blocks until a message arrives.",
-			s.scReceive, noOutputSchema()),
-		typed(s, "has_messages", "Report whether an agent's inbox in a session holds messages, without receiving them.", s.scHas),
-		typed(s, "clear_messages", "Delete every pending message of an agent's inbox in a session.", s.scClear),
+			ops.Define("sidechat receive_message", ops.Admin, s.scReceive), noOutputSchema()),
+		typed(s, "has_messages", "Report whether an agent's inbox in a session holds messages, without receiving them.", ops.Define("sidechat has_messages", ops.Admin, s.scHas)),
+		typed(s, "clear_messages", "Delete every pending message of an agent's inbox in a session.", ops.Define("sidechat clear_messages", ops.Admin, s.scClear)),
 	}}
 }
 

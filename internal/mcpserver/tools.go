@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/ops"
 )
 
@@ -26,16 +27,13 @@ type Tool struct {
 	add func(*mcp.Server)
 }
 
-// Op is the shape of an operation: ops' functions, and the renamings the
-// seed profiles put on them.
-type Op[In, Out any] func(context.Context, *ops.Caller, In) (Out, error)
-
 // toolOption adjusts a typed tool.
 type toolOption func(*toolConfig)
 
 type toolConfig struct {
 	editIn   func(*jsonschema.Schema)
 	noOutput bool
+	textOnly bool
 }
 
 // hide leaves properties of the input type out of the tool's schema; the
@@ -63,13 +61,22 @@ func editInput(fn func(*jsonschema.Schema)) toolOption {
 // describe: a nil result is then the text "null" without structured content.
 func noOutputSchema() toolOption { return func(c *toolConfig) { c.noOutput = true } }
 
+// textOnly answers with the text content alone, no structured content and
+// no output schema, for a client that reads nothing else: Claude Code's
+// --permission-prompt-tool takes a result with structured content as one
+// JSON string instead of its content blocks, and refuses it ("Expected a
+// single text block"), so the tool it asked about never runs.
+func textOnly() toolOption { return func(c *toolConfig) { c.noOutput, c.textOnly = true, true } }
+
 // texter is a result with its own text rendering (else the text is its JSON).
 type texter interface{ Text() string }
 
-// typed is the one way to make a tool of an operation: the input schema is
-// inferred from In's json and jsonschema tags, the arguments are validated
-// against it and decoded, fn runs for the session's caller, and its result
-// becomes structured content (checked against Out's schema in tests) and text. An
+// typed is the one way to make a tool of an operation (an entry of ops'
+// table, or a seed profile's rendition of one: ops.Define): the input schema
+// is inferred from its input type's json and jsonschema tags, the arguments
+// are validated against it and decoded, the operation runs for the session's
+// caller if the caller may call it, and its result becomes structured
+// content (checked against the output type's schema in tests) and text. An
 // error becomes a tool result with isError, which a model reads; a
 // *jsonrpc.Error stays a protocol error.
 //
@@ -77,13 +84,14 @@ type texter interface{ Text() string }
 // allocates a 32 KiB buffer for every value it decodes, and a typed call
 // decodes several. Through mcp.AddTool a send_message call allocates about
 // 100 KB more (docs/performance.md, "The go-sdk workarounds").
-func typed[In, Out any](s *Server, name, desc string, fn Op[In, Out], opts ...toolOption) Tool {
+func typed(s *Server, name, desc string, op ops.Op, opts ...toolOption) Tool {
 	var cfg toolConfig
 	for _, o := range opts {
 		o(&cfg)
 	}
-	in := schemaFor[In]()
+	in := schemaFor(op.In)
 	dropNullUnions(in)
+	portableSchema(in)
 	if cfg.editIn != nil {
 		cfg.editIn(in)
 	}
@@ -94,7 +102,8 @@ func typed[In, Out any](s *Server, name, desc string, fn Op[In, Out], opts ...to
 	t := &mcp.Tool{Name: name, Description: desc, InputSchema: in}
 	var outRes *jsonschema.Resolved
 	if !cfg.noOutput {
-		out := schemaFor[Out]()
+		out := schemaFor(op.Out)
+		portableSchema(out)
 		if outRes, err = out.Resolve(nil); err != nil {
 			panic(fmt.Sprintf("tool %s: output schema: %v", name, err))
 		}
@@ -107,9 +116,9 @@ func typed[In, Out any](s *Server, name, desc string, fn Op[In, Out], opts ...to
 			outRes = nil
 		}
 	}
-	agentMay := ops.AgentMay(fn)
+	agentMay := op.Access == ops.Agent
 	if WorkaroundOff("typed") {
-		return sdkTyped(s, t, cfg, agentMay, fn)
+		return sdkTyped(s, t, cfg, agentMay, op)
 	}
 	h := func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		if !agentMay && req.Extra != nil && req.Extra.Header.Get(api.HeaderAgentToken) != "" {
@@ -126,11 +135,11 @@ func typed[In, Out any](s *Server, name, desc string, fn Op[In, Out], opts ...to
 		if err := inRes.Validate(generic); err != nil {
 			return toolError(fmt.Errorf("validating \"arguments\": %v", err)), nil
 		}
-		var v In
-		if err := json.Unmarshal(args, &v); err != nil {
+		v := op.NewInput()
+		if err := json.Unmarshal(args, v); err != nil {
 			return toolError(fmt.Errorf("validating \"arguments\": %v", err)), nil
 		}
-		out, err := fn(ctx, s.callerOf(ctx, req), v)
+		out, err := op.Call(ctx, s.callerOf(ctx, req), v)
 		if err != nil {
 			var rpcErr *jsonrpc.Error
 			if errors.As(err, &rpcErr) && err == error(rpcErr) {
@@ -152,11 +161,11 @@ func typed[In, Out any](s *Server, name, desc string, fn Op[In, Out], opts ...to
 			}
 		}
 		text := string(b)
-		if tx, ok := any(out).(texter); ok {
+		if tx, ok := out.(texter); ok {
 			text = tx.Text()
 		}
 		res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}
-		if string(b) != "null" {
+		if string(b) != "null" && !cfg.textOnly {
 			res.StructuredContent = json.RawMessage(b)
 		}
 		return res, nil
@@ -165,19 +174,25 @@ func typed[In, Out any](s *Server, name, desc string, fn Op[In, Out], opts ...to
 }
 
 // sdkTyped is typed through mcp.AddTool: its decoder, validation and
-// output, for measuring what typed saves.
-func sdkTyped[In, Out any](s *Server, t *mcp.Tool, cfg toolConfig, agentMay bool, fn Op[In, Out]) Tool {
+// output, for measuring what typed saves. (The SDK decodes the arguments
+// into a map, which is encoded again for the operation's input: one encode
+// more than a typed mcp.AddTool would cost.)
+func sdkTyped(s *Server, t *mcp.Tool, cfg toolConfig, agentMay bool, op ops.Op) Tool {
 	if cfg.noOutput {
 		t.OutputSchema = nil
 	}
 	add := func(srv *mcp.Server) {
-		mcp.AddTool(srv, t, func(ctx context.Context, req *mcp.CallToolRequest, v In) (*mcp.CallToolResult, Out, error) {
-			var zero Out
+		mcp.AddTool(srv, t, func(ctx context.Context, req *mcp.CallToolRequest, args map[string]any) (*mcp.CallToolResult, any, error) {
 			if !agentMay && req.Extra != nil && req.Extra.Header.Get(api.HeaderAgentToken) != "" {
-				return toolError(fmt.Errorf("tool %s is not open to an agent token; use the admin token", t.Name)), zero, nil
+				return toolError(fmt.Errorf("tool %s is not open to an agent token; use the admin token", t.Name)), nil, nil
 			}
-			out, err := fn(ctx, s.callerOf(ctx, req), v)
-			if tx, ok := any(out).(texter); ok && err == nil {
+			b, _ := json.Marshal(args)
+			v := op.NewInput()
+			if err := json.Unmarshal(b, v); err != nil {
+				return nil, nil, err
+			}
+			out, err := op.Call(ctx, s.callerOf(ctx, req), v)
+			if tx, ok := out.(texter); ok && err == nil {
 				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: tx.Text()}}}, out, nil
 			}
 			return nil, out, err
@@ -195,10 +210,11 @@ func raw(s *Server, t *mcp.Tool, fn func(context.Context, *ops.Caller, *mcp.Call
 	}}
 }
 
-// toolError is a tool result with isError.
+// toolError is a tool result with isError, its kind in _meta.
 func toolError(err error) *mcp.CallToolResult {
 	var r mcp.CallToolResult
 	r.SetError(err)
+	r.Meta = mcp.Meta{api.MetaErrorKind: hub.KindOf(err).String()}
 	return &r
 }
 
@@ -209,13 +225,44 @@ var schemaOpts = &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschem
 	reflect.TypeFor[time.Time]():       {Type: "string"},
 }}
 
-// schemaFor infers T's JSON schema, with json.RawMessage as "any JSON".
-func schemaFor[T any]() *jsonschema.Schema {
-	sch, err := jsonschema.For[T](schemaOpts)
+// schemaFor infers t's JSON schema, with json.RawMessage as "any JSON".
+func schemaFor(t reflect.Type) *jsonschema.Schema {
+	sch, err := jsonschema.ForType(t, schemaOpts)
 	if err != nil {
-		panic(fmt.Sprintf("schema for %v: %v", reflect.TypeFor[T](), err))
+		panic(fmt.Sprintf("schema for %v: %v", t, err))
 	}
 	return sch
+}
+
+// portableSchema rewrites what single-type schema dialects (Gemini's
+// function declarations, the OpenAPI subset) reject, and MCP Inspector's
+// --strict flags, keeping the contract: a ["null", T] type (a nil slice or
+// pointer, which encodes as null) becomes anyOf [null, T], and a schema
+// that constrains nothing (json.RawMessage: any JSON value, a bare true) an
+// anyOf of every single type.
+func portableSchema(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	for _, p := range s.Properties {
+		portableSchema(p)
+	}
+	portableSchema(s.Items)
+	portableSchema(s.AdditionalProperties)
+	for _, a := range s.AnyOf {
+		portableSchema(a)
+	}
+	switch {
+	case len(s.Types) == 2 && s.Types[0] == "null":
+		t := *s
+		t.Type, t.Types, t.Description = s.Types[1], nil, ""
+		*s = jsonschema.Schema{Description: s.Description, AnyOf: []*jsonschema.Schema{{Type: "null"}, &t}}
+	case reflect.ValueOf(jsonschema.Schema{Types: s.Types, Type: s.Type, AnyOf: s.AnyOf, OneOf: s.OneOf, AllOf: s.AllOf,
+		Ref: s.Ref, Enum: s.Enum, Const: s.Const, Not: s.Not}).IsZero() && s.Properties == nil && s.Items == nil:
+		for _, t := range []string{"object", "array", "string", "number", "boolean", "null"} {
+			s.AnyOf = append(s.AnyOf, &jsonschema.Schema{Type: t})
+		}
+	}
 }
 
 // dropNullUnions turns the ["null", T] types that optional pointer inputs

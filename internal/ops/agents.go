@@ -9,7 +9,8 @@ import (
 
 // Join registers an agent in the caller's workspace, or updates its role and module.
 func (o *Ops) Join(ctx context.Context, c *Caller, in api.JoinRequest) (api.AgentInfo, error) {
-	a, err := o.hub.Join(ctx, hub.JoinRequest{Workspace: c.Workspace, Name: in.Name, Role: in.Role, Module: in.Module})
+	a, err := o.hub.Join(ctx, hub.JoinRequest{Workspace: c.Workspace, Name: in.Name, Role: in.Role, Module: in.Module,
+		AllowLookalike: in.AllowLookalike})
 	if err != nil {
 		return api.AgentInfo{}, err
 	}

@@ -14,19 +14,10 @@ import (
 // session: a Claude Code inbox socket, a Codex thread. A door is written by
 // this daemon, as this OS user, so only a caller on the daemon's Unix
 // socket (the same user) may register one, for its own agent. An MCP
-// session registers through OpenSessionDoor, which makes it the door's
-// owner.
+// session that registers its client's door owns it (Caller.DoorOwner): the
+// door closes when that session ends (hub.CloseDoorsOf).
 func (o *Ops) OpenDoor(ctx context.Context, c *Caller, in api.DoorRequest) (api.DoorInfo, error) {
-	return o.openDoor(ctx, c, in, "")
-}
-
-// OpenSessionDoor is OpenDoor for an MCP session of the caller, named by
-// owner: the door closes when that session ends (hub.CloseDoorsOf).
-func (o *Ops) OpenSessionDoor(ctx context.Context, c *Caller, owner string, in api.DoorRequest) (api.DoorInfo, error) {
-	return o.openDoor(ctx, c, in, owner)
-}
-
-func (o *Ops) openDoor(ctx context.Context, c *Caller, in api.DoorRequest, owner string) (api.DoorInfo, error) {
+	owner := c.DoorOwner
 	const op = "open_door"
 	if err := c.needAgent(op); err != nil {
 		return api.DoorInfo{}, err

@@ -10,8 +10,9 @@ import (
 )
 
 // Purge deletes, in every workspace, the messages older than in.OlderThan
-// that every recipient has read; unread ones stay however old. It runs
-// beside the daemon's work, a small transaction at a time.
+// that every recipient has read; unread ones stay however old, and so do
+// those awaiting acks (hub.PurgeQuery). It runs beside the daemon's work, a
+// small transaction at a time.
 func (o *Ops) Purge(ctx context.Context, c *Caller, in api.PurgeRequest) (api.PurgeResult, error) {
 	age, err := config.ParseAge(in.OlderThan)
 	if err != nil {

@@ -19,7 +19,7 @@ func (o *Ops) Send(ctx context.Context, c *Caller, in api.SendRequest) (api.Send
 	}
 	req := hub.SendRequest{Workspace: c.Workspace, From: c.Agent, To: in.To,
 		Content: in.Content, Payload: in.Payload, Priority: in.Priority, ReplyTo: in.ReplyTo, Metadata: in.Metadata,
-		AckRequired: in.AckRequired, Deliver: in.Deliver, Door: c.Door}
+		AckRequired: in.AckRequired, Door: c.Door, IdempotencyKey: in.IdempotencyKey, Deliver: in.Deliver}
 	ttl, err := messageTTL("send_message", in.TTL)
 	if err != nil {
 		return api.SendResult{}, err
@@ -37,7 +37,7 @@ func (o *Ops) Send(ctx context.Context, c *Caller, in api.SendRequest) (api.Send
 		return api.SendResult{}, err
 	}
 	return api.SendResult{Status: "delivered", MessageID: res.Message.ID, Recipients: res.Recipients,
-		ThreadID: res.Message.ThreadID, RecipientStatus: recipientStatus(res)}, nil
+		ThreadID: res.Message.ThreadID, RecipientStatus: recipientStatus(res), Replayed: res.Replayed}, nil
 }
 
 // recipientStatus is a send's recipient_status: the presence of its one

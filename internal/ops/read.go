@@ -25,7 +25,7 @@ import (
 // Reading one's own inbox (check, wait, receive, claim) hands out only what
 // was delivered to the caller, so it needs no rule of its own.
 //
-// readRule lists every operation open to agent tokens (agentToken) that
+// readRule lists every operation open to agent tokens (the table, Agent) that
 // reads messages, and how it applies the rule; TestReadRuleCoversReads
 // fails for an open operation that is in neither readRule nor readsNone,
 // and e2e's TestTokenReadRule tries each of them through every door.

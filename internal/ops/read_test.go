@@ -10,6 +10,7 @@ import (
 // nothing else is listed. An open operation added without a decision fails
 // here, as TestEveryOpDeclared fails for one without an access declaration.
 func TestReadRuleCoversReads(t *testing.T) {
+	agentToken := agentToken()
 	for name, open := range agentToken {
 		_, reads := readRule[name]
 		none := slices.Contains(readsNone, name)

@@ -1,6 +1,8 @@
 package ops
 
 import (
+	"strings"
+
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/permission"
@@ -17,7 +19,22 @@ func Message(m *hub.Message) api.MessageInfo {
 		Priority: string(m.Priority), Timestamp: api.FormatTime(m.CreatedAt),
 		ReplyTo: m.ReplyTo, ThreadID: m.ThreadID, Metadata: m.Metadata, Payload: m.Payload,
 		AckRequired: m.AckRequired, AckDeadline: api.FormatTime(m.AckDeadline),
+		Provenance: provenance(m),
 	}
+}
+
+// provenance is what the daemon attests of m's sending, for the wire.
+func provenance(m *hub.Message) api.Provenance {
+	o := m.Origin
+	p := api.Provenance{Sender: m.From, Kind: api.KindAgent, Role: o.Role, Workspace: m.Workspace, Host: o.Host,
+		Via: string(o.Door), Task: o.Task}
+	switch {
+	case o.Door == hub.DoorDaemon || (o.Door == "" && m.From == hub.NoticeSender):
+		p.Kind, p.Role = api.KindParley, ""
+	case strings.HasPrefix(m.From, hub.HumanPrefix):
+		p.Kind, p.Role = api.KindPerson, ""
+	}
+	return p
 }
 
 // Delivered renders a message handed to its reader: the message, and whether

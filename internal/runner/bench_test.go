@@ -7,7 +7,7 @@ import "testing"
 // echo), its output into the timeline, and wait_for_agent returning. It is
 // the runner's overhead on top of the provider itself.
 func BenchmarkTurn(b *testing.B) {
-	e := newEnv(b, "")
+	e := newEnv(b, opts{})
 	m := e.manager()
 	mustCall(b, m, "create_agent", map[string]any{"provider": "command", "command": "echo ok", "cwd": b.TempDir(), "name": "bench"}, nil)
 	wait(b, m, "bench")

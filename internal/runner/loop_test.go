@@ -14,7 +14,8 @@ import (
 // every time stop after max_auto_hops automatic replies; the loop is
 // reported on the timeline and to the owner; a prompt resumes the agent.
 func TestAutoWakeLoopStopped(t *testing.T) {
-	e := newEnv(t, "max_auto_hops = 4\nauto_turns_per_minute = 6000")
+	t.Parallel()
+	e := newEnv(t, opts{config: "max_auto_hops = 4\nauto_turns_per_minute = 6000"})
 	m := e.manager()
 	dir := t.TempDir()
 	// Each answers whatever wakes it by messaging the other.
@@ -55,7 +56,8 @@ func TestAutoWakeLoopStopped(t *testing.T) {
 // TestAutoWakeThrottled: below the hop limit, an agent gets at most
 // auto_turns_per_minute automatic turns; its mail waits, and it says so.
 func TestAutoWakeThrottled(t *testing.T) {
-	e := newEnv(t, "max_auto_hops = 1000\nauto_turns_per_minute = 2")
+	t.Parallel()
+	e := newEnv(t, opts{config: "max_auto_hops = 1000\nauto_turns_per_minute = 2"})
 	m := e.manager()
 	dir := t.TempDir()
 	for _, p := range [][2]string{{"a", "b"}, {"b", "a"}} {

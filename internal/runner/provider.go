@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/parley-dev/parley/internal/door"
 	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/safefile"
 )
@@ -278,7 +277,7 @@ func allowParley(t *turn) string {
 // `codex exec resume` accept (resume refuses -s and -C):
 //
 //	codex exec --json --skip-git-repo-check -c ... -- PROMPT
-//	codex exec resume --json -c ... -- SESSION PROMPT
+//	codex exec resume --json --skip-git-repo-check -c ... -- SESSION PROMPT
 //
 // Codex has no permission-prompt tool: the agent's mode picks its sandbox.
 func (p *provider) codex(t *turn) (*spec, error) {
@@ -293,7 +292,9 @@ func (p *provider) codex(t *turn) (*spec, error) {
 		// approvals are JSON-RPC on stdio (appserver.go).
 		argv = append(argv, "app-server")
 	case t.Agent.SessionID != "":
-		argv = append(argv, "exec", "resume", "--json")
+		// Outside a git repository resume refuses to run, as exec does,
+		// unless told (0.171: "Not inside a trusted directory").
+		argv = append(argv, "exec", "resume", "--json", "--skip-git-repo-check")
 	default:
 		argv = append(argv, "exec", "--json", "--skip-git-repo-check")
 	}
@@ -469,24 +470,22 @@ func writeMCPConfig(dir string, t *turn) (string, error) {
 	return path, nil
 }
 
+// EnvManagedAgent names, in the environment of a managed agent's client and
+// so of every hook it runs, the agent the hooks speak for. The repository it
+// works in may have hooks that `parley init --agent bob` wrote for a person's
+// own session: `parley hook` prefers this variable to their --agent, so that
+// a managed agent's edits are leased to it, and its stops and prompts set
+// its own status, not bob's.
+const EnvManagedAgent = "PARLEY_MANAGED_AGENT"
+
 // agentEnv is the environment of an agent's process: the daemon's, without
-// what belongs to the daemon's own session (tmux, a surrounding Claude Code,
-// another agent's identity), plus the agent's identity.
+// what belongs to the session that started the daemon (see inherited), plus
+// the agent's identity, plus the provider's env (extra) and the spec's
+// (more), which win.
 func agentEnv(t *turn, extra map[string]string, more []string) []string {
-	drop := map[string]bool{
-		"TMUX": true, "TMUX_PANE": true, "PARLEY_DAEMON_CHILD": true, "PARLEY_AGENT": true, "PARLEY_ROLE": true,
-		"PARLEY_WORKSPACE": true, "PARLEY_PROFILE": true, "PARLEY_NUDGE": true, "PARLEY_HOME": true,
-		"CLAUDECODE": true, "CLAUDE_CODE_ENTRYPOINT": true,
-	}
-	// Nor the client session that started the daemon: the agent's CLI
-	// opens its own door, and its MCP server must register that one.
-	for _, k := range door.SessionVars {
-		drop[k] = true
-	}
 	var env []string
 	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		if !drop[k] {
+		if k, _, _ := strings.Cut(kv, "="); inherited(k) {
 			env = append(env, kv)
 		}
 	}
@@ -494,6 +493,7 @@ func agentEnv(t *turn, extra map[string]string, more []string) []string {
 		"PARLEY_HOME="+t.Home,
 		"PARLEY_AGENT="+t.Agent.ID,
 		"PARLEY_WORKSPACE="+t.Agent.Workspace,
+		EnvManagedAgent+"="+t.Agent.ID,
 		"PARLEY_MCP_CONFIG="+t.MCPConfig,
 		"PARLEY_MODE="+modeOr(t.Agent.Mode),
 		"PARLEY_SESSION_ID="+t.Agent.SessionID,
@@ -508,6 +508,53 @@ func agentEnv(t *turn, extra map[string]string, more []string) []string {
 		env = append(env, k+"="+extra[k])
 	}
 	return append(env, more...)
+}
+
+// inherited reports whether an agent's process gets the daemon's variable
+// named k. The daemon is often started from inside a client's session (a
+// Claude Code or Codex shell tool ran `parley`), and then carries that
+// session's variables: its id, its inbox socket and token, its thread, the
+// marker that it is a child session. A new agent given them would take
+// itself for part of that session, or write to it; they are left out,
+// with Parley's own identity and tmux's. What configures the clients
+// (API keys, base URLs, CODEX_HOME, CLAUDE_CONFIG_DIR, proxies) is kept;
+// a provider's env in config.toml sets anything else.
+func inherited(k string) bool {
+	if sessionVars[k] {
+		return false
+	}
+	for _, p := range sessionPrefixes {
+		if strings.HasPrefix(k, p) {
+			return false
+		}
+	}
+	return true
+}
+
+var sessionVars = map[string]bool{
+	// tmux: the daemon's pane is not the agent's.
+	"TMUX": true, "TMUX_PANE": true,
+	// Parley: the runner sets the agent's own.
+	"PARLEY_DAEMON_CHILD": true, "PARLEY_AGENT": true, "PARLEY_ROLE": true, "PARLEY_WORKSPACE": true,
+	"PARLEY_PROFILE": true, "PARLEY_NUDGE": true, "PARLEY_HOME": true, EnvManagedAgent: true,
+	"PARLEY_MCP_CONFIG": true, "PARLEY_MODE": true, "PARLEY_SESSION_ID": true, "PARLEY_RUN": true,
+	// Claude Code (2.1.332) sets these for its tools, hooks and MCP servers.
+	"CLAUDECODE": true, "CLAUDE_PID": true, "CLAUDE_PROJECT_DIR": true, "CLAUDE_ENV_FILE": true, "AI_AGENT": true,
+	"CLAUDE_CODE_ENTRYPOINT": true, "CLAUDE_CODE_EXECPATH": true, "CLAUDE_CODE_LAUNCHED_BY_SESSION_IDS": true,
+	"CLAUDE_CODE_SSE_PORT": true, "CLAUDE_CODE_REMOTE_SESSION_ID": true,
+	// Codex (0.171.0) sets these for its shell tools.
+	"CODEX_THREAD_ID": true, "CODEX_SESSION_ID": true, "CODEX_TOOL_CALL_ID": true, "CODEX_CI": true,
+	"CODEX_SANDBOX": true, "CODEX_SANDBOX_NETWORK_DISABLED": true, "CODEX_MANAGED_BY_NPM": true,
+	"CODEX_MANAGED_PACKAGE_ROOT": true, "CODEX_VERSION": true, "CODEX_APPLY_PATCH_PRESERVE_LINE_ENDINGS": true,
+}
+
+// sessionPrefixes are families of Claude Code's session variables: the
+// session's id, kind and attendance, its inbox (CLAUDE_CODE_MESSAGING_SOCKET
+// and _TOKEN), the child-session marker and notes, a resumed or relaunched
+// session's state, and background sessions'.
+var sessionPrefixes = []string{
+	"CLAUDE_CODE_SESSION_", "CLAUDE_CODE_MESSAGING_", "CLAUDE_CODE_CHILD_", "CLAUDE_CODE_RESUME_",
+	"CLAUDE_CODE_RELAUNCH_", "CLAUDE_BG_",
 }
 
 // runMarker tags a run's processes so that a restarted daemon can find the

@@ -169,7 +169,7 @@ func TestCodexArgv(t *testing.T) {
 	}{
 		{"first turn", "", "", "fix it", join([]string{codex, "exec", "--json", "--skip-git-repo-check"}, cfg("workspace-write"), []string{"--", "fix it"})},
 		{"plan is read-only", "plan", "", "look", join([]string{codex, "exec", "--json", "--skip-git-repo-check"}, cfg("read-only"), []string{"--", "look"})},
-		{"resume", "bypassPermissions", "th_1", "-x more", join([]string{codex, "exec", "resume", "--json"}, cfg("danger-full-access"), []string{"--", "th_1", "-x more"})},
+		{"resume", "bypassPermissions", "th_1", "-x more", join([]string{codex, "exec", "resume", "--json", "--skip-git-repo-check"}, cfg("danger-full-access"), []string{"--", "th_1", "-x more"})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := Agent{ID: "w1", Workspace: "ws", Mode: tc.mode, SessionID: tc.session}

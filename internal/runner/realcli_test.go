@@ -6,7 +6,6 @@ package runner_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,50 +16,11 @@ import (
 	"github.com/parley-dev/parley/internal/testenv/standin"
 )
 
-// realEnv is an installation whose providers are the real CLIs, pointed at
-// the stand-ins: realclaude runs one process per turn (steer = false),
-// realclaudesteer keeps one (Claude's default), realcodex runs codex exec and
-// realcodexsteer codex app-server (steer = true).
-func realEnv(t *testing.T, anthropic, openai *standin.Server) *env {
-	t.Helper()
-	var conf strings.Builder
-	if anthropic != nil {
-		claude := standin.CLI(t, "claude")
-		dir := t.TempDir()
-		for _, name := range []string{"realclaude", "realclaudesteer"} {
-			steer := ""
-			if name == "realclaude" {
-				steer = "steer = false\n"
-			}
-			fmt.Fprintf(&conf, "[providers.%s]\nkind = \"claude\"\n%scommand = %q\n[providers.%s.env]\n", name, steer, claude, name)
-			for _, kv := range standin.ClaudeEnv(anthropic, dir) {
-				k, v, _ := strings.Cut(kv, "=")
-				fmt.Fprintf(&conf, "%s = %q\n", k, v)
-			}
-		}
-	}
-	if openai != nil {
-		codex := standin.CLI(t, "codex")
-		var args []string
-		for _, a := range standin.CodexConfig(openai) {
-			args = append(args, fmt.Sprintf("%q", a))
-		}
-		for _, steer := range []bool{false, true} {
-			name := "realcodex"
-			if steer {
-				name = "realcodexsteer"
-			}
-			fmt.Fprintf(&conf, "[providers.%s]\nkind = \"codex\"\nsteer = %v\ncommand = %q\nargs = [%s]\n[providers.%s.env]\nCODEX_HOME = %q\n",
-				name, steer, codex, strings.Join(args, ", "), name, t.TempDir())
-		}
-	}
-	return newEnv(t, conf.String())
-}
-
 // TestRealClaudeCallsParleyTools: a managed Claude Code agent calls
 // send_message (what its wake-up prompt asks for) without waiting for a
 // person's permission.
 func TestRealClaudeCallsParleyTools(t *testing.T) {
+	t.Parallel()
 	s := standin.Anthropic(t, func(r *standin.MessagesRequest) []standin.Block {
 		if out, ok := r.ToolResult("toolu_send"); ok {
 			return []standin.Block{standin.Text("SENT " + firstWord(out))}
@@ -68,16 +28,16 @@ func TestRealClaudeCallsParleyTools(t *testing.T) {
 		if r.Has("tell boss") {
 			// A real model cannot call a tool Claude Code does not offer:
 			// it offers Parley's only once their servers are up.
-			if !offers(r, "mcp__parley__send_message") {
+			if !r.Offers("mcp__parley__send_message") {
 				return []standin.Block{standin.Text("NO send_message TOOL OFFERED")}
 			}
 			return []standin.Block{standin.ToolUse("toolu_send", "mcp__parley__send_message", map[string]any{"to": "boss", "content": "hello from claude"})}
 		}
 		return nil
 	})
-	e := realEnv(t, s, nil)
+	e := newEnv(t, opts{anthropic: s})
 	m := e.manager()
-	mustCall(t, m, "create_agent", map[string]any{"provider": "realclaude", "cwd": t.TempDir(), "prompt": "tell boss hello", "name": "cc"}, nil)
+	mustCall(t, m, "create_agent", map[string]any{"provider": "perturn", "cwd": t.TempDir(), "prompt": "tell boss hello", "name": "cc"}, nil)
 	w := wait(t, m, "cc")
 	if w.Permission != nil || w.Status != "idle" || w.Run == nil || w.Run.State != "completed" {
 		t.Fatalf("wait_for_agent: got %+v (permission %+v), want the run completed without a permission request", w, w.Permission)
@@ -96,6 +56,7 @@ func TestRealClaudeCallsParleyTools(t *testing.T) {
 // (codex exec refuses MCP calls that need approval), and `agent logs` shows
 // what the tool answered.
 func TestRealCodexCallsParleyTools(t *testing.T) {
+	t.Parallel()
 	// The scripted model calls at once. Codex would ask it before its MCP
 	// servers are up, and answer the call with "unsupported call", unless
 	// they are required (which makes it wait for them).
@@ -108,9 +69,9 @@ func TestRealCodexCallsParleyTools(t *testing.T) {
 		}
 		return nil
 	})
-	e := realEnv(t, nil, s)
+	e := newEnv(t, opts{openai: s})
 	m := e.manager()
-	mustCall(t, m, "create_agent", map[string]any{"provider": "realcodex", "cwd": t.TempDir(), "prompt": "tell boss hello", "name": "cx"}, nil)
+	mustCall(t, m, "create_agent", map[string]any{"provider": "codex", "cwd": t.TempDir(), "prompt": "tell boss hello", "name": "cx"}, nil)
 	w := wait(t, m, "cx")
 	if w.Status != "idle" || w.Run == nil || w.Run.State != "completed" {
 		t.Fatalf("wait_for_agent: got %+v, want the run completed", w)
@@ -139,7 +100,8 @@ func TestRealCodexCallsParleyTools(t *testing.T) {
 // TestProviderMissingFromDaemonPath: the daemon looks providers up in its own
 // PATH, which is not the caller's; the error says which.
 func TestProviderMissingFromDaemonPath(t *testing.T) {
-	e := newEnv(t, "[providers.ghost]\nkind = \"claude\"\ncommand = \"no-such-claude\"\n")
+	t.Parallel()
+	e := newEnv(t, opts{config: "[providers.ghost]\nkind = \"claude\"\ncommand = \"no-such-claude\"\n"})
 	m := e.manager()
 	msg := toolError(t, m, "create_agent", map[string]any{"provider": "ghost", "cwd": t.TempDir(), "prompt": "hi"})
 	if !strings.Contains(msg, "daemon's PATH") || !strings.Contains(msg, filepath.SplitList(os.Getenv("PATH"))[0]) {
@@ -153,6 +115,7 @@ func TestProviderMissingFromDaemonPath(t *testing.T) {
 // before that (timed out, a result the model can act on), where its general
 // default of 300 s left the client with a request timeout error.
 func TestWaitForAgentWithinClientTimeout(t *testing.T) {
+	t.Parallel()
 	dir, _ := filepath.Abs("../../test/ts")
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
 		if os.Getenv("CI") == "true" {
@@ -164,8 +127,8 @@ func TestWaitForAgentWithinClientTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatalf("node not found: %v", err)
 	}
-	e := newEnv(t, "")
-	mustCall(t, e.manager(), "create_agent", map[string]any{"cwd": t.TempDir(), "prompt": "sleep 120", "name": "w"}, nil)
+	e := newEnv(t, opts{})
+	mustCall(t, e.manager(), "create_agent", map[string]any{"provider": "command", "command": "exec sleep 120", "cwd": t.TempDir(), "prompt": "work", "name": "w"}, nil)
 	c := exec.Command(node, "call.mjs", bin, "wait_for_agent", `{"agent_id":"w"}`, "--agent", "boss", "--profile", "manager")
 	c.Dir, c.Env = dir, e.Environ()
 	out, err := c.Output()
@@ -185,17 +148,6 @@ func TestWaitForAgentWithinClientTimeout(t *testing.T) {
 	}
 }
 
-// offers reports whether the request offers the model the tool name.
-func offers(r *standin.MessagesRequest, name string) bool {
-	for _, tool := range r.Tools {
-		var d struct{ Name string }
-		if json.Unmarshal(tool, &d) == nil && d.Name == name {
-			return true
-		}
-	}
-	return false
-}
-
 func firstWord(s string) string {
 	f := strings.Fields(s)
 	if len(f) == 0 {
@@ -208,6 +160,7 @@ func firstWord(s string) string {
 // id, and wait_for_agent with that id returns that run's answer, not the
 // run before it.
 func TestRealClaudeWaitForRun(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	s := standin.Anthropic(t, func(r *standin.MessagesRequest) []standin.Block {
 		switch {
@@ -219,9 +172,9 @@ func TestRealClaudeWaitForRun(t *testing.T) {
 		}
 		return nil
 	})
-	e := realEnv(t, s, nil)
+	e := newEnv(t, opts{anthropic: s})
 	m := e.manager()
-	mustCall(t, m, "create_agent", map[string]any{"provider": "realclaude", "cwd": t.TempDir(), "prompt": "first task", "name": "cc"}, nil)
+	mustCall(t, m, "create_agent", map[string]any{"provider": "perturn", "cwd": t.TempDir(), "prompt": "first task", "name": "cc"}, nil)
 	var pr api.PromptResult
 	mustCall(t, m, "send_agent_prompt", map[string]any{"agent_id": "cc", "prompt": "second task"}, &pr)
 	if !pr.Queued || pr.Run != 2 {

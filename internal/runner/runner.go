@@ -667,6 +667,16 @@ func (r *Runner) dispatch(st *agent) {
 	go r.execute(st, a)
 }
 
+// storeWriteTimeout bounds one write of the runner's bookkeeping: a store
+// that cannot take it (PostgreSQL gone) fails the write, which is logged,
+// rather than hold the agent's goroutine and its locks.
+const storeWriteTimeout = 10 * time.Second
+
+// writeCtx is the context of one bookkeeping write.
+func writeCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), storeWriteTimeout)
+}
+
 // saveRun writes the run as it is now.
 func (r *Runner) saveRun(st *agent, run *Run) error {
 	st.saveMu.Lock()
@@ -674,7 +684,9 @@ func (r *Runner) saveRun(st *agent, run *Run) error {
 	r.mu.Lock()
 	cp := *run
 	r.mu.Unlock()
-	return r.store.PutRun(context.Background(), &cp)
+	ctx, cancel := writeCtx()
+	defer cancel()
+	return r.store.PutRun(ctx, &cp)
 }
 
 // saveAgent writes the agent record as it is now.
@@ -684,7 +696,9 @@ func (r *Runner) saveAgent(st *agent) error {
 	r.mu.Lock()
 	cp := st.rec
 	r.mu.Unlock()
-	err := r.store.PutManagedAgent(context.Background(), &cp)
+	ctx, cancel := writeCtx()
+	defer cancel()
+	err := r.store.PutManagedAgent(ctx, &cp)
 	if err != nil {
 		r.log.Error("save managed agent", "agent", cp.ID, "err", err)
 	}
@@ -701,7 +715,9 @@ func (r *Runner) emit(st *agent, ev *Event) {
 		ev.Time = time.Now().UTC()
 	}
 	bound(ev)
-	if err := r.store.AppendEvents(context.Background(), []*Event{ev}); err != nil {
+	ctx, cancel := writeCtx()
+	defer cancel()
+	if err := r.store.AppendEvents(ctx, []*Event{ev}); err != nil {
 		r.log.Error("append activity", "agent", st.rec.ID, "err", err)
 		return
 	}

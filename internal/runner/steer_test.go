@@ -2,8 +2,7 @@ package runner_test
 
 // Steerable managed agents: the real Codex app-server (steer = true) and the
 // real Claude Code with stream-json input (Claude's default), each with a
-// scripted stand-in for its model; and the runner's fake Claude, which speaks
-// the same stream-json input.
+// scripted stand-in for its model.
 
 import (
 	"os"
@@ -21,19 +20,25 @@ import (
 // TestRealCodexAppServer: a steerable Codex agent runs on one codex
 // app-server across its runs. A prompt sent during a run is streamed into
 // it (turn/steer) and ends with it; an escalation goes to the permission
-// inbox, and a person's deny there is Codex's answer and shows in the
-// timeline; cancel interrupts the turn (turn/interrupt) and the agent goes
-// on in the same process.
+// inbox, where a person's deny is Codex's answer and shows in the timeline,
+// and `parley allow` runs the command; cancel interrupts the turn
+// (turn/interrupt) and the agent goes on in the same process.
 func TestRealCodexAppServer(t *testing.T) {
+	t.Parallel()
 	first, release := gate(t)
-	hang, _ := gate(t)
 	s := standin.OpenAI(t, func(r *standin.ResponsesRequest) []standin.Item {
 		switch {
 		case r.Has("AFTER-CANCEL"):
 			return []standin.Item{standin.Message("ANSWER-4")}
 		case r.Has("HANG-NOW"):
-			<-hang
+			hold(r, nil)
 			return nil
+		case r.Has("ESCALATE-ALLOW"):
+			if out, ok := r.Output("call_allow"); ok {
+				return []standin.Item{standin.Message("AFTER-ALLOW " + out)}
+			}
+			return []standin.Item{standin.FunctionCall("call_allow", "", "exec_command", map[string]any{
+				"cmd": "touch allowed", "sandbox_permissions": "require_escalated", "justification": "needs the whole disk"})}
 		case r.Has("ESCALATE-NOW"):
 			if out, ok := r.Output("call_esc"); ok {
 				return []standin.Item{standin.Message("AFTER-ESC " + out)}
@@ -48,10 +53,10 @@ func TestRealCodexAppServer(t *testing.T) {
 		}
 		return nil
 	})
-	e := realEnv(t, nil, s)
+	e := newEnv(t, opts{openai: s})
 	m := e.manager()
 	cwd := t.TempDir()
-	startFirstTask(t, m, s, "realcodexsteer", "cx", cwd)
+	startFirstTask(t, m, s, "codexsteer", "cx", cwd)
 	steerSecondTask(t, m, "cx", release)
 	if w := waitRun(t, m, "cx", 1); w.LastMessage != "ANSWER-2" {
 		t.Fatalf("run 1: got %q, want the steered turn's ANSWER-2", w.LastMessage)
@@ -71,11 +76,24 @@ func TestRealCodexAppServer(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(cwd, "escalated")); err == nil {
 		t.Errorf("the denied command ran")
 	}
+	// Another; `parley allow` runs it.
+	mustCall(t, m, "send_agent_prompt", map[string]any{"agent_id": "cx", "prompt": "ESCALATE-ALLOW please"}, &pr)
+	if w = wait(t, m, "cx"); w.Permission == nil || !strings.Contains(string(w.Permission.Input), "touch allowed") {
+		t.Fatalf("wait_for_agent during the second escalation: got %+v (permission %+v), want a shell permission request", w, w.Permission)
+	}
+	e.Must("allow", w.Permission.RequestID)
+	if w = waitRun(t, m, "cx", pr.Run); !strings.HasPrefix(w.LastMessage, "AFTER-ALLOW") {
+		t.Fatalf("run %d: got %q, want the answer after the command ran", pr.Run, w.LastMessage)
+	}
+	if _, err := os.Stat(filepath.Join(cwd, "allowed")); err != nil {
+		t.Errorf("the allowed command did not run: %v", err)
+	}
 	act := activity(t, m, "cx")
 	for _, want := range []struct{ kind, sub string }{
 		{"steered", "SECOND-TASK"},
 		{"permission_requested", "shell"},
 		{"permission_resolved", "denied by cli"},
+		{"permission_resolved", "allowed by cli"},
 		{"tool_result", "declined"},
 	} {
 		if !hasEvent(act, want.kind, want.sub) {
@@ -89,6 +107,7 @@ func TestRealCodexAppServer(t *testing.T) {
 // asking anyone (its approvals are off) and says so only in its log; the
 // managed agent's timeline shows it.
 func TestRealCodexRefusalInTimeline(t *testing.T) {
+	t.Parallel()
 	s := standin.OpenAI(t, func(r *standin.ResponsesRequest) []standin.Item {
 		if out, ok := r.Output("call_esc"); ok {
 			return []standin.Item{standin.Message("AFTER " + firstWord(out))}
@@ -99,9 +118,9 @@ func TestRealCodexRefusalInTimeline(t *testing.T) {
 		}
 		return nil
 	})
-	e := realEnv(t, nil, s)
+	e := newEnv(t, opts{openai: s})
 	m := e.manager()
-	mustCall(t, m, "create_agent", map[string]any{"provider": "realcodex", "cwd": t.TempDir(), "prompt": "ESCALATE-NOW", "name": "cx"}, nil)
+	mustCall(t, m, "create_agent", map[string]any{"provider": "codex", "cwd": t.TempDir(), "prompt": "ESCALATE-NOW", "name": "cx"}, nil)
 	w := wait(t, m, "cx")
 	if w.Run == nil || w.Run.State != "completed" {
 		t.Fatalf("wait_for_agent: got %+v (run %+v), want completed", w, w.Run)
@@ -113,34 +132,52 @@ func TestRealCodexRefusalInTimeline(t *testing.T) {
 
 // TestRealClaudeSteer: a steerable Claude Code agent keeps one process
 // (stream-json input) across its runs; a prompt sent during a run is
-// streamed into it and ends with the turn that takes it in; cancel
-// interrupts the turn and the process takes the next prompt.
+// streamed into it and ends with the turn that takes it in, also while the
+// run waits for a permission; cancel interrupts the turn and the process
+// takes the next prompt; a process that answers nothing (stopped) is killed
+// after cancel_grace, and the next prompt starts one that resumes the
+// session; kill ends the process.
 func TestRealClaudeSteer(t *testing.T) {
+	t.Parallel()
 	first, release := gate(t)
-	hang, _ := gate(t)
 	s := standin.Anthropic(t, func(r *standin.MessagesRequest) []standin.Block {
-		switch {
-		case r.Has("AFTER-CANCEL"):
-			return []standin.Block{standin.Text("ANSWER-4")}
-		case r.Has("HANG-NOW"):
-			<-hang
-			return nil
-		case r.Has("THIRD-TASK"):
-			return []standin.Block{standin.Text("ANSWER-3")}
-		case r.Has("SECOND-TASK"):
-			return []standin.Block{standin.Text("ANSWER-2")}
-		case r.Has("FIRST-TASK"):
-			if _, ok := r.ToolResult("toolu_chk"); ok {
-				return []standin.Block{standin.Text("ANSWER-1")}
+		// An interrupted turn's prompt stays in the tail: the prompts that
+		// come after one are looked for first, HANG- last.
+		switch tail := r.Tail(); {
+		case strings.Contains(tail, "AFTER-STOP"):
+			if r.Has("THIRD-TASK") {
+				return []standin.Block{standin.Text("RESUMED")}
 			}
+			return []standin.Block{standin.Text("FORGOT")}
+		case strings.Contains(tail, "DURING-PERMISSION"):
+			return []standin.Block{standin.Text("ANSWER-DURING")}
+		case strings.Contains(tail, "NEED-PERMISSION"):
+			return []standin.Block{standin.ToolUse("toolu_perm", "Bash", map[string]any{"command": "python3 -c \"open('perm','w')\"", "description": "write a file"})}
+		case strings.Contains(tail, "AFTER-CANCEL"):
+			return []standin.Block{standin.Text("ANSWER-4")}
+		case strings.Contains(tail, "THIRD-TASK"):
+			return []standin.Block{standin.Text("ANSWER-3")}
+		case strings.Contains(tail, "SECOND-TASK"):
+			return []standin.Block{standin.Text("ANSWER-2")}
+		case strings.Contains(tail, "FIRST-TASK"):
 			<-first // the first run goes on until the test has steered
 			return []standin.Block{standin.ToolUse("toolu_chk", "mcp__parley__check_messages", nil)}
+		case strings.Contains(tail, "HANG-"):
+			hold(r, nil)
+			return nil
+		}
+		if _, ok := r.Result("toolu_chk"); ok {
+			return []standin.Block{standin.Text("ANSWER-1")}
+		}
+		if _, ok := r.Result("toolu_perm"); ok {
+			return []standin.Block{standin.Text("DONE-PERM")}
 		}
 		return nil
 	})
-	e := realEnv(t, s, nil)
+	e := newEnv(t, opts{config: "cancel_grace = \"1s\"\n", anthropic: s})
 	m := e.manager()
-	startFirstTask(t, m, s, "realclaudesteer", "cc", t.TempDir())
+	cwd := t.TempDir()
+	startFirstTask(t, m, s, "claude", "cc", cwd)
 	steerSecondTask(t, m, "cc", release)
 	// Claude Code takes a prompt in at the next tool result, or else runs
 	// it as a turn of its own once the first ends: run 1 ends either way.
@@ -153,7 +190,57 @@ func TestRealClaudeSteer(t *testing.T) {
 	if w := waitRun(t, m, "cc", pr.Run); w.LastMessage != "ANSWER-3" {
 		t.Fatalf("run %d: got %q, want ANSWER-3", pr.Run, w.LastMessage)
 	}
+
+	// A run that waits for a permission takes a prompt in too.
+	mustCall(t, m, "send_agent_prompt", map[string]any{"agent_id": "cc", "prompt": "NEED-PERMISSION"}, &pr)
+	w := wait(t, m, "cc")
+	if w.Permission == nil {
+		t.Fatalf("run %d: got %+v, want a permission request", pr.Run, w)
+	}
+	var during api.PromptResult
+	mustCall(t, m, "send_agent_prompt", map[string]any{"agent_id": "cc", "prompt": "DURING-PERMISSION"}, &during)
+	if !during.Steered || during.Run != pr.Run+1 {
+		t.Fatalf("send_agent_prompt during the permission wait: got %+v, want run %d steered into run %d", during, pr.Run+1, pr.Run)
+	}
+	e.Must("allow", w.Permission.RequestID)
+	if w := waitRun(t, m, "cc", during.Run); w.LastMessage != "ANSWER-DURING" {
+		t.Errorf("run %d: got %q, want the answer to the prompt streamed in", during.Run, w.LastMessage)
+	}
+	waitRun(t, m, "cc", pr.Run)
+	if _, err := os.Stat(filepath.Join(cwd, "perm")); err != nil {
+		t.Errorf("the allowed command did not run: %v", err)
+	}
+	act := activity(t, m, "cc")
+	if !hasEvent(act, "steered", "DURING-PERMISSION") {
+		t.Errorf("the timeline lacks the prompt streamed in during the permission wait:\n%s", act.Content)
+	}
 	cancelGoesOn(t, e, m, s, "cc")
+
+	// A process that answers nothing is killed after the grace; the next
+	// prompt starts another, which resumes the session.
+	mustCall(t, m, "send_agent_prompt", map[string]any{"agent_id": "cc", "prompt": "HANG-STOPPED"}, &pr)
+	eventually(t, "the model is asked", e.asked("HANG-STOPPED"))
+	stopped := e.leader(t, "cc")
+	pause(t, stopped.pgid)
+	mustCall(t, m, "cancel_agent", map[string]any{"agent_id": "cc"}, nil)
+	mustCall(t, m, "wait_for_agent", map[string]any{"agent_id": "cc", "run": pr.Run, "timeout": 60}, &w)
+	if w.Run == nil || w.Run.State != "cancelled" {
+		t.Fatalf("the stopped run: got %+v, want cancelled", w.Run)
+	}
+	eventually(t, "the stopped process to be killed", e.gone(t, "cc"))
+	mustCall(t, m, "send_agent_prompt", map[string]any{"agent_id": "cc", "prompt": "AFTER-STOP"}, &pr)
+	if w := waitRun(t, m, "cc", pr.Run); w.LastMessage != "RESUMED" {
+		t.Errorf("run %d in a new process: got %q, want the session resumed", pr.Run, w.LastMessage)
+	}
+	if p := e.leader(t, "cc"); p.pid == stopped.pid || sessionsStarted(t, e) != 2 {
+		t.Errorf("after the stopped process: pid %d (before %d), %d session processes; want a second process", p.pid, stopped.pid, sessionsStarted(t, e))
+	}
+
+	// Kill ends the agent's process.
+	mustCall(t, m, "send_agent_prompt", map[string]any{"agent_id": "cc", "prompt": "HANG-KILLED"}, nil)
+	eventually(t, "the model is asked", e.asked("HANG-KILLED"))
+	mustCall(t, m, "kill_agent", map[string]any{"agent_id": "cc"}, nil)
+	eventually(t, "the killed agent's process to end", e.gone(t, "cc"))
 }
 
 // TestRealCodexSteerMail: mail that comes while a steerable Codex agent is
@@ -161,6 +248,7 @@ func TestRealClaudeSteer(t *testing.T) {
 // it in the same run, which ends with its answer, and the delivery records
 // the managed turn as its wake path.
 func TestRealCodexSteerMail(t *testing.T) {
+	t.Parallel()
 	first, release := gate(t)
 	s := standin.OpenAI(t, func(r *standin.ResponsesRequest) []standin.Item {
 		switch {
@@ -172,9 +260,9 @@ func TestRealCodexSteerMail(t *testing.T) {
 		}
 		return nil
 	})
-	e := realEnv(t, nil, s)
+	e := newEnv(t, opts{openai: s})
 	m := e.manager()
-	startFirstTask(t, m, s, "realcodexsteer", "cx", t.TempDir())
+	startFirstTask(t, m, s, "codexsteer", "cx", t.TempDir())
 	mailMidTurn(t, e, m, "cx", release)
 }
 
@@ -182,6 +270,7 @@ func TestRealCodexSteerMail(t *testing.T) {
 // agent is mid-turn is written into its process at once (stream-json), and
 // the model reads it at the turn's next tool result, in the same run.
 func TestRealClaudeSteerMail(t *testing.T) {
+	t.Parallel()
 	first, release := gate(t)
 	s := standin.Anthropic(t, func(r *standin.MessagesRequest) []standin.Block {
 		switch {
@@ -196,9 +285,9 @@ func TestRealClaudeSteerMail(t *testing.T) {
 		}
 		return nil
 	})
-	e := realEnv(t, s, nil)
+	e := newEnv(t, opts{anthropic: s})
 	m := e.manager()
-	startFirstTask(t, m, s, "realclaudesteer", "cc", t.TempDir())
+	startFirstTask(t, m, s, "claude", "cc", t.TempDir())
 	mailMidTurn(t, e, m, "cc", release)
 }
 
@@ -306,121 +395,4 @@ func sessionsStarted(t *testing.T, e *env) int {
 		t.Fatal(err)
 	}
 	return strings.Count(string(b), `msg="session started"`)
-}
-
-// TestSteerPrompt: a managed Claude agent keeps one process across its runs
-// by default (the fake speaks Claude Code's stream-json input). A prompt sent
-// during a run is streamed into it and ends with it; cancel interrupts the
-// turn and the same process takes the next prompt; a process that ignores
-// the interrupt is killed after cancel_grace, and the next prompt starts a
-// process that resumes the session; kill ends the process.
-func TestSteerPrompt(t *testing.T) {
-	e := newEnv(t, "cancel_grace = \"1s\"\n")
-	m := e.manager()
-	w := heldRun(t, m, "s")
-	// Run 1 is held by its permission request: the prompt goes into it.
-	var pr api.PromptResult
-	mustCall(t, m, "send_agent_prompt", map[string]any{"agent_id": "s", "prompt": "second task"}, &pr)
-	if !pr.Steered || pr.Queued || pr.Run != 2 {
-		t.Fatalf("send_agent_prompt during run 1: got %+v, want run 2 steered into it", pr)
-	}
-	e.Must("allow", w.Permission.RequestID)
-	for _, run := range []int{1, 2} {
-		if w := waitRun(t, m, "s", run); w.LastMessage != "done: second task" {
-			t.Errorf("run %d: got %q, want the turn's answer to the prompt streamed in", run, w.LastMessage)
-		}
-	}
-	act := activity(t, m, "s")
-	if !hasEvent(act, "steered", "second task") || !hasEvent(act, "text", "working on: second task") {
-		t.Errorf("the timeline lacks the steered prompt taken into run 1:\n%s", act.Content)
-	}
-	var st struct{ Snapshot api.ManagedAgent }
-	mustCall(t, m, "get_agent_status", map[string]any{"agent_id": "s"}, &st)
-	// One turn cost 0.0125; the process reports its total since it started.
-	if st.Snapshot.Runs != 2 || st.Snapshot.CostUSD != 0.0125 {
-		t.Errorf("status: %d runs, cost %v; want 2 runs in one turn, cost 0.0125", st.Snapshot.Runs, st.Snapshot.CostUSD)
-	}
-
-	// Cancel interrupts the turn; the process lives on.
-	mustCall(t, m, "send_agent_prompt", map[string]any{"agent_id": "s", "prompt": "sleep 30"}, &pr)
-	eventually(t, "the run to sleep", sleeping(t, m, "s"))
-	mustCall(t, m, "cancel_agent", map[string]any{"agent_id": "s"}, nil)
-	mustCall(t, m, "wait_for_agent", map[string]any{"agent_id": "s", "run": pr.Run, "timeout": 60}, &w)
-	if w.Run == nil || w.Run.State != "cancelled" {
-		t.Fatalf("the cancelled run: got %+v, want cancelled", w.Run)
-	}
-	mustCall(t, m, "send_agent_prompt", map[string]any{"agent_id": "s", "prompt": "after the cancel"}, &pr)
-	if w := waitRun(t, m, "s", pr.Run); w.LastMessage != "done: after the cancel" {
-		t.Fatalf("the run after the cancel: got %q", w.LastMessage)
-	}
-	runs := e.fakeRuns()
-	if len(runs) != 3 || runs[0]["pid"] != runs[2]["pid"] || runs[2]["resume"] != runs[1]["resume"] || runs[1]["resume"] == "" {
-		t.Fatalf("fake turns: got %v, want 3 in one process, continuing one session", runs)
-	}
-
-	// A process that ignores the interrupt is killed after the grace; the
-	// next prompt starts another, which resumes the session.
-	mustCall(t, m, "send_agent_prompt", map[string]any{"agent_id": "s", "prompt": "sleep 30 ignore interrupt"}, &pr)
-	eventually(t, "the stubborn run to sleep", func() bool { return strings.Count(activity(t, m, "s").Content, "sleeping 30s") == 2 })
-	mustCall(t, m, "cancel_agent", map[string]any{"agent_id": "s"}, nil)
-	mustCall(t, m, "wait_for_agent", map[string]any{"agent_id": "s", "run": pr.Run, "timeout": 60}, &w)
-	if w.Run == nil || w.Run.State != "cancelled" {
-		t.Fatalf("the stubborn run: got %+v, want cancelled", w.Run)
-	}
-	eventually(t, "the stubborn process to be killed", func() bool { return e.gone(3) })
-	mustCall(t, m, "send_agent_prompt", map[string]any{"agent_id": "s", "prompt": "in a new process"}, &pr)
-	waitRun(t, m, "s", pr.Run)
-	runs = e.fakeRuns()
-	if len(runs) != 5 || runs[4]["pid"] == runs[3]["pid"] || runs[4]["resume"] != runs[3]["resume"] {
-		t.Fatalf("fake turns: got %v, want the fifth in a new process resuming the session", runs)
-	}
-
-	// Kill ends the agent's process.
-	mustCall(t, m, "send_agent_prompt", map[string]any{"agent_id": "s", "prompt": "sleep 30"}, nil)
-	eventually(t, "the run to sleep", func() bool { return strings.Count(activity(t, m, "s").Content, "sleeping 30s") == 3 })
-	mustCall(t, m, "kill_agent", map[string]any{"agent_id": "s"}, nil)
-	eventually(t, "the killed agent's process to end", func() bool { return e.gone(5) })
-}
-
-// heldRun creates the agent name (Claude's default provider) with a first
-// run that waits for a permission decision, and returns that wait.
-func heldRun(t *testing.T, m *mcp.ClientSession, name string) api.WaitAgentResult {
-	t.Helper()
-	mustCall(t, m, "create_agent", map[string]any{"cwd": t.TempDir(), "name": name, "prompt": "need permission first"}, nil)
-	w := wait(t, m, name)
-	if w.Permission == nil {
-		t.Fatalf("wait_for_agent: got %+v, want run 1 asking for permission", w)
-	}
-	return w
-}
-
-// TestSteerMail: mail for a managed Claude agent (by default one process
-// across turns) that comes during a run to steer is streamed into that run at once,
-// confirmed read by the managed turn before the run ends, and answered in it.
-func TestSteerMail(t *testing.T) {
-	e := newEnv(t, "")
-	m := e.manager()
-	alice := e.Session(nil, "--agent", "alice")
-	w := heldRun(t, m, "w")
-	var sent api.SendResult
-	// Steer (a high message's default): a normal one waits for the run to end.
-	mustCall(t, alice, "send_message", map[string]any{"to": "w", "content": "send to alice: pong", "deliver": "steer"}, &sent)
-	eventually(t, "the mail to be streamed into run 1", func() bool { return hasEvent(activity(t, m, "w"), "steered", "send to alice: pong") })
-	var st api.MessageStatusResult
-	mustCall(t, alice, "message_status", map[string]any{"message_id": sent.MessageID}, &st)
-	if len(st.Recipients) != 1 || st.Recipients[0].State != "read" || st.Recipients[0].WakePath != "managed" {
-		t.Errorf("message_status while run 1 waits: got %+v, want read by the managed turn", st.Recipients)
-	}
-	e.Must("allow", w.Permission.RequestID)
-	var got api.WaitResult
-	mustCall(t, alice, "wait_for_message", map[string]any{"timeout": 60}, &got)
-	if got.Message == nil || got.Message.From != "w" || got.Message.Content != "pong" {
-		t.Fatalf("alice got %+v, want pong from w", got.Message)
-	}
-	waitRun(t, m, "w", 1)
-	var a struct{ Snapshot api.ManagedAgent }
-	mustCall(t, m, "get_agent_status", map[string]any{"agent_id": "w"}, &a)
-	if a.Snapshot.Runs != 2 || a.Snapshot.Status != "idle" || len(e.fakeRuns()) != 1 {
-		t.Errorf("after the run: %d runs, %s, %d fake turns; want 2 runs (the first, and the mail streamed into it) in 1 turn, idle", a.Snapshot.Runs, a.Snapshot.Status, len(e.fakeRuns()))
-	}
 }

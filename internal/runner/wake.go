@@ -9,10 +9,24 @@ import (
 	"github.com/parley-dev/parley/internal/hub"
 )
 
-// onHubEvent notes the recipients of every message, and the hop of each
-// automatic reply. It runs on the publisher's goroutine, so it only records
-// and signals: never blocks.
+// onHubEvent notes the recipients of every message, sent through this daemon
+// or another on the store, and the hop of each automatic reply. It runs on
+// the publisher's goroutine, so it only records and signals: never blocks.
 func (r *Runner) onHubEvent(e hub.Event) {
+	if e.Kind == hub.EventResync {
+		// Mail sent through another daemon while we did not hear it: every
+		// agent's inbox is looked at again.
+		r.mu.Lock()
+		keys := make([][2]string, 0, len(r.agents))
+		for _, st := range r.agents {
+			keys = append(keys, [2]string{st.rec.Workspace, st.rec.ID})
+		}
+		r.mu.Unlock()
+		for _, k := range keys {
+			r.markWake(k[0], k[1])
+		}
+		return
+	}
 	if e.Kind != hub.EventMessageSent || len(e.Recipients) == 0 {
 		return
 	}

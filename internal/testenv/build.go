@@ -20,9 +20,8 @@ import (
 
 // The binaries tests run (the module's main packages).
 const (
-	Parley     = "cmd/parley"
-	FakeClaude = "internal/runner/testdata/fakeclaude"
-	Upstream   = "internal/gateway/testdata/upstream"
+	Parley   = "cmd/parley"
+	Upstream = "internal/gateway/testdata/upstream"
 )
 
 var built sync.Map // key: *buildOnce

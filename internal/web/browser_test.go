@@ -4,7 +4,8 @@ package web_test
 // real daemon in a temporary PARLEY_HOME, `parley dashboard --no-open` gives
 // the sign-in link, and one headless Chromium (Debian's chromium, driven by
 // chromedp) serves every test of the package, a fresh browser context
-// (cookie jar) per test. Managed agents are the runner's fake Claude.
+// (cookie jar) per test. Managed agents are the real Claude Code (from
+// test/npm) with a scripted stand-in for its model (agentModel).
 
 import (
 	"bytes"
@@ -17,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -28,11 +30,13 @@ import (
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/client"
 	"github.com/parley-dev/parley/internal/home"
+	"github.com/parley-dev/parley/internal/store/postgres/pgtest"
 	"github.com/parley-dev/parley/internal/testenv"
+	"github.com/parley-dev/parley/internal/testenv/standin"
 )
 
 var (
-	bin, fake string
+	bin       string
 	browser   context.Context // the running browser; nil without Chromium
 	noBrowser string          // why there is no browser
 )
@@ -44,10 +48,7 @@ func TestMain(m *testing.M) {
 		flags = []string{"-race"}
 	}
 	var err error
-	if bin, err = testenv.Binary(testenv.Parley, flags...); err == nil {
-		fake, err = testenv.Binary(testenv.FakeClaude, flags...)
-	}
-	if err != nil {
+	if bin, err = testenv.Binary(testenv.Parley, flags...); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -69,7 +70,7 @@ func TestMain(m *testing.M) {
 		}
 		browser = bctx
 	}
-	code := m.Run()
+	code := pgtest.Main(m) // stops the PostgreSQL cluster, if a test started one
 	cancel()
 	os.Exit(code)
 }
@@ -85,8 +86,7 @@ func chromiumPath() string {
 
 const ws = "web"
 
-// env is one Parley installation with its daemon; its claude provider is
-// the runner's fake.
+// env is one Parley installation with its daemon.
 type env struct {
 	*testenv.Env
 	t    testing.TB
@@ -96,9 +96,52 @@ type env struct {
 func newEnv(t testing.TB, config ...string) *env {
 	t.Helper()
 	te := testenv.New(t, bin, &testenv.Options{Prefix: "plw", Start: true,
-		Config: fmt.Sprintf("%s\n[providers.claude]\ncommand = %q\n", strings.Join(config, "\n"), fake),
+		Config: strings.Join(config, "\n"),
 		Env:    []string{"PARLEY_WORKSPACE=" + ws, "PARLEY_PROGRESS_EVERY=200ms"}})
 	return &env{Env: te, t: t, home: te.Home}
+}
+
+// withClaude is the config of the claude provider: the real Claude Code,
+// whose model (agentModel) does what the prompt asks:
+//
+//	need permission please  run a Bash command that needs a person's approval
+//	please fail             nothing: the API refuses the request
+//	sleep                   nothing until the run is stopped (a stalled run)
+//	set title TITLE         call set_title
+//	send to NAME: TEXT      call send_message
+func withClaude(t testing.TB) string {
+	t.Helper()
+	return standin.Providers(t, standin.Anthropic(t, agentModel), nil, t.TempDir())
+}
+
+var (
+	setTitle = regexp.MustCompile(`set title ([^\n]+)`)
+	sendTo   = regexp.MustCompile(`send to (\S+): ([^\n]+)`)
+)
+
+func agentModel(r *standin.MessagesRequest) []standin.Block {
+	for id, done := range map[string]string{"toolu_bash": "done: need permission please", "toolu_title": "done: title set", "toolu_send": "done: sent"} {
+		if _, ok := r.Result(id); ok {
+			return []standin.Block{standin.Text(done)}
+		}
+	}
+	tail := r.Tail()
+	switch {
+	case strings.Contains(tail, "need permission please"):
+		return []standin.Block{standin.ToolUse("toolu_bash", "Bash", map[string]any{"command": "python3 -c \"open('built','w')\"", "description": "build"})}
+	case strings.Contains(tail, "please fail"):
+		return []standin.Block{standin.APIError("the stand-in refuses this request")}
+	case strings.Contains(tail, "sleep"):
+		<-r.Ctx.Done()
+		return nil
+	}
+	if m := setTitle.FindStringSubmatch(tail); m != nil {
+		return []standin.Block{standin.ToolUse("toolu_title", "mcp__parley-self__set_title", map[string]any{"title": m[1]})}
+	}
+	if m := sendTo.FindStringSubmatch(tail); m != nil {
+		return []standin.Block{standin.ToolUse("toolu_send", "mcp__parley__send_message", map[string]any{"to": m[1], "content": m[2]})}
+	}
+	return nil
 }
 
 // link returns a fresh one-time sign-in link for human:ann.
@@ -359,14 +402,21 @@ func TestReplyReachesWaitingAgent(t *testing.T) {
 		var w struct {
 			Status  string `json:"status"`
 			Message struct {
-				From    string `json:"from"`
-				Content string `json:"content"`
-				ReplyTo string `json:"reply_to"`
+				From       string `json:"from"`
+				Content    string `json:"content"`
+				ReplyTo    string `json:"reply_to"`
+				Provenance struct {
+					Sender, Kind, Via string
+				} `json:"provenance"`
 			} `json:"message"`
 		}
 		json.Unmarshal([]byte(r.text), &w)
 		if w.Status != "message_received" || w.Message.From != "human:ann" || w.Message.Content != "review feature/login, please" || w.Message.ReplyTo == "" {
 			t.Fatalf("bob's wait_for_message: got %s, want the reply from human:ann", r.text)
+		}
+		// Parley attests that a person sent it, from the dashboard (issue 24).
+		if p := w.Message.Provenance; p.Sender != "human:ann" || p.Kind != "person" || p.Via != "dashboard" {
+			t.Errorf("the reply's provenance: got %+v, want person human:ann via dashboard", p)
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("bob's wait_for_message did not return after the reply")
@@ -382,7 +432,7 @@ func TestReplyReachesWaitingAgent(t *testing.T) {
 }
 
 func TestPermissionFromThePage(t *testing.T) {
-	e := newEnv(t)
+	e := newEnv(t, withClaude(t))
 	dir := t.TempDir()
 	ctx := tab(t)
 	e.signIn(t, ctx)
@@ -404,7 +454,7 @@ func TestPermissionFromThePage(t *testing.T) {
 	// Allow with an edited input.
 	must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`(() => {
 		const ta = document.querySelector(".perm textarea");
-		ta.value = JSON.stringify({command: "rm -rf build/tmp"});
+		ta.value = JSON.stringify({command: "python3 -c \"open('edited','w')\"", description: "build"});
 		ta.dispatchEvent(new Event("input"));
 	})()`)))
 	if b := eval[string](t, ctx, card+`.querySelector(".allow").textContent`); b != "Allow with edits" {
@@ -426,9 +476,15 @@ func TestPermissionFromThePage(t *testing.T) {
 	if w.Status != "idle" || w.LastMessage != "done: need permission please" {
 		t.Fatalf("after the answer: got %+v, want the run done", w)
 	}
+	if _, err := os.Stat(filepath.Join(dir, "edited")); err != nil {
+		t.Errorf("the command as edited on the page did not run: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "built")); err == nil {
+		t.Errorf("the model's own command ran, not the one edited on the page")
+	}
 	logs := e.Must("agent", "logs", "w1", "--limit", "100")
-	if !strings.Contains(logs, `permission allow: {"command":"rm -rf build/tmp"}`) || !strings.Contains(logs, "human:ann (dashboard)") {
-		t.Errorf("the timeline does not show the edited allow by the dashboard:\n%s", logs)
+	if !strings.Contains(logs, "allowed by human:ann (dashboard)") {
+		t.Errorf("the timeline does not show the allow by the dashboard:\n%s", logs)
 	}
 }
 

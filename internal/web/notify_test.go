@@ -34,7 +34,7 @@ url = "http://%s/nothing"
 
 [[notify]]
 url = %q
-`, dead, rcv.URL+"/hook"))
+`, dead, rcv.URL+"/hook"), withClaude(t))
 	e.Must("join", "--name", "alice", "--role", "planner")
 
 	wait := func(kind, agent string) map[string]any {

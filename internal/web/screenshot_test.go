@@ -27,7 +27,7 @@ args = ["mcp", "serve", "--agent", "gateway-probe", "--workspace", "tools"]
 [[upstream]]
 name = "jira"
 url = "http://127.0.0.1:9/mcp"
-`, bin))
+`, bin), withClaude(t))
 	for _, a := range [][2]string{{"atlas", "planner"}, {"bramble", "implementer"}, {"cedar", "implementer"}, {"delta", "reviewer"}, {"ember", "tester"}, {"fjord", "docs"}} {
 		e.Must("join", "--name", a[0], "--role", a[1])
 	}

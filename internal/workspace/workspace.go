@@ -172,10 +172,13 @@ func SaveIdentity(root, home string, id Identity) (string, error) {
 	}
 	id.Seal = seal(key, id.Name, id.Workspace)
 	dir := IdentityDir(root)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("save identity: %w", err)
-	}
+	// One level at a time, each checked before the next is made in it: a
+	// .parley that is a link must not get an identities directory made
+	// wherever it points (Mkdir does not follow a link; MkdirAll would).
 	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return "", fmt.Errorf("save identity: %w", err)
+		}
 		st, err := os.Lstat(d)
 		if err != nil {
 			return "", fmt.Errorf("save identity: %w", err)
@@ -220,7 +223,7 @@ type Resolved struct {
 	Role      string
 	Module    string
 	Root      string
-	Source    string // where the agent name came from: flag, env, identity file, tmux, or ""
+	Source    string // where the agent name came from: flag, env, identity file, tmux, session (VAR), or ""
 }
 
 // Lookup is the input of Resolve: values from flags and from the environment.
@@ -237,6 +240,9 @@ type Lookup struct {
 	TrustFileWorkspace bool
 	// Home is the state directory, whose key verifies identity files' seals.
 	Home string
+	// Getenv reads the client session's id for SessionName, the last
+	// resort for a name; nil: no session name.
+	Getenv func(string) string
 }
 
 // EnvTrustWorkspace is the environment variable that, set to 1, lets an
@@ -247,6 +253,7 @@ const EnvTrustWorkspace = "PARLEY_TRUST_IDENTITY_WORKSPACE"
 func (l Lookup) FromEnv() Lookup {
 	l.EnvAgent, l.EnvRole, l.EnvWS = os.Getenv("PARLEY_AGENT"), os.Getenv("PARLEY_ROLE"), os.Getenv("PARLEY_WORKSPACE")
 	l.TrustFileWorkspace = os.Getenv(EnvTrustWorkspace) == "1"
+	l.Getenv = os.Getenv
 	if p, err := home.Resolve(""); err == nil {
 		l.Home = p.Home
 	}
@@ -297,6 +304,11 @@ func Resolve(l Lookup) (Resolved, error) {
 			}
 		case l.AllowTmux && l.TmuxWindow != "":
 			r.Agent, r.Source = l.TmuxWindow, "tmux"
+		}
+	}
+	if r.Agent == "" && file == nil && l.Getenv != nil {
+		if name, from, ok := SessionName(l.Getenv, loc.Root); ok {
+			r.Agent, r.Source = name, "session ("+from+")"
 		}
 	}
 	if file != nil {

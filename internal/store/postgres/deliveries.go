@@ -259,7 +259,7 @@ func (db *DB) CompleteTask(ctx context.Context, readers []string, taskID string,
 	batch := []*pendingSend{p}
 	var b pgx.Batch
 	newWS := db.queueInsert(&b, batch)
-	b.Queue(notify, channel, db.wakePayloads(batch))
+	b.Queue(notify, channel, db.sendEventPayloads(batch))
 	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
 		return nil, db.mapErr(ctx, op, err)
 	}

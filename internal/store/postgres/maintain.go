@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"time"
 
 	"github.com/parley-dev/parley/internal/hub"
 )
@@ -16,7 +15,9 @@ import (
 const purgeBatch = 500
 
 // purge deletes, in one statement (so one transaction), the messages of the
-// next batch after $1 created before $2 that have no unread copy, with their
+// next batch after $1 created before $2 that have no unread copy, and none
+// that awaits an ack it asked for (unless its deadline is before $4 and its
+// sender was told: hub.PurgeQuery), with their
 // deliveries (so no delivery outlives its message). It returns the last seq
 // of the batch, its size, and what it deleted.
 const purge = `
@@ -25,6 +26,8 @@ WITH batch AS (
 ), doomed AS (
 	SELECT m.seq FROM messages m JOIN batch b ON b.seq = m.seq
 	WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.message_seq = m.seq AND d.read_at IS NULL)
+	AND NOT (m.ack_required AND EXISTS (SELECT 1 FROM deliveries d WHERE d.message_seq = m.seq AND d.acked_at IS NULL)
+		AND NOT (m.ack_reported AND m.ack_deadline IS NOT NULL AND m.ack_deadline < $4))
 	FOR UPDATE OF m
 ), gone_deliveries AS (
 	DELETE FROM deliveries WHERE message_seq IN (SELECT seq FROM doomed) RETURNING 1
@@ -34,16 +37,16 @@ WITH batch AS (
 SELECT coalesce((SELECT max(seq) FROM batch), 0), (SELECT count(*) FROM batch),
 	(SELECT count(*) FROM gone_messages), (SELECT count(*) FROM gone_deliveries)`
 
-// Purge deletes the read messages created before cutoff (hub.Purger), a batch
-// per transaction. Daemons sharing the database may purge at once: a row one
+// Purge deletes the read messages created before q.Before that await no
+// ack (hub.PurgeQuery), a batch per transaction. Daemons sharing the database may purge at once: a row one
 // deletes, the other finds gone.
-func (db *DB) Purge(ctx context.Context, cutoff time.Time) (hub.PurgeResult, error) {
+func (db *DB) Purge(ctx context.Context, q hub.PurgeQuery) (hub.PurgeResult, error) {
 	const op = "purge"
 	var res hub.PurgeResult
 	after := int64(0)
 	for {
 		var last, n, m, d int64
-		if err := db.pool.QueryRow(ctx, purge, after, cutoff.UTC(), purgeBatch).Scan(&last, &n, &m, &d); err != nil {
+		if err := db.pool.QueryRow(ctx, purge, after, q.Before.UTC(), purgeBatch, q.AckGivenUp.UTC()).Scan(&last, &n, &m, &d); err != nil {
 			return res, db.mapErr(ctx, op, err)
 		}
 		res.Messages += m

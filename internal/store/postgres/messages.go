@@ -141,6 +141,21 @@ func (db *DB) Message(ctx context.Context, ws, id string) (*hub.Message, error) 
 	return m, nil
 }
 
+// MessageByKey returns sender's message in ws with the idempotency key.
+func (db *DB) MessageByKey(ctx context.Context, ws, sender, key string) (*hub.Message, error) {
+	const op = "get message by key"
+	m, err := scanMessage(db.pool.QueryRow(ctx, `SELECT `+msgCols+` FROM messages m
+		WHERE m.workspace = $1 AND m.sender = $2 AND m.idem_key = $3`, ws, sender, key))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, hub.Errorf(op, hub.NotFound, "no message of %s with that idempotency key", sender)
+	}
+	if err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	m.IdempotencyKey = key
+	return m, nil
+}
+
 // History returns messages of ws, newest first, that match q.
 func (db *DB) History(ctx context.Context, ws string, q hub.HistoryQuery) ([]*hub.Message, error) {
 	const op = "history"

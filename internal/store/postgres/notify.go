@@ -14,17 +14,24 @@ import (
 	"github.com/parley-dev/parley/internal/hub"
 )
 
-// channel is the LISTEN/NOTIFY channel of wake-ups. Notifications stay inside
-// one database, so daemons on different databases never hear each other.
+// channel is the LISTEN/NOTIFY channel of the daemons' events. Notifications
+// stay inside one database, so daemons on different databases never hear
+// each other.
 const channel = "parley_wake"
 
-// maxPayload keeps a notification under PostgreSQL's 8000-byte limit; a
-// wake-up that would not fit wakes the whole workspace instead.
+// maxPayload keeps a notification under PostgreSQL's 8000-byte limit.
 const maxPayload = 7900
 
-// Waker is what the notifier needs of the hub: wake the waiters of some
-// inboxes, or of every inbox (after a lost connection, when wake-ups may have
-// been missed).
+// Event queue bounds: Announce queues up to announceQueue events without
+// blocking; one statement carries up to announceBatch of them.
+const (
+	announceQueue = 16384
+	announceBatch = 2048
+)
+
+// Waker is what the notifier needs of the hub: relay the other daemons'
+// events, and wake every waiter (after a lost connection, when events may
+// have been missed).
 type Waker = hub.Waker
 
 // TokenWaker is what the notifier needs of the daemon's open agent-token
@@ -36,27 +43,21 @@ type TokenWaker = interface {
 	Recheck()
 }
 
-// PermissionWaker is what the notifier needs of the permission inbox.
-type PermissionWaker = interface {
-	Wake(id string)
-	WakeAll()
-}
-
-// Notifier is hub.Notifier over LISTEN/NOTIFY: Notify tells every daemon on the
-// database which inboxes have new messages, and Run listens for what the
-// others send and wakes the local waiters. A daemon ignores its own
-// notifications: the hub woke its local waiters already.
+// Notifier is hub.Notifier over LISTEN/NOTIFY: Announce tells every daemon on
+// the database of an event here, and Run listens for the others' and relays
+// them to the local hub. A daemon ignores its own notifications: its hub
+// published them already. Sends tell the others in their own transaction
+// (sendbatch.go); Announce carries the rest, batched, on the lazy pool.
 type Notifier struct {
 	db     *DB
 	log    *slog.Logger
 	origin string // its store's (DB.origin): its own notifications are skipped
 
-	reqs    chan *note
-	stopped chan struct{} // closed when Run has ended
+	events chan hub.Event // Announce's queue
+	// lost: events were dropped (the queue was full, or a statement
+	// failed): the next notification tells the others to look again.
+	lost atomic.Bool
 
-	// Permissions, if set before Run, hears of permission requests decided
-	// on other daemons (NotifyPermission there).
-	Permissions PermissionWaker
 	// Tokens, if set before Run, hears of agent tokens revoked on other
 	// daemons (RevokeToken there).
 	Tokens TokenWaker
@@ -65,16 +66,23 @@ type Notifier struct {
 	// Reconnects counts how often the listening connection was set up again
 	// after it was lost; each time, every local waiter looked again.
 	Reconnects atomic.Int64
+	// Dropped counts the events Announce could not carry.
+	Dropped atomic.Int64
+	// Relayed counts the other daemons' events given to the hub.
+	Relayed atomic.Int64
 }
 
 // wire is a notification's payload.
 type wire struct {
-	Origin     string   `json:"o"`
-	Workspace  string   `json:"w"`
+	Origin string            `json:"o"`
+	Events []json.RawMessage `json:"e,omitempty"` // events.go
+	All    bool              `json:"a,omitempty"` // events were lost: look at everything again
+	Token  string            `json:"t,omitempty"` // an agent token was revoked
+
+	// A wake-up of the recipients of a workspace, as daemons before events
+	// traveled sent it.
+	Workspace  string   `json:"w,omitempty"`
 	Recipients []string `json:"r,omitempty"`
-	All        bool     `json:"a,omitempty"` // every inbox of the workspace
-	Permission string   `json:"p,omitempty"` // a permission request was decided
-	Token      string   `json:"t,omitempty"` // an agent token was revoked
 }
 
 var (
@@ -82,19 +90,9 @@ var (
 	_ hub.NotifyingStore = (*DB)(nil)
 )
 
-type note struct {
-	payload string
-	done    chan error
-}
-
-// wakePayload encodes a notification; one that would not fit wakes the whole
-// workspace instead.
-func wakePayload(w wire) string {
+// notePayload encodes a notification of one fact.
+func notePayload(w wire) string {
 	b, _ := json.Marshal(w) // strings and bools only: it cannot fail
-	if len(b) > maxPayload {
-		w.Recipients, w.All = nil, true
-		b, _ = json.Marshal(w)
-	}
 	return string(b)
 }
 
@@ -108,101 +106,86 @@ func newOrigin() string {
 // NewNotifier returns the notifier of db's database; Run must be running for it
 // to deliver or hear anything.
 func (db *DB) NewNotifier() *Notifier {
-	return &Notifier{db: db, log: db.log, origin: db.origin, reqs: make(chan *note), stopped: make(chan struct{})}
+	return &Notifier{db: db, log: db.log, origin: db.origin, events: make(chan hub.Event, announceQueue)}
 }
 
 // Notifications is NewNotifier for the daemon, which knows the store only as a
 // hub.NotifyingStore.
 func (db *DB) Notifications() hub.Notifications { return db.NewNotifier() }
 
-// SetPermissions and SetTokens set Permissions and Tokens, for a caller that
-// has the notifier as an interface: call them before Run.
-func (n *Notifier) SetPermissions(w PermissionWaker) { n.Permissions = w }
-
+// SetTokens sets Tokens, for a caller that has the notifier as an interface:
+// call it before Run.
 func (n *Notifier) SetTokens(w TokenWaker) { n.Tokens = w }
 
-// Notify tells the other daemons that the recipients' inboxes in ws have new
-// messages. It returns once the notification is committed, so a send
-// acknowledged to its client has its wake-up on the way. Notifies from
-// concurrent sends share one statement.
-func (n *Notifier) Notify(ctx context.Context, ws string, recipients []string) error {
-	return n.send1(ctx, wire{Origin: n.origin, Workspace: ws, Recipients: recipients})
-}
-
-// NotifyPermission tells the other daemons that permission request id was
-// decided, so that the one whose agent waits for it looks at the store.
-func (n *Notifier) NotifyPermission(ctx context.Context, id string) error {
-	return n.send1(ctx, wire{Origin: n.origin, Permission: id})
-}
-
-func (n *Notifier) send1(ctx context.Context, w wire) error {
-	r := &note{payload: wakePayload(w), done: make(chan error, 1)}
-	select {
-	case n.reqs <- r:
-	case <-n.stopped:
-		return hub.Errorf("notify", hub.Unavailable, "the notifier has stopped")
-	case <-ctx.Done():
-		return ctx.Err()
+// Announce queues e for the other daemons and returns at once. When the
+// queue is full the event is dropped, and the next notification tells the
+// others to look at the store again.
+func (n *Notifier) Announce(e hub.Event) {
+	if e.Remote || e.Kind == hub.EventResync {
+		return
 	}
-	return <-r.done
+	select {
+	case n.events <- e:
+	default:
+		n.Dropped.Add(1)
+		n.lost.Store(true)
+	}
 }
 
 // Listening reports whether the listening connection is up.
 func (n *Notifier) Listening() bool { return n.listening.Load() }
 
-// Run sends the notifications that Notify queues and listens for the other
+// Run sends the events that Announce queues and listens for the other
 // daemons' until ctx ends. When the listening connection is lost (PostgreSQL
 // restarted, a network cut, pg_terminate_backend), it connects again with
 // backoff and then wakes every local waiter, which looks at the store again:
-// a notification missed meanwhile delays no message.
+// an event missed meanwhile delays no message.
 func (n *Notifier) Run(ctx context.Context, w Waker) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		defer close(n.stopped)
 		n.send(ctx)
 	}()
 	n.listen(ctx, w)
 	<-done
 }
 
-// send commits queued notifications, all that arrived during the previous
-// commit in one statement.
+// send commits queued events, all that arrived during the previous commit
+// (up to announceBatch) in one statement.
 func (n *Notifier) send(ctx context.Context) {
-	var batch []*note
+	evs := make([][]byte, 0, 64)
 	for {
+		evs = evs[:0]
 		select {
-		case r := <-n.reqs:
-			batch = append(batch[:0], r)
+		case e := <-n.events:
+			evs = append(evs, encodeEvent(e))
 		case <-ctx.Done():
 			return
 		}
 	gather:
-		for {
+		for len(evs) < announceBatch {
 			select {
-			case r := <-n.reqs:
-				batch = append(batch, r)
+			case e := <-n.events:
+				evs = append(evs, encodeEvent(e))
 			default:
 				break gather
 			}
 		}
-		payloads := make([]string, len(batch))
-		for i, r := range batch {
-			payloads[i] = r.payload
+		payloads := eventPayloads(n.origin, evs)
+		if n.lost.Swap(false) {
+			payloads = append(payloads, notePayload(wire{Origin: n.origin, All: true}))
 		}
-		// Not ctx: the senders are waiting for this outcome. A bound, so a
-		// server that stopped answering does not hold the senders forever.
-		// On the lazy pool: listeners hear a NOTIFY when its transaction
-		// commits, before its WAL reaches disk, and a notification lost in
-		// a power cut only delays a waiter until it looks again.
+		// A bound, so a server that stopped answering does not hold the
+		// queue forever. On the lazy pool: listeners hear a NOTIFY when its
+		// transaction commits, before its WAL reaches disk, and an event
+		// lost in a power cut is a hint lost, never state.
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		_, err := n.db.lazy.Exec(sctx, notify, channel, payloads)
 		cancel()
 		if err != nil {
-			err = n.db.mapErr(ctx, "notify", err)
-		}
-		for _, r := range batch {
-			r.done <- err
+			n.log.Warn("tell the other daemons", "events", len(evs), "err", n.db.mapErr(ctx, "notify", err))
+			n.Dropped.Add(int64(len(evs)))
+			n.lost.Store(true)
 		}
 	}
 }
@@ -222,7 +205,7 @@ func (n *Notifier) listen(ctx context.Context, w Waker) {
 			if ctx.Err() != nil {
 				return
 			}
-			n.log.Warn("listen for other daemons' wake-ups", "err", n.db.mapErr(ctx, "listen", err), "retry_in", backoff)
+			n.log.Warn("listen for other daemons' events", "err", n.db.mapErr(ctx, "listen", err), "retry_in", backoff)
 			select {
 			case <-time.After(backoff):
 			case <-ctx.Done():
@@ -239,11 +222,8 @@ func (n *Notifier) listen(ctx context.Context, w Waker) {
 		}
 		first = false
 		// Whatever was sent while nobody listened is lost to us: every waiter
-		// looks at the store again.
+		// and subscriber looks at the store again.
 		w.WakeAll()
-		if n.Permissions != nil {
-			n.Permissions.WakeAll()
-		}
 		if n.Tokens != nil {
 			n.Tokens.Recheck()
 		}
@@ -267,16 +247,15 @@ func (n *Notifier) listen(ctx context.Context, w Waker) {
 			}
 			switch {
 			case msg.Origin == n.origin:
-			case msg.Permission != "":
-				if n.Permissions != nil {
-					n.Permissions.Wake(msg.Permission)
-				}
 			case msg.Token != "":
 				if n.Tokens != nil {
 					n.Tokens.Revoked(msg.Token)
 				}
 			case msg.All:
 				w.WakeAll()
+			case len(msg.Events) > 0:
+				n.Relayed.Add(int64(len(msg.Events)))
+				n.relay(ctx, w, msg.Events)
 			default:
 				w.Wake(msg.Workspace, msg.Recipients)
 			}

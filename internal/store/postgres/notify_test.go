@@ -2,7 +2,10 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -128,20 +131,25 @@ func TestListenConnectionKilled(t *testing.T) {
 
 // TestCrossDaemonPermission: an agent's permission request filed on daemon A
 // is listed and decided on daemon B, and A's waiting agent hears the decision
-// through the notifier at once, not at its timeout.
+// through the event B announces at once, not at its timeout (the daemon
+// wires its permission inbox to its hub this way).
 func TestCrossDaemonPermission(t *testing.T) {
 	dsn := pgtest.Database(t)
 	a, b := newDaemonHub(t, dsn), newDaemonHub(t, dsn)
 	inA, inB := permission.New(a.db, nil), permission.New(b.db, nil)
-	// Set before Run reads it: newDaemonHub started Run already, so this
-	// test wires its own notifier for A's inbox.
-	na := a.db.NewNotifier()
-	na.Permissions = inA
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { na.Run(ctx, a.hub); close(done) }()
-	defer func() { cancel(); <-done }()
-	waitFor(t, "A's permission notifier listening", na.Listening)
+	const resolved = hub.EventKind(permission.EventResolved)
+	inB.Subscribe(func(e permission.Event) {
+		if e.Kind == permission.EventResolved {
+			b.hub.Publish(hub.Event{Kind: resolved, Workspace: e.Request.Workspace, Agent: e.Request.Agent,
+				Detail: []byte(fmt.Sprintf(`{"id":%q}`, e.Request.ID))})
+		}
+	})
+	defer a.hub.Subscribe(func(e hub.Event) {
+		var d struct{ ID string }
+		if e.Kind == resolved && e.Remote && json.Unmarshal(e.Detail, &d) == nil {
+			inA.Wake(d.ID)
+		}
+	})()
 
 	got := make(chan *permission.Request, 1)
 	go func() {
@@ -160,9 +168,6 @@ func TestCrossDaemonPermission(t *testing.T) {
 	})
 	start := time.Now()
 	if _, err := inB.Decide(t.Context(), "ws", pending[0].ID, permission.Decision{Allow: true, By: "cli"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.n.NotifyPermission(t.Context(), pending[0].ID); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -223,4 +228,132 @@ func TestWaitAcrossRestart(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("wait across the restart: no message within 30 s of the send")
 	}
+}
+
+// events gathers the events a hub publishes.
+type events struct {
+	mu  sync.Mutex
+	got []hub.Event
+}
+
+func (ev *events) add(e hub.Event) { ev.mu.Lock(); ev.got = append(ev.got, e); ev.mu.Unlock() }
+
+// find returns the first event that matches.
+func (ev *events) find(match func(hub.Event) bool) (hub.Event, bool) {
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	for _, e := range ev.got {
+		if match(e) {
+			return e, true
+		}
+	}
+	return hub.Event{}, false
+}
+
+// TestCrossDaemonEvents: what happens through daemon A reaches the
+// subscribers of daemon B as it happened (marked remote): an agent joining
+// and leaving, a message sent (its text too, read from the store when too
+// large to travel), its copy handed out and read, a group made, and an event
+// another part of the daemon publishes. B does not hear its own events back.
+func TestCrossDaemonEvents(t *testing.T) {
+	dsn := pgtest.Database(t)
+	a, b := newDaemonHub(t, dsn), newDaemonHub(t, dsn)
+	ctx := t.Context()
+	var onB events
+	defer b.hub.Subscribe(onB.add)()
+	expect := func(what string, match func(hub.Event) bool) hub.Event {
+		t.Helper()
+		var e hub.Event
+		waitFor(t, what+" on B", func() bool {
+			var ok bool
+			e, ok = onB.find(func(e hub.Event) bool { return e.Remote && match(e) })
+			return ok
+		})
+		return e
+	}
+
+	if _, err := a.hub.Join(ctx, hub.JoinRequest{Workspace: "ws", Name: "alice", Role: "dev"}); err != nil {
+		t.Fatal(err)
+	}
+	expect("alice joined", func(e hub.Event) bool {
+		return e.Kind == hub.EventAgentJoined && e.Agent == "alice" && e.Role == "dev"
+	})
+	small, err := a.hub.Send(ctx, hub.SendRequest{Workspace: "ws", From: "alice", To: "bob", Content: "hello", Priority: "critical",
+		Metadata: map[string]string{"k": "v"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := expect("the message sent", func(e hub.Event) bool {
+		return e.Kind == hub.EventMessageSent && e.Message != nil && e.Message.ID == small.Message.ID
+	})
+	if m := e.Message; m.Content != "hello" || m.Priority != hub.Critical || m.Metadata["k"] != "v" || !slices.Equal(e.Recipients, []string{"bob"}) || e.Agent != "alice" {
+		t.Errorf("message.sent on B: got %+v to %v, want alice's critical hello to bob", m, e.Recipients)
+	}
+	large := strings.Repeat("large ", 20<<10)
+	big, err := a.hub.Send(ctx, hub.SendRequest{Workspace: "ws", From: "alice", To: "bob", Content: large})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e = expect("the large message", func(e hub.Event) bool {
+		return e.Kind == hub.EventMessageSent && e.Message != nil && e.Message.ID == big.Message.ID
+	})
+	if e.Message.Content != large {
+		t.Errorf("large message on B: %d bytes of text, want %d", len(e.Message.Content), len(large))
+	}
+	// bob reads through A: the copy's events reach B.
+	if _, _, err := a.hub.Check(ctx, "ws", "bob", 10); err != nil {
+		t.Fatal(err)
+	}
+	expect("bob's copy read", func(e hub.Event) bool {
+		return e.Kind == hub.EventMessageRead && e.Agent == "bob" && e.MessageID == small.Message.ID
+	})
+	if _, err := a.hub.CreateGroup(ctx, "ws", "team", "", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	expect("the group made", func(e hub.Event) bool {
+		return e.Kind == hub.EventGroupChanged && e.Group == "team" && e.Change == "created"
+	})
+	a.hub.SessionOpened("ws", "alice")
+	a.hub.SessionClosed("ws", "alice")
+	expect("alice left", func(e hub.Event) bool { return e.Kind == hub.EventAgentLeft && e.Agent == "alice" })
+	a.hub.Publish(hub.Event{Kind: "managed.status", Workspace: "ws", Agent: "m1", Detail: json.RawMessage(`{"status":"running"}`)})
+	e = expect("a managed agent's status", func(e hub.Event) bool { return e.Kind == "managed.status" })
+	if e.Agent != "m1" || string(e.Detail) != `{"status":"running"}` {
+		t.Errorf("managed.status on B: got %+v", e)
+	}
+
+	// B's own events are its own: it hears none of them back.
+	if _, err := b.hub.Send(ctx, hub.SendRequest{Workspace: "ws", From: "bob", To: "alice", Content: "from B"}); err != nil {
+		t.Fatal(err)
+	}
+	var onA events
+	defer a.hub.Subscribe(onA.add)()
+	if _, err := b.hub.Send(ctx, hub.SendRequest{Workspace: "ws", From: "bob", To: "alice", Content: "marker"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the marker on A", func() bool {
+		_, ok := onA.find(func(e hub.Event) bool { return e.Message != nil && e.Message.Content == "marker" })
+		return ok
+	})
+	if _, ok := onB.find(func(e hub.Event) bool { return e.Remote && e.Message != nil && e.Message.From == "bob" }); ok {
+		t.Errorf("B heard its own send back as remote")
+	}
+	if n := b.n.Dropped.Load() + a.n.Dropped.Load(); n != 0 {
+		t.Errorf("events dropped: %d, want 0", n)
+	}
+}
+
+// TestLostEventsResync: when events could not be carried, the other daemons
+// are told to look at the store again (EventResync).
+func TestLostEventsResync(t *testing.T) {
+	dsn := pgtest.Database(t)
+	a, b := newDaemonHub(t, dsn), newDaemonHub(t, dsn)
+	var onB events
+	defer b.hub.Subscribe(onB.add)()
+	a.n.lost.Store(true) // as if the queue had overflowed
+	a.hub.Publish(hub.Event{Kind: "managed.status", Workspace: "ws", Agent: "m1"})
+	waitFor(t, "a resync on B", func() bool {
+		_, ok := onB.find(func(e hub.Event) bool { return e.Kind == hub.EventResync })
+		return ok
+	})
 }

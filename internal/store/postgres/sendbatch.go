@@ -119,7 +119,7 @@ func (db *DB) commit(ctx context.Context, batch []*pendingSend) error {
 		b.Queue(`SELECT k.i, `+agentCols+` FROM unnest($1::int[], $2::text[], $3::text[]) AS k(i, kws, kname)
 			JOIN agents ON workspace = k.kws AND name = k.kname`, idx, wss, names)
 	}
-	b.Queue(notify, channel, db.wakePayloads(batch))
+	b.Queue(notify, channel, db.sendEventPayloads(batch))
 	res := db.pool.SendBatch(ctx, &b)
 	_, err := res.Exec()
 	if err == nil && handOut {
@@ -162,38 +162,6 @@ func (db *DB) commit(ctx context.Context, batch []*pendingSend) error {
 		db.markKnown(ws)
 	}
 	return nil
-}
-
-// wakePayloads are the notifications of a batch: for each workspace, its
-// recipients (wire, in notify.go).
-func (db *DB) wakePayloads(batch []*pendingSend) []string {
-	var order []string
-	byWS := map[string][]string{}
-	seen := map[[2]string]bool{}
-	for _, p := range batch {
-		ws := p.m.Workspace
-		var handed map[string]bool // the copies handed out need no wake-up
-		for _, o := range p.handed {
-			if handed == nil {
-				handed = make(map[string]bool, len(p.handed))
-			}
-			handed[o.Recipient] = true
-		}
-		for _, r := range p.recipients {
-			if !seen[[2]string{ws, r}] && !handed[r] {
-				seen[[2]string{ws, r}] = true
-				if _, ok := byWS[ws]; !ok {
-					order = append(order, ws)
-				}
-				byWS[ws] = append(byWS[ws], r)
-			}
-		}
-	}
-	payloads := make([]string, len(order))
-	for i, ws := range order {
-		payloads[i] = wakePayload(wire{Origin: db.origin, Workspace: ws, Recipients: byWS[ws]})
-	}
-	return payloads
 }
 
 // handOut writes the copies that sends hand straight to a waiting reader
@@ -240,27 +208,27 @@ func (db *DB) queueHandOut(b *pgx.Batch, batch []*pendingSend) bool {
 // then the deliveries' (message id, recipient, rank). The recipients of a
 // message are distinct (newSend), so the deliveries insert without
 // ON CONFLICT, whose speculative insertion probed the unique index before
-// each row. createMessagesWS also records new workspaces ($23); most
+// each row. createMessagesWS also records new workspaces ($24); most
 // batches have none and skip that insert and its setup.
 const createMessages = `WITH ` + messagesCTE + deliveriesInsert
 
 const createMessagesWS = `WITH ws AS (
-		INSERT INTO workspaces (name) SELECT unnest($23::text[]) ON CONFLICT DO NOTHING
+		INSERT INTO workspaces (name) SELECT unnest($24::text[]) ON CONFLICT DO NOTHING
 	), ` + messagesCTE + deliveriesInsert
 
 const messagesCTE = `m AS (
 		INSERT INTO messages (id, workspace, sender, to_addr, content, payload, priority,
 			reply_to, thread_id, metadata, created_at, ack_required, ack_deadline,
-			sender_role, origin_host, origin_door, task_of, expires_at, deliver)
+			sender_role, origin_host, origin_door, task_of, idem_key, expires_at, deliver)
 		SELECT id, ws, sender, to_addr, content, payload::json, priority,
 			reply_to, thread_id, metadata::jsonb, created_at, ack_required, ack_deadline,
-			sender_role, origin_host, origin_door, task_of, expires_at, deliver
+			sender_role, origin_host, origin_door, task_of, idem_key, expires_at, deliver
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
 			$8::text[], $9::text[], $10::text[], $11::timestamptz[], $12::bool[], $13::timestamptz[],
-			$17::text[], $18::text[], $19::text[], $20::text[], $21::timestamptz[], $22::text[])
+			$17::text[], $18::text[], $19::text[], $20::text[], $21::text[], $22::timestamptz[], $23::text[])
 			WITH ORDINALITY AS t(id, ws, sender, to_addr, content, payload, priority,
 				reply_to, thread_id, metadata, created_at, ack_required, ack_deadline,
-				sender_role, origin_host, origin_door, task_of, expires_at, deliver, n)
+				sender_role, origin_host, origin_door, task_of, idem_key, expires_at, deliver, n)
 		ORDER BY n
 		RETURNING id, seq, workspace
 	)`
@@ -284,6 +252,7 @@ func (db *DB) queueInsert(b *pgx.Batch, batch []*pendingSend) (newWS []string) {
 		delivers                                         = make([]string, n)
 		ackReq                                           = make([]bool, n)
 		roles, hosts, doors, tasks                       = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		keys                                             = make([]*string, n)
 		dIDs, dNames                                     []string
 		dRanks                                           []int16
 	)
@@ -295,6 +264,10 @@ func (db *DB) queueInsert(b *pgx.Batch, batch []*pendingSend) (newWS []string) {
 		ids[i], wss[i], senders[i], tos[i], contents[i] = m.ID, m.Workspace, m.From, m.To, m.Content
 		prios[i], replies[i], threads[i], created[i], ackReq[i] = string(m.Priority), m.ReplyTo, m.ThreadID, m.CreatedAt, m.AckRequired
 		roles[i], hosts[i], doors[i], tasks[i] = m.Origin.Role, m.Origin.Host, string(m.Origin.Door), m.Origin.Task
+		if m.IdempotencyKey != "" {
+			k := m.IdempotencyKey
+			keys[i] = &k
+		}
 		if m.Payload != nil {
 			s := string(m.Payload)
 			payloads[i] = &s
@@ -319,7 +292,7 @@ func (db *DB) queueInsert(b *pgx.Batch, batch []*pendingSend) (newWS []string) {
 		dIDs, dNames, dRanks = []string{}, []string{}, []int16{}
 	}
 	args := []any{ids, wss, senders, tos, contents, payloads, prios,
-		replies, threads, metadata, created, ackReq, ackDue, dIDs, dNames, dRanks, roles, hosts, doors, tasks, expires, delivers}
+		replies, threads, metadata, created, ackReq, ackDue, dIDs, dNames, dRanks, roles, hosts, doors, tasks, keys, expires, delivers}
 	if len(newWS) > 0 {
 		b.Queue(createMessagesWS, append(args, newWS)...)
 	} else {

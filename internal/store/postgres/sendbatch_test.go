@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -127,27 +126,5 @@ func TestSendMessageReadsRecipients(t *testing.T) {
 	}
 	if res, err = h.Send(ctx, hub.SendRequest{Workspace: "ws", From: "alice", To: "ghost", Content: "hi"}); err != nil || res.Presence[0] != hub.PresenceUnregistered {
 		t.Errorf("send to ghost: %+v, %v; want unregistered", res, err)
-	}
-}
-
-// TestWakePayloadsSkipHanded: a copy a send hands straight to a wait needs no
-// wake-up on the other daemons; the same recipient's queued copy from another
-// send of the batch still does, and a workspace left with none is not told.
-func TestWakePayloadsSkipHanded(t *testing.T) {
-	db := &DB{origin: "o"}
-	msg := func(ws string) *hub.Message { return &hub.Message{Workspace: ws} }
-	handed := func(r string) []hub.Handoff { return []hub.Handoff{{Recipient: r, Reader: "s1"}} }
-	got := db.wakePayloads([]*pendingSend{
-		{m: msg("w1"), recipients: []string{"bob", "carol"}, handed: handed("bob")},
-		{m: msg("w2"), recipients: []string{"dave"}, handed: handed("dave")},
-		{m: msg("w3"), recipients: []string{"erin"}, handed: handed("erin")},
-		{m: msg("w3"), recipients: []string{"erin"}},
-	})
-	want := []string{
-		wakePayload(wire{Origin: "o", Workspace: "w1", Recipients: []string{"carol"}}),
-		wakePayload(wire{Origin: "o", Workspace: "w3", Recipients: []string{"erin"}}),
-	}
-	if !slices.Equal(got, want) {
-		t.Errorf("wakePayloads: got %q, want %q", got, want)
 	}
 }

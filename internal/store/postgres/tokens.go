@@ -67,7 +67,7 @@ func (db *DB) RevokeToken(ctx context.Context, id string) error {
 	var n int
 	err := db.pool.QueryRow(ctx, `WITH d AS (DELETE FROM agent_tokens WHERE id = $1 RETURNING id)
 		SELECT count(*) FROM (SELECT pg_notify($2, $3) FROM d) n`,
-		id, channel, wakePayload(wire{Origin: db.origin, Token: id})).Scan(&n)
+		id, channel, notePayload(wire{Origin: db.origin, Token: id})).Scan(&n)
 	if err != nil {
 		return db.mapErr(ctx, op, err)
 	}

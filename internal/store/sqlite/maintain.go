@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/parley-dev/parley/internal/hub"
 )
@@ -24,16 +23,17 @@ import (
 // large purge holds the writer for milliseconds at a time, not seconds.
 const purgeBatch = 500
 
-// Purge deletes the messages created before cutoff that all their
-// recipients have read, oldest first. Candidates are found on the read pool,
+// Purge deletes the messages created before q.Before that all their
+// recipients have read (and acknowledged, when asked: hub.PurgeQuery),
+// oldest first. Candidates are found on the read pool,
 // walking messages in arrival order and stopping at the first one not older
 // than cutoff (arrival order follows creation time, so the walk costs what
 // is old, not the whole table); each batch is re-checked for unread copies
 // inside its write transaction.
-func (db *DB) Purge(ctx context.Context, cutoff time.Time) (hub.PurgeResult, error) {
+func (db *DB) Purge(ctx context.Context, q hub.PurgeQuery) (hub.PurgeResult, error) {
 	const op = "purge"
 	var res hub.PurgeResult
-	cut := cutoff.UnixNano()
+	cut, givenUp := q.Before.UnixNano(), nanos(q.AckGivenUp)
 	after := int64(0)
 	for {
 		seqs, more, err := db.purgeCandidates(ctx, after, cut)
@@ -46,8 +46,10 @@ func (db *DB) Purge(ctx context.Context, cutoff time.Time) (hub.PurgeResult, err
 			var m, d int64
 			err := db.write(ctx, op, func(ctx context.Context, c *sql.Conn) error {
 				m, d = 0, 0
-				// Keep only the messages with no unread copy, then delete
-				// their deliveries before them (deliveries reference them).
+				// Keep only the messages with no unread copy, and none that
+				// awaits an ack it asked for (unless its deadline is before
+				// givenUp and its sender was told), then delete their
+				// deliveries before them (deliveries reference them).
 				if _, err := c.ExecContext(ctx, `CREATE TEMP TABLE IF NOT EXISTS purge_seqs (seq INTEGER PRIMARY KEY)`); err != nil {
 					return err
 				}
@@ -55,8 +57,11 @@ func (db *DB) Purge(ctx context.Context, cutoff time.Time) (hub.PurgeResult, err
 					return err
 				}
 				if _, err := c.ExecContext(ctx, `INSERT INTO temp.purge_seqs (seq)
-					SELECT j.value FROM json_each(?) j
-					WHERE NOT EXISTS (SELECT 1 FROM deliveries u WHERE u.message_seq = j.value AND u.read_at IS NULL)`, string(list)); err != nil {
+					SELECT j.value FROM json_each(?1) j
+					WHERE NOT EXISTS (SELECT 1 FROM deliveries u WHERE u.message_seq = j.value AND u.read_at IS NULL)
+					AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.seq = j.value AND m.ack_required
+						AND EXISTS (SELECT 1 FROM deliveries u WHERE u.message_seq = m.seq AND u.acked_at = 0)
+						AND NOT (m.ack_reported AND m.ack_deadline > 0 AND m.ack_deadline < ?2))`, string(list), givenUp); err != nil {
 					return err
 				}
 				r, err := c.ExecContext(ctx, `DELETE FROM deliveries WHERE message_seq IN (SELECT seq FROM temp.purge_seqs)`)

@@ -174,7 +174,7 @@ func TestPurge(t *testing.T) {
 	add("01KNEWREAD0000000000000000", time.Now(), "b")
 	db.ClearInbox(ctx, "ws", "b")
 
-	res, err := db.Purge(ctx, time.Now().Add(-24*time.Hour))
+	res, err := db.Purge(ctx, hub.PurgeQuery{Before: time.Now().Add(-24 * time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestPurge(t *testing.T) {
 		t.Errorf("search index after the purge: %d matches (%v), want the 2 kept messages", indexed, err)
 	}
 	// Again: nothing more to do.
-	if res, err := db.Purge(ctx, time.Now().Add(-24*time.Hour)); err != nil || res != (hub.PurgeResult{}) {
+	if res, err := db.Purge(ctx, hub.PurgeQuery{Before: time.Now().Add(-24 * time.Hour)}); err != nil || res != (hub.PurgeResult{}) {
 		t.Errorf("second Purge: got %+v %v", res, err)
 	}
 }

@@ -76,8 +76,8 @@ func (s *statements) prepare(ctx context.Context, w *sql.Conn, r *sql.DB) error 
 	}{
 		{&s.wInsMessage, w, `INSERT INTO messages (id, workspace, sender, to_addr, content, payload,
 			priority, reply_to, thread_id, metadata, created_at, ack_required, ack_deadline,
-			sender_role, origin_host, origin_door, task_of, expires_at, deliver)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+			sender_role, origin_host, origin_door, task_of, idem_key, expires_at, deliver)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
 		{&s.wInsDelivery, w, `INSERT OR IGNORE INTO deliveries (workspace, recipient, message_seq, rank)
 			VALUES (?, ?, ?, ?)`},
 		// One statement for any number of recipients: a broadcast to a thousand
@@ -300,9 +300,12 @@ func (in *insert) exec(ctx context.Context, c *sql.Conn) error {
 	res, err := db.stmts.wInsMessage.ExecContext(ctx,
 		m.ID, m.Workspace, m.From, m.To, m.Content, payloadArg(m.Payload), string(m.Priority),
 		m.ReplyTo, m.ThreadID, in.md, nanos(m.CreatedAt), m.AckRequired, nanos(m.AckDeadline),
-		m.Origin.Role, m.Origin.Host, string(m.Origin.Door), m.Origin.Task, nanos(m.ExpiresAt), string(m.Deliver))
+		m.Origin.Role, m.Origin.Host, string(m.Origin.Door), m.Origin.Task, nullable(m.IdempotencyKey), nanos(m.ExpiresAt), string(m.Deliver))
 	if err != nil {
 		if hub.KindOf(db.mapErr(ctx, in.op, err)) == hub.Conflict {
+			if m.IdempotencyKey != "" {
+				return hub.Errorf(in.op, hub.Conflict, "message %s, or a message of %s with its idempotency key, exists already", m.ID, m.From)
+			}
 			return hub.Errorf(in.op, hub.Conflict, "message %s exists already", m.ID)
 		}
 		return err
@@ -421,6 +424,21 @@ func (db *DB) Message(ctx context.Context, ws, id string) (*hub.Message, error) 
 	if err != nil {
 		return nil, db.mapErr(ctx, op, err)
 	}
+	return m, nil
+}
+
+// MessageByKey returns sender's message in ws with the idempotency key.
+func (db *DB) MessageByKey(ctx context.Context, ws, sender, key string) (*hub.Message, error) {
+	const op = "get message by key"
+	m, err := scanMessage(db.r.QueryRowContext(ctx, `SELECT `+msgCols+` FROM messages m
+		WHERE m.workspace = ? AND m.sender = ? AND m.idem_key = ?`, ws, sender, key))
+	if err == sql.ErrNoRows {
+		return nil, hub.Errorf(op, hub.NotFound, "no message of %s with that idempotency key", sender)
+	}
+	if err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	m.IdempotencyKey = key
 	return m, nil
 }
 

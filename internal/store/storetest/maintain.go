@@ -10,7 +10,8 @@ import (
 
 // runPurge runs the contract of hub.Store's Purge: old messages every recipient has
 // read go, in more than one batch, with their deliveries; unread or recent
-// ones stay; a second purge finds nothing.
+// ones stay, and so do those awaiting an ack they asked for until it is in
+// or given up on; a second purge finds nothing.
 func runPurge(t *testing.T, open func(t *testing.T) hub.Store) {
 	s := open(t)
 	t.Cleanup(func() { s.Close() })
@@ -52,18 +53,51 @@ func runPurge(t *testing.T, open func(t *testing.T) hub.Store) {
 		t.Fatal(err)
 	}
 
+	// Old and read, asking for acks: kept until every ack is in, or until
+	// its deadline is before AckGivenUp and its sender was told. (Messages
+	// arrive in time order: these come before the new one below.)
+	acks := func(id string, deadline time.Duration) {
+		t.Helper()
+		m := &hub.Message{ID: id, Workspace: "ws", From: "a", To: "b", Content: "ack me " + id, Priority: hub.Normal,
+			CreatedAt: old.Add(time.Hour), AckRequired: true}
+		if deadline != 0 {
+			m.AckDeadline = old.Add(deadline)
+		}
+		if err := s.CreateMessage(c, m, []string{"b"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	acks("01KACKED000000000000000000", 0)              // acked: purged
+	acks("01KAWAITED0000000000000000", 0)              // no deadline, not acked: kept
+	acks("01KGIVENUP0000000000000000", 10*time.Minute) // told, past the grace: purged
+	acks("01KINGRACE0000000000000000", 12*time.Minute) // told, within the grace: kept
+	acks("01KNOTTOLD0000000000000000", 20*time.Minute) // past its deadline, sender not told yet: kept
+	clear("b")
+	if _, err := s.Ack(c, "ws", "b", []string{"01KACKED000000000000000000"}, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DueAcks(c, old.Add(15*time.Minute)); err != nil { // tells the senders of the first two deadlines
+		t.Fatal(err)
+	}
+
 	// New and read: kept.
 	add("01KNEWREAD0000000000000000", now, "b")
 	clear("b")
 
-	res, err := p.Purge(c, now.Add(-24*time.Hour))
+	res, err := p.Purge(c, hub.PurgeQuery{Before: now.Add(-24 * time.Hour), AckGivenUp: old.Add(11 * time.Minute)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (hub.PurgeResult{Messages: many + 1, Deliveries: 2*many + 1}); res != want {
+	if want := (hub.PurgeResult{Messages: many + 3, Deliveries: 2*many + 3}); res != want {
 		t.Errorf("Purge: got %+v, want %+v", res, want)
 	}
-	for _, id := range []string{"01KOLDUNREAD00000000000000", "01KNEWREAD0000000000000000"} {
+	for _, id := range []string{"01KACKED000000000000000000", "01KGIVENUP0000000000000000"} {
+		if _, err := s.Message(c, "ws", id); hub.KindOf(err) != hub.NotFound {
+			t.Errorf("message %s, acked or given up on: got %v, want it purged", id, err)
+		}
+	}
+	for _, id := range []string{"01KOLDUNREAD00000000000000", "01KNEWREAD0000000000000000",
+		"01KAWAITED0000000000000000", "01KINGRACE0000000000000000", "01KNOTTOLD0000000000000000"} {
 		if _, err := s.Message(c, "ws", id); err != nil {
 			t.Errorf("message %s: %v, want it kept", id, err)
 		}
@@ -76,8 +110,8 @@ func runPurge(t *testing.T, open func(t *testing.T) hub.Store) {
 	if n, _ := s.Unread(c, "ws", "d", 3); n != 1 {
 		t.Errorf("d's unread: got %d, want 1", n)
 	}
-	if ms, err := s.History(c, "ws", hub.HistoryQuery{Limit: 1000}); err != nil || len(ms) != 2 {
-		t.Errorf("history after the purge: got %d messages (%v), want the 2 kept", len(ms), err)
+	if ms, err := s.History(c, "ws", hub.HistoryQuery{Limit: 1000}); err != nil || len(ms) != 5 {
+		t.Errorf("history after the purge: got %d messages (%v), want the 5 kept", len(ms), err)
 	}
 	{
 		hits, err := s.Search(c, "ws", hub.SearchQuery{Terms: []hub.SearchTerm{{Words: []string{"purge"}}}, Limit: 100})
@@ -85,7 +119,7 @@ func runPurge(t *testing.T, open func(t *testing.T) hub.Store) {
 			t.Errorf("search after the purge: %d hits (%v), want the 2 kept messages", len(hits), err)
 		}
 	}
-	if res, err := p.Purge(c, now.Add(-24*time.Hour)); err != nil || res != (hub.PurgeResult{}) {
+	if res, err := p.Purge(c, hub.PurgeQuery{Before: now.Add(-24 * time.Hour), AckGivenUp: old.Add(11 * time.Minute)}); err != nil || res != (hub.PurgeResult{}) {
 		t.Errorf("second Purge: got %+v %v, want nothing", res, err)
 	}
 }

@@ -8,6 +8,7 @@ package standin
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -101,8 +103,16 @@ func ToolUse(id, name string, input map[string]any) Block {
 	return Block{Type: "tool_use", ID: id, Name: name, Input: input}
 }
 
+// APIError is a reply that is no answer: the API refuses the request with
+// HTTP 400 and the error message (Claude Code gives up on it, without
+// retrying, and ends the run with an error).
+func APIError(message string) Block { return Block{Type: "error", Text: message} }
+
 // MessagesRequest is a request to POST /v1/messages.
 type MessagesRequest struct {
+	// Ctx ends when the client goes away: a reply that waits (a model that
+	// takes its time) waits on it too.
+	Ctx      context.Context `json:"-"`
 	Raw      []byte
 	Model    string            `json:"model"`
 	Stream   bool              `json:"stream"`
@@ -124,6 +134,50 @@ func (r *MessagesRequest) Has(sub string) bool {
 	return false
 }
 
+// Offers reports whether Claude Code offers the model the tool name: in the
+// request's tools, or among the deferred tools that a message lists for
+// ToolSearch to load (2.1.332 defers MCP tools so; the model may call one
+// by name all the same). A real model cannot call a tool it is not offered:
+// Claude Code offers an MCP server's tools once the server is up.
+func (r *MessagesRequest) Offers(name string) bool {
+	for _, tool := range r.Tools {
+		var d struct{ Name string }
+		if json.Unmarshal(tool, &d) == nil && d.Name == name {
+			return true
+		}
+	}
+	for _, m := range r.Messages {
+		text := unescape(m.Content)
+		if _, list, ok := strings.Cut(text, "deferred tools are now available"); ok && strings.Contains(list+"\n", "\n"+name+"\n") {
+			return true
+		}
+	}
+	return false
+}
+
+// Tail is the text of the messages since the model last spoke (the whole
+// conversation when it has not): the new prompt, or the results of the tool
+// calls it made, with whatever Claude Code put beside them. A reply picked
+// by what the tail has does not depend on what came before in the session.
+func (r *MessagesRequest) Tail() string {
+	var parts []string
+	for _, m := range r.Messages[r.tailStart():] {
+		parts = append(parts, unescape(m.Content))
+	}
+	return strings.Join(parts, "\n")
+}
+
+// tailStart is the index of the first message after the model's last.
+func (r *MessagesRequest) tailStart() int {
+	start := 0
+	for i, m := range r.Messages {
+		if m.Role == "assistant" {
+			start = i + 1
+		}
+	}
+	return start
+}
+
 // First is the text of the first user message.
 func (r *MessagesRequest) First() string {
 	if len(r.Messages) == 0 {
@@ -132,21 +186,12 @@ func (r *MessagesRequest) First() string {
 	return unescape(r.Messages[0].Content)
 }
 
-// Tail is the text of the messages after the last assistant message (what
-// this request adds to the conversation: a user turn, tool results, and
-// what a client slipped in beside them), one per line.
-func (r *MessagesRequest) Tail() string {
-	var parts []string
-	for i := len(r.Messages) - 1; i >= 0 && r.Messages[i].Role != "assistant"; i-- {
-		parts = append([]string{unescape(r.Messages[i].Content)}, parts...)
-	}
-	return strings.Join(parts, "\n")
-}
-
 // ToolResult returns the text of the tool_result for tool_use id, if the
 // request carries it.
-func (r *MessagesRequest) ToolResult(id string) (string, bool) {
-	for _, m := range r.Messages {
+func (r *MessagesRequest) ToolResult(id string) (string, bool) { return r.toolResult(id, 0) }
+
+func (r *MessagesRequest) toolResult(id string, from int) (string, bool) {
+	for _, m := range r.Messages[from:] {
 		var blocks []struct {
 			Type      string          `json:"type"`
 			ToolUseID string          `json:"tool_use_id"`
@@ -206,7 +251,7 @@ func Anthropic(t testing.TB, reply func(*MessagesRequest) []Block) *Server {
 			http.NotFound(w, r)
 			return
 		}
-		var req MessagesRequest
+		req := MessagesRequest{Ctx: r.Context()}
 		req.Raw, _ = io.ReadAll(r.Body)
 		if err := json.Unmarshal(req.Raw, &req); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
@@ -218,6 +263,12 @@ func Anthropic(t testing.TB, reply func(*MessagesRequest) []Block) *Server {
 		}
 		if len(blocks) == 0 {
 			blocks = []Block{Text("ok")}
+		}
+		if blocks[0].Type == "error" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			json.NewEncoder(w).Encode(map[string]any{"type": "error", "error": map[string]string{"type": "invalid_request_error", "message": blocks[0].Text}})
+			return
 		}
 		mu.Lock()
 		n++
@@ -279,6 +330,7 @@ func FunctionCall(callID, namespace, name string, args map[string]any) Item {
 
 // ResponsesRequest is a request to POST /v1/responses.
 type ResponsesRequest struct {
+	Ctx   context.Context `json:"-"` // ends when the client goes away
 	Raw   []byte
 	Input []json.RawMessage `json:"input"`
 }
@@ -297,40 +349,49 @@ func (r *ResponsesRequest) Has(sub string) bool {
 	return false
 }
 
-// Tail is the text of the input items after the model's last output
-// (message or call): the user turn, the call outputs, and what the client
-// added beside them, one per line.
+// Tail is the text of the input since the model last spoke (all of it when
+// it has not): the new prompt, or the outputs of its tool calls.
 func (r *ResponsesRequest) Tail() string {
 	var parts []string
-	for i := len(r.Input) - 1; i >= 0; i-- {
+	for _, in := range r.Input[r.tailStart():] {
 		var it struct {
-			Type    string          `json:"type"`
-			Role    string          `json:"role"`
 			Content json.RawMessage `json:"content"`
 			Output  json.RawMessage `json:"output"`
 		}
-		if json.Unmarshal(r.Input[i], &it) != nil {
+		if json.Unmarshal(in, &it) != nil {
 			continue
 		}
-		if it.Role == "assistant" || it.Type == "function_call" || it.Type == "custom_tool_call" || it.Type == "reasoning" {
-			break
+		for _, raw := range []json.RawMessage{it.Content, it.Output} {
+			if len(raw) > 0 {
+				parts = append(parts, unescape(raw))
+			}
 		}
-		text := ""
-		switch {
-		case len(it.Output) > 0:
-			text = unescape(it.Output)
-		case len(it.Content) > 0:
-			text = unescape(it.Content)
-		}
-		parts = append([]string{text}, parts...)
 	}
 	return strings.Join(parts, "\n")
 }
 
+// tailStart is the index of the first input item after the model's last.
+func (r *ResponsesRequest) tailStart() int {
+	start := 0
+	for i, in := range r.Input {
+		var it struct {
+			Type string `json:"type"`
+			Role string `json:"role"`
+		}
+		json.Unmarshal(in, &it)
+		if it.Role == "assistant" || it.Type == "function_call" || it.Type == "custom_tool_call" {
+			start = i + 1
+		}
+	}
+	return start
+}
+
 // Output returns the output of the function call (or the freeform tool call,
 // such as apply_patch) callID, as text, if the request carries it.
-func (r *ResponsesRequest) Output(callID string) (string, bool) {
-	for _, in := range r.Input {
+func (r *ResponsesRequest) Output(callID string) (string, bool) { return r.output(callID, 0) }
+
+func (r *ResponsesRequest) output(callID string, from int) (string, bool) {
+	for _, in := range r.Input[from:] {
 		var it struct {
 			Type   string          `json:"type"`
 			CallID string          `json:"call_id"`
@@ -366,7 +427,7 @@ func OpenAI(t testing.TB, reply func(*ResponsesRequest) []Item) *Server {
 			http.NotFound(w, r)
 			return
 		}
-		var req ResponsesRequest
+		req := ResponsesRequest{Ctx: r.Context()}
 		req.Raw, _ = io.ReadAll(r.Body)
 		if err := json.Unmarshal(req.Raw, &req); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
@@ -393,31 +454,40 @@ func OpenAI(t testing.TB, reply func(*ResponsesRequest) []Item) *Server {
 	}))
 }
 
-// CLI returns the path of a real client CLI (claude, codex) that
-// scripts/test-deps installs under test/npm. It skips the test when it is
-// missing, and fails it on CI.
+// EnvNPM names a directory whose node_modules has the client CLIs to test
+// in place of test/npm's (scripts/newest-clients installs the newest
+// published versions in one).
+const EnvNPM = "PARLEY_TEST_NPM"
+
+// CLI returns the path of a real client CLI (claude, codex, gemini) that
+// scripts/test-deps installs under test/npm, or under $PARLEY_TEST_NPM when
+// set. It skips the test when it is missing, and fails it on CI.
 func CLI(t testing.TB, name string) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
+	npm := os.Getenv(EnvNPM)
+	if npm == "" {
+		dir, err := os.Getwd()
+		if err != nil {
+			t.Fatal(err)
 		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatalf("no go.mod above the test's directory")
+		for {
+			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+				break
+			}
+			parent := filepath.Dir(dir)
+			if parent == dir {
+				t.Fatalf("no go.mod above the test's directory")
+			}
+			dir = parent
 		}
-		dir = parent
+		npm = filepath.Join(dir, "test", "npm")
 	}
-	p := filepath.Join(dir, "test", "npm", "node_modules", ".bin", name)
+	p := filepath.Join(npm, "node_modules", ".bin", name)
 	if _, err := os.Stat(p); err != nil {
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is not installed in test/npm: run scripts/test-deps", name)
+			t.Fatalf("%s is not installed in %s: run scripts/test-deps", name, npm)
 		}
-		t.Skipf("%s is not installed in test/npm: run scripts/test-deps", name)
+		t.Skipf("%s is not installed in %s: run scripts/test-deps", name, npm)
 	}
 	return p
 }
@@ -447,4 +517,120 @@ func CodexConfig(s *Server) []string {
 		"-c", `model_providers.standin.wire_api="responses"`,
 		"-c", fmt.Sprintf("model_providers.standin.base_url=%q", s.URL+"/v1"),
 	}
+}
+
+// Providers is the provider tables of a Parley config.toml whose managed
+// agents run the real CLIs from test/npm, pointed at the stand-ins (either
+// may be nil: its providers are left out), with the clients' state under
+// dir (Claude Code's HOME and CLAUDE_CONFIG_DIR, Codex's CODEX_HOME =
+// CodexHome(dir)):
+//
+//	claude      Claude Code, one process across turns (Parley's default)
+//	perturn     Claude Code, one process per turn (steer = false)
+//	codex       codex exec, one process per turn (Parley's default for Codex)
+//	codexsteer  codex app-server, one process across turns (steer = true)
+func Providers(t testing.TB, anthropic, openai *Server, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	if anthropic != nil {
+		claude := CLI(t, "claude")
+		for _, name := range []string{"claude", "perturn"} {
+			fmt.Fprintf(&b, "[providers.%s]\nkind = \"claude\"\ncommand = %q\n", name, claude)
+			if name == "perturn" {
+				b.WriteString("steer = false\n")
+			}
+			fmt.Fprintf(&b, "[providers.%s.env]\n", name)
+			for _, kv := range ClaudeEnv(anthropic, dir) {
+				k, v, _ := strings.Cut(kv, "=")
+				fmt.Fprintf(&b, "%s = %q\n", k, v)
+			}
+		}
+	}
+	if openai != nil {
+		codex := CLI(t, "codex")
+		var args []string
+		for _, a := range CodexConfig(openai) {
+			args = append(args, strconv.Quote(a))
+		}
+		for _, name := range []string{"codex", "codexsteer"} {
+			fmt.Fprintf(&b, "[providers.%s]\nkind = \"codex\"\nsteer = %v\ncommand = %q\nargs = [%s]\n[providers.%s.env]\nCODEX_HOME = %q\n",
+				name, name == "codexsteer", codex, strings.Join(args, ", "), name, CodexHome(dir))
+		}
+	}
+	return b.String()
+}
+
+// CodexHome is the CODEX_HOME that Providers gives Codex, made if missing.
+func CodexHome(dir string) string {
+	p := filepath.Join(dir, ".codex")
+	os.MkdirAll(p, 0o700)
+	return p
+}
+
+// ---- one script for both APIs ----
+
+// Query is what a script sees of a request to either stand-in.
+type Query interface {
+	// Context ends when the client goes away: a turn that waits waits on it.
+	Context() context.Context
+	// Has reports whether the conversation mentions sub.
+	Has(sub string) bool
+	// Tail is the conversation since the model last spoke.
+	Tail() string
+	// Result is the output of the tool call id, if it came since the model
+	// last spoke.
+	Result(id string) (string, bool)
+}
+
+func (r *MessagesRequest) Context() context.Context { return r.Ctx }
+
+// Result is the tool_result for id in the tail (see Tail).
+func (r *MessagesRequest) Result(id string) (string, bool) { return r.toolResult(id, r.tailStart()) }
+
+func (r *ResponsesRequest) Context() context.Context { return r.Ctx }
+
+// Result is the output of call id in the tail (see Tail).
+func (r *ResponsesRequest) Result(id string) (string, bool) { return r.output(id, r.tailStart()) }
+
+// Turn is what a scripted model does next, in terms both clients share: an
+// answer, or a call of an MCP server's tool (ID names the call).
+type Turn struct {
+	Text             string
+	ID, Server, Tool string
+	Args             map[string]any
+}
+
+// Say is a turn that answers text.
+func Say(text string) *Turn { return &Turn{Text: text} }
+
+// Call is a turn that calls tool of the agent's MCP server (such as
+// "parley" or "parley-self").
+func Call(id, server, tool string, args map[string]any) *Turn {
+	return &Turn{ID: id, Server: server, Tool: tool, Args: args}
+}
+
+// Both serves one script as the Messages API (for Claude Code) and as the
+// Responses API (for Codex). A nil turn answers "ok".
+func Both(t testing.TB, script func(Query) *Turn) (anthropic, openai *Server) {
+	anthropic = Anthropic(t, func(r *MessagesRequest) []Block {
+		switch turn := script(r); {
+		case turn == nil:
+			return nil
+		case turn.Tool != "":
+			return []Block{ToolUse(turn.ID, "mcp__"+turn.Server+"__"+turn.Tool, turn.Args)}
+		default:
+			return []Block{Text(turn.Text)}
+		}
+	})
+	openai = OpenAI(t, func(r *ResponsesRequest) []Item {
+		switch turn := script(r); {
+		case turn == nil:
+			return nil
+		case turn.Tool != "":
+			return []Item{FunctionCall(turn.ID, "mcp__"+turn.Server, turn.Tool, turn.Args)}
+		default:
+			return []Item{Message(turn.Text)}
+		}
+	})
+	return anthropic, openai
 }

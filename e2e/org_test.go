@@ -1,0 +1,157 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/store/postgres/pgtest"
+)
+
+// TestPostgresAutoWakeAcrossDaemons: a managed agent with auto-wake on daemon
+// B starts a run for a message sent through daemon A, and B's live event
+// stream (the dashboard's feed) shows the message and the run as they
+// happen. Before events crossed daemons, only B's waiters heard of A's send.
+func TestPostgresAutoWakeAcrossDaemons(t *testing.T) {
+	a, b := pgEnvs(t, pgtest.Database(t))
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	ca, cb := pgClient(t, a, "alice"), pgClient(t, b, "")
+	if _, err := cb.CreateManagedAgent(ctx, api.CreateManagedAgentRequest{Provider: "command", Cwd: t.TempDir(),
+		Command: "echo handled {prompt}", Name: "builder", Title: "build on B"}); err != nil {
+		t.Fatal(err)
+	}
+	a.Must("join", "--name", "alice", "--role", "lead")
+
+	stream, err := cb.Events(ctx, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Close()
+	sent, err := ca.Send(ctx, api.SendRequest{To: "builder", Content: "compile the docs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// B's stream: A's send, then builder's run as B starts it.
+	var sawSent, sawRunning bool
+	var kinds []string
+	for !(sawSent && sawRunning) {
+		e, _, err := stream.Next(ctx)
+		if err != nil {
+			t.Fatalf("B's event stream after %v: %v", kinds, err)
+		}
+		kinds = append(kinds, e.Kind+" "+e.Agent+" "+e.Status)
+		switch {
+		case e.Kind == "message.sent" && e.ID == sent.MessageID:
+			if e.From != "alice" || e.Preview != "compile the docs" {
+				t.Errorf("message.sent on B: got %+v, want alice's message", e)
+			}
+			sawSent = true
+		case e.Kind == api.EventManagedStatus && e.Agent == "builder" && e.Status == "running":
+			if !sawSent {
+				t.Errorf("builder ran before B's stream told of the message: %v", kinds)
+			}
+			sawRunning = true
+		}
+	}
+	waitUntil(t, "builder's run on B to end with the message as its prompt", func() bool {
+		act, err := cb.AgentActivity(ctx, "builder", 0, 50)
+		return err == nil && strings.Contains(act.Content, "handled") && strings.Contains(act.Content, "compile the docs")
+	})
+	// A sees the run B started, live too: managed state crosses daemons.
+	sa, err := ca.Events(ctx, true, []string{api.EventManagedStatus, api.EventRunEvent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sa.Close()
+	if _, err := ca.Send(ctx, api.SendRequest{To: "builder", Content: "and again"}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		e, _, err := sa.Next(ctx)
+		if err != nil {
+			t.Fatalf("A's event stream: %v", err)
+		}
+		if e.Kind == api.EventManagedStatus && e.Agent == "builder" && e.Status == "running" {
+			break
+		}
+	}
+}
+
+// TestPostgresDeadDaemonReclaimed: the daemon through which a task was
+// claimed, a file reserved and an agent seen is killed with -9 and stays
+// down; the other daemon, once the dead one has missed its heartbeat for
+// daemon_timeout, gives the task to another claimant (marked redelivered),
+// frees the files and shows the agent offline. Issue 29: before, the task
+// waited for its 30-minute lease.
+func TestPostgresDeadDaemonReclaimed(t *testing.T) {
+	dsn := pgtest.Database(t)
+	envv := []string{"PARLEY_STORE=" + dsn, "PARLEY_WORKSPACE=team"}
+	a, b := newEnv(t, envv...), newEnv(t, envv...)
+	for _, e := range []*env{a, b} {
+		if err := os.WriteFile(filepath.Join(e.home, "config.toml"), []byte("daemon_timeout = \"2s\"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		e.Must("daemon", "start")
+	}
+	ctx := t.Context()
+	a.Must("join", "--name", "worker", "--role", "dev")
+	if _, err := pgClient(t, b, "boss").Send(ctx, api.SendRequest{To: "queue:builds", Content: "build release 1.2"}); err != nil {
+		t.Fatal(err)
+	}
+	claim := func(e *env, agent string, secs int) *api.ClaimTaskResult {
+		t.Helper()
+		res, err := pgClient(t, e, agent).ClaimTask(ctx, api.ClaimTaskRequest{Queue: "builds", Timeout: &secs})
+		if err != nil {
+			t.Fatalf("claim through %s: %v", e.home, err)
+		}
+		return res
+	}
+	first := claim(a, "worker", 10)
+	if first.Task == nil || first.Task.Redelivered {
+		t.Fatalf("worker's claim through A: %+v, want the task", first)
+	}
+	excl := true
+	if res, err := pgClient(t, a, "worker").Reserve(ctx, api.ReserveRequest{Paths: []string{"release/**"}, Exclusive: &excl}); err != nil || len(res.Granted) != 1 {
+		t.Fatalf("worker reserves release/** through A: %+v, %v", res, err)
+	}
+	active := func() bool {
+		var res api.ListAgentsResult
+		b.MustJSON(&res, "agents")
+		for _, ag := range res.Agents {
+			if ag.Name == "worker" {
+				return ag.Status == "active"
+			}
+		}
+		return false
+	}
+	if !active() {
+		t.Fatal("worker, just seen through A, is not active on B")
+	}
+	// Nothing moves while A lives.
+	if res := claim(b, "other", 1); res.Task != nil {
+		t.Fatalf("a claim through B while A lives got %+v, want none", res.Task)
+	}
+
+	killed := time.Now()
+	a.kill9()
+	t.Logf("A died %v after kill -9", time.Since(killed).Round(100*time.Millisecond))
+	second := claim(b, "other", 60)
+	took := time.Since(killed)
+	if second.Task == nil || second.Task.MessageID != first.Task.MessageID || !second.Task.Redelivered || second.Task.DeliveryCount != 2 {
+		t.Fatalf("claim through B after A's kill -9: %+v, want task %s handed out again (redelivered, count 2)", second.Task, first.Task.MessageID)
+	}
+	t.Logf("the task went to another claimant %v after A's kill -9 (daemon_timeout 2s)", took.Round(100*time.Millisecond))
+	if res, err := pgClient(t, b, "other").Reserve(ctx, api.ReserveRequest{Paths: []string{"release/notes.md"}, Exclusive: &excl}); err != nil || len(res.Granted) != 1 {
+		t.Errorf("other reserves release/notes.md through B: %+v, %v; want it granted", res, err)
+	}
+	waitUntil(t, "worker offline on B", func() bool { return !active() })
+	log, _ := os.ReadFile(filepath.Join(b.home, "daemon.log"))
+	if !strings.Contains(string(log), "a daemon on the store is dead") {
+		t.Errorf("B's daemon.log does not say it reclaimed A")
+	}
+}

@@ -1,0 +1,43 @@
+package workspace
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/parley-dev/parley/internal/hub"
+)
+
+func TestSessionName(t *testing.T) {
+	env := func(kv ...string) func(string) string {
+		return func(k string) string {
+			for i := 0; i+1 < len(kv); i += 2 {
+				if kv[i] == k {
+					return kv[i+1]
+				}
+			}
+			return ""
+		}
+	}
+	a, from, ok := SessionName(env("CLAUDE_CODE_SESSION_ID", "77a64bd3-1111"), "/home/u/My Repo!")
+	if !ok || from != "CLAUDE_CODE_SESSION_ID" || !strings.HasPrefix(a, "claude-My-Repo-") {
+		t.Fatalf("claude session: %q from %q (%v)", a, from, ok)
+	}
+	if err := hub.ValidName("agent name", a); err != nil {
+		t.Errorf("%q: %v", a, err)
+	}
+	again, _, _ := SessionName(env("CLAUDE_CODE_SESSION_ID", "77a64bd3-1111"), "/home/u/My Repo!")
+	other, _, _ := SessionName(env("CLAUDE_CODE_SESSION_ID", "0c1d2e3f-2222"), "/home/u/My Repo!")
+	if again != a || other == a {
+		t.Errorf("one session twice: %q, %q; another session: %q; want the same, then another", a, again, other)
+	}
+	// PARLEY_SESSION wins: any client can name its sessions.
+	if n, from, _ := SessionName(env("CLAUDE_CODE_SESSION_ID", "x", EnvSession, "s1"), "/r/parley"); from != EnvSession || !strings.HasPrefix(n, "session-parley-") {
+		t.Errorf("PARLEY_SESSION: %q from %q", n, from)
+	}
+	if n, _, ok := SessionName(env(), "/r/parley"); ok {
+		t.Errorf("no session: got %q", n)
+	}
+	if n, _, ok := SessionName(env(EnvSession, "s"), "/"); !ok || hub.ValidName("agent name", n) != nil {
+		t.Errorf("root directory: %q", n)
+	}
+}
