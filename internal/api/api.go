@@ -57,6 +57,19 @@ const (
 	HeaderNudge      = "Parley-Nudge"
 )
 
+// Headers of a session whose client opened a door for it (`parley mcp
+// serve` sends them at initialize, from the environment the client started
+// it with): Claude Code's inbox socket, its token and the Claude session
+// id; or the CODEX_HOME whose app-server holds a Codex session's threads
+// (the thread id comes with each tools/call, in _meta.threadId). The
+// daemon registers the door only for a session over its Unix socket.
+const (
+	HeaderDoorSocket  = "Parley-Door-Socket"
+	HeaderDoorToken   = "Parley-Door-Token"
+	HeaderDoorSession = "Parley-Door-Session"
+	HeaderCodexHome   = "Parley-Codex-Home"
+)
+
 // Receipts over the JSON API: a read with HeaderReceipts is not confirmed
 // when its response is written; its response names the reader that holds
 // what it handed out (HeaderReader), leased for a minute, and the client
@@ -201,6 +214,14 @@ type SendRequest struct {
 	// IdempotencyKey names this send: a retry with the same key (within
 	// 24 h) sends nothing new and returns the first send's result.
 	IdempotencyKey string `json:"idempotency_key,omitempty" jsonschema:"your name for this send: a retry with it sends nothing new"`
+	// Deliver is how the message may draw an idle or busy recipient's
+	// attention (hub.DeliverMode); "" is the priority's default.
+	Deliver string `json:"deliver,omitempty" jsonschema:"waking a recipient that is not waiting: queue, idle, steer or interrupt (default by priority)"`
+	// TTL is the message's time to live in seconds: a copy that nothing
+	// reaches in that time, while its recipient has no reader and no door,
+	// bounces back to the sender. 0 means none; absent, the daemon's
+	// default.
+	TTL *int `json:"ttl_seconds,omitempty" jsonschema:"bounce back if nothing reaches them this long (0: never; default 86400)"`
 }
 
 // SendResult is the send_message result (seed 000 plus recipients and thread).

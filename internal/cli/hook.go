@@ -19,6 +19,7 @@ import (
 
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/client"
+	"github.com/parley-dev/parley/internal/door"
 	"github.com/parley-dev/parley/internal/home"
 	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/runner"
@@ -54,6 +55,12 @@ PermissionRequest files the request in Parley's permission inbox and waits up
 to --wait for a decision (parley allow|deny, a manager agent, the dashboard),
 then answers Claude Code with it; with none it prints nothing, and Claude Code
 shows its own prompt.
+
+It also keeps the session's door registered (its inbox socket, from
+$CLAUDE_CODE_MESSAGING_SOCKET) at SessionStart and UserPromptSubmit, and
+closes it at SessionEnd; a prompt that is a Parley letter (a turn the
+daemon's letter through that door started) is reported seen, and its
+messages are not named again as context.
 
 It never fails the session: on any error it prints nothing on stdout, a note on
 stderr, and exits 0. It does not start the daemon.
@@ -278,6 +285,7 @@ type claudeHookInput struct {
 	Cwd            string `json:"cwd"`
 	HookEventName  string `json:"hook_event_name"`
 	StopHookActive bool   `json:"stop_hook_active"`
+	Prompt         string `json:"prompt"` // UserPromptSubmit
 }
 
 type hookSpecificOutput struct {
@@ -343,6 +351,24 @@ func runClaudeHook(ctx context.Context, g *globals, event string, stdin io.Reade
 	}
 	c := client.New(paths).As(id.Workspace, id.Agent)
 
+	// The session's door: the hooks keep it registered (the MCP server
+	// registers it too; a hook may start before it, or after it restarted).
+	switch event {
+	case evSessionStart, evUserPromptSubmit:
+		refreshDoor(ctx, g, c, in.SessionID)
+	case evSessionEnd:
+		closeDoor(ctx, g, c, in.SessionID)
+	}
+	// A turn that starts with a letter through the door: the agent saw it.
+	letter := ""
+	if event == evUserPromptSubmit {
+		if letter = door.LetterID(in.Prompt); letter != "" {
+			if _, err := c.Seen(ctx, letter); err != nil {
+				fmt.Fprintf(g.stderr, "parley hook: report the letter seen: %v\n", err)
+			}
+		}
+	}
+
 	peek, err := c.Peek(ctx, 100)
 	if err != nil {
 		return nil, err
@@ -391,7 +417,8 @@ func runClaudeHook(ctx context.Context, g *globals, event string, stdin io.Reade
 			status = "" // it goes on working
 		}
 	}
-	if len(fresh) > 0 && event != evStop && event != evSessionEnd {
+	if len(fresh) > 0 && event != evStop && event != evSessionEnd && letter == "" {
+		// (A letter's turn names the new mail already.)
 		out = &claudeHookOutput{HookSpecificOutput: &hookSpecificOutput{HookEventName: event, AdditionalContext: contextSummary(id.Agent, unread, fresh)}}
 	}
 	if status != "" {
@@ -426,6 +453,49 @@ func runClaudeHook(ctx context.Context, g *globals, event string, stdin io.Reade
 		}
 	}
 	return out, nil
+}
+
+// refreshDoor registers the Claude Code session's inbox socket, from the
+// hook's environment, for the hook's agent. It is best effort: the hook
+// goes on without it.
+func refreshDoor(ctx context.Context, g *globals, c *client.Client, session string) {
+	sock := os.Getenv(door.EnvClaudeSocket)
+	if sock == "" {
+		return
+	}
+	if s := os.Getenv(door.EnvClaudeSession); s != "" {
+		session = s
+	}
+	if session == "" {
+		return
+	}
+	if _, err := c.OpenDoor(ctx, api.DoorRequest{Kind: string(hub.DoorClaude), Session: session, Address: sock,
+		Token: os.Getenv(door.EnvClaudeToken)}); err != nil && hub.KindOf(err) != hub.Unavailable {
+		// (A daemon that is not running is said once, below.)
+		fmt.Fprintf(g.stderr, "parley hook: register the session's door: %v\n", err)
+	}
+}
+
+// closeDoor closes the ending session's door: no more letters into a
+// socket that is about to go.
+func closeDoor(ctx context.Context, g *globals, c *client.Client, session string) {
+	if s := os.Getenv(door.EnvClaudeSession); s != "" {
+		session = s
+	}
+	if session == "" || os.Getenv(door.EnvClaudeSocket) == "" {
+		return
+	}
+	ds, err := c.Doors(ctx, false, false)
+	if err != nil {
+		return
+	}
+	for _, d := range ds.Doors {
+		if d.Kind == string(hub.DoorClaude) && d.Session == session {
+			if _, err := c.CloseDoor(ctx, d.ID, true); err != nil {
+				fmt.Fprintf(g.stderr, "parley hook: close the session's door: %v\n", err)
+			}
+		}
+	}
 }
 
 // firstLine is the first non-empty line of s, cut to n runes.

@@ -17,6 +17,7 @@ import (
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/bridge"
 	"github.com/parley-dev/parley/internal/client"
+	"github.com/parley-dev/parley/internal/door"
 	"github.com/parley-dev/parley/internal/home"
 	"github.com/parley-dev/parley/internal/tmux"
 	"github.com/parley-dev/parley/internal/workspace"
@@ -56,6 +57,14 @@ daemon adds.
 
 Inside tmux, an agent with no other name takes the tmux window's name (as in
 AgentMail), and the server exits when its tmux session goes away.
+
+Doors: started by Claude Code, it registers the session's inbox socket
+($CLAUDE_CODE_MESSAGING_SOCKET) for the agent; started by Codex, the thread
+that calls its tools (with $CODEX_HOME, default ~/.codex; parley init codex
+passes it on). When mail comes for the agent and it is not waiting for it,
+the daemon writes a short letter through the door, which starts a turn in
+an idle session (see send_message's deliver). The door closes with this
+server.
 
 With --server URL it speaks to a team server's daemon instead (another
 machine's, over TLS), as the agent its token binds: the token comes from
@@ -152,6 +161,15 @@ whose certificate a private CA signed needs --ca-file.`,
 				set(api.HeaderTmuxPane, tenv.Pane)
 			}
 			set(api.HeaderNudge, nudge)
+			// The client session's own door, from the environment it started
+			// us with: the daemon writes a short letter through it when mail
+			// comes and the agent is not waiting for it.
+			set(api.HeaderDoorSocket, os.Getenv(door.EnvClaudeSocket))
+			set(api.HeaderDoorToken, os.Getenv(door.EnvClaudeToken))
+			set(api.HeaderDoorSession, os.Getenv(door.EnvClaudeSession))
+			if id.Agent != "" {
+				set(api.HeaderCodexHome, door.Home(os.Getenv))
+			}
 			opts := &bridge.Options{
 				SocketPath: paths.Socket,
 				Header:     h,

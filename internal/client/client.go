@@ -1,6 +1,7 @@
 // Package client is the Go client of the daemon's JSON API on its Unix socket,
 // and the one place that starts a daemon on demand. The CLI imports it; it
-// imports api and hub (for error kinds) only.
+// imports api and hub (for error kinds), and door for the client session's
+// variables that a daemon it starts must not keep.
 package client
 
 import (
@@ -22,6 +23,7 @@ import (
 	"time"
 
 	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/door"
 	"github.com/parley-dev/parley/internal/home"
 	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/proc"
@@ -398,7 +400,9 @@ func (c *Client) StartDaemon(ctx context.Context, args ...string) (*api.Health, 
 	defer logf.Close()
 	logStart, _ := logf.Seek(0, io.SeekEnd)
 	cmd := exec.Command(exe, append([]string{"daemon", "run"}, args...)...)
-	cmd.Env = append(os.Environ(), "PARLEY_HOME="+c.Paths.Home, "PARLEY_DAEMON_CHILD=1", daemonGODEBUG())
+	// The daemon serves every session: it keeps none of the client session
+	// that happened to start it (door.SessionVars).
+	cmd.Env = append(door.StripSession(os.Environ()), "PARLEY_HOME="+c.Paths.Home, "PARLEY_DAEMON_CHILD=1", daemonGODEBUG())
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Dir = filepath.VolumeName(c.Paths.Home) + string(filepath.Separator) // holds no directory in use
 	proc.Detach(cmd)

@@ -62,11 +62,29 @@ type Config struct {
 	MaxAutoHops int `toml:"max_auto_hops,omitempty"`
 	// AutoTurnsPerMinute bounds a managed agent's automatic turns (default 10).
 	AutoTurnsPerMinute int `toml:"auto_turns_per_minute,omitempty"`
+	// MessageTTL is the time to live of a message that names none: a copy
+	// that nothing reaches in that time, while its recipient has no reader
+	// and no door, bounces back to its sender (an age such as "24h" or
+	// "7d"; "0" keeps messages until read; default "24h").
+	MessageTTL string `toml:"message_ttl,omitempty"`
 	// DaemonTimeout is how long a daemon on a shared store (PostgreSQL) may
 	// miss its heartbeat before the others take it for dead and give back
 	// what it held: leased messages, claimed tasks, reservations; its agents
 	// go offline (a duration, "1s" to "1h"; default "30s").
 	DaemonTimeout string `toml:"daemon_timeout,omitempty"`
+}
+
+// TTL is MessageTTL as a duration: 0 for the default, a negative one for
+// none. Load checked it.
+func (c *Config) TTL() time.Duration {
+	switch strings.TrimSpace(c.MessageTTL) {
+	case "":
+		return 0
+	case "0":
+		return -1
+	}
+	d, _ := ParseAge(c.MessageTTL)
+	return d
 }
 
 // DeadAfter is DaemonTimeout as a duration; 0 means the default.
@@ -136,6 +154,11 @@ func Parse(b []byte, name string) (*Config, error) {
 	}
 	if err := validateRunner(&c); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if t := strings.TrimSpace(c.MessageTTL); t != "" && t != "0" {
+		if d, err := ParseAge(t); err != nil || d > 30*24*time.Hour {
+			return nil, fmt.Errorf("%s: invalid message_ttl %q: want an age up to 30d such as \"24h\" or \"7d\", or \"0\" for none", name, c.MessageTTL)
+		}
 	}
 	if d, err := time.ParseDuration(c.StallAfter); c.StallAfter != "" && (err != nil || d <= 0) {
 		return nil, fmt.Errorf("%s: invalid stall_after %q: want a duration such as \"10m\"", name, c.StallAfter)

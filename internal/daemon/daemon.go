@@ -143,7 +143,7 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		return nil, err
 	}
 	d.hub = hub.New(d.db, &hub.Options{Logger: d.log.With("subsystem", "hub"), MaxContent: cfg.MaxContent, Notifier: d.notifier(), Host: d.host,
-		DeadAfter: d.conf.DeadAfter()})
+		DeadAfter: d.conf.DeadAfter(), TTL: d.conf.TTL()})
 	d.hub.Subscribe(d.daemonEvents)
 	// Alive before anything is held: on a shared store the others must not
 	// take a daemon that starts for one that died (hub.LivenessStore).
@@ -233,7 +233,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 	swept := make(chan struct{})
 	go func() { d.hub.Run(sweepCtx); close(swept) }()
 	defer func() { stopSweep(); <-swept }()
-	d.startNudger(ctx)
+	doorCtx, stopDoorman := context.WithCancel(ctx)
+	doorman, doormanDone := d.startDoorman(doorCtx)
+	defer func() { stopDoorman(); <-doormanDone }() // its letters in flight, before the store closes
+	d.startNudger(ctx, doorman)
 	d.startRetention(ctx)
 	select {
 	case err := <-errc:

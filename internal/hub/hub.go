@@ -44,11 +44,19 @@ type Options struct {
 	// ResponseBudget bounds the bytes of messages one check or peek hands
 	// out (limits.go); 0: DefaultResponseBudget.
 	ResponseBudget int
+	// TTL is the time to live of a message that names none: a copy that
+	// nothing reached by then bounces back to its sender (door.go). 0:
+	// DefaultTTL; NoTTL: none.
+	TTL time.Duration
 	// DeadAfter is how long this daemon may miss its heartbeat before the
 	// others on a shared store take it for dead and give back what it held
 	// (liveness.go); 0: DefaultDeadAfter.
 	DeadAfter time.Duration
 }
+
+// DefaultTTL is a message's time to live when neither it nor the daemon's
+// configuration names one.
+const DefaultTTL = 24 * time.Hour
 
 // Hub is the message bus of every workspace the daemon serves.
 type Hub struct {
@@ -62,6 +70,7 @@ type Hub struct {
 	sweepEvery time.Duration
 	deadAfter  time.Duration
 	host       string
+	ttl        time.Duration // 0: none
 
 	mu       sync.Mutex
 	waiters  map[inboxKey]map[*waiter]struct{}
@@ -69,6 +78,8 @@ type Hub struct {
 	seen     map[inboxKey]time.Time // last seen, in memory, fresher than the store
 	written  map[inboxKey]time.Time // last-seen time last written to the store
 	left     map[inboxKey]time.Time // when the agent's last session ended (agents.go)
+	unseen   map[inboxKey]struct{}  // agents told of copies through a door, not seen since (door.go)
+	early    map[inboxKey]time.Time // a letter seen before its copies were marked (door.go)
 
 	// leftMu orders the writes of a PresenceStore's left times (agents.go).
 	leftMu sync.Mutex
@@ -117,6 +128,12 @@ func New(store Store, opts *Options) *Hub {
 	if o.SweepEvery <= 0 {
 		o.SweepEvery = DefaultSweepEvery
 	}
+	switch {
+	case o.TTL == 0:
+		o.TTL = DefaultTTL
+	case o.TTL < 0:
+		o.TTL = 0
+	}
 	if o.DeadAfter <= 0 {
 		o.DeadAfter = DefaultDeadAfter
 	}
@@ -131,11 +148,14 @@ func New(store Store, opts *Options) *Hub {
 		sweepEvery: o.SweepEvery,
 		deadAfter:  o.DeadAfter,
 		host:       o.Host,
+		ttl:        o.TTL,
 		waiters:    make(map[inboxKey]map[*waiter]struct{}),
 		sessions:   make(map[inboxKey]int),
 		seen:       make(map[inboxKey]time.Time),
 		written:    make(map[inboxKey]time.Time),
 		left:       make(map[inboxKey]time.Time),
+		unseen:     make(map[inboxKey]struct{}),
+		early:      make(map[inboxKey]time.Time),
 		confirms:   make(map[string][]string),
 		entropy:    ulid.Monotonic(rand.Reader, 0),
 	}
@@ -146,6 +166,9 @@ func (h *Hub) Store() Store { return h.store }
 
 // MaxContent is the largest message (content plus payload) the hub accepts.
 func (h *Hub) MaxContent() int { return h.maxContent }
+
+// NewID is a new ULID of this hub's clock (a letter's id, for one).
+func (h *Hub) NewID() string { return h.newID(h.now()) }
 
 func (h *Hub) newID(t time.Time) string {
 	h.entropyMu.Lock()

@@ -338,6 +338,7 @@ func (h *Hub) Sweep(ctx context.Context) {
 	for _, od := range due {
 		h.noticeOverdue(ctx, od)
 	}
+	h.expire(ctx, now)
 }
 
 // NoticeSender is the sender of Parley's own notices (overdue acks).
@@ -349,7 +350,7 @@ func (h *Hub) noticeOverdue(ctx context.Context, od *Overdue) {
 	content := fmt.Sprintf("Ack overdue: your message %s to %s was not acknowledged by %s before its deadline %s.",
 		m.ID, m.To, strings.Join(od.Pending, ", "), m.AckDeadline.UTC().Format(time.RFC3339))
 	n, err := h.newMessage(ctx, SendRequest{Workspace: m.Workspace, From: NoticeSender, To: m.From, Door: DoorDaemon,
-		Content: content, Priority: string(High),
+		Content: content, Priority: string(High), TTL: NoTTL,
 		Metadata: map[string]string{"kind": "ack_overdue", "message_id": m.ID, "pending": strings.Join(od.Pending, ",")}})
 	if err == nil {
 		_, err = h.deliver(ctx, n, []string{m.From}, nil)

@@ -23,6 +23,12 @@ type SendRequest struct {
 	// AckDeadline, if not zero, is when a missing acknowledgement becomes
 	// overdue and the sender is told; it implies AckRequired.
 	AckDeadline time.Time
+	// TTL is the message's time to live (Message.ExpiresAt): 0 means the
+	// hub's default (Options.TTL), NoTTL none.
+	TTL time.Duration
+	// Deliver is the delivery mode (ParseDeliverMode); "" means the
+	// priority's default.
+	Deliver string
 	// Door is the way the message came in (Origin.Door); the hub attests
 	// the rest of its origin itself.
 	Door Door
@@ -33,6 +39,10 @@ type SendRequest struct {
 	// task is the task whose result this is (Complete).
 	task string
 }
+
+// NoTTL, as a SendRequest's TTL, gives the message no time to live: it
+// waits in the inbox until read, however long.
+const NoTTL time.Duration = -1
 
 // SendResult tells where a message went.
 type SendResult struct {
@@ -132,15 +142,33 @@ func (h *Hub) newMessage(ctx context.Context, r SendRequest) (*Message, error) {
 	if err != nil {
 		return nil, err
 	}
+	mode, err := ParseDeliverMode(r.Deliver)
+	if err != nil {
+		return nil, err
+	}
 	now := h.now().UTC()
 	if !r.AckDeadline.IsZero() && !r.AckDeadline.After(now) {
 		return nil, Errorf("", Invalid, "ack deadline %s is not in the future", r.AckDeadline.UTC().Format(time.RFC3339))
+	}
+	ttl := r.TTL
+	switch {
+	case ttl == 0:
+		ttl = h.ttl
+	case ttl > MaxTTL:
+		return nil, Errorf("", Invalid, "time to live %s is too long: at most %s", r.TTL, MaxTTL)
+	case ttl < 0 && ttl != NoTTL:
+		return nil, Errorf("", Invalid, "time to live %s is negative", r.TTL)
+	}
+	var expires time.Time
+	if ttl > 0 {
+		expires = now.Add(ttl)
 	}
 	m := &Message{
 		ID: h.newID(now), Workspace: r.Workspace, From: r.From, To: r.To,
 		Content: r.Content, Payload: r.Payload, Priority: p,
 		ReplyTo: r.ReplyTo, Metadata: r.Metadata, CreatedAt: now,
 		AckRequired: r.AckRequired || !r.AckDeadline.IsZero(), AckDeadline: r.AckDeadline.UTC(),
+		ExpiresAt: expires, Deliver: mode,
 		Origin:         Origin{Door: r.Door, Host: h.host, Task: r.task},
 		IdempotencyKey: r.IdempotencyKey,
 	}

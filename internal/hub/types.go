@@ -144,6 +144,13 @@ type Message struct {
 	// AckDeadline, if not zero, is when an unacknowledged copy becomes
 	// overdue: the sender is told once. Set only with AckRequired.
 	AckDeadline time.Time
+	// ExpiresAt, if not zero, ends the message's time to live: a copy that
+	// nothing reached by then, while its recipient had no reader and no
+	// door, bounces back to the sender.
+	ExpiresAt time.Time
+	// Deliver is how the message may draw its recipient's attention; ""
+	// means its priority's default (Mode).
+	Deliver DeliverMode
 	// Origin is what the daemon attests of the sending: set by the hub,
 	// never by the sender.
 	Origin Origin

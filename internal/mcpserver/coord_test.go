@@ -18,7 +18,7 @@ import (
 // its budget fails here: raise the budget only on purpose.
 var toolBudgets = map[string]int{
 	"lean":      2_400,
-	"native":    30_000, // issue 11 added acks and receipts; issue 15 reservations, search and queues, each with its output schema; issue 24 the provenance of every message; issue 25 portable schemas (anyOf for nullable and free-form values)
+	"native":    30_600, // issue 11 added acks and receipts; issue 15 reservations, search and queues, each with its output schema; issue 24 the provenance of every message; issue 25 portable schemas (anyOf for nullable and free-form values); issue 27 deliver, ttl_seconds and the attention states
 	"sidechat":  2_600,
 	"agentmail": 1_200,
 	"manager":   20_400, // issue 25: portable schemas

@@ -98,6 +98,9 @@ func runHub(t *testing.T, open func(t *testing.T) hub.Store) {
 		{"ClearInboxLeased", testClearInboxLeased},
 		{"CompleteTask", testCompleteTask},
 		{"IdempotencyKey", testIdempotencyKey},
+		{"Doors", testDoors},
+		{"MarkSeen", testMarkSeen},
+		{"ExpiryAndBounce", testExpiryAndBounce},
 	})
 }
 
