@@ -33,9 +33,28 @@ func hookCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// hookTimeout bounds a hook: it runs on every prompt and tool call of the
-// agent's session, so it must never hold the session up for long.
-const hookTimeout = 3 * time.Second
+// defaultHookTimeout bounds a hook: it runs on every prompt and tool call of
+// the agent's session, so it must never hold the session up for long.
+const defaultHookTimeout = 3 * time.Second
+
+// envHookTimeout sets another bound (a duration such as 8s), for a slow or
+// loaded machine: under the client's own timeout for the hook, which `parley
+// init` sets to 10 s.
+const envHookTimeout = "PARLEY_HOOK_TIMEOUT"
+
+// hookTimeout is the bound of a hook that is not PermissionRequest.
+func hookTimeout(g *globals) time.Duration {
+	v := os.Getenv(envHookTimeout)
+	if v == "" {
+		return defaultHookTimeout
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		fmt.Fprintf(g.stderr, "parley hook: %s=%q is not a positive duration (such as 8s): using %s\n", envHookTimeout, v, defaultHookTimeout)
+		return defaultHookTimeout
+	}
+	return d
+}
 
 func hookClaudeCmd(g *globals) *cobra.Command {
 	var wait time.Duration
@@ -63,7 +82,8 @@ daemon's letter through that door started) is reported seen, and its
 messages are not named again as context.
 
 It never fails the session: on any error it prints nothing on stdout, a note on
-stderr, and exits 0. It does not start the daemon.
+stderr, and exits 0. It does not start the daemon. It gives the daemon 3 s
+(PARLEY_HOOK_TIMEOUT=8s sets another bound; PermissionRequest has --wait).
 
 In a managed agent's session (the daemon sets PARLEY_MANAGED_AGENT) it speaks
 for that agent, whatever --agent says: the hooks of the repository may be
@@ -83,7 +103,7 @@ writes .claude/settings.json.`,
 			if args[0] == evPermissionRequest {
 				return printHook(g, func() (any, error) { return runPermissionHook(cmd.Context(), g, "claude", wait, cmd.InOrStdin()) })
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), hookTimeout)
+			ctx, cancel := context.WithTimeout(cmd.Context(), hookTimeout(g))
 			defer cancel()
 			if args[0] == evPreToolUse {
 				return printHook(g, func() (any, error) { return runEditHook(ctx, g, "claude", edit, cmd.InOrStdin()) })
@@ -128,7 +148,7 @@ PermissionRequest prints nothing: the daemon files the approvals itself.`,
 			case evPermissionRequest:
 				return printHook(g, func() (any, error) { return runPermissionHook(cmd.Context(), g, "codex", wait, cmd.InOrStdin()) })
 			case evPreToolUse:
-				ctx, cancel := context.WithTimeout(cmd.Context(), hookTimeout)
+				ctx, cancel := context.WithTimeout(cmd.Context(), hookTimeout(g))
 				defer cancel()
 				return printHook(g, func() (any, error) { return runEditHook(ctx, g, "codex", edit, cmd.InOrStdin()) })
 			}
