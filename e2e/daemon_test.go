@@ -19,15 +19,15 @@ import (
 func TestDaemonLifecycle(t *testing.T) {
 	e := newEnv(t)
 	out, _, code := e.Run("daemon", "status")
-	if !strings.Contains(out, "not running") || code != 3 {
-		t.Fatalf("status before start: got %q, exit %d; want not running, exit 3", out, code)
+	if !strings.Contains(out, "not running") || code != 7 {
+		t.Fatalf("status before start: got %q, exit %d; want not running, exit 7", out, code)
 	}
 	var down struct {
 		Running *bool `json:"running"`
 	}
 	out, _, code = e.Run("daemon", "status", "--json")
-	if err := json.Unmarshal([]byte(out), &down); err != nil || down.Running == nil || *down.Running || code != 3 {
-		t.Fatalf("status --json before start: got %q, exit %d; want running false, exit 3", out, code)
+	if err := json.Unmarshal([]byte(out), &down); err != nil || down.Running == nil || *down.Running || code != 7 {
+		t.Fatalf("status --json before start: got %q, exit %d; want running false, exit 7", out, code)
 	}
 	out = e.Must("daemon", "start")
 	if !strings.Contains(out, "started") {

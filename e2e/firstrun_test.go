@@ -114,8 +114,8 @@ func TestInitCodexPassesHomeAndApproves(t *testing.T) {
 	}
 	p := conf.Servers["parley"]
 	// No name baked into a user-wide file: each session names itself.
-	if strings.Join(p.EnvVars, ",") != "PARLEY_HOME,MINE" || p.Approval != "approve" || strings.Join(p.Args, " ") != "mcp serve" {
-		t.Errorf("parley server: got %+v, want env_vars PARLEY_HOME and MINE, approval approve, no --agent\n%s", p, b)
+	if strings.Join(p.EnvVars, ",") != "PARLEY_HOME,CODEX_HOME,MINE" || p.Approval != "approve" || strings.Join(p.Args, " ") != "mcp serve" {
+		t.Errorf("parley server: got %+v, want env_vars PARLEY_HOME, CODEX_HOME and MINE, approval approve, no --agent\n%s", p, b)
 	}
 	// The real Codex reads the table as written.
 	c := exec.Command(codex, "mcp", "get", "parley", "--json")

@@ -3,9 +3,16 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"io"
+	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/parley-dev/parley/internal/api"
 )
 
 // hook runs `parley hook claude EVENT` with Claude Code's hook input.
@@ -189,5 +196,80 @@ func TestClaudeHookReportsReturnedMail(t *testing.T) {
 	}
 	if out, _ := e.hook(t, "UserPromptSubmit", nil, id...); !strings.Contains(out, "first, taken then given back") {
 		t.Errorf("hook after the first message came back: got %s, want it reported", out)
+	}
+}
+
+// TestClaudeHookDoor: the hooks keep the session's door: SessionStart
+// registers it from the session's environment (for a session whose MCP
+// server did not), a prompt that is a Parley letter reports the copies it
+// told of seen and names no message again, and SessionEnd closes the door.
+// The session's inbox socket is a listener of the test's.
+func TestClaudeHookDoor(t *testing.T) {
+	dir, err := os.MkdirTemp("/tmp", "hs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "4242.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	letters := make(chan string, 10)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			b, _ := io.ReadAll(c)
+			c.Close()
+			for _, l := range strings.Split(string(b), "\n") {
+				var m struct {
+					Type    string `json:"type"`
+					Message struct {
+						Content string `json:"content"`
+					} `json:"message"`
+				}
+				if json.Unmarshal([]byte(l), &m) == nil && m.Type == "user" {
+					letters <- m.Message.Content
+				}
+			}
+		}
+	}()
+	e := newEnv(t, "CLAUDE_CODE_MESSAGING_SOCKET="+sock, "CLAUDE_CODE_MESSAGING_TOKEN=tok", "CLAUDE_CODE_SESSION_ID=sess-1")
+	const ws = "hooks"
+	e.Must("join", "--name", "alice", "--role", "dev", "--workspace", ws)
+	id := []string{"--agent", "alice", "--workspace", ws}
+	e.hook(t, "SessionStart", map[string]any{"source": "startup"}, id...)
+	var doors api.DoorsResult
+	e.MustJSON(&doors, "doors", "--agent", "alice", "--workspace", ws)
+	if len(doors.Doors) != 1 || doors.Doors[0].Address != sock || doors.Doors[0].Session != "sess-1" || doors.Doors[0].ByMCP {
+		t.Fatalf("doors after SessionStart: got %+v, want the session's socket, registered by a hook", doors.Doors)
+	}
+	var sent api.SendResult
+	e.MustJSON(&sent, "send", "alice", "hello", "--agent", "bob", "--workspace", ws)
+	var letter string
+	select {
+	case letter = <-letters:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no letter through the hook's door")
+	}
+	// The session's turn starts with the letter: the hook reports it seen,
+	// and names no message again.
+	out, _ := e.hook(t, "UserPromptSubmit", map[string]any{"prompt": letter}, id...)
+	if out != "" {
+		t.Errorf("a letter's turn got context again: %s", out)
+	}
+	var st api.MessageStatusResult
+	e.MustJSON(&st, "delivery", sent.MessageID, "--agent", "bob", "--workspace", ws)
+	if r := st.Recipients[0]; r.State != "seen" || r.WakePath != "door:claude" || r.SeenAt == "" {
+		t.Errorf("the copy after the letter's turn: got %+v, want seen through door:claude", r)
+	}
+	e.hook(t, "SessionEnd", map[string]any{"reason": "exit"}, id...)
+	e.MustJSON(&doors, "doors", "--agent", "alice", "--workspace", ws, "--closed")
+	if len(doors.Doors) != 1 || doors.Doors[0].CloseReason != "session ended" {
+		t.Errorf("doors after SessionEnd: got %+v, want closed, session ended", doors.Doors)
 	}
 }

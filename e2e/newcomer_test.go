@@ -57,8 +57,8 @@ func TestHistoryUnknownThread(t *testing.T) {
 	e := newEnv(t)
 	e.Must("send", "--workspace", "w", "--agent", "alice", "bob", "hi")
 	out, errs, code := e.Run("history", "--workspace", "w", "--thread", "nope")
-	if code != 1 || out != "" || !strings.Contains(errs, `no thread "nope"`) {
-		t.Errorf("history --thread nope: exit %d, stdout %q, stderr %q; want exit 1 naming the thread", code, out, errs)
+	if code != 4 || out != "" || !strings.Contains(errs, `no thread "nope"`) {
+		t.Errorf("history --thread nope: exit %d, stdout %q, stderr %q; want exit 4 (not found) naming the thread", code, out, errs)
 	}
 }
 

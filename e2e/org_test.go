@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"context"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -77,5 +80,114 @@ func TestPostgresAutoWakeAcrossDaemons(t *testing.T) {
 		if e.Kind == api.EventManagedStatus && e.Agent == "builder" && e.Status == "running" {
 			break
 		}
+	}
+}
+
+// TestPostgresDeadDaemonReclaimed: the daemon through which a task was
+// claimed, a file reserved and an agent seen is killed with -9 and stays
+// down; the other daemon, once the dead one has missed its heartbeat for
+// daemon_timeout, gives the task to another claimant (marked redelivered),
+// frees the files and shows the agent offline. Issue 29: before, the task
+// waited for its 30-minute lease.
+func TestPostgresDeadDaemonReclaimed(t *testing.T) {
+	dsn := pgtest.Database(t)
+	envv := []string{"PARLEY_STORE=" + dsn, "PARLEY_WORKSPACE=team"}
+	a, b := newEnv(t, envv...), newEnv(t, envv...)
+	for _, e := range []*env{a, b} {
+		if err := os.WriteFile(filepath.Join(e.home, "config.toml"), []byte("daemon_timeout = \"2s\"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		e.Must("daemon", "start")
+	}
+	ctx := t.Context()
+	a.Must("join", "--name", "worker", "--role", "dev")
+	if _, err := pgClient(t, b, "boss").Send(ctx, api.SendRequest{To: "queue:builds", Content: "build release 1.2"}); err != nil {
+		t.Fatal(err)
+	}
+	claim := func(e *env, agent string, secs int) *api.ClaimTaskResult {
+		t.Helper()
+		res, err := pgClient(t, e, agent).ClaimTask(ctx, api.ClaimTaskRequest{Queue: "builds", Timeout: &secs})
+		if err != nil {
+			t.Fatalf("claim through %s: %v", e.home, err)
+		}
+		return res
+	}
+	first := claim(a, "worker", 10)
+	if first.Task == nil || first.Task.Redelivered {
+		t.Fatalf("worker's claim through A: %+v, want the task", first)
+	}
+	excl := true
+	if res, err := pgClient(t, a, "worker").Reserve(ctx, api.ReserveRequest{Paths: []string{"release/**"}, Exclusive: &excl}); err != nil || len(res.Granted) != 1 {
+		t.Fatalf("worker reserves release/** through A: %+v, %v", res, err)
+	}
+	active := func() bool {
+		var res api.ListAgentsResult
+		b.MustJSON(&res, "agents")
+		for _, ag := range res.Agents {
+			if ag.Name == "worker" {
+				return ag.Status == "active"
+			}
+		}
+		return false
+	}
+	if !active() {
+		t.Fatal("worker, just seen through A, is not active on B")
+	}
+	// Nothing moves while A lives.
+	if res := claim(b, "other", 1); res.Task != nil {
+		t.Fatalf("a claim through B while A lives got %+v, want none", res.Task)
+	}
+
+	killed := time.Now()
+	a.kill9()
+	t.Logf("A died %v after kill -9", time.Since(killed).Round(100*time.Millisecond))
+	second := claim(b, "other", 60)
+	took := time.Since(killed)
+	if second.Task == nil || second.Task.MessageID != first.Task.MessageID || !second.Task.Redelivered || second.Task.DeliveryCount != 2 {
+		t.Fatalf("claim through B after A's kill -9: %+v, want task %s handed out again (redelivered, count 2)", second.Task, first.Task.MessageID)
+	}
+	t.Logf("the task went to another claimant %v after A's kill -9 (daemon_timeout 2s)", took.Round(100*time.Millisecond))
+	if res, err := pgClient(t, b, "other").Reserve(ctx, api.ReserveRequest{Paths: []string{"release/notes.md"}, Exclusive: &excl}); err != nil || len(res.Granted) != 1 {
+		t.Errorf("other reserves release/notes.md through B: %+v, %v; want it granted", res, err)
+	}
+	waitUntil(t, "worker offline on B", func() bool { return !active() })
+	log, _ := os.ReadFile(filepath.Join(b.home, "daemon.log"))
+	if !strings.Contains(string(log), "a daemon on the store is dead") {
+		t.Errorf("B's daemon.log does not say it reclaimed A")
+	}
+}
+
+// TestPostgresBackupRestore: the backup docs/team-server.md describes, done
+// for real: pg_dump of a live team server's database, pg_restore into a new
+// one, a daemon on it finds every message and each copy's state.
+func TestPostgresBackupRestore(t *testing.T) {
+	bin, err := pgtest.BinDir()
+	if err != nil {
+		t.Skip(err)
+	}
+	src := pgtest.Database(t)
+	a := newEnv(t, "PARLEY_STORE="+src, "PARLEY_WORKSPACE=team")
+	a.Must("daemon", "start")
+	a.Must("join", "--name", "bob", "--role", "dev")
+	a.Must("send", "bob", "read before the backup", "--agent", "alice")
+	a.Must("inbox", "--agent", "bob")
+	a.Must("send", "bob", "unread at the backup", "--agent", "alice")
+
+	dump := filepath.Join(t.TempDir(), "parley.dump")
+	if out, err := osexec.Command(filepath.Join(bin, "pg_dump"), "--format=custom", "--file="+dump, src).CombinedOutput(); err != nil {
+		t.Fatalf("pg_dump of the live database: %v\n%s", err, out)
+	}
+	a.Must("daemon", "stop")
+	dst := pgtest.Database(t)
+	if out, err := osexec.Command(filepath.Join(bin, "pg_restore"), "--no-owner", "--dbname="+dst, dump).CombinedOutput(); err != nil {
+		t.Fatalf("pg_restore: %v\n%s", err, out)
+	}
+	b := newEnv(t, "PARLEY_STORE="+dst, "PARLEY_WORKSPACE=team")
+	b.Must("daemon", "start")
+	if out := b.Must("inbox", "--agent", "bob"); !strings.Contains(out, "unread at the backup") || strings.Contains(out, "read before the backup") {
+		t.Errorf("bob's inbox after the restore: want only the message unread at the backup:\n%s", out)
+	}
+	if out := b.Must("search", "backup", "--agent", "bob"); !strings.Contains(out, "read before the **backup**") {
+		t.Errorf("search after the restore: want the message read before the backup:\n%s", out)
 	}
 }

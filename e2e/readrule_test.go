@@ -115,6 +115,8 @@ func TestTokenReadRule(t *testing.T) {
 		{"reply into their thread", "Send", api("POST", "/messages", `{"to":"bob","content":"joining","reply_to":"`+secret1+`"}`), true, nil},
 		{"everyone's overdue", "Overdue", api("GET", "/overdue?all=true", ""), true, nil},
 		{"her overdue", "Overdue", api("GET", "/overdue", ""), false, nil},
+		{"everyone's bounced", "Bounced", api("GET", "/bounced?all=true", ""), true, nil},
+		{"her bounced", "Bounced", api("GET", "/bounced", ""), false, []string{`"bounced":[]`}},
 		{"the queue's waiting tasks", "Queue", api("GET", "/queues/jobs", ""), false, []string{"queue-task OPEN"}},
 		{"peek at her inbox", "Peek", api("GET", "/inbox", ""), false, []string{"bob-to-alice MINE"}},
 		{"check her inbox", "Check", api("POST", "/inbox/check", `{}`), false, []string{"bob-to-alice MINE"}},

@@ -218,8 +218,8 @@ func TestBadDatabaseRefused(t *testing.T) {
 				Running bool `json:"running"`
 			}
 			sout, _, scode := e.Run("daemon", "status", "--json")
-			if json.Unmarshal([]byte(sout), &st) != nil || st.Running || scode != 3 {
-				t.Errorf("daemon status after a refused start: %s, exit %d; want not running, exit 3", sout, scode)
+			if json.Unmarshal([]byte(sout), &st) != nil || st.Running || scode != 7 {
+				t.Errorf("daemon status after a refused start: %s, exit %d; want not running, exit 7", sout, scode)
 			}
 			// A client that auto-starts the daemon hits the same clear error
 			// and resets nothing either.

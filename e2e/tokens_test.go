@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,26 +13,11 @@ import (
 )
 
 // tcpCall sends one JSON API request over TCP with a bearer token and headers
-// ("K: V"), and returns the status and body.
+// ("K: V"), and returns the status and body (tcpDo, trust_test.go).
 func tcpCall(t *testing.T, addr, tok, method, path, body string, headers ...string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+tok)
-	req.Header.Set("Content-Type", "application/json")
-	for _, h := range headers {
-		k, v, _ := strings.Cut(h, ": ")
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	code, b, _ := tcpDo(t, addr, tok, method, path, body, headers...)
+	return code, b
 }
 
 func listenAddr(t *testing.T, e *env) string {
@@ -84,46 +68,9 @@ func TestAgentTokens(t *testing.T) {
 		MessageID string `json:"message_id"`
 	}
 	e.MustJSON(&toAlice, "send", "alice", "ack this", "--agent", "bob", "--json")
-	for _, c := range []struct {
-		name, method, path, body string
-		headers                  []string
-		want                     int
-	}{
-		{"send as itself", "POST", "/api/v1/messages", `{"to":"bob","content":"from alice"}`, nil, 200},
-		{"send naming itself", "POST", "/api/v1/messages", `{"to":"bob","content":"named"}`, []string{"Parley-Agent: alice"}, 200},
-		{"send as bob", "POST", "/api/v1/messages", `{"to":"carol","content":"forged"}`, []string{"Parley-Agent: bob"}, 403},
-		{"send as bob by query", "POST", "/api/v1/messages?agent=bob", `{"to":"carol","content":"forged"}`, nil, 403},
-		{"other workspace", "GET", "/api/v1/agents", "", []string{"Parley-Workspace: elsewhere"}, 403},
-		{"read bob's inbox", "POST", "/api/v1/inbox/check", `{}`, []string{"Parley-Agent: bob"}, 403},
-		{"token management", "GET", "/api/v1/tokens", "", nil, 403},
-		{"make a token", "POST", "/api/v1/tokens", `{"agent":"bob"}`, nil, 403},
-		{"join another name", "POST", "/api/v1/agents", `{"name":"mallory"}`, nil, 403},
-		{"sidechat profile", "POST", "/mcp?profile=sidechat", `{}`, nil, 403},
-		// Operations added after the first list: each is open or refused as
-		// ops declares it, with no list of endpoints of the daemon's own.
-		{"ack", "POST", "/api/v1/acks", `{"message_ids":["` + toAlice.MessageID + `"]}`, nil, 200},
-		{"overdue", "GET", "/api/v1/overdue", "", nil, 200},
-		{"reserve", "POST", "/api/v1/reservations", `{"paths":["src/a.go"],"reason":"edit"}`, nil, 200},
-		{"who has", "GET", "/api/v1/reservations/who?path=src/a.go", "", nil, 200},
-		{"search", "GET", "/api/v1/search?query=alice", "", nil, 200},
-		{"own status", "PUT", "/api/v1/agents/alice/status", `{"status":"work"}`, nil, 200},
-		{"bob's status", "PUT", "/api/v1/agents/bob/status", `{"status":"work"}`, nil, 403},
-		{"force release", "POST", "/api/v1/reservations/force-release", `{"id":"x"}`, nil, 403},
-		{"managed agents", "GET", "/api/v1/managed/agents", "", nil, 403},
-		{"permissions", "GET", "/api/v1/permissions", "", nil, 403},
-		{"purge", "POST", "/api/v1/purge", `{"older_than":"1h"}`, nil, 403},
-		{"event stream", "GET", "/api/v1/events", "", nil, 403},
-		{"dashboard", "GET", "/", "", nil, 403},
-		{"health", "GET", "/api/v1/health", "", nil, 200},
-		{"forged token header", "POST", "/api/v1/messages", `{"to":"bob","content":"x"}`, []string{"Parley-Agent-Token: at_other"}, 200},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			code, body := tcpCall(t, addr, tok, c.method, c.path, c.body, c.headers...)
-			if code != c.want {
-				t.Errorf("%s %s: got %d %s, want %d", c.method, c.path, code, body, c.want)
-			}
-		})
-	}
+	checkAgentTokenRules(t, "alice", toAlice.MessageID, func(method, path, body string, headers ...string) (int, string) {
+		return tcpCall(t, addr, tok, method, path, body, headers...)
+	})
 	// What alice sent came from alice, and nothing forged reached carol.
 	out := e.Must("inbox", "--agent", "bob")
 	if !strings.Contains(out, "from alice") || !strings.Contains(out, "from alice to bob") {
@@ -158,6 +105,54 @@ func TestAgentTokens(t *testing.T) {
 	e.Must("token", "revoke", created.ID)
 	if code, _ := tcpCall(t, addr, tok, "GET", "/api/v1/agents", ""); code != http.StatusUnauthorized {
 		t.Errorf("revoked token: got %d, want 401", code)
+	}
+}
+
+// checkAgentTokenRules runs the rules of an agent token of agent (in
+// workspace team, where bob sent agent the message msgID) through call: what
+// it may do as agent, what it may not. The TLS listener of a team server keeps them
+// exactly as loopback TCP does (TestTeamServerTLS).
+func checkAgentTokenRules(t *testing.T, agent, msgID string, call func(method, path, body string, headers ...string) (int, string)) {
+	t.Helper()
+	for _, c := range []struct {
+		name, method, path, body string
+		headers                  []string
+		want                     int
+	}{
+		{"send as itself", "POST", "/api/v1/messages", `{"to":"bob","content":"from ` + agent + `"}`, nil, 200},
+		{"send naming itself", "POST", "/api/v1/messages", `{"to":"bob","content":"named"}`, []string{"Parley-Agent: " + agent}, 200},
+		{"send as bob", "POST", "/api/v1/messages", `{"to":"carol","content":"forged"}`, []string{"Parley-Agent: bob"}, 403},
+		{"send as bob by query", "POST", "/api/v1/messages?agent=bob", `{"to":"carol","content":"forged"}`, nil, 403},
+		{"other workspace", "GET", "/api/v1/agents", "", []string{"Parley-Workspace: elsewhere"}, 403},
+		{"read bob's inbox", "POST", "/api/v1/inbox/check", `{}`, []string{"Parley-Agent: bob"}, 403},
+		{"token management", "GET", "/api/v1/tokens", "", nil, 403},
+		{"make a token", "POST", "/api/v1/tokens", `{"agent":"bob"}`, nil, 403},
+		{"join another name", "POST", "/api/v1/agents", `{"name":"mallory"}`, nil, 403},
+		{"sidechat profile", "POST", "/mcp?profile=sidechat", `{}`, nil, 403},
+		// Operations added after the first list: each is open or refused as
+		// ops declares it, with no list of endpoints of the daemon's own.
+		{"ack", "POST", "/api/v1/acks", `{"message_ids":["` + msgID + `"]}`, nil, 200},
+		{"overdue", "GET", "/api/v1/overdue", "", nil, 200},
+		{"reserve", "POST", "/api/v1/reservations", `{"paths":["src/a.go"],"reason":"edit"}`, nil, 200},
+		{"who has", "GET", "/api/v1/reservations/who?path=src/a.go", "", nil, 200},
+		{"search", "GET", "/api/v1/search?query=" + agent, "", nil, 200},
+		{"own status", "PUT", "/api/v1/agents/" + agent + "/status", `{"status":"work"}`, nil, 200},
+		{"bob's status", "PUT", "/api/v1/agents/bob/status", `{"status":"work"}`, nil, 403},
+		{"force release", "POST", "/api/v1/reservations/force-release", `{"id":"x"}`, nil, 403},
+		{"managed agents", "GET", "/api/v1/managed/agents", "", nil, 403},
+		{"permissions", "GET", "/api/v1/permissions", "", nil, 403},
+		{"purge", "POST", "/api/v1/purge", `{"older_than":"1h"}`, nil, 403},
+		{"event stream", "GET", "/api/v1/events", "", nil, 403},
+		{"dashboard", "GET", "/", "", nil, 403},
+		{"health", "GET", "/api/v1/health", "", nil, 200},
+		{"forged token header", "POST", "/api/v1/messages", `{"to":"bob","content":"x"}`, []string{"Parley-Agent-Token: at_other"}, 200},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, body := call(c.method, c.path, c.body, c.headers...)
+			if code != c.want {
+				t.Errorf("%s %s: got %d %s, want %d", c.method, c.path, code, body, c.want)
+			}
+		})
 	}
 }
 

@@ -16,8 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/mcpserver"
 	"github.com/parley-dev/parley/internal/store/postgres/pgtest"
 )
@@ -160,22 +162,20 @@ func tcpAsync(ctx context.Context, addr, tok, method, path, body string) <-chan 
 	return out
 }
 
-// rawStream opens a stream session (Upgrade: parley-mcp) over TCP with a
-// bearer token and initializes it; lines reads what the daemon writes, and
-// ends when the connection does.
+// rawStream opens a stream session (a WebSocket, subprotocol parley-mcp,
+// carrying newline-delimited JSON-RPC) over TCP with a bearer token and
+// initializes it; lines reads what the daemon writes, and ends when the
+// connection does.
 func rawStream(t *testing.T, addr, tok string) (conn net.Conn, lines <-chan string) {
 	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
+	ws, resp, err := websocket.Dial(t.Context(), "ws://"+addr+"/mcp", &websocket.DialOptions{
+		HTTPHeader: http.Header{"Authorization": {"Bearer " + tok}}, Subprotocols: []string{"parley-mcp"}})
+	if err != nil || ws.Subprotocol() != "parley-mcp" {
+		t.Fatalf("a stream session with an agent token: %v %v", resp, err)
 	}
+	c := websocket.NetConn(context.Background(), ws, websocket.MessageText)
 	t.Cleanup(func() { c.Close() })
-	fmt.Fprintf(c, "GET /mcp HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nConnection: Upgrade\r\nUpgrade: parley-mcp\r\n\r\n", addr, tok)
 	br := bufio.NewReader(c)
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
-		t.Fatalf("upgrade to a stream with an agent token: %v %v", resp, err)
-	}
 	ch := make(chan string, 64)
 	go func() {
 		defer close(ch)
@@ -202,27 +202,25 @@ func rawStream(t *testing.T, addr, tok string) (conn net.Conn, lines <-chan stri
 
 // waiting is how many calls wait for agent's next message, as the socket's
 // user sees it.
-func waiting(t *testing.T, e *env, ws, agent string) int {
-	var l struct {
-		Agents []struct {
-			Name    string `json:"name"`
-			Waiting int    `json:"waiting"`
-		} `json:"agents"`
-	}
+func waiting(t *testing.T, e *env, ws, agent string) int { return agentInfo(t, e, ws, agent).Waiting }
+
+// agentInfo is an agent of ws as the socket's user lists it (zero if none).
+func agentInfo(t *testing.T, e *env, ws, agent string) api.AgentInfo {
+	var l api.ListAgentsResult
 	e.mustAPI("GET", "/agents", ws, "", nil, &l)
 	for _, a := range l.Agents {
 		if a.Name == agent {
-			return a.Waiting
+			return a
 		}
 	}
-	return 0
+	return api.AgentInfo{}
 }
 
 // TestRevocationEndsWhatIsOpen: revoking alice's token ends at once what is
 // open under it: a JSON API wait answers 403 "revoked", an MCP wait over
-// Streamable HTTP ends with an error, a raw stream session closes (it can
-// neither wait nor send any more); none takes the message sent next, which
-// stays queued.
+// Streamable HTTP ends with an error, a stream session (parley-mcp) closes
+// (it can neither wait nor send any more); none takes the message sent
+// next, which stays queued.
 func TestRevocationEndsWhatIsOpen(t *testing.T) {
 	e := newEnv(t, "PARLEY_WORKSPACE=team")
 	e.Must("daemon", "start", "--listen", "127.0.0.1:0")
@@ -369,6 +367,29 @@ func TestTokenBindsRole(t *testing.T) {
 	mustCall(t, tokenSession(t, addr, carol.Token, ""), "whoami", nil, &who)
 	if who.Role != "reviewer" {
 		t.Errorf("carol's session with a reviewer token: role %q, want reviewer", who.Role)
+	}
+
+	// A session is its opener's: alice's token cannot use one that carol's
+	// token (or the admin token) opened, though she learned its id.
+	admin, err := os.ReadFile(filepath.Join(e.home, "token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, opener := range map[string]string{"carol's token": carol.Token, "the admin token": strings.TrimSpace(string(admin))} {
+		code, body, h := tcpDo(t, addr, opener, "POST", "/mcp", init, "Accept: application/json, text/event-stream", "Parley-Agent: carol", "Parley-Workspace: team")
+		sid := h.Get("Mcp-Session-Id")
+		if code != 200 || sid == "" {
+			t.Fatalf("a session opened with %s: %d %s", name, code, body)
+		}
+		call := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"check_messages","arguments":{}}}`
+		if code, body := tcpCall(t, addr, alice, "POST", "/mcp", call, "Accept: application/json, text/event-stream",
+			"Mcp-Session-Id: "+sid, "Mcp-Protocol-Version: 2025-11-25"); code != http.StatusNotFound {
+			t.Errorf("alice's token on a session %s opened: got %d %s, want 404", name, code, body)
+		}
+	}
+	// Nor manage the gateway's upstreams.
+	if code, _ := tcpCall(t, addr, alice, "GET", "/api/v1/upstreams", ""); code != http.StatusForbidden {
+		t.Errorf("alice's token listing upstreams: got %d, want 403", code)
 	}
 }
 
@@ -737,19 +758,7 @@ func TestProvenanceAttested(t *testing.T) {
 // agentStatus is an agent's presence, active or offline, as the socket's
 // user sees it ("" if there is no such agent).
 func agentStatus(t *testing.T, e *env, ws, agent string) string {
-	var l struct {
-		Agents []struct {
-			Name   string `json:"name"`
-			Status string `json:"status"`
-		} `json:"agents"`
-	}
-	e.mustAPI("GET", "/agents", ws, "", nil, &l)
-	for _, a := range l.Agents {
-		if a.Name == agent {
-			return a.Status
-		}
-	}
-	return ""
+	return agentInfo(t, e, ws, agent).Status
 }
 
 // TestAbandonedHTTPSessionGoesOffline: a plain Streamable HTTP client (no GET
@@ -839,5 +848,81 @@ func TestLookalikeNames(t *testing.T) {
 	e.Must("send", "dave", "for dave", "--agent", "carol", "--workspace", "fresh")
 	if out := e.Must("inbox", "--agent", "dave", "--workspace", "fresh", "--peek"); !strings.Contains(out, "for dave") {
 		t.Errorf("dave's inbox after the admin claimed his name: %s", out)
+	}
+}
+
+// TestIdempotencyKeys: send_message and complete_task take an idempotency
+// key; a retry with it, even after a kill -9 of the daemon (the client never
+// heard the first answer), returns the first result and sends nothing new,
+// over the JSON API and MCP alike; a different send with the key is refused.
+func TestIdempotencyKeys(t *testing.T) {
+	e := newEnv(t, "PARLEY_WORKSPACE=team")
+	e.Must("daemon", "start")
+	type sendResult struct {
+		ID       string `json:"message_id"`
+		Replayed bool   `json:"replayed"`
+	}
+	api := func(path, agent string, in any, out any) int {
+		t.Helper()
+		code, body, err := e.apiCall(t.Context(), e.httpClient(), "POST", path, "team", agent, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out != nil && code == 200 {
+			json.Unmarshal(body, out)
+		}
+		return code
+	}
+	send := map[string]any{"to": "bob", "content": "deploy now", "idempotency_key": "deploy-42"}
+	var first, again sendResult
+	if code := api("/messages", "alice", send, &first); code != 200 || first.Replayed {
+		t.Fatalf("first send: %d %+v", code, first)
+	}
+	e.killNow()
+	e.Must("daemon", "start")
+	if code := api("/messages", "alice", send, &again); code != 200 || !again.Replayed || again.ID != first.ID {
+		t.Errorf("the retry after a kill -9: %d %+v; want the first message %s, replayed", code, again, first.ID)
+	}
+	alice := e.Session(nil, "--agent", "alice")
+	var viaMCP sendResult
+	mustCall(t, alice, "send_message", send, &viaMCP)
+	if !viaMCP.Replayed || viaMCP.ID != first.ID {
+		t.Errorf("the retry over MCP: %+v; want the first message, replayed", viaMCP)
+	}
+	if code := api("/messages", "alice", map[string]any{"to": "bob", "content": "something else", "idempotency_key": "deploy-42"}, nil); code != 409 {
+		t.Errorf("another send with the key: %d, want 409", code)
+	}
+	var inbox struct {
+		Messages []json.RawMessage `json:"messages"`
+	}
+	e.mustAPI("GET", "/inbox", "team", "bob", nil, &inbox)
+	if len(inbox.Messages) != 1 {
+		t.Errorf("bob's inbox: %d messages, want the one", len(inbox.Messages))
+	}
+
+	// A task completed, the answer lost to a kill -9: the retry gets the
+	// result, not "completed already", and the sender one reply.
+	var task sendResult
+	api("/messages", "boss", map[string]any{"to": "queue:build", "content": "build it"}, &task)
+	e.MustJSON(&struct{}{}, "queue", "claim", "build", "--agent", "worker", "--json")
+	complete := map[string]any{"result": "built", "idempotency_key": "build-done"}
+	var done, redone struct {
+		ReplyID  string `json:"reply_id"`
+		Replayed bool   `json:"replayed"`
+	}
+	if code := api("/tasks/"+task.ID+"/complete", "worker", complete, &done); code != 200 {
+		t.Fatalf("complete: %d", code)
+	}
+	e.killNow()
+	e.Must("daemon", "start")
+	if code := api("/tasks/"+task.ID+"/complete", "worker", complete, &redone); code != 200 || !redone.Replayed || redone.ReplyID != done.ReplyID {
+		t.Errorf("the completion's retry after a kill -9: %d %+v; want the first result %s", code, redone, done.ReplyID)
+	}
+	if code := api("/tasks/"+task.ID+"/complete", "worker", map[string]any{"result": "built"}, nil); code != 409 {
+		t.Errorf("a retry without the key: %d, want 409 (completed already)", code)
+	}
+	e.mustAPI("GET", "/inbox", "team", "boss", nil, &inbox)
+	if len(inbox.Messages) != 1 {
+		t.Errorf("boss's inbox: %d results, want one", len(inbox.Messages))
 	}
 }

@@ -57,6 +57,19 @@ const (
 	HeaderNudge      = "Parley-Nudge"
 )
 
+// Headers of a session whose client opened a door for it (`parley mcp
+// serve` sends them at initialize, from the environment the client started
+// it with): Claude Code's inbox socket, its token and the Claude session
+// id; or the CODEX_HOME whose app-server holds a Codex session's threads
+// (the thread id comes with each tools/call, in _meta.threadId). The
+// daemon registers the door only for a session over its Unix socket.
+const (
+	HeaderDoorSocket  = "Parley-Door-Socket"
+	HeaderDoorToken   = "Parley-Door-Token"
+	HeaderDoorSession = "Parley-Door-Session"
+	HeaderCodexHome   = "Parley-Codex-Home"
+)
+
 // Receipts over the JSON API: a read with HeaderReceipts is not confirmed
 // when its response is written; its response names the reader that holds
 // what it handed out (HeaderReader), leased for a minute, and the client
@@ -107,6 +120,11 @@ type Status struct {
 	Profiles []string `json:"profiles"`
 	// Listen is the TCP address served besides the socket, if any.
 	Listen string `json:"listen,omitempty"`
+	// TLS says the TCP listener speaks TLS (a team server).
+	TLS bool `json:"tls,omitempty"`
+	// ServerURL is where teammates' agents reach this daemon: public_url in
+	// config.toml, else the TCP listener's URL; empty without one.
+	ServerURL string `json:"server_url,omitempty"`
 	// Goroutines is the daemon's goroutine count, for leak checks under load.
 	Goroutines int `json:"goroutines"`
 }
@@ -215,6 +233,17 @@ type SendRequest struct {
 	AckRequired bool `json:"ack_required,omitempty" jsonschema:"ask recipients to ack_message it"`
 	// AckWithin is a deadline in seconds from now for those acks.
 	AckWithin *int `json:"ack_within,omitempty" jsonschema:"seconds to ack; then you get one notice"`
+	// IdempotencyKey names this send: a retry with the same key (within
+	// 24 h) sends nothing new and returns the first send's result.
+	IdempotencyKey string `json:"idempotency_key,omitempty" jsonschema:"your name for this send: a retry with it sends nothing new"`
+	// Deliver is how the message may draw an idle or busy recipient's
+	// attention (hub.DeliverMode); "" is the priority's default.
+	Deliver string `json:"deliver,omitempty" jsonschema:"waking a recipient that is not waiting: queue, idle, steer or interrupt (default by priority)"`
+	// TTL is the message's time to live in seconds: a copy that nothing
+	// reaches in that time, while its recipient has no reader and no door,
+	// bounces back to the sender. 0 means none; absent, the daemon's
+	// default.
+	TTL *int `json:"ttl_seconds,omitempty" jsonschema:"bounce back if nothing reaches them this long (0: never; default 86400)"`
 }
 
 // SendResult is the send_message result (seed 000 plus recipients and thread).
@@ -224,6 +253,9 @@ type SendResult struct {
 	RecipientStatus string   `json:"recipient_status" jsonschema:"active, offline or unregistered (of the first recipient); mixed for several"`
 	Recipients      []string `json:"recipients"`
 	ThreadID        string   `json:"thread_id"`
+	// Replayed says this answers a retry with an idempotency key: the first
+	// send's result; nothing new was sent.
+	Replayed bool `json:"replayed,omitempty"`
 }
 
 // MessageInfo is one message as a reader sees it (seed 000's MessageInfo plus

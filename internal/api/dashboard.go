@@ -70,4 +70,7 @@ type DeliveryInfo struct {
 	AckedAt   string `json:"acked_at,omitempty"`
 	WakePath  string `json:"wake_path,omitempty"`
 	WokenAt   string `json:"woken_at,omitempty"`
+	SeenAt    string `json:"seen_at,omitempty"`
+	// BounceReason says why a bounced copy left the inbox.
+	BounceReason string `json:"bounce_reason,omitempty"`
 }

@@ -11,7 +11,7 @@ type MessageStatusRequest struct {
 // RecipientDelivery is where one recipient's copy of a message stands (message_status).
 type RecipientDelivery struct {
 	Recipient string `json:"recipient"`
-	State     string `json:"state" jsonschema:"queued, delivered, redelivered, read or acked"`
+	State     string `json:"state" jsonschema:"queued, handed (a letter through the recipient's door told it), seen (its session started a turn with that), delivered, redelivered, read, acked or bounced"`
 	// DeliveryCount is how many times the copy was handed to a session.
 	DeliveryCount int    `json:"delivery_count"`
 	DeliveredAt   string `json:"delivered_at,omitempty"`
@@ -23,19 +23,28 @@ type RecipientDelivery struct {
 	AckedAt    string `json:"acked_at,omitempty"`
 	// WakePath is how the message first reached the recipient, and WokenAt
 	// when: empty until something did.
-	WakePath string `json:"wake_path,omitempty" jsonschema:"how it first reached the recipient: wait, check, channel, hook, tmux or managed"`
+	WakePath string `json:"wake_path,omitempty" jsonschema:"how it first reached the recipient: wait, check, door:claude, door:codex, channel, hook, tmux or managed"`
 	WokenAt  string `json:"woken_at,omitempty"`
+	// SeenAt is when the recipient's session started a turn with it.
+	SeenAt string `json:"seen_at,omitempty"`
+	// BouncedAt and BounceReason: the copy left the inbox unread, and why.
+	BouncedAt    string `json:"bounced_at,omitempty"`
+	BounceReason string `json:"bounce_reason,omitempty"`
 }
 
 // MessageStatusResult is a message's delivery state, per recipient.
 type MessageStatusResult struct {
-	MessageID   string              `json:"message_id"`
-	From        string              `json:"from"`
-	To          string              `json:"to"`
-	Timestamp   string              `json:"timestamp"`
-	AckRequired bool                `json:"ack_required"`
-	AckDeadline string              `json:"ack_deadline,omitempty"`
-	Recipients  []RecipientDelivery `json:"recipients"`
+	MessageID   string `json:"message_id"`
+	From        string `json:"from"`
+	To          string `json:"to"`
+	Timestamp   string `json:"timestamp"`
+	AckRequired bool   `json:"ack_required"`
+	AckDeadline string `json:"ack_deadline,omitempty"`
+	// ExpiresAt ends the message's time to live; Deliver is its delivery
+	// mode (its own or its priority's).
+	ExpiresAt  string              `json:"expires_at,omitempty"`
+	Deliver    string              `json:"deliver"`
+	Recipients []RecipientDelivery `json:"recipients"`
 }
 
 // AckRequest is the ack_message input and POST /api/v1/acks.
@@ -88,4 +97,84 @@ type OverdueInfo struct {
 // OverdueResult lists overdue acknowledgements, oldest deadline first.
 type OverdueResult struct {
 	Overdue []OverdueInfo `json:"overdue"`
+}
+
+// SeenRequest is POST /api/v1/inbox/seen: the caller's session started a
+// turn with a letter through its door (a UserPromptSubmit hook found the
+// letter's id in the prompt).
+type SeenRequest struct {
+	Letter string `json:"letter"`
+}
+
+// SeenResult says how many copies became seen.
+type SeenResult struct {
+	Marked int `json:"marked"`
+}
+
+// BouncedRequest is GET /api/v1/bounced: the dead letters.
+type BouncedRequest struct {
+	All   bool `json:"all,omitempty" jsonschema:"every sender's, not only yours"`
+	Limit int  `json:"limit,omitempty" jsonschema:"at most this many (default 50)"`
+}
+
+// BouncedInfo is one recipient's copy that bounced.
+type BouncedInfo struct {
+	MessageID string `json:"message_id"`
+	From      string `json:"from"`
+	To        string `json:"to"`
+	Recipient string `json:"recipient"`
+	Preview   string `json:"preview"`
+	SentAt    string `json:"sent_at"`
+	BouncedAt string `json:"bounced_at"`
+	Reason    string `json:"reason"`
+}
+
+// BouncedResult lists bounced copies, newest first.
+type BouncedResult struct {
+	Bounced []BouncedInfo `json:"bounced"`
+}
+
+// DoorRequest is POST /api/v1/doors: the caller's client session registers
+// (or refreshes) its own door. Over the Unix socket only.
+type DoorRequest struct {
+	Kind    string `json:"kind" jsonschema:"claude or codex"`
+	Session string `json:"session" jsonschema:"the client's session: Claude Code's session id, the Codex thread id"`
+	Address string `json:"address" jsonschema:"Claude: the inbox socket (CLAUDE_CODE_MESSAGING_SOCKET); Codex: CODEX_HOME"`
+	Token   string `json:"token,omitempty" jsonschema:"Claude: CLAUDE_CODE_MESSAGING_TOKEN"`
+}
+
+// DoorInfo is a door as the API shows it: never its token.
+type DoorInfo struct {
+	ID          string `json:"id"`
+	Agent       string `json:"agent"`
+	Kind        string `json:"kind"`
+	Session     string `json:"session"`
+	Address     string `json:"address"`
+	Host        string `json:"host,omitempty"`
+	UID         int    `json:"uid"`
+	OpenedAt    string `json:"opened_at"`
+	RefreshedAt string `json:"refreshed_at"`
+	ClosedAt    string `json:"closed_at,omitempty"`
+	CloseReason string `json:"close_reason,omitempty"`
+	// ByMCP says an MCP session of the client registered it (it closes
+	// with that session); else a hook did.
+	ByMCP bool `json:"by_mcp"`
+}
+
+// DoorsRequest is GET /api/v1/doors.
+type DoorsRequest struct {
+	All    bool `json:"all,omitempty" jsonschema:"every agent's doors, not only yours"`
+	Closed bool `json:"closed,omitempty" jsonschema:"closed doors too"`
+}
+
+// DoorsResult lists doors, newest opened first.
+type DoorsResult struct {
+	Doors []DoorInfo `json:"doors"`
+}
+
+// DoorCloseRequest is POST /api/v1/doors/{id}/close: a person closes a
+// door, or the session's hook says the session ended.
+type DoorCloseRequest struct {
+	ID    string `json:"id"`
+	Ended bool   `json:"ended,omitempty"`
 }

@@ -31,6 +31,14 @@ type Event struct {
 	// For message.delivered, .read, .acked and .redelivered: Agent is the
 	// recipient, ID the message, and this its copy's delivery count.
 	DeliveryCount int `json:"delivery_count,omitempty"`
+	// For message.handed (a letter through the recipient's door told it),
+	// .seen (its session started a turn with that) and .bounced: Agent is
+	// the recipient, ID the message; Path the door's wake path, Reason why
+	// it bounced.
+	Path   string `json:"path,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// For door.opened and door.closed: the door (Reason: why it closed).
+	Door *DoorInfo `json:"door,omitempty"`
 	// For group.changed: the group and what happened to it (created, deleted,
 	// member_added, member_removed).
 	Group  string `json:"group,omitempty"`
@@ -58,8 +66,9 @@ type Event struct {
 	// its queue, Agent the claimant (for .released, the queue), Status
 	// task_completed or task_failed for .completed.
 	//
-	// For reservations.changed: the reservations granted, renewed or
-	// released (Change says which).
+	// For reservations.changed: the reservations granted, renewed,
+	// released, force_released, or reclaimed (ended because the daemon that
+	// granted them died; Change says which).
 	Reservations []ReservationInfo `json:"reservations,omitempty"`
 }
 
@@ -80,6 +89,8 @@ var EventKinds = []string{
 	string(hub.EventMessageSent), string(hub.EventGroupChanged),
 	string(hub.EventMessageDelivered), string(hub.EventMessageRead),
 	string(hub.EventMessageAcked), string(hub.EventMessageRedelivered),
+	string(hub.EventMessageHanded), string(hub.EventMessageSeen), string(hub.EventMessageBounced),
+	string(hub.EventDoorOpened), string(hub.EventDoorClosed),
 	string(hub.EventReservations),
 	string(hub.EventTaskClaimed), string(hub.EventTaskCompleted), string(hub.EventTaskReleased),
 	string(hub.EventAgentHealth), string(hub.EventAgentStalled), string(hub.EventAgentEscalated),
@@ -124,6 +135,13 @@ func EventOf(e hub.Event) Event {
 	if e.MessageID != "" {
 		out.ID, out.DeliveryCount = e.MessageID, e.Count
 	}
+	out.Path, out.Reason = string(e.Via), e.Reason
+	if d := e.SessionDoor; d != nil {
+		out.Door = &DoorInfo{ID: d.ID, Agent: d.Agent, Kind: string(d.Kind), Session: d.Session, Address: d.Address,
+			Host: d.Host, UID: d.UID, OpenedAt: FormatTime(d.OpenedAt), RefreshedAt: FormatTime(d.RefreshedAt),
+			ClosedAt: FormatTime(d.ClosedAt), CloseReason: d.CloseReason, ByMCP: d.Owner != ""}
+		out.Reason = d.CloseReason
+	}
 	return out
 }
 
@@ -162,6 +180,20 @@ func (e Event) Line() string {
 		return fmt.Sprintf("%s %s  %s is %s", t, e.Workspace, e.Agent, e.Status)
 	case hub.EventAgentLeft:
 		return fmt.Sprintf("%s %s  %s left", t, e.Workspace, e.Agent)
+	case hub.EventMessageHanded:
+		return fmt.Sprintf("%s %s  %s told of %s through its door (%s)", t, e.Workspace, e.Agent, e.ID, e.Path)
+	case hub.EventMessageSeen:
+		return fmt.Sprintf("%s %s  %s's session saw %s", t, e.Workspace, e.Agent, e.ID)
+	case hub.EventMessageBounced:
+		return fmt.Sprintf("%s %s  %s bounced from %s: %s", t, e.Workspace, e.ID, e.Agent, e.Reason)
+	case hub.EventDoorOpened, hub.EventDoorClosed:
+		if e.Door == nil {
+			break
+		}
+		if e.Kind == string(hub.EventDoorClosed) {
+			return fmt.Sprintf("%s %s  %s's %s door closed: %s", t, e.Workspace, e.Agent, e.Door.Kind, e.Reason)
+		}
+		return fmt.Sprintf("%s %s  %s's %s door opened (session %s)", t, e.Workspace, e.Agent, e.Door.Kind, e.Door.Session)
 	case hub.EventGroupChanged:
 		return fmt.Sprintf("%s %s  group %s %s", t, e.Workspace, e.Group, strings.ReplaceAll(e.Change, "_", " "))
 	case hub.EventReservations:

@@ -29,6 +29,9 @@ type CompleteTaskRequest struct {
 	TaskID string `json:"task_id" jsonschema:"the task's message_id"`
 	Result string `json:"result,omitempty" jsonschema:"what came of it"`
 	Failed bool   `json:"failed,omitempty" jsonschema:"you could not do it"`
+	// IdempotencyKey names this completion: a retry with it (within 24 h)
+	// returns the first result instead of "completed already".
+	IdempotencyKey string `json:"idempotency_key,omitempty" jsonschema:"your name for this completion: a retry with it returns the first result"`
 }
 
 // CompleteTaskResult is the complete_task result.
@@ -37,6 +40,8 @@ type CompleteTaskResult struct {
 	TaskID  string `json:"task_id"`
 	Queue   string `json:"queue"`
 	ReplyID string `json:"reply_id" jsonschema:"the reply that told the sender"`
+	// Replayed says this answers a retry with an idempotency key.
+	Replayed bool `json:"replayed,omitempty"`
 }
 
 // ReleaseTaskRequest is release_task and POST /api/v1/tasks/{task_id}/release.

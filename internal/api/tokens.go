@@ -9,6 +9,9 @@ type TokenRequest struct {
 	// Role is the role the agent has under the token; empty: the role it
 	// has now, or the default role of a new agent.
 	Role string `json:"role,omitempty"`
+	// Server is the URL teammates reach the daemon at, for the answer's
+	// Line; empty: the daemon's own (Status.ServerURL).
+	Server string `json:"server,omitempty"`
 }
 
 // TokenInfo describes an agent token; Token, the secret, is set only in the
@@ -20,7 +23,23 @@ type TokenInfo struct {
 	Role      string    `json:"role,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	Token     string    `json:"token,omitempty"`
+	// Server and Line, in the answer to a creation: the URL a teammate's
+	// agent reaches the daemon at, and the one command line that connects
+	// it (`parley mcp serve --server`). Empty when the daemon serves no
+	// TCP listener and none was named.
+	Server string `json:"server,omitempty"`
+	Line   string `json:"line,omitempty"`
 }
+
+// ServeLine is the command line that connects an agent to the team server
+// at server with the agent token tok.
+func ServeLine(server, tok string) string {
+	return EnvToken + "=" + tok + " parley mcp serve --server " + server
+}
+
+// EnvToken is the environment variable of `parley mcp serve --server`'s
+// agent token.
+const EnvToken = "PARLEY_TOKEN"
 
 // TokenList is GET /api/v1/tokens.
 type TokenList struct {

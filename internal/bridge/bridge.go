@@ -20,6 +20,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -62,6 +63,9 @@ type Options struct {
 	// Extension, if set, speaks what the server does not: `mcp serve
 	// --channel` adds Claude Code's channel this way.
 	Extension Extension
+	// TLSConfig, for an https URL, replaces the system's defaults: a team
+	// server whose certificate a private CA signed (`mcp serve --ca-file`).
+	TLSConfig *tls.Config
 }
 
 // Extension adds to the protocol between the client and the server.
@@ -274,6 +278,9 @@ func newBridge(opts *Options, out io.Writer) (*bridge, error) {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.MaxIdleConns = 64
 		t.MaxIdleConnsPerHost = 64
+		if opts.TLSConfig != nil {
+			t.TLSClientConfig = opts.TLSConfig.Clone()
+		}
 		b.transport = t
 	}
 	// No Timeout: a tools/call may legitimately block for ten minutes.

@@ -3,6 +3,7 @@ package bridge
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -97,7 +98,11 @@ func (b *bridge) dialStream(ctx context.Context) (c net.Conn, br *bufio.Reader, 
 		u, _ := url.Parse(b.endpoint) // checked by newBridge
 		network, addr = "tcp", u.Host
 		if u.Port() == "" {
-			addr = net.JoinHostPort(u.Hostname(), "80")
+			port := "80"
+			if u.Scheme == "https" {
+				port = "443"
+			}
+			addr = net.JoinHostPort(u.Hostname(), port)
 		}
 	}
 	h := b.base
@@ -105,7 +110,7 @@ func (b *bridge) dialStream(ctx context.Context) (c net.Conn, br *bufio.Reader, 
 		h = h.Clone()
 		h[api.HeaderPush] = []string{"1"}
 	}
-	c, br, resp, err := dialStream(ctx, network, addr, b.endpoint, h)
+	c, br, resp, err := dialStream(ctx, network, addr, b.endpoint, h, b.opts.TLSConfig)
 	if err != nil {
 		return nil, nil, false, err
 	}
@@ -117,18 +122,27 @@ func (b *bridge) dialStream(ctx context.Context) (c net.Conn, br *bufio.Reader, 
 // identity and authorization in h. It returns the connection, and a reader
 // on it; a refusal is a *RefusedError.
 func DialStream(ctx context.Context, network, addr, endpoint string, h http.Header) (net.Conn, *bufio.Reader, error) {
-	c, br, _, err := dialStream(ctx, network, addr, endpoint, h)
+	c, br, _, err := dialStream(ctx, network, addr, endpoint, h, nil)
 	return c, br, err
 }
 
-// dialStream is DialStream that also returns the headers of the 101.
-func dialStream(ctx context.Context, network, addr, endpoint string, h http.Header) (net.Conn, *bufio.Reader, http.Header, error) {
+// dialStream is DialStream that also returns the headers of the 101; an
+// https endpoint is reached with TLS (tlsConf, or the system's roots).
+func dialStream(ctx context.Context, network, addr, endpoint string, h http.Header, tlsConf *tls.Config) (net.Conn, *bufio.Reader, http.Header, error) {
 	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
 	var d net.Dialer
-	hc := &http.Client{Transport: &http.Transport{
+	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return d.DialContext(ctx, network, addr) },
-	}}
+	}
+	if tlsConf != nil {
+		tr.TLSClientConfig = tlsConf.Clone()
+	} else {
+		tr.TLSClientConfig = &tls.Config{}
+	}
+	// The upgrade is HTTP/1.1's: never offer HTTP/2.
+	tr.TLSClientConfig.NextProtos = []string{"http/1.1"}
+	hc := &http.Client{Transport: tr}
 	ws, resp, err := websocket.Dial(ctx, endpoint, &websocket.DialOptions{HTTPClient: hc, HTTPHeader: h,
 		Subprotocols: []string{api.StreamProtocol}})
 	if err != nil {

@@ -121,16 +121,17 @@ func daemonStopCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// exitNotRunning is daemon status's exit code for a daemon that is down.
-const exitNotRunning = 3
+// exitNotRunning is daemon status's exit code for a daemon that is down:
+// unavailable, as in exitCode's table.
+const exitNotRunning = 7
 
 func daemonStatusCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show whether the daemon runs, and its pid, socket, database and workspaces",
 		Long: `Show whether the daemon runs, and its pid, socket, database and workspaces.
-Exits 0 when it runs and 3 when it does not (as systemctl status does), so that
-scripts can test it.`,
+Exits 0 when it runs and 7 (unavailable, as for any command that cannot reach
+it) when it does not, so that scripts can test it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			paths, err := home.Resolve("")
@@ -158,7 +159,11 @@ scripts can test it.`,
 				fmt.Fprintf(w, "parley daemon running\n  pid:        %d\n  version:    %s\n  uptime:     %s\n  socket:     %s\n",
 					st.PID, st.Version, st.Uptime, st.Socket)
 				if st.Listen != "" {
-					fmt.Fprintf(w, "  tcp:        http://%s (bearer token in %s)\n", st.Listen, paths.Token)
+					scheme := "http"
+					if st.TLS {
+						scheme = "https"
+					}
+					fmt.Fprintf(w, "  tcp:        %s://%s (bearer token in %s)\n", scheme, st.Listen, paths.Token)
 				}
 				fmt.Fprintf(w, "  store:      %s\n  database:   %s\n  sessions:   %d\n  workspaces: %s\n", st.Store, st.Database, st.Sessions, strings.Join(st.Workspaces, ", "))
 			})

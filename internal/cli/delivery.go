@@ -14,14 +14,17 @@ import (
 func deliveryCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "delivery MESSAGE_ID",
-		Short: "Show where each copy of a message stands: queued, delivered, redelivered, read, acked",
+		Short: "Show where each copy of a message stands: queued, handed, seen, delivered, read, acked, bounced",
 		Long: `Show the delivery state of a message per recipient: queued (in the inbox),
-delivered (handed to a session, not yet confirmed), redelivered (back in the
-inbox after a session went away with it), read or acked, with how many times
-it was handed out and when, and what first reached the recipient with it
-(WOKEN BY: a wait, a check of the inbox, a channel push, a hook, a tmux notice
-or a managed agent's turn). Its sender sees every recipient; a recipient its
-own copy.`,
+handed (a letter through the recipient's door told its session), seen (the
+session started a turn with that letter), delivered (handed to a session,
+not yet confirmed), redelivered (back in the inbox after a session went away
+with it), read, acked, or bounced (nothing reached the recipient within the
+message's time to live; REASON says why), with how many times it was handed
+out and when, and what first reached the recipient with it (WOKEN BY: a
+wait, a check of the inbox, a door letter (door:claude, door:codex), a
+channel push, a hook, a tmux notice or a managed agent's turn). Its sender
+sees every recipient; a recipient its own copy.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, _, err := g.client(cmd.Context(), false)
@@ -37,16 +40,24 @@ own copy.`,
 				if res.AckRequired {
 					fmt.Fprintf(w, "ack requested%s\n", map[bool]string{true: " by " + res.AckDeadline}[res.AckDeadline != ""])
 				}
+				fmt.Fprintf(w, "deliver %s, time to live %s\n", res.Deliver, map[bool]string{true: "until " + res.ExpiresAt, false: "none"}[res.ExpiresAt != ""])
 				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "RECIPIENT\tSTATE\tHANDED OUT\tDELIVERED\tREAD\tACKED\tWOKEN BY")
+				fmt.Fprintln(tw, "RECIPIENT\tSTATE\tHANDED OUT\tDELIVERED\tSEEN\tREAD\tACKED\tWOKEN BY")
+				var bounced []string
 				for _, d := range res.Recipients {
 					woke := orDash(d.WakePath)
 					if d.WokenAt != "" {
 						woke += " at " + d.WokenAt
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", d.Recipient, d.State, d.DeliveryCount, orDash(d.DeliveredAt), orDash(d.ReadAt), orDash(d.AckedAt), woke)
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", d.Recipient, d.State, d.DeliveryCount, orDash(d.DeliveredAt), orDash(d.SeenAt), orDash(d.ReadAt), orDash(d.AckedAt), woke)
+					if d.BounceReason != "" {
+						bounced = append(bounced, fmt.Sprintf("%s bounced at %s: %s", d.Recipient, d.BouncedAt, d.BounceReason))
+					}
 				}
 				tw.Flush()
+				for _, b := range bounced {
+					fmt.Fprintln(w, b)
+				}
 			})
 		},
 	}

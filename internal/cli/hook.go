@@ -19,6 +19,7 @@ import (
 
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/client"
+	"github.com/parley-dev/parley/internal/door"
 	"github.com/parley-dev/parley/internal/home"
 	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/runner"
@@ -32,9 +33,28 @@ func hookCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// hookTimeout bounds a hook: it runs on every prompt and tool call of the
-// agent's session, so it must never hold the session up for long.
-const hookTimeout = 3 * time.Second
+// defaultHookTimeout bounds a hook: it runs on every prompt and tool call of
+// the agent's session, so it must never hold the session up for long.
+const defaultHookTimeout = 3 * time.Second
+
+// envHookTimeout sets another bound (a duration such as 8s), for a slow or
+// loaded machine: under the client's own timeout for the hook, which `parley
+// init` sets to 10 s.
+const envHookTimeout = "PARLEY_HOOK_TIMEOUT"
+
+// hookTimeout is the bound of a hook that is not PermissionRequest.
+func hookTimeout(g *globals) time.Duration {
+	v := os.Getenv(envHookTimeout)
+	if v == "" {
+		return defaultHookTimeout
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		fmt.Fprintf(g.stderr, "parley hook: %s=%q is not a positive duration (such as 8s): using %s\n", envHookTimeout, v, defaultHookTimeout)
+		return defaultHookTimeout
+	}
+	return d
+}
 
 func hookClaudeCmd(g *globals) *cobra.Command {
 	var wait time.Duration
@@ -61,8 +81,15 @@ to --wait for a decision (parley allow|deny, a manager agent, the dashboard),
 then answers Claude Code with it; with none it prints nothing, and Claude Code
 shows its own prompt.
 
+It also keeps the session's door registered (its inbox socket, from
+$CLAUDE_CODE_MESSAGING_SOCKET) at SessionStart and UserPromptSubmit, and
+closes it at SessionEnd; a prompt that is a Parley letter (a turn the
+daemon's letter through that door started) is reported seen, and its
+messages are not named again as context.
+
 It never fails the session: on any error it prints nothing on stdout, a note on
-stderr, and exits 0. It does not start the daemon.
+stderr, and exits 0. It does not start the daemon. It gives the daemon 3 s
+(PARLEY_HOOK_TIMEOUT=8s sets another bound; PermissionRequest has --wait).
 
 In a managed agent's session (the daemon sets PARLEY_MANAGED_AGENT) it speaks
 for that agent, whatever --agent says: the hooks of the repository may be
@@ -89,7 +116,7 @@ writes .claude/settings.json.`,
 			if args[0] == evPermissionRequest {
 				return printHook(g, func() (any, error) { return runPermissionHook(cmd.Context(), g, "claude", wait, cmd.InOrStdin()) })
 			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), hookTimeout)
+			ctx, cancel := context.WithTimeout(cmd.Context(), hookTimeout(g))
 			defer cancel()
 			if args[0] == evPreCompact {
 				return runPreCompact(ctx, g, cmd.InOrStdin())
@@ -139,13 +166,13 @@ PermissionRequest prints nothing: the daemon files the approvals itself.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch args[0] {
 			case evSessionStart:
-				ctx, cancel := context.WithTimeout(cmd.Context(), hookTimeout)
+				ctx, cancel := context.WithTimeout(cmd.Context(), hookTimeout(g))
 				defer cancel()
 				return printHook(g, func() (any, error) { return runCodexSessionStart(ctx, g, cmd.InOrStdin()) })
 			case evPermissionRequest:
 				return printHook(g, func() (any, error) { return runPermissionHook(cmd.Context(), g, "codex", wait, cmd.InOrStdin()) })
 			case evPreToolUse:
-				ctx, cancel := context.WithTimeout(cmd.Context(), hookTimeout)
+				ctx, cancel := context.WithTimeout(cmd.Context(), hookTimeout(g))
 				defer cancel()
 				return printHook(g, func() (any, error) { return runEditHook(ctx, g, "codex", edit, cmd.InOrStdin()) })
 			}
@@ -304,6 +331,7 @@ type claudeHookInput struct {
 	StopHookActive bool   `json:"stop_hook_active"`
 	Source         string `json:"source"`      // SessionStart: startup, resume, clear, compact
 	ToolUseID      string `json:"tool_use_id"` // PostToolUse
+	Prompt         string `json:"prompt"` // UserPromptSubmit
 }
 
 type hookSpecificOutput struct {
@@ -369,6 +397,24 @@ func runClaudeHook(ctx context.Context, g *globals, event string, stdin io.Reade
 	}
 	c := client.New(paths).As(id.Workspace, id.Agent)
 
+	// The session's door: the hooks keep it registered (the MCP server
+	// registers it too; a hook may start before it, or after it restarted).
+	switch event {
+	case evSessionStart, evUserPromptSubmit:
+		refreshDoor(ctx, g, c, in.SessionID)
+	case evSessionEnd:
+		closeDoor(ctx, g, c, in.SessionID)
+	}
+	// A turn that starts with a letter through the door: the agent saw it.
+	letter := ""
+	if event == evUserPromptSubmit {
+		if letter = door.LetterID(in.Prompt); letter != "" {
+			if _, err := c.Seen(ctx, letter); err != nil {
+				fmt.Fprintf(g.stderr, "parley hook: report the letter seen: %v\n", err)
+			}
+		}
+	}
+
 	peek, err := c.Peek(ctx, 100)
 	if err != nil {
 		return nil, err
@@ -417,9 +463,13 @@ func runClaudeHook(ctx context.Context, g *globals, event string, stdin io.Reade
 			status = "" // it goes on working
 		}
 	}
-	if len(fresh) > 0 && event != evStop && event != evSessionEnd {
+	if len(fresh) > 0 && event != evStop && event != evSessionEnd && letter == "" {
+		// (A letter's turn names the new mail already.)
 		out = &claudeHookOutput{HookSpecificOutput: &hookSpecificOutput{HookEventName: event, AdditionalContext: contextSummary(id.Agent, unread, fresh)}}
 	}
+	// Whether the output tells the agent of its mail (the working set
+	// added below is not that).
+	toldMail := out != nil
 	if event == evSessionStart && restoresWork(in.Source) {
 		out = withWork(ctx, g, c, event, out)
 	}
@@ -428,7 +478,7 @@ func runClaudeHook(ctx context.Context, g *globals, event string, stdin io.Reade
 			return nil, err
 		}
 	}
-	if out != nil {
+	if toldMail {
 		// The hook's output told the agent of its inbox: for the messages
 		// that nothing reached before, the hook was the way.
 		ids := make([]string, len(peek.Messages))
@@ -444,7 +494,7 @@ func runClaudeHook(ctx context.Context, g *globals, event string, stdin io.Reade
 	// message in it has now been reported.
 	var keep []string
 	for _, m := range peek.Messages {
-		if out != nil || reported[m.MessageID] {
+		if toldMail || reported[m.MessageID] {
 			keep = append(keep, m.MessageID)
 		}
 	}
@@ -456,6 +506,49 @@ func runClaudeHook(ctx context.Context, g *globals, event string, stdin io.Reade
 		}
 	}
 	return out, nil
+}
+
+// refreshDoor registers the Claude Code session's inbox socket, from the
+// hook's environment, for the hook's agent. It is best effort: the hook
+// goes on without it.
+func refreshDoor(ctx context.Context, g *globals, c *client.Client, session string) {
+	sock := os.Getenv(door.EnvClaudeSocket)
+	if sock == "" {
+		return
+	}
+	if s := os.Getenv(door.EnvClaudeSession); s != "" {
+		session = s
+	}
+	if session == "" {
+		return
+	}
+	if _, err := c.OpenDoor(ctx, api.DoorRequest{Kind: string(hub.DoorClaude), Session: session, Address: sock,
+		Token: os.Getenv(door.EnvClaudeToken)}); err != nil && hub.KindOf(err) != hub.Unavailable {
+		// (A daemon that is not running is said once, below.)
+		fmt.Fprintf(g.stderr, "parley hook: register the session's door: %v\n", err)
+	}
+}
+
+// closeDoor closes the ending session's door: no more letters into a
+// socket that is about to go.
+func closeDoor(ctx context.Context, g *globals, c *client.Client, session string) {
+	if s := os.Getenv(door.EnvClaudeSession); s != "" {
+		session = s
+	}
+	if session == "" || os.Getenv(door.EnvClaudeSocket) == "" {
+		return
+	}
+	ds, err := c.Doors(ctx, false, false)
+	if err != nil {
+		return
+	}
+	for _, d := range ds.Doors {
+		if d.Kind == string(hub.DoorClaude) && d.Session == session {
+			if _, err := c.CloseDoor(ctx, d.ID, true); err != nil {
+				fmt.Fprintf(g.stderr, "parley hook: close the session's door: %v\n", err)
+			}
+		}
+	}
 }
 
 // firstLine is the first non-empty line of s, cut to n runes.

@@ -37,7 +37,8 @@ there: other servers and settings are kept.
            prompts go to Parley's inbox), a rule that allows Parley's own tools,
            and the message-listener sub-agent in .claude/agents/message-listener.md
   codex    [mcp_servers.parley] in $CODEX_HOME/config.toml (default ~/.codex),
-           with PARLEY_HOME passed on and Parley's tools approved; with
+           with PARLEY_HOME and CODEX_HOME passed on (the thread's queue is
+           the session's door) and Parley's tools approved; with
            --permissions, a PermissionRequest hook that sends Codex's approval
            requests to Parley's inbox; with a name (--agent), a SessionStart
            hook that gives the agent its working set back after a
@@ -623,13 +624,15 @@ func (p initPlan) codex() ([]fileChange, error) {
 	}
 	fmt.Fprintf(&block, "args = [%s]\n", strings.Join(quoted, ", "))
 	// Codex passes an MCP server no environment unless listed: without
-	// PARLEY_HOME a custom home would silently land on a second daemon.
-	envVars := []string{tomlString("PARLEY_HOME")}
+	// PARLEY_HOME a custom home would silently land on a second daemon, and
+	// without CODEX_HOME Parley would look for the session's thread queue
+	// (its door) in ~/.codex.
+	envVars := []string{tomlString("PARLEY_HOME"), tomlString("CODEX_HOME")}
 	if bs, ok := before["mcp_servers"].(map[string]any); ok {
 		if cur, ok := bs["parley"].(map[string]any); ok {
 			list, _ := cur["env_vars"].([]any)
 			for _, v := range list {
-				if s, ok := v.(string); ok && s != "PARLEY_HOME" {
+				if s, ok := v.(string); ok && s != "PARLEY_HOME" && s != "CODEX_HOME" {
 					envVars = append(envVars, tomlString(s))
 				}
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/bridge"
 	"github.com/parley-dev/parley/internal/client"
+	"github.com/parley-dev/parley/internal/door"
 	"github.com/parley-dev/parley/internal/home"
 	"github.com/parley-dev/parley/internal/tmux"
 	"github.com/parley-dev/parley/internal/workspace"
@@ -31,6 +32,7 @@ func mcpCmd(g *globals) *cobra.Command {
 func mcpServeCmd(g *globals) *cobra.Command {
 	var role, module, profile, nudge string
 	var withChannel bool
+	var rs remoteServe
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve MCP over stdio for one agent (what an MCP client runs)",
@@ -54,13 +56,42 @@ Profiles (comma-separated): native (default), sidechat, agentmail, and those the
 daemon adds.
 
 Inside tmux, an agent with no other name takes the tmux window's name (as in
-AgentMail), and the server exits when its tmux session goes away.`,
+AgentMail), and the server exits when its tmux session goes away.
+
+Doors: started by Claude Code, it registers the session's inbox socket
+($CLAUDE_CODE_MESSAGING_SOCKET) for the agent; started by Codex, the thread
+that calls its tools (with $CODEX_HOME, default ~/.codex; parley init codex
+passes it on). When mail comes for the agent and it is not waiting for it,
+the daemon writes a short letter through the door, which starts a turn in
+an idle session (see send_message's deliver). The door closes with this
+server.
+
+With --server URL it speaks to a team server's daemon instead (another
+machine's, over TLS), as the agent its token binds: the token comes from
+$PARLEY_TOKEN, or --token-file. No local daemon is started; when the server
+restarts, the session reconnects and picks up where it was, as with a local
+daemon, and a request waits up to 45 s for the server to come back. A server
+whose certificate a private CA signed needs --ca-file.`,
+		Example: `  parley mcp serve --agent alice --role planner
+  PARLEY_TOKEN=ptk_... parley mcp serve --server https://parley.example.com:7474
+  parley mcp serve --server https://10.0.0.5:7474 --token-file ~/.parley-token --ca-file team-ca.pem`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if rs.server != "" {
+				if nudge != "" || os.Getenv("PARLEY_NUDGE") != "" {
+					return fmt.Errorf("--nudge types into tmux panes on the daemon's machine: it does not go with --server")
+				}
+				rs.role, rs.module, rs.profile, rs.withChannel = role, module, profile, withChannel
+				return rs.run(cmd, g)
+			}
+			if rs.tokenFile != "" || rs.caFile != "" {
+				return fmt.Errorf("--token-file and --ca-file are for --server URL")
+			}
 			tenv, inTmux := tmux.FromEnv()
-			if _, _, ok := workspace.SessionName(os.Getenv, ""); !ok {
+			if _, _, ok := workspace.SessionName(os.Getenv, ""); !ok && !withChannel {
 				// A client that names no session (Gemini CLI, Codex): the
 				// client process that started this server is the session.
+				// (A channel is Claude Code's, which names its sessions.)
 				os.Setenv(workspace.EnvSession, fmt.Sprintf("client-pid-%d", os.Getppid()))
 			}
 			id, err := g.identity(cmd.Context(), false)
@@ -130,6 +161,15 @@ AgentMail), and the server exits when its tmux session goes away.`,
 				set(api.HeaderTmuxPane, tenv.Pane)
 			}
 			set(api.HeaderNudge, nudge)
+			// The client session's own door, from the environment it started
+			// us with: the daemon writes a short letter through it when mail
+			// comes and the agent is not waiting for it.
+			set(api.HeaderDoorSocket, os.Getenv(door.EnvClaudeSocket))
+			set(api.HeaderDoorToken, os.Getenv(door.EnvClaudeToken))
+			set(api.HeaderDoorSession, os.Getenv(door.EnvClaudeSession))
+			if id.Agent != "" {
+				set(api.HeaderCodexHome, door.Home(os.Getenv))
+			}
 			opts := &bridge.Options{
 				SocketPath: paths.Socket,
 				Header:     h,
@@ -155,6 +195,9 @@ AgentMail), and the server exits when its tmux session goes away.`,
 	f.StringVar(&profile, "profile", "", "tool profiles, comma-separated (default native)")
 	f.BoolVar(&withChannel, "channel", false, "be a Claude Code channel: push each message for the agent into the session as it arrives (notifications/claude/channel), and relay Claude Code's permission prompts to Parley's permission inbox; launch claude with --channels server:NAME (see `parley init claude --channel`)")
 	f.StringVar(&nudge, "nudge", "", `"tmux": the daemon types a notice into this agent's tmux pane when mail arrives while it is idle (default $PARLEY_NUDGE, or nudge in config.toml)`)
+	f.StringVar(&rs.server, "server", "", "a team server's URL (https://HOST:PORT): speak to its daemon as the agent of $PARLEY_TOKEN instead of to a local one")
+	f.StringVar(&rs.tokenFile, "token-file", "", "with --server: a file holding the agent token, when $PARLEY_TOKEN is not set")
+	f.StringVar(&rs.caFile, "ca-file", "", "with --server: PEM certificate of the CA (or the self-signed certificate) that signed the server's")
 	return cmd
 }
 

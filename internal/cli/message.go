@@ -12,22 +12,40 @@ import (
 
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/client"
+	"github.com/parley-dev/parley/internal/config"
 	"github.com/parley-dev/parley/internal/hub"
 )
 
 func sendCmd(g *globals) *cobra.Command {
-	var priority, replyTo, payload string
+	var priority, replyTo, payload, key string
 	var meta []string
 	var ack bool
 	var ackWithin time.Duration
+	var deliver, ttl string
 	cmd := &cobra.Command{
 		Use:   "send TO TEXT",
 		Short: "Send a message to a name, @role, @group or @everyone",
 		Long: `Send a message as this agent. TO is an agent name (it need not have joined
 yet), @role, @group, @everyone or a composite id agent:role:hash. TEXT is
-markdown; "-" reads it from standard input.`,
+markdown; "-" reads it from standard input.
+
+A recipient blocked in a wait gets it at once. One that is not, but whose
+Claude Code or Codex session registered its door (parley mcp serve does),
+gets a short letter through the door, as --deliver says:
+  queue      no letter: it waits for the agent's next read or turn boundary
+  idle       when the session is idle (a busy one: when its turn ends)
+  steer      now: a busy session gets it in its running turn, between tool
+             calls; an idle one starts a turn
+  interrupt  managed agents: stop the turn in progress; through a door, steer
+The default follows --priority: critical and high steer, normal waits for
+idle, low queues. parley delivery ID shows where each copy stands.
+
+--ttl is how long the message may wait for its recipient: a copy that no
+reader took and no door told of by then bounces back to you with the reason
+(default: message_ttl in config.toml, 24h; 0: never).`,
 		Example: `  parley send bob "please review PR 12"
   parley send @reviewer --priority high "build is red"
+  parley send bob --deliver steer --ttl 1h "stop: main is broken"
   git diff | parley send bob -`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -39,7 +57,20 @@ markdown; "-" reads it from standard input.`,
 				}
 				text = string(b)
 			}
-			req := api.SendRequest{To: args[0], Content: text, Priority: priority, ReplyTo: replyTo, AckRequired: ack}
+			req := api.SendRequest{To: args[0], Content: text, Priority: priority, ReplyTo: replyTo, AckRequired: ack, IdempotencyKey: key, Deliver: deliver}
+			if ttl != "" {
+				secs := 0
+				if strings.TrimSpace(ttl) != "0" {
+					d, err := config.ParseAge(ttl)
+					if err != nil {
+						return fmt.Errorf("invalid --ttl: %v", err)
+					}
+					if secs = int(d.Round(time.Second) / time.Second); secs < 1 {
+						return fmt.Errorf("--ttl %s is too short: want at least 1s, or 0 for none", ttl)
+					}
+				}
+				req.TTL = &secs
+			}
 			if ackWithin != 0 {
 				secs := int(ackWithin.Round(time.Second) / time.Second)
 				if secs < 1 {
@@ -83,6 +114,9 @@ markdown; "-" reads it from standard input.`,
 	f.StringVar(&payload, "payload", "", "JSON payload to attach")
 	f.BoolVar(&ack, "ack", false, "ask every recipient to acknowledge (parley ack ID)")
 	f.DurationVar(&ackWithin, "ack-within", 0, "tell me once if a recipient has not acknowledged within this time (implies --ack)")
+	f.StringVar(&key, "idempotency-key", "", "name this send: running it again with the key (within 24 h) sends nothing new")
+	f.StringVar(&deliver, "deliver", "", "how a letter through the recipient's door may reach it: queue, idle, steer or interrupt (default: by priority)")
+	f.StringVar(&ttl, "ttl", "", "bounce back if nothing reaches the recipient within this time, e.g. 1h or 7d; 0: never (default message_ttl, 24h)")
 	addJSON(cmd, g)
 	return cmd
 }

@@ -85,7 +85,7 @@ status 0 with a task, 3 on timeout. The task is this agent's until
 }
 
 func queueCompleteCmd(g *globals) *cobra.Command {
-	var result string
+	var result, key string
 	var failed bool
 	cmd := &cobra.Command{
 		Use:   "complete TASK_ID",
@@ -96,7 +96,7 @@ func queueCompleteCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			res, err := c.CompleteTask(cmd.Context(), api.CompleteTaskRequest{TaskID: args[0], Result: result, Failed: failed})
+			res, err := c.CompleteTask(cmd.Context(), api.CompleteTaskRequest{TaskID: args[0], Result: result, Failed: failed, IdempotencyKey: key})
 			if err != nil {
 				return err
 			}
@@ -107,6 +107,7 @@ func queueCompleteCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&result, "result", "", "what came of it, sent to the task's sender")
 	cmd.Flags().BoolVar(&failed, "failed", false, "the task could not be done")
+	cmd.Flags().StringVar(&key, "idempotency-key", "", "name this completion: running it again with the key returns the first result")
 	addJSON(cmd, g)
 	return cmd
 }

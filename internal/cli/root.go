@@ -88,7 +88,7 @@ Quick start:
 		agentCmd(g), permissionsCmd(g), allowCmd(g), denyCmd(g),
 		backupCmd(g), restoreCmd(g), doctorCmd(g), purgeCmd(g),
 		dashboardCmd(g), tokenCmd(g),
-		deliveryCmd(g), ackCmd(g), overdueCmd(g),
+		deliveryCmd(g), ackCmd(g), overdueCmd(g), bouncedCmd(g), doorsCmd(g),
 	)
 	refuseUnknownSubcommands(root)
 	return root

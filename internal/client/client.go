@@ -1,11 +1,13 @@
 // Package client is the Go client of the daemon's JSON API on its Unix socket,
 // and the one place that starts a daemon on demand. The CLI imports it; it
-// imports api and hub (for error kinds) only.
+// imports api and hub (for error kinds), and door for the client session's
+// variables that a daemon it starts must not keep.
 package client
 
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +23,7 @@ import (
 	"time"
 
 	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/door"
 	"github.com/parley-dev/parley/internal/home"
 	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/proc"
@@ -35,6 +38,10 @@ type Client struct {
 	// WakePath, if set, is sent as the Parley-Wake-Path header (Via).
 	WakePath string
 	hc       *http.Client
+	// base is where the API is: the socket's "http://parley", or a team
+	// server's URL (NewRemote), whose requests carry token.
+	base  string
+	token string
 }
 
 // New returns a client of the daemon whose state directory is paths.Home.
@@ -52,8 +59,30 @@ func New(paths home.Paths) *Client {
 		MaxIdleConnsPerHost: 16,
 		IdleConnTimeout:     30 * time.Second,
 	}
-	return &Client{Paths: paths, hc: &http.Client{Transport: tr}}
+	return &Client{Paths: paths, hc: &http.Client{Transport: tr}, base: "http://parley"}
 }
+
+// NewRemote returns a client of the daemon at serverURL, a team server
+// (https://HOST:PORT, or the URL of a reverse proxy in front of one), that
+// authenticates with token (an agent token). tlsConf, if not nil, replaces
+// the system's TLS defaults (a private CA). It never starts a daemon.
+func NewRemote(serverURL, token string, tlsConf *tls.Config) (*Client, error) {
+	u, err := url.Parse(serverURL)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return nil, fmt.Errorf("invalid server URL %q: want https://HOST[:PORT]", serverURL)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if tlsConf != nil {
+		tr.TLSClientConfig = tlsConf.Clone()
+	}
+	// The event stream takes its connection over: HTTP/1.1 only.
+	tr.ForceAttemptHTTP2 = false
+	return &Client{hc: &http.Client{Transport: tr}, base: strings.TrimSuffix(u.String(), "/"), token: token}, nil
+}
+
+// Remote reports whether c talks to a team server rather than the local
+// socket.
+func (c *Client) Remote() bool { return c.base != "http://parley" }
 
 // Via returns a copy of c whose reads record path (channel, hook...) as
 // the way the messages reached the agent.
@@ -91,7 +120,7 @@ func (c *Client) doHeader(ctx context.Context, method, path string, query url.Va
 		}
 		body = bytes.NewReader(b)
 	}
-	u := "http://parley" + api.Prefix + path
+	u := c.base + api.Prefix + path
 	if len(query) > 0 {
 		u += "?" + query.Encode()
 	}
@@ -111,6 +140,9 @@ func (c *Client) doHeader(ctx context.Context, method, path string, query url.Va
 	if c.WakePath != "" {
 		req.Header.Set(api.HeaderWakePath, c.WakePath)
 	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
 	for k, v := range h {
 		req.Header[k] = v
 	}
@@ -121,6 +153,9 @@ func (c *Client) doHeader(ctx context.Context, method, path string, query url.Va
 		}
 		if ne := (*safefile.NotOwnedError)(nil); errors.As(err, &ne) {
 			return nil, &hub.Error{Kind: hub.Forbidden, Err: fmt.Errorf("refusing the daemon socket: %w", ne)}
+		}
+		if c.Remote() {
+			return nil, &hub.Error{Kind: hub.Unavailable, Err: fmt.Errorf("reach the team server at %s: %w", c.base, err)}
 		}
 		if unreachable(err) {
 			return nil, &hub.Error{Kind: hub.Unavailable, Err: fmt.Errorf("%w (socket %s)", ErrNotRunning, c.Paths.Socket)}
@@ -334,6 +369,10 @@ func (c *Client) RemoveMember(ctx context.Context, group, typ, id string) error 
 // EnsureDaemon returns once a daemon answers on the socket, starting one in
 // the background when none does.
 func (c *Client) EnsureDaemon(ctx context.Context) error {
+	if c.Remote() {
+		_, err := c.Health(ctx)
+		return err
+	}
 	if _, err := c.Health(ctx); err == nil || !IsNotRunning(err) {
 		return err
 	}
@@ -374,7 +413,9 @@ func (c *Client) StartDaemon(ctx context.Context, args ...string) (*api.Health, 
 	defer logf.Close()
 	logStart, _ := logf.Seek(0, io.SeekEnd)
 	cmd := exec.Command(exe, append([]string{"daemon", "run"}, args...)...)
-	cmd.Env = append(os.Environ(), "PARLEY_HOME="+c.Paths.Home, "PARLEY_DAEMON_CHILD=1", daemonGODEBUG())
+	// The daemon serves every session: it keeps none of the client session
+	// that happened to start it (door.SessionVars).
+	cmd.Env = append(door.StripSession(os.Environ()), "PARLEY_HOME="+c.Paths.Home, "PARLEY_DAEMON_CHILD=1", daemonGODEBUG())
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Dir = filepath.VolumeName(c.Paths.Home) + string(filepath.Separator) // holds no directory in use
 	proc.Detach(cmd)

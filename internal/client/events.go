@@ -37,7 +37,10 @@ func (c *Client) Events(ctx context.Context, all bool, kinds []string) (*EventSt
 	if len(kinds) > 0 {
 		q.Set("kinds", strings.Join(kinds, ","))
 	}
-	u := "ws://parley" + api.Prefix + "/events"
+	u := "ws" + strings.TrimPrefix(c.base, "http") + api.Prefix + "/events"
+	if c.token != "" {
+		h.Set("Authorization", "Bearer "+c.token)
+	}
 	if len(q) > 0 {
 		u += "?" + q.Encode()
 	}

@@ -35,6 +35,23 @@ func TestRetentionInConfig(t *testing.T) {
 	}
 }
 
+func TestMessageTTLInConfig(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want time.Duration
+	}{{``, 0}, {`message_ttl = "0"`, -1}, {`message_ttl = "2h"`, 2 * time.Hour}, {`message_ttl = "7d"`, 7 * 24 * time.Hour}} {
+		c, err := Parse([]byte(tt.in), "config.toml")
+		if err != nil || c.TTL() != tt.want {
+			t.Errorf("%s: got %v, %v; want %v", tt.in, c.TTL(), err, tt.want)
+		}
+	}
+	for _, bad := range []string{`message_ttl = "soon"`, `message_ttl = "31d"`, `message_ttl = "-1h"`} {
+		if _, err := Parse([]byte(bad), "config.toml"); err == nil || !strings.Contains(err.Error(), "message_ttl") {
+			t.Errorf("%s: got %v, want a message_ttl error", bad, err)
+		}
+	}
+}
+
 func FuzzParseAge(f *testing.F) {
 	for _, s := range []string{"30d", "2w", "1h30m", "-1d", "9223372036854775807d", "0.5h"} {
 		f.Add(s)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -25,6 +26,16 @@ type Config struct {
 	Listen string `toml:"listen,omitempty"`
 	// AllowRemote permits a non-loopback Listen address (a token is still required).
 	AllowRemote bool `toml:"allow_remote,omitempty"`
+	// TLSCert and TLSKey, both or neither, make the Listen address a team
+	// server that speaks TLS (PEM files: the certificate with its chain, and
+	// its private key, mode 0600). A TLS listener may be non-loopback
+	// without AllowRemote.
+	TLSCert string `toml:"tls_cert,omitempty"`
+	TLSKey  string `toml:"tls_key,omitempty"`
+	// PublicURL is how teammates reach this daemon (https://HOST:PORT, or a
+	// reverse proxy's URL): `parley token create` prints it in the line it
+	// gives them. Default: the Listen address.
+	PublicURL string `toml:"public_url,omitempty"`
 	// MaxMessageBytes is the message size limit (default 256 KiB).
 	MaxMessageBytes int `toml:"max_message_bytes,omitempty"`
 	// DashboardAddr is where the dashboard listens (a loopback host:port
@@ -64,6 +75,35 @@ type Config struct {
 	MaxAutoHops int `toml:"max_auto_hops,omitempty"`
 	// AutoTurnsPerMinute bounds a managed agent's automatic turns (default 10).
 	AutoTurnsPerMinute int `toml:"auto_turns_per_minute,omitempty"`
+	// MessageTTL is the time to live of a message that names none: a copy
+	// that nothing reaches in that time, while its recipient has no reader
+	// and no door, bounces back to its sender (an age such as "24h" or
+	// "7d"; "0" keeps messages until read; default "24h").
+	MessageTTL string `toml:"message_ttl,omitempty"`
+	// DaemonTimeout is how long a daemon on a shared store (PostgreSQL) may
+	// miss its heartbeat before the others take it for dead and give back
+	// what it held: leased messages, claimed tasks, reservations; its agents
+	// go offline (a duration, "1s" to "1h"; default "30s").
+	DaemonTimeout string `toml:"daemon_timeout,omitempty"`
+}
+
+// TTL is MessageTTL as a duration: 0 for the default, a negative one for
+// none. Load checked it.
+func (c *Config) TTL() time.Duration {
+	switch strings.TrimSpace(c.MessageTTL) {
+	case "":
+		return 0
+	case "0":
+		return -1
+	}
+	d, _ := ParseAge(c.MessageTTL)
+	return d
+}
+
+// DeadAfter is DaemonTimeout as a duration; 0 means the default.
+func (c *Config) DeadAfter() time.Duration {
+	d, _ := time.ParseDuration(c.DaemonTimeout)
+	return d
 }
 
 // Escalation configures the escalation ladder (package supervise): a
@@ -185,11 +225,27 @@ func Parse(b []byte, name string) (*Config, error) {
 	if err := validateRunner(&c); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
+	if t := strings.TrimSpace(c.MessageTTL); t != "" && t != "0" {
+		if d, err := ParseAge(t); err != nil || d > 30*24*time.Hour {
+			return nil, fmt.Errorf("%s: invalid message_ttl %q: want an age up to 30d such as \"24h\" or \"7d\", or \"0\" for none", name, c.MessageTTL)
+		}
+	}
 	if d, err := time.ParseDuration(c.StallAfter); c.StallAfter != "" && (err != nil || d <= 0) {
 		return nil, fmt.Errorf("%s: invalid stall_after %q: want a duration such as \"10m\"", name, c.StallAfter)
 	}
 	if err := validateEscalation(c.Escalation); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return nil, fmt.Errorf("%s: tls_cert and tls_key go together: give both (the certificate and its key) or neither", name)
+	}
+	if c.PublicURL != "" {
+		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return nil, fmt.Errorf("%s: invalid public_url %q: want https://HOST[:PORT]", name, c.PublicURL)
+		}
+	}
+	if d, err := time.ParseDuration(c.DaemonTimeout); c.DaemonTimeout != "" && (err != nil || d < time.Second || d > time.Hour) {
+		return nil, fmt.Errorf("%s: invalid daemon_timeout %q: want a duration from \"1s\" to \"1h\", such as \"30s\"", name, c.DaemonTimeout)
 	}
 	if err := validateNotify(c.Notify); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)

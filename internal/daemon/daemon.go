@@ -145,8 +145,13 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		return nil, err
 	}
 	d.hub = hub.New(d.db, &hub.Options{Logger: d.log.With("subsystem", "hub"), MaxContent: cfg.MaxContent, Notifier: d.notifier(), Host: d.host,
-		StallAfter: d.conf.StallDuration()})
+		DeadAfter: d.conf.DeadAfter(), TTL: d.conf.TTL(), StallAfter: d.conf.StallDuration()})
 	d.hub.Subscribe(d.daemonEvents)
+	// Alive before anything is held: on a shared store the others must not
+	// take a daemon that starts for one that died (hub.LivenessStore).
+	if err := d.hub.Beat(ctx); err != nil {
+		return nil, fmt.Errorf("heartbeat: %w", err)
+	}
 	// What this daemon leased before it stopped or crashed was handed to
 	// readers that are gone: it goes back to its inbox. (The PID lock makes
 	// it a SQLite store's only user; on PostgreSQL its node names its own
@@ -231,9 +236,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 	swept := make(chan struct{})
 	go func() { d.hub.Run(sweepCtx); close(swept) }()
 	defer func() { stopSweep(); <-swept }()
-	d.startNudger(ctx)
+	doorCtx, stopDoorman := context.WithCancel(ctx)
+	doorman, doormanDone := d.startDoorman(doorCtx)
+	defer func() { stopDoorman(); <-doormanDone }() // its letters in flight, before the store closes
+	d.startNudger(ctx, doorman)
 	d.resumeDashboard()
-	// Escalations; stopped before the store closes.
+	// Escalations; stopped before the store closes. Its nudges go through
+	// the doorman's letters.
+	d.ladder.UseDoors(doorman)
 	climbed := make(chan struct{})
 	go func() { d.ladder.Run(sweepCtx); close(climbed) }()
 	defer func() { stopSweep(); <-climbed }()

@@ -2,8 +2,10 @@ package daemon
 
 import (
 	"maps"
+	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/parley-dev/parley/internal/api"
@@ -39,5 +41,24 @@ func (d *Daemon) process() api.Status {
 		StartedAt: d.started.UTC(), Uptime: time.Since(d.started).Round(time.Second).String(),
 		Home: d.paths.Home, Socket: d.paths.Socket, Store: d.storeKind, Database: d.storeDesc,
 		Sessions: d.mcp.Sessions(), Profiles: d.mcp.Profiles(), Listen: d.TCPAddr(),
+		TLS: d.tcp != nil && d.tcp.tls, ServerURL: d.serverURL(),
 	}
+}
+
+// serverURL is where teammates reach this daemon: public_url, else the TCP
+// listener (by this machine's name when it listens on every address).
+func (d *Daemon) serverURL() string {
+	if d.conf.PublicURL != "" {
+		return strings.TrimSuffix(d.conf.PublicURL, "/")
+	}
+	if d.tcp == nil {
+		return ""
+	}
+	host, port, _ := net.SplitHostPort(d.tcp.addr)
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = d.host
+	}
+	e := *d.tcp
+	e.addr = net.JoinHostPort(host, port)
+	return e.URL()
 }

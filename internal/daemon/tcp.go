@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -87,6 +88,8 @@ type tcpEndpoint struct {
 	revocations *token.Watcher
 	// agentMay reports whether an agent token may reach a request's endpoint.
 	agentMay func(*http.Request) bool
+	// tls: the listener speaks TLS (a team server).
+	tls bool
 }
 
 // listenTCP opens the TCP listener for addr. A non-loopback address needs
@@ -132,7 +135,19 @@ func isLoopbackHost(host string) bool {
 // origins are the browser origins of pages served by this listener.
 func (e *tcpEndpoint) origins() []string {
 	_, port, _ := net.SplitHostPort(e.addr)
-	return []string{"http://127.0.0.1:" + port, "http://localhost:" + port, "http://[::1]:" + port}
+	scheme := "http://"
+	if e.tls {
+		scheme = "https://"
+	}
+	return []string{scheme + "127.0.0.1:" + port, scheme + "localhost:" + port, scheme + "[::1]:" + port}
+}
+
+// URL is how a client reaches the listener: https:// with TLS.
+func (e *tcpEndpoint) URL() string {
+	if e.tls {
+		return "https://" + e.addr
+	}
+	return "http://" + e.addr
 }
 
 // guard admits a TCP request only with the right Host header (DNS-rebinding
@@ -210,12 +225,32 @@ func (d *Daemon) openTCP(h http.Handler) error {
 		addr = d.conf.Listen
 	}
 	remote = remote || d.conf.AllowRemote
+	var certs *certFiles
+	if d.conf.TLSCert != "" {
+		if addr == "" {
+			return fmt.Errorf("config.toml has tls_cert but no listen address: add listen = \"0.0.0.0:7474\" (or start with --listen)")
+		}
+		if certs, err = loadCert(d.conf.TLSCert, d.conf.TLSKey); err != nil {
+			return err
+		}
+		// TLS is the point of a non-loopback listener: it says so.
+		remote = true
+	}
 	if addr == "" {
 		return nil
 	}
 	d.tcpLn, d.tcp, err = listenTCP(addr, remote, tok)
 	if err != nil {
 		return err
+	}
+	if certs != nil {
+		// A browser page that rebinds a name of its own to this address
+		// meets a certificate for another name, and is refused by the
+		// browser: any Host may be admitted. The token still guards.
+		d.tcpLn = tls.NewListener(d.tcpLn, certs.tlsConfig())
+		d.tcp.tls, d.tcp.anyHost = true, true
+	} else if host, _, _ := net.SplitHostPort(d.tcp.addr); !isLoopbackHost(host) {
+		d.log.Warn("the TCP listener is not loopback and speaks no TLS: tokens cross the network in the clear; set tls_cert and tls_key in config.toml, or put a TLS reverse proxy in front (docs/team-server.md)", "addr", d.tcp.addr)
 	}
 	d.tcp.tokens, d.tcp.agentMay, d.tcp.revocations = d.db, d.agentMay, &d.revocations
 	for _, o := range d.tcp.origins() {

@@ -77,15 +77,11 @@ func (h *Hub) checkNewName(ctx context.Context, r JoinRequest) error {
 // checkConfusable refuses a new name that looks like an existing agent's
 // (confusable.go).
 func (h *Hub) checkConfusable(ctx context.Context, ws, name string) error {
-	as, err := h.store.Agents(ctx, ws)
+	other, err := h.lookalike(ctx, ws, name)
 	if err != nil {
 		return err
 	}
-	names := make([]string, len(as))
-	for i, a := range as {
-		names[i] = a.Name
-	}
-	if other := confusableWith(name, names); other != "" {
+	if other != "" {
 		return Errorf("", Conflict, "agent name %q looks like the existing agent %q (%s): choose a name that reads differently, or, if %q squatted the name first, join it as the admin with `parley join --name %s --allow-lookalike`",
 			name, other, describeRunes(name, other), other, name)
 	}

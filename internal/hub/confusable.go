@@ -181,18 +181,28 @@ func (h *Hub) checkRecipient(ctx context.Context, ws, name string) error {
 	case !IsNotFound(err):
 		return err
 	}
-	as, err := h.store.Agents(ctx, ws)
+	other, err := h.lookalike(ctx, ws, name)
 	if err != nil {
 		return err
 	}
-	names := make([]string, len(as))
-	for i, a := range as {
-		names[i] = a.Name
-	}
-	if other := confusableWith(name, names); other != "" {
+	if other != "" {
 		return Errorf("", NotFound, "no agent %q here, but %q is (%s): did you mean %s? A message to a name that has not joined waits for it; this one looks like an impostor's",
 			name, other, describeRunes(name, other), other)
 	}
 	h.recipients.set(k, now)
 	return nil
+}
+
+// lookalike returns the agent of ws, other than name itself, whose name
+// looks like name, or "".
+func (h *Hub) lookalike(ctx context.Context, ws, name string) (string, error) {
+	as, err := h.store.Agents(ctx, ws)
+	if err != nil {
+		return "", err
+	}
+	names := make([]string, len(as))
+	for i, a := range as {
+		names[i] = a.Name
+	}
+	return confusableWith(name, names), nil
 }

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -14,6 +15,13 @@ import (
 // lets the lease run out first, the copy goes back to its place in the inbox as
 // Redelivered, and the next reader gets it again with a higher delivery count.
 // Acked is the recipient's explicit acknowledgement, which implies Read.
+//
+// A copy that nothing reached within its message's time to live, while its
+// recipient had no reader and no door, leaves the inbox Bounced, with a
+// reason, and its sender is told. Apart from the states, a copy records the
+// path that first reached the agent with it (WokeVia: a letter through a
+// door, a hook...) and when the agent's session was seen to start a turn
+// with it (SeenAt).
 type DeliveryState string
 
 // The delivery states.
@@ -23,6 +31,7 @@ const (
 	Redelivered DeliveryState = "redelivered" // back in the inbox after an unconfirmed delivery
 	Read        DeliveryState = "read"        // the reader is known to have it
 	Acked       DeliveryState = "acked"       // the recipient acknowledged it
+	Bounced     DeliveryState = "bounced"     // out of the inbox unread: nothing could reach the recipient
 )
 
 // WakePath is how a message first reached its recipient: the mechanism
@@ -37,16 +46,23 @@ const (
 	WakeHook    WakePath = "hook"    // a client hook told the session of it
 	WakeTmux    WakePath = "tmux"    // a notice typed into the agent's tmux pane
 	WakeManaged WakePath = "managed" // a managed agent's turn carried it
+	// A letter through the session's door told the agent of it (a Claude
+	// Code inbox letter, a Codex queued turn): DoorKind.WakePath.
+	WakeDoorClaude WakePath = "door:claude"
+	WakeDoorCodex  WakePath = "door:codex"
 )
 
 // ValidWakePath checks a wake path's name.
 func ValidWakePath(p WakePath) error {
 	switch p {
-	case WakeWait, WakeCheck, WakeChannel, WakeHook, WakeTmux, WakeManaged:
+	case WakeWait, WakeCheck, WakeChannel, WakeHook, WakeTmux, WakeManaged, WakeDoorClaude, WakeDoorCodex:
 		return nil
 	}
-	return Errorf("", Invalid, "invalid wake path %q: want wait, check, channel, hook, tmux or managed", p)
+	return Errorf("", Invalid, "invalid wake path %q: want wait, check, channel, hook, tmux, managed, door:claude or door:codex", p)
 }
+
+// IsDoor reports whether the path is a letter through a door.
+func (p WakePath) IsDoor() bool { return strings.HasPrefix(string(p), "door:") }
 
 // Delivery is one recipient's copy of a message and its state.
 type Delivery struct {
@@ -70,6 +86,14 @@ type Delivery struct {
 	// WokeAt when; empty until one did.
 	WokeVia WakePath
 	WokeAt  time.Time
+	// SeenAt is when the agent's session was seen to start a turn with the
+	// copy (the letter that told it of the copy opened the turn, or the
+	// session called a Parley tool after it); zero until then.
+	SeenAt time.Time
+	// BouncedAt and BounceReason say when and why a Bounced copy left the
+	// inbox.
+	BouncedAt    time.Time
+	BounceReason string
 }
 
 // Repeat reports whether the copy was handed to a reader before this time.

@@ -49,4 +49,18 @@
 // agent and workspace ([CheckReader]): a client settles a reader of an
 // earlier request only through [Hub.ResumeReader], which refuses another
 // agent's.
+//
+// # Session doors: attention, not reads
+//
+// A client session's own door ([SessionDoor]: Claude Code's inbox socket, a
+// Codex thread) carries a short letter that tells the agent it has mail;
+// the agent then reads through its MCP session's reader as above. A letter
+// hands nothing out, so it holds no lease and is no reader: it is a wake
+// path, like a hook or a tmux notice ([Hub.NoteWake] with the door's
+// [DoorKind.WakePath]). What it adds is the attention receipt: a copy a
+// letter told of is seen ([Hub.MarkSeen], [Hub.LetterSeen],
+// [Hub.SessionActive]) once the session shows it started a turn with it;
+// and a copy nothing reached within its message's time to live, while its
+// recipient had no reader and no door, bounces ([Hub.Sweep]). Doors open
+// and close here; internal/attention decides when to write one.
 package hub

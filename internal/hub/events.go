@@ -20,7 +20,15 @@ const (
 	EventMessageRead        EventKind = "message.read"
 	EventMessageAcked       EventKind = "message.acked"
 	EventMessageRedelivered EventKind = "message.redelivered"
-	EventGroupChanged       EventKind = "group.changed"
+	// A letter through a door told the recipient of its copy (Via); its
+	// session started a turn with it; a copy bounced back (Reason).
+	EventMessageHanded  EventKind = "message.handed"
+	EventMessageSeen    EventKind = "message.seen"
+	EventMessageBounced EventKind = "message.bounced"
+	EventGroupChanged   EventKind = "group.changed"
+	// An agent's session opened its door, or the door closed (SessionDoor).
+	EventDoorOpened EventKind = "door.opened"
+	EventDoorClosed EventKind = "door.closed"
 	// EventResync tells this daemon's subscribers that events of the other
 	// daemons on the store may have been missed (the notifier lost its
 	// connection): what they keep of the others' doings, they look at again
@@ -42,10 +50,13 @@ type Event struct {
 	MessageID  string // for delivery events
 	Reader     string // for message.delivered
 	Count      int    // for delivery events: the copy's delivery count
-	Change     string // for groups: created, deleted, member_added, member_removed; for reservations: granted, renewed, released, force_released
+	Change     string // for groups: created, deleted, member_added, member_removed; for reservations: granted, renewed, released, force_released, reclaimed
 	Text       string // a line for people (an escalation's step)
 
 	Reservations []*Reservation // for EventReservations
+	SessionDoor  *SessionDoor   // for door events
+	Reason       string         // for message.bounced: why
+	Via          WakePath       // for message.handed: the door's path
 
 	// Detail is an event that another package defines (the runner's, the
 	// permission inbox's), as its publisher encoded it (Publish): the hub
@@ -131,6 +142,13 @@ func (h *Hub) Relay(e Event) {
 		h.wakeLocal(e.Workspace, e.Recipients)
 	case EventMessageRedelivered:
 		h.wakeLocal(e.Workspace, []string{e.Agent})
+	case EventAgentLeft:
+		if h.Connected(e.Workspace, e.Agent) {
+			// It left another daemon (or that daemon died) but has a
+			// session here: the store says so again, off the notifier's
+			// goroutine.
+			go h.storeLeft(e.Workspace, e.Agent)
+		}
 	}
 	h.publishLocal(e)
 }
@@ -153,5 +171,5 @@ func SendEvents(m *Message, recipients []string, handed []Handoff) []Event {
 // deliveryEvent is the event of one copy's change.
 func deliveryEvent(kind EventKind, d *Delivery, at time.Time) Event {
 	return Event{Kind: kind, Workspace: d.Workspace, Time: at, Agent: d.Recipient, MessageID: d.MessageID,
-		Reader: d.Reader, Count: d.Count, Message: d.Message}
+		Reader: d.Reader, Count: d.Count, Message: d.Message, Reason: d.BounceReason}
 }

@@ -47,7 +47,19 @@ type Options struct {
 	// StallAfter is how long a turn may show no progress before its agent
 	// is stalled (health.go); 0: DefaultStallAfter.
 	StallAfter time.Duration
+	// TTL is the time to live of a message that names none: a copy that
+	// nothing reached by then bounces back to its sender (door.go). 0:
+	// DefaultTTL; NoTTL: none.
+	TTL time.Duration
+	// DeadAfter is how long this daemon may miss its heartbeat before the
+	// others on a shared store take it for dead and give back what it held
+	// (liveness.go); 0: DefaultDeadAfter.
+	DeadAfter time.Duration
 }
+
+// DefaultTTL is a message's time to live when neither it nor the daemon's
+// configuration names one.
+const DefaultTTL = 24 * time.Hour
 
 // Hub is the message bus of every workspace the daemon serves.
 type Hub struct {
@@ -59,7 +71,9 @@ type Hub struct {
 	notifier   Notifier
 	lease      time.Duration
 	sweepEvery time.Duration
+	deadAfter  time.Duration
 	host       string
+	ttl        time.Duration // 0: none
 
 	mu       sync.Mutex
 	waiters  map[inboxKey]map[*waiter]struct{}
@@ -67,6 +81,8 @@ type Hub struct {
 	seen     map[inboxKey]time.Time // last seen, in memory, fresher than the store
 	written  map[inboxKey]time.Time // last-seen time last written to the store
 	left     map[inboxKey]time.Time // when the agent's last session ended (agents.go)
+	unseen   map[inboxKey]struct{}  // agents told of copies through a door, not seen since (door.go)
+	early    map[inboxKey]time.Time // a letter seen before its copies were marked (door.go)
 
 	// leftMu orders the writes of a PresenceStore's left times (agents.go).
 	leftMu sync.Mutex
@@ -128,6 +144,15 @@ func New(store Store, opts *Options) *Hub {
 	if o.StallAfter <= 0 {
 		o.StallAfter = DefaultStallAfter
 	}
+	switch {
+	case o.TTL == 0:
+		o.TTL = DefaultTTL
+	case o.TTL < 0:
+		o.TTL = 0
+	}
+	if o.DeadAfter <= 0 {
+		o.DeadAfter = DefaultDeadAfter
+	}
 	return &Hub{
 		store:      store,
 		log:        o.Logger,
@@ -137,12 +162,16 @@ func New(store Store, opts *Options) *Hub {
 		notifier:   o.Notifier,
 		lease:      o.Lease,
 		sweepEvery: o.SweepEvery,
+		deadAfter:  o.DeadAfter,
 		host:       o.Host,
+		ttl:        o.TTL,
 		waiters:    make(map[inboxKey]map[*waiter]struct{}),
 		sessions:   make(map[inboxKey]int),
 		seen:       make(map[inboxKey]time.Time),
 		written:    make(map[inboxKey]time.Time),
 		left:       make(map[inboxKey]time.Time),
+		unseen:     make(map[inboxKey]struct{}),
+		early:      make(map[inboxKey]time.Time),
 		confirms:   make(map[string][]string),
 		acts:       make(map[inboxKey]*activity),
 		stallAfter: o.StallAfter,
@@ -156,6 +185,9 @@ func (h *Hub) Store() Store { return h.store }
 
 // MaxContent is the largest message (content plus payload) the hub accepts.
 func (h *Hub) MaxContent() int { return h.maxContent }
+
+// NewID is a new ULID of this hub's clock (a letter's id, for one).
+func (h *Hub) NewID() string { return h.newID(h.now()) }
 
 func (h *Hub) newID(t time.Time) string {
 	h.entropyMu.Lock()

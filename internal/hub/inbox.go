@@ -248,6 +248,10 @@ func (h *Hub) block(ctx context.Context, key, agent inboxKey, timeout time.Durat
 		case !first && KindOf(err) == Unavailable && ctx.Err() == nil:
 			down, retry = err, time.After(backoff)
 			backoff = min(2*backoff, storeRetryMax)
+		case context.Cause(ctx) != nil:
+			// ctx ended while the store looked (the client hung up, its
+			// token was revoked): say why, not what the store made of it.
+			return nil, context.Cause(ctx)
 		default:
 			return nil, err
 		}

@@ -306,8 +306,14 @@ func (h *Hub) repliers(ctx context.Context, m *Message, agent string) (repliers 
 
 // Run sweeps until ctx ends: deliveries whose lease ran out go back to their
 // inboxes, and the sender of a message whose ack deadline passed unacked gets
-// one notice. A daemon runs it once, beside the hub.
+// one notice. On a store that keeps heartbeats it beats, and gives back what
+// dead daemons held (liveness.go). A daemon runs it once, beside the hub.
 func (h *Hub) Run(ctx context.Context) error {
+	if ls, ok := h.store.(LivenessStore); ok {
+		done := make(chan struct{})
+		go func() { h.runLiveness(ctx, ls); close(done) }()
+		defer func() { <-done }()
+	}
 	t := time.NewTicker(h.sweepEvery)
 	defer t.Stop()
 	watched := make(chan struct{})
@@ -338,6 +344,7 @@ func (h *Hub) Sweep(ctx context.Context) {
 	for _, od := range due {
 		h.noticeOverdue(ctx, od)
 	}
+	h.expire(ctx, now)
 }
 
 // NoticeSender is the sender of Parley's own notices (overdue acks).
@@ -349,7 +356,7 @@ func (h *Hub) noticeOverdue(ctx context.Context, od *Overdue) {
 	content := fmt.Sprintf("Ack overdue: your message %s to %s was not acknowledged by %s before its deadline %s.",
 		m.ID, m.To, strings.Join(od.Pending, ", "), m.AckDeadline.UTC().Format(time.RFC3339))
 	n, err := h.newMessage(ctx, SendRequest{Workspace: m.Workspace, From: NoticeSender, To: m.From, Door: DoorDaemon,
-		Content: content, Priority: string(High),
+		Content: content, Priority: string(High), TTL: NoTTL,
 		Metadata: map[string]string{"kind": "ack_overdue", "message_id": m.ID, "pending": strings.Join(od.Pending, ",")}})
 	if err == nil {
 		_, err = h.deliver(ctx, n, []string{m.From}, nil)

@@ -111,6 +111,9 @@ type CompleteRequest struct {
 	Result  string // for the sender; empty: a plain "done" or "failed"
 	Failed  bool   // the claimant gave up on it: done, but not done well
 	Door    Door   // the way the claimant came in (Origin.Door of the result)
+	// IdempotencyKey, if set, names this completion: a retry with it (the
+	// first one's answer was lost) returns the first result.
+	IdempotencyKey string
 }
 
 // CompleteResult is a completed task and the reply that told its sender.
@@ -118,6 +121,9 @@ type CompleteResult struct {
 	Task  *Message
 	Queue string // the queue's address
 	Reply *Message
+	// Replayed says this was a retry with an idempotency key: the first
+	// completion's result; nothing new happened.
+	Replayed bool
 }
 
 // Complete marks a claimed task done and sends its sender the result, as a
@@ -138,6 +144,14 @@ func (h *Hub) Complete(ctx context.Context, r CompleteRequest) (*CompleteResult,
 	if err != nil {
 		return nil, withOp(op, err)
 	}
+	if r.IdempotencyKey != "" {
+		if err := ValidIdempotencyKey(r.IdempotencyKey); err != nil {
+			return nil, withOp(op, err)
+		}
+		if first, err := h.replayComplete(ctx, r, task, d.Recipient); err != nil || first != nil {
+			return first, withOp(op, err)
+		}
+	}
 	kind, content := "task_completed", r.Result
 	if r.Failed {
 		kind = "task_failed"
@@ -150,7 +164,8 @@ func (h *Hub) Complete(ctx context.Context, r CompleteRequest) (*CompleteResult,
 	}
 	reply, err := h.newMessage(ctx, SendRequest{Workspace: r.Workspace, From: r.Agent, To: task.From, Content: content,
 		ReplyTo: task.ID, Priority: string(task.Priority),
-		Metadata: map[string]string{"kind": kind, "task_id": task.ID, "queue": d.Recipient}, Door: r.Door, task: task.ID})
+		Metadata: map[string]string{"kind": kind, "task_id": task.ID, "queue": d.Recipient}, Door: r.Door, task: task.ID,
+		IdempotencyKey: r.IdempotencyKey})
 	if err != nil {
 		return nil, withOp(op, err)
 	}
@@ -164,6 +179,12 @@ func (h *Hub) Complete(ctx context.Context, r CompleteRequest) (*CompleteResult,
 	// Done and told in one transaction: a daemon killed in between leaves
 	// the task claimed, for the claimant's retry, never done untold.
 	held, err := h.store.CompleteTask(ctx, r.Readers, task.ID, reply, recips[0])
+	if KindOf(err) == Conflict && r.IdempotencyKey != "" {
+		// A retry raced the first completion, which won: its result.
+		if first, ferr := h.replayComplete(ctx, r, task, d.Recipient); ferr == nil && first != nil {
+			return first, nil
+		}
+	}
 	if err != nil {
 		return nil, withOp(op, err)
 	}
@@ -182,6 +203,20 @@ func (h *Hub) Complete(ctx context.Context, r CompleteRequest) (*CompleteResult,
 	}
 	h.Touch(ctx, r.Workspace, r.Agent)
 	return &CompleteResult{Task: task, Queue: d.Recipient, Reply: reply}, nil
+}
+
+// replayComplete is the result of the first completion with r's key, or nil
+// if there is none.
+func (h *Hub) replayComplete(ctx context.Context, r CompleteRequest, task *Message, queue string) (*CompleteResult, error) {
+	m, err := h.keyed(ctx, r.Workspace, r.Agent, r.IdempotencyKey)
+	if err != nil || m == nil {
+		return nil, err
+	}
+	if m.Origin.Task != task.ID {
+		return nil, Errorf("", Conflict, "idempotency_key %q names message %s, which is not the result of task %s: a new completion takes a new key",
+			r.IdempotencyKey, m.ID, task.ID)
+	}
+	return &CompleteResult{Task: task, Queue: queue, Reply: m, Replayed: true}, nil
 }
 
 // ReleaseTask gives a claimed task back to its queue, in its place, for the

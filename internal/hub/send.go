@@ -23,18 +23,35 @@ type SendRequest struct {
 	// AckDeadline, if not zero, is when a missing acknowledgement becomes
 	// overdue and the sender is told; it implies AckRequired.
 	AckDeadline time.Time
+	// TTL is the message's time to live (Message.ExpiresAt): 0 means the
+	// hub's default (Options.TTL), NoTTL none.
+	TTL time.Duration
+	// Deliver is the delivery mode (ParseDeliverMode); "" means the
+	// priority's default.
+	Deliver string
 	// Door is the way the message came in (Origin.Door); the hub attests
 	// the rest of its origin itself.
 	Door Door
+	// IdempotencyKey, if set, names this send: a retry with the same key
+	// sends nothing new and returns the first send's result
+	// (idempotency.go).
+	IdempotencyKey string
 	// task is the task whose result this is (Complete).
 	task string
 }
+
+// NoTTL, as a SendRequest's TTL, gives the message no time to live: it
+// waits in the inbox until read, however long.
+const NoTTL time.Duration = -1
 
 // SendResult tells where a message went.
 type SendResult struct {
 	Message    *Message
 	Recipients []string   // agent names, sorted
 	Presence   []Presence // of each recipient when the message was stored, parallel to Recipients
+	// Replayed says the send was a retry with an idempotency key: this is
+	// the first send's result, and nothing new was sent.
+	Replayed bool
 }
 
 // Send resolves the address and stores the message with one delivery per
@@ -42,6 +59,14 @@ type SendResult struct {
 // durable.
 func (h *Hub) Send(ctx context.Context, r SendRequest) (*SendResult, error) {
 	const op = "send"
+	if r.IdempotencyKey != "" {
+		if err := ValidIdempotencyKey(r.IdempotencyKey); err != nil {
+			return nil, withOp(op, err)
+		}
+		if first, err := h.replaySend(ctx, r); err != nil || first != nil {
+			return first, withOp(op, err)
+		}
+	}
 	m, err := h.newMessage(ctx, r)
 	if err != nil {
 		return nil, withOp(op, err)
@@ -50,7 +75,14 @@ func (h *Hub) Send(ctx context.Context, r SendRequest) (*SendResult, error) {
 	if err != nil {
 		return nil, withOp(op, err)
 	}
-	return h.deliver(ctx, m, recips, agents)
+	res, err := h.deliver(ctx, m, recips, agents)
+	if KindOf(err) == Conflict && r.IdempotencyKey != "" {
+		// A retry raced its first send, which won: its result.
+		if first, ferr := h.replaySend(ctx, r); ferr == nil && first != nil {
+			return first, nil
+		}
+	}
+	return res, err
 }
 
 // deliver stores m for recips and wakes them, handing m straight to the
@@ -110,16 +142,35 @@ func (h *Hub) newMessage(ctx context.Context, r SendRequest) (*Message, error) {
 	if err != nil {
 		return nil, err
 	}
+	mode, err := ParseDeliverMode(r.Deliver)
+	if err != nil {
+		return nil, err
+	}
 	now := h.now().UTC()
 	if !r.AckDeadline.IsZero() && !r.AckDeadline.After(now) {
 		return nil, Errorf("", Invalid, "ack deadline %s is not in the future", r.AckDeadline.UTC().Format(time.RFC3339))
+	}
+	ttl := r.TTL
+	switch {
+	case ttl == 0:
+		ttl = h.ttl
+	case ttl > MaxTTL:
+		return nil, Errorf("", Invalid, "time to live %s is too long: at most %s", r.TTL, MaxTTL)
+	case ttl < 0 && ttl != NoTTL:
+		return nil, Errorf("", Invalid, "time to live %s is negative", r.TTL)
+	}
+	var expires time.Time
+	if ttl > 0 {
+		expires = now.Add(ttl)
 	}
 	m := &Message{
 		ID: h.newID(now), Workspace: r.Workspace, From: r.From, To: r.To,
 		Content: r.Content, Payload: r.Payload, Priority: p,
 		ReplyTo: r.ReplyTo, Metadata: r.Metadata, CreatedAt: now,
 		AckRequired: r.AckRequired || !r.AckDeadline.IsZero(), AckDeadline: r.AckDeadline.UTC(),
-		Origin: Origin{Door: r.Door, Host: h.host, Task: r.task},
+		ExpiresAt: expires, Deliver: mode,
+		Origin:         Origin{Door: r.Door, Host: h.host, Task: r.task},
+		IdempotencyKey: r.IdempotencyKey,
 	}
 	if r.Door != DoorDaemon {
 		role, err := h.roles.of(ctx, h, r.Workspace, r.From)

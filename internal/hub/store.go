@@ -37,6 +37,10 @@ type Store interface {
 	CreateMessage(ctx context.Context, m *Message, recipients []string, handed ...Handoff) error
 	// Message returns the message with the id in ws, or NotFound.
 	Message(ctx context.Context, ws, id string) (*Message, error)
+	// MessageByKey returns the message of sender in ws stored with the
+	// idempotency key, or NotFound. CreateMessage and CompleteTask refuse
+	// (Conflict) a second message of the sender with the same key.
+	MessageByKey(ctx context.Context, ws, sender, key string) (*Message, error)
 	// Take hands up to q.Limit of the recipient's inbox deliveries (Queued or
 	// Redelivered, rank <= q.MaxRank, of q.Thread if set) to q.Reader in
 	// inbox order (priority rank, then the order the copies were first
@@ -151,6 +155,36 @@ type Store interface {
 	// transaction so that sends are not held up. Unread messages are kept,
 	// however old.
 	Purge(ctx context.Context, q PurgeQuery) (PurgeResult, error)
+
+	// PutDoor opens d, or refreshes the door of the same workspace, agent,
+	// kind and session (its address, token, owner, host, uid and refresh
+	// time), opening it again if it was closed; the refreshed door keeps its
+	// id and opening time. It returns the door as stored.
+	PutDoor(ctx context.Context, d *SessionDoor) (*SessionDoor, error)
+	// CloseDoor closes the open door with the id in ws at at, with the
+	// reason, and returns it; a door closed already is returned as it is.
+	// NotFound if there is none.
+	CloseDoor(ctx context.Context, ws, id, reason string, at time.Time) (*SessionDoor, error)
+	// Doors returns ws's doors (of agent if not empty), newest opened
+	// first: the open ones, and with withClosed the closed ones too.
+	Doors(ctx context.Context, ws, agent string, withClosed bool) ([]*SessionDoor, error)
+	// MarkSeen marks seen, at at, recipient's copies that via (any path if
+	// "") reached at or before before and that are neither seen nor
+	// bounced, and returns them.
+	MarkSeen(ctx context.Context, ws, recipient string, via WakePath, before, at time.Time) ([]*Delivery, error)
+	// DueExpiries finds the messages whose time to live ended at or before
+	// now and that were not reported yet, marks them reported, and returns
+	// their copies (with the message) that nothing reached: still in the
+	// inbox, never handed out, no wake path. Each message is returned once
+	// over the store's life, even across concurrent calls.
+	DueExpiries(ctx context.Context, now time.Time) ([]*Delivery, error)
+	// Bounce takes recipient's copies of the messages out of the inbox,
+	// Bounced at at with the reason, if they are still in it (queued or
+	// redelivered, not leased), and returns them. Other ids are ignored.
+	Bounce(ctx context.Context, ws, recipient string, messageIDs []string, reason string, at time.Time) ([]*Delivery, error)
+	// Bounced returns up to limit bounced copies of ws's messages sent by
+	// sender (any sender if ""), with their messages, newest bounce first.
+	Bounced(ctx context.Context, ws, sender string, limit int) ([]*Delivery, error)
 
 	// Workspaces lists every workspace that has agents, messages or groups.
 	Workspaces(ctx context.Context) ([]string, error)

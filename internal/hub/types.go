@@ -144,9 +144,19 @@ type Message struct {
 	// AckDeadline, if not zero, is when an unacknowledged copy becomes
 	// overdue: the sender is told once. Set only with AckRequired.
 	AckDeadline time.Time
+	// ExpiresAt, if not zero, ends the message's time to live: a copy that
+	// nothing reached by then, while its recipient had no reader and no
+	// door, bounces back to the sender.
+	ExpiresAt time.Time
+	// Deliver is how the message may draw its recipient's attention; ""
+	// means its priority's default (Mode).
+	Deliver DeliverMode
 	// Origin is what the daemon attests of the sending: set by the hub,
 	// never by the sender.
 	Origin Origin
+	// IdempotencyKey, if set, is the sender's name for this send: no other
+	// message of the sender in the workspace has it (idempotency.go).
+	IdempotencyKey string
 }
 
 // Origin is what the daemon that took a message attests of its sending,

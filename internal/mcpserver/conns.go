@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -187,7 +188,13 @@ func (c *watchedConn) peerGone() bool {
 }
 
 func (c *watchedConn) control(f func(fd int)) {
-	sc, ok := c.Conn.(syscall.Conn)
+	conn := c.Conn
+	if tc, ok := conn.(*tls.Conn); ok {
+		// A TLS listener's (the daemon's team server): its socket tells
+		// the same, in bytes of records.
+		conn = tc.NetConn()
+	}
+	sc, ok := conn.(syscall.Conn)
 	if !ok {
 		return
 	}

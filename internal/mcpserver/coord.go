@@ -26,7 +26,7 @@ func (s *Server) coordTools() []Tool {
 func (s *Server) lean() Profile {
 	o := s.ops
 	return Profile{Tools: []Tool{
-		typed(s, "send_message", "Send a message to an agent, @role, @group or @everyone.", o.Op("Send"), hide("payload", "metadata"), noOutputSchema()),
+		typed(s, "send_message", "Send a message to an agent, @role, @group or @everyone.", o.Op("Send"), hide("payload", "metadata", "idempotency_key", "deliver", "ttl_seconds"), noOutputSchema()),
 		typed(s, "reply", "Reply to a message; it goes to its sender, in its thread.", o.Op("Reply"), noOutputSchema()),
 		typed(s, "check_messages", "Return your unread messages and mark them read.", o.Op("Check"), noOutputSchema()),
 		typed(s, "wait_for_message", "Block until a message arrives (or timeout seconds pass) and return it.", o.Op("Wait"), noOutputSchema()),

@@ -102,6 +102,14 @@ type session struct {
 	caller ops.Caller
 	tmux   TmuxPane
 	nudge  string // the nudge it asked for: "tmux" or ""
+	// local: the session came over the daemon's Unix socket, from this
+	// OS user; only then may its client's door be registered (doors.go).
+	local bool
+	door  api.DoorRequest // Claude Code's inbox, from its headers
+	codex string          // CODEX_HOME, from its headers
+	// thread is the Codex thread whose door the session registered; guarded
+	// by Server.mu.
+	thread string
 
 	ss *mcp.ServerSession
 	// ended is cancelled as the session ends, with its calls: the SDK's
@@ -360,11 +368,18 @@ func (s *Server) identityOf(r *http.Request) (*session, error) {
 	if r.Header.Get(api.HeaderReceipts) != "" || isStream(r) {
 		c.ReadAs.Confirm = hub.ConfirmOnReceipt
 	}
-	return &session{
+	sess := &session{
 		caller: c,
 		tmux:   TmuxPane{Socket: r.Header.Get(api.HeaderTmuxSocket), Pane: r.Header.Get(api.HeaderTmuxPane)},
 		nudge:  r.Header.Get(api.HeaderNudge),
-	}, nil
+		local:  isLocal(r),
+		codex:  r.Header.Get(api.HeaderCodexHome),
+	}
+	if sock := r.Header.Get(api.HeaderDoorSocket); sock != "" {
+		sess.door = api.DoorRequest{Kind: string(hub.DoorClaude), Address: sock,
+			Session: r.Header.Get(api.HeaderDoorSession), Token: r.Header.Get(api.HeaderDoorToken)}
+	}
+	return sess, nil
 }
 
 // register joins the caller's agent on the fly: a new name joins (with its
@@ -501,6 +516,9 @@ func (s *Server) bind(next mcp.MethodHandler) mcp.MethodHandler {
 				sess.caller.Reader.Cancel(ctx, requestID(p.RequestID))
 			}
 		}
+		if method == "tools/call" && sess != nil {
+			s.toolCalled(ctx, sess, req)
+		}
 		if method == "tools/call" && in != nil {
 			ctx = context.WithValue(ctx, inflightKey{}, in)
 			var cancel context.CancelCauseFunc
@@ -588,6 +606,9 @@ func (s *Server) open(ss *mcp.ServerSession, sess *session, overHTTP bool) {
 		sess.unwatch = s.opts.Revocations.Watch(t, func() { s.revoked(sess) })
 	}
 	s.hub.SessionOpened(sess.caller.Workspace, sess.caller.Agent)
+	if sess.door.Address != "" {
+		go s.openDoor(sess, sess.door)
+	}
 }
 
 // revoked ends sess, whose agent token was revoked: its calls first (a
@@ -624,8 +645,9 @@ func (s *Server) ended(ss *mcp.ServerSession, sess *session) {
 		s.hub.SessionClosed(sess.caller.Workspace, sess.caller.Agent)
 	}
 	// The session ended (DELETE, expiry): whatever it holds unconfirmed
-	// goes back to the inbox.
+	// goes back to the inbox, and the doors it registered close.
 	sess.caller.Reader.Close(context.Background())
+	s.hub.CloseDoorsOf(context.Background(), sess.caller.Workspace, sess.caller.Agent, sess.id)
 }
 
 type sessionKey struct{}

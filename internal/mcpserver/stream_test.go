@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -149,6 +150,52 @@ func TestStreamSession(t *testing.T) {
 	waitFor(t, "the session to end with its stream", func() bool { return e.mcp.Sessions() == 0 })
 	if d := deliveryOf(t, e, ws, id); d.State != hub.Read {
 		t.Errorf("a confirmed message after the session ended: state %s, want read", d.State)
+	}
+}
+
+// TestStreamSessionOverTLS: the bridge of `mcp serve --server https://...`
+// gets its stream session over TLS (HTTP/1.1 under it, for the upgrade), not
+// plain HTTP requests, and confirms what it handed on, as on the socket.
+func TestStreamSessionOverTLS(t *testing.T) {
+	e := newEnv(t)
+	const ws = "stream"
+	joinAll(t, e, ws, "alice", "bob")
+	var posts atomic.Int64
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") == "" {
+			posts.Add(1)
+		}
+		e.mcp.ServeHTTP(w, r)
+	}))
+	ts.StartTLS()
+	defer ts.Close()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- bridge.Run(context.Background(), inR, outW, &bridge.Options{URL: ts.URL + "/mcp", Stream: true,
+			TLSConfig: ts.Client().Transport.(*http.Transport).TLSClientConfig,
+			Header:    http.Header{api.HeaderAgent: {"bob"}, api.HeaderWorkspace: {ws}}})
+		outW.Close()
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx,
+		&mcp.IOTransport{Reader: outR, Writer: inW}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := sendTo(t, e, ws, "bob", "over TLS")
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "check_messages"}); err != nil || res.IsError {
+		t.Fatalf("check_messages: %v %v", res, err)
+	}
+	waitFor(t, "the bridge's confirmation", func() bool { return deliveryOf(t, e, ws, id).State == hub.Read })
+	if n := posts.Load(); n != 0 {
+		t.Errorf("plain HTTP requests over TLS: got %d, want 0 (everything on the stream)", n)
+	}
+	cs.Close()
+	if err := <-done; err != nil {
+		t.Errorf("bridge: %v", err)
 	}
 }
 

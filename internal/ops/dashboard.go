@@ -75,9 +75,10 @@ func (o *Ops) Deliveries(ctx context.Context, c *Caller, in api.DeliveriesReques
 		}
 		ds := []api.DeliveryInfo{}
 		for _, d := range st.Deliveries {
-			ds = append(ds, api.DeliveryInfo{Recipient: d.Recipient, State: string(d.State), Count: d.Count,
+			ds = append(ds, api.DeliveryInfo{Recipient: d.Recipient, State: AttentionState(d), Count: d.Count,
 				ReadAt: api.FormatTime(d.ReadAt), AckedAt: api.FormatTime(d.AckedAt),
-				WakePath: string(d.WokeVia), WokenAt: api.FormatTime(d.WokeAt)})
+				WakePath: string(d.WokeVia), WokenAt: api.FormatTime(d.WokeAt), SeenAt: api.FormatTime(d.SeenAt),
+				BounceReason: d.BounceReason})
 		}
 		out.Deliveries[id] = ds
 	}

@@ -27,14 +27,33 @@ func (o *Ops) MessageStatus(ctx context.Context, c *Caller, in api.MessageStatus
 	}
 	m := st.Message
 	out := api.MessageStatusResult{MessageID: m.ID, From: m.From, To: m.To, Timestamp: api.FormatTime(m.CreatedAt),
-		AckRequired: m.AckRequired, AckDeadline: api.FormatTime(m.AckDeadline), Recipients: make([]api.RecipientDelivery, len(st.Deliveries))}
+		AckRequired: m.AckRequired, AckDeadline: api.FormatTime(m.AckDeadline),
+		ExpiresAt: api.FormatTime(m.ExpiresAt), Deliver: string(m.Mode()),
+		Recipients: make([]api.RecipientDelivery, len(st.Deliveries))}
 	for i, d := range st.Deliveries {
-		out.Recipients[i] = api.RecipientDelivery{Recipient: d.Recipient, State: string(d.State), DeliveryCount: d.Count,
+		out.Recipients[i] = api.RecipientDelivery{Recipient: d.Recipient, State: AttentionState(d), DeliveryCount: d.Count,
 			DeliveredAt: api.FormatTime(d.DeliveredAt), Session: readerDigest(d.Reader), LeaseUntil: api.FormatTime(d.LeaseUntil),
 			ReadAt: api.FormatTime(d.ReadAt), AckedAt: api.FormatTime(d.AckedAt),
-			WakePath: string(d.WokeVia), WokenAt: api.FormatTime(d.WokeAt)}
+			WakePath: string(d.WokeVia), WokenAt: api.FormatTime(d.WokeAt), SeenAt: api.FormatTime(d.SeenAt),
+			BouncedAt: api.FormatTime(d.BouncedAt), BounceReason: d.BounceReason}
 	}
 	return out, nil
+}
+
+// AttentionState is where a copy stands, as a sender follows it: queued ->
+// handed (a letter through the recipient's door told it) -> seen (its
+// session started a turn with that) -> delivered -> read -> acked, or
+// redelivered, or bounced.
+func AttentionState(d *hub.Delivery) string {
+	switch {
+	case d.State != hub.Queued && d.State != hub.Redelivered:
+		return string(d.State)
+	case !d.SeenAt.IsZero():
+		return "seen"
+	case d.WokeVia.IsDoor():
+		return "handed"
+	}
+	return string(d.State)
 }
 
 // NoteWake records that a path which tells the caller of its mail without

@@ -19,7 +19,12 @@ func (o *Ops) Send(ctx context.Context, c *Caller, in api.SendRequest) (api.Send
 	}
 	req := hub.SendRequest{Workspace: c.Workspace, From: c.Agent, To: in.To,
 		Content: in.Content, Payload: in.Payload, Priority: in.Priority, ReplyTo: in.ReplyTo, Metadata: in.Metadata,
-		AckRequired: in.AckRequired, Door: c.Door}
+		AckRequired: in.AckRequired, Door: c.Door, IdempotencyKey: in.IdempotencyKey, Deliver: in.Deliver}
+	ttl, err := messageTTL("send_message", in.TTL)
+	if err != nil {
+		return api.SendResult{}, err
+	}
+	req.TTL = ttl
 	if in.AckWithin != nil {
 		within, err := secondsArg("send_message", in.AckWithin, 0, maxAckWithin)
 		if err != nil {
@@ -32,7 +37,7 @@ func (o *Ops) Send(ctx context.Context, c *Caller, in api.SendRequest) (api.Send
 		return api.SendResult{}, err
 	}
 	return api.SendResult{Status: "delivered", MessageID: res.Message.ID, Recipients: res.Recipients,
-		ThreadID: res.Message.ThreadID, RecipientStatus: recipientStatus(res)}, nil
+		ThreadID: res.Message.ThreadID, RecipientStatus: recipientStatus(res), Replayed: res.Replayed}, nil
 }
 
 // recipientStatus is a send's recipient_status: the presence of its one
@@ -42,6 +47,20 @@ func recipientStatus(res *hub.SendResult) string {
 		return "mixed"
 	}
 	return string(res.Presence[0])
+}
+
+// messageTTL reads a send's time to live in seconds: absent is the
+// daemon's default, 0 none.
+func messageTTL(op string, secs *int) (time.Duration, error) {
+	switch {
+	case secs == nil:
+		return 0, nil
+	case *secs == 0:
+		return hub.NoTTL, nil
+	case *secs < 0 || time.Duration(*secs)*time.Second > hub.MaxTTL:
+		return 0, hub.Errorf(op, hub.Invalid, "ttl_seconds %d is out of range: want 1 to %d seconds, or 0 for none", *secs, int(hub.MaxTTL/time.Second))
+	}
+	return time.Duration(*secs) * time.Second, nil
 }
 
 // maxAckWithin bounds an ack deadline: a week.

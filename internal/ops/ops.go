@@ -59,6 +59,9 @@ type Caller struct {
 	ReadAs *hub.ReaderOptions
 	// Call names the request within Reader (its JSON-RPC id).
 	Call string
+	// DoorOwner names the MCP session that registers its client's door
+	// (OpenDoor): the door closes with it. Set by the MCP server only.
+	DoorOwner string
 	// Progress, when not nil, is told that a blocking operation still runs;
 	// the MCP adapter sends it as a progress notification (a keep-alive for
 	// clients that time out idle calls).

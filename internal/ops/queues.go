@@ -75,12 +75,12 @@ func (o *Ops) CompleteTask(ctx context.Context, c *Caller, in api.CompleteTaskRe
 		return api.CompleteTaskResult{}, err
 	}
 	res, err := o.hub.Complete(ctx, hub.CompleteRequest{Workspace: c.Workspace, Agent: c.Agent, Readers: c.claimReaders(),
-		TaskID: in.TaskID, Result: in.Result, Failed: in.Failed, Door: c.Door})
+		TaskID: in.TaskID, Result: in.Result, Failed: in.Failed, Door: c.Door, IdempotencyKey: in.IdempotencyKey})
 	if err != nil {
 		return api.CompleteTaskResult{}, err
 	}
-	out := api.CompleteTaskResult{Status: "completed", TaskID: res.Task.ID, Queue: res.Queue, ReplyID: res.Reply.ID}
-	if in.Failed {
+	out := api.CompleteTaskResult{Status: "completed", TaskID: res.Task.ID, Queue: res.Queue, ReplyID: res.Reply.ID, Replayed: res.Replayed}
+	if res.Reply.Metadata["kind"] == "task_failed" {
 		out.Status = "failed"
 	}
 	return out, nil

@@ -39,6 +39,7 @@ var readRule = map[string]string{
 	"Send":           "mayRead of reply_to: no joining another's thread",
 	"WaitForReply":   "mayRead of the message waited on",
 	"Overdue":        "its own messages; all=true refused",
+	"Bounced":        "its own messages' bounced copies; all=true refused",
 	"Queue":          "the tasks waiting in a queue: any agent may claim them",
 	"Check":          "its own inbox",
 	"Peek":           "its own inbox",
@@ -50,7 +51,7 @@ var readRule = map[string]string{
 
 // readsNone lists the operations open to agent tokens that read no message.
 var readsNone = []string{
-	"Broadcast", "Clear", "Ack", "NoteWake", "Receipt", "GetAgent", "ListAgents", "SetStatus", "Whoami",
+	"Broadcast", "Clear", "Ack", "NoteWake", "Seen", "Receipt", "GetAgent", "ListAgents", "SetStatus", "Whoami",
 	"ListGroups", "GetGroup", "CreateGroup", "DeleteGroup", "AddMember", "RemoveMember",
 	"ReservePaths", "RenewReservations", "ReleaseReservations", "ListReservations", "WhoHas", "CheckPaths",
 	"CompleteTask", "ReleaseTask", "SetTitle", "SetBranch", "RequestPermission", "AskPermission",

@@ -82,6 +82,8 @@ func (o *Ops) table() []Op {
 		def("Ack", Agent, "POST /acks", o.Ack),
 		def("Overdue", Agent, "GET /overdue", o.Overdue),
 		def("NoteWake", Agent, "POST /inbox/woken", o.NoteWake),
+		def("Seen", Agent, "POST /inbox/seen", o.Seen),   // the caller's own session saw a letter
+		def("Bounced", Agent, "GET /bounced", o.Bounced), // the caller's own dead letters (all=true: not a token)
 		def("Receipt", Agent, "POST /inbox/receipts", o.Receipt),
 		def("MessageStatus", Agent, "GET /messages/{message_id}/status", o.MessageStatus),
 		def("History", Agent, "GET /messages", o.History),
@@ -168,6 +170,12 @@ func (o *Ops) table() []Op {
 		def("CreateToken", Admin, "POST /tokens", o.CreateToken),
 		def("ListTokens", Admin, "GET /tokens", o.ListTokens),
 		def("RevokeToken", Admin, "DELETE /tokens/{id}", o.RevokeToken),
+
+		// Doors are a session's on this machine, of this OS user: registered
+		// and seen over the Unix socket only.
+		def("OpenDoor", Admin, "POST /doors", o.OpenDoor),
+		def("ListDoors", Admin, "GET /doors", o.ListDoors),
+		def("CloseDoor", Admin, "POST /doors/{id}/close", o.CloseDoor),
 	}
 }
 

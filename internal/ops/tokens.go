@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"net/url"
 	"time"
 
 	"github.com/parley-dev/parley/internal/api"
@@ -60,6 +61,11 @@ func (o *Ops) CreateToken(ctx context.Context, c *Caller, in api.TokenRequest) (
 	if err := hub.ValidName("role", role); err != nil {
 		return api.TokenInfo{}, hub.Errorf(op, hub.Invalid, "%v", err)
 	}
+	if in.Server != "" {
+		if u, err := url.Parse(in.Server); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return api.TokenInfo{}, hub.Errorf(op, hub.Invalid, "invalid server URL %q: want https://HOST[:PORT]", in.Server)
+		}
+	}
 	t, secret, hash := token.New(ws, in.Agent, role, time.Now())
 	if err := s.CreateToken(ctx, t, hash); err != nil {
 		return api.TokenInfo{}, err
@@ -67,6 +73,13 @@ func (o *Ops) CreateToken(ctx context.Context, c *Caller, in api.TokenRequest) (
 	o.log.Info("agent token created", "id", t.ID, "agent", t.Agent, "workspace", t.Workspace, "role", t.Role)
 	info := tokenInfo(t)
 	info.Token = secret
+	info.Server = in.Server
+	if info.Server == "" && o.process != nil {
+		info.Server = o.process().ServerURL
+	}
+	if info.Server != "" {
+		info.Line = api.ServeLine(info.Server, secret)
+	}
 	return info, nil
 }
 

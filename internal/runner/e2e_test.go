@@ -763,3 +763,56 @@ func TestPermissionTimeout(t *testing.T) {
 		t.Errorf("the client after set_agent_mode: pid %d (before %d), argv %q; want a new process in plan mode", now.pid, first.pid, now.cmdline)
 	}
 }
+
+// TestManagedDeliverModes: a managed agent follows its mail's delivery
+// mode: a message that queues (low priority) starts no turn, the next turn
+// carries it; one that interrupts stops the turn in progress, and the turn
+// its end starts carries it.
+func TestManagedDeliverModes(t *testing.T) {
+	t.Parallel()
+	s := standin.Anthropic(t, func(r *standin.MessagesRequest) []standin.Block {
+		tail := r.Tail()
+		switch {
+		case strings.Contains(tail, "HANG-HERE"):
+			<-r.Context().Done() // until the client gives up: the turn is cancelled
+			return nil
+		case strings.Contains(tail, "now-both") || strings.Contains(tail, "stop-it"):
+			return []standin.Block{standin.Text("READ " + tail)}
+		}
+		return nil
+	})
+	e := newEnv(t, opts{anthropic: s})
+	m := e.manager()
+	alice := e.Session(nil, "--agent", "alice")
+	mustCall(t, m, "create_agent", map[string]any{"provider": "perturn", "cwd": t.TempDir(), "name": "w"}, nil)
+
+	mustCall(t, alice, "send_message", map[string]any{"to": "w", "content": "fyi", "priority": "low"}, nil)
+	mustCall(t, alice, "send_message", map[string]any{"to": "w", "content": "now-both"}, nil)
+	runs := func() int {
+		var st struct{ Snapshot api.ManagedAgent }
+		mustCall(t, m, "get_agent_status", map[string]any{"agent_id": "w"}, &st)
+		return st.Snapshot.Runs
+	}
+	eventually(t, "the mail to wake w", func() bool { return runs() >= 1 })
+	w := waitRun(t, m, "w", 1)
+	if !strings.Contains(w.LastMessage, "fyi") || !strings.Contains(w.LastMessage, "now-both") {
+		t.Errorf("the woken turn: want both messages, the queued one too; the model read:\n%s", w.LastMessage)
+	}
+	if n := runs(); n != 1 {
+		t.Errorf("runs: got %d, want 1 (a queued message starts none)", n)
+	}
+
+	var pr api.PromptResult
+	mustCall(t, m, "send_agent_prompt", map[string]any{"agent_id": "w", "prompt": "HANG-HERE"}, &pr)
+	eventually(t, "w to hang", e.asked("HANG-HERE"))
+	mustCall(t, alice, "send_message", map[string]any{"to": "w", "content": "stop-it", "deliver": "interrupt"}, nil)
+	var cancelled api.WaitAgentResult
+	mustCall(t, m, "wait_for_agent", map[string]any{"agent_id": "w", "run": pr.Run, "timeout": 60}, &cancelled)
+	if cancelled.Run == nil || cancelled.Run.State != "cancelled" {
+		t.Fatalf("the hung run after an interrupt: got %+v, want cancelled", cancelled.Run)
+	}
+	eventually(t, "the interrupting mail to wake w", func() bool { return runs() > pr.Run })
+	if w := waitRun(t, m, "w", pr.Run+1); w.Run.Source != "message" || !strings.Contains(w.LastMessage, "stop-it") {
+		t.Errorf("the turn after the interrupt: got %+v, the model read:\n%s", w.Run, w.LastMessage)
+	}
+}

@@ -6,8 +6,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/parley-dev/parley/internal/door"
 )
 
 // fakeBin puts an executable named name on a fresh PATH and returns its path.
@@ -300,5 +303,28 @@ func TestMCPConfigFile(t *testing.T) {
 	}
 	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
 		t.Errorf("mode: got %v, want 0600", fi.Mode().Perm())
+	}
+}
+
+// TestAgentEnvDropsSessionDoors: a managed agent's CLI does not inherit the
+// client session that started the daemon (its inbox socket, its token, its
+// ids): its own parley mcp serve must register the CLI's door, not that
+// session's.
+func TestAgentEnvDropsSessionDoors(t *testing.T) {
+	for _, k := range door.SessionVars {
+		t.Setenv(k, "inherited")
+	}
+	t.Setenv("KEEP_ME", "yes")
+	env := agentEnv(&turn{Agent: Agent{ID: "a1", Workspace: "w"}, Home: "/h"}, nil, nil)
+	kept := false
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if slices.Contains(door.SessionVars, k) {
+			t.Errorf("a managed agent inherits %s", kv)
+		}
+		kept = kept || kv == "KEEP_ME=yes"
+	}
+	if !kept {
+		t.Errorf("the rest of the environment was dropped: %v", env)
 	}
 }

@@ -173,6 +173,11 @@ func TestRealClaudePermissions(t *testing.T) {
 	}
 }
 
+// slowHooks gives the hooks of managed agents 8 s instead of 3 to reach the
+// daemon, under the clients' 10 s: a loaded machine runs a race-built
+// parley hook in over a second, and a hook that gives up leases nothing.
+var slowHooks = []string{"PARLEY_HOOK_TIMEOUT=8s"}
+
 // gitRepo makes a git repository with one commit of src/a.go.
 func gitRepo(t *testing.T) string {
 	t.Helper()
@@ -260,7 +265,7 @@ func TestRealClaudeHooksSpeakForManagedAgent(t *testing.T) {
 		}
 		return nil
 	})
-	e := newEnv(t, opts{anthropic: s})
+	e := newEnv(t, opts{anthropic: s, daemonEnv: slowHooks})
 	repo, status, msg := bobsRepo(t, e, "claude")
 	target = filepath.Join(repo, "src", "new.go")
 	m := e.manager()
@@ -310,7 +315,7 @@ func TestRealCodexHooksSpeakForManagedAgent(t *testing.T) {
 		}
 		return nil
 	})
-	e := newEnv(t, opts{openai: s})
+	e := newEnv(t, opts{openai: s, daemonEnv: slowHooks})
 	codex := standin.CLI(t, "codex")
 	// With codex on PATH, init has Codex trust the hooks it adds.
 	repo, status, msg := bobsRepo(t, e, "codex", "CODEX_HOME="+standin.CodexHome(e.clients),

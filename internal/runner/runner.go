@@ -580,6 +580,22 @@ func (r *Runner) IsManaged(ws, name string) bool {
 	return err == nil
 }
 
+// TakesMail reports whether the runner brings the agent its mail itself
+// now: a managed agent that wakes for mail and is idle, or whose turn in
+// progress takes mail (a kept session, steered). A managed agent busy with
+// a turn that cannot take mail is reached through its CLI's own door (the
+// daemon's doorman), like any session; an agent that is not managed, only
+// through its door.
+func (r *Runner) TakesMail(ws, name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st, err := r.lookup("", ws, name)
+	if err != nil || r.closed || !st.rec.AutoWake || st.rec.Exited {
+		return false
+	}
+	return st.run == nil || st.run.steerable()
+}
+
 // snapshot copies st's state. Call with r.mu held.
 func (st *agent) snapshot() *Snapshot {
 	s := &Snapshot{Agent: st.rec, Status: st.status(), Queued: len(st.queue), Runs: st.nextRun}

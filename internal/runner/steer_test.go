@@ -174,7 +174,9 @@ func TestRealClaudeSteer(t *testing.T) {
 		}
 		return nil
 	})
-	e := newEnv(t, opts{config: "cancel_grace = \"1s\"\n", anthropic: s})
+	// The default cancel_grace (5 s): on a loaded machine Claude Code may
+	// take over a second to answer an interrupt, and this test wants it to.
+	e := newEnv(t, opts{anthropic: s})
 	m := e.manager()
 	cwd := t.TempDir()
 	startFirstTask(t, m, s, "claude", "cc", cwd)
@@ -332,7 +334,8 @@ func steerSecondTask(t *testing.T, m *mcp.ClientSession, name string, release fu
 func mailMidTurn(t *testing.T, e *env, m *mcp.ClientSession, name string, release func()) {
 	t.Helper()
 	var sent api.SendResult
-	e.MustJSON(&sent, "send", "--agent", "alice", name, "MAIL-FROM-ALICE")
+	// Steer (a high message's default): a normal one waits for the run to end.
+	e.MustJSON(&sent, "send", "--agent", "alice", "--deliver", "steer", name, "MAIL-FROM-ALICE")
 	eventually(t, "the mail is streamed into run 1", func() bool { return hasEvent(activity(t, m, name), "steered", "MAIL-FROM-ALICE") })
 	// Written into the turn is delivered: confirmed before the turn ends.
 	var st api.MessageStatusResult

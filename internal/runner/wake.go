@@ -86,13 +86,21 @@ func (r *Runner) wakeLoop() {
 // progress when its provider keeps a session (steer); unless its mail is the
 // end of a chain of automatic replies too long to be anything but a loop, or
 // it has had its share of automatic turns for now (guard).
+//
+// The messages' delivery modes (hub.DeliverMode) decide, the most urgent
+// of them: queue wakes nobody (the next turn carries it); idle waits for
+// the turn in progress to end; steer goes into a turn in progress that
+// takes mail, else waits for it to end; interrupt cancels the turn in
+// progress, and the turn its end starts carries the mail.
 func (r *Runner) wake(ws, name string) {
 	r.mu.Lock()
 	st, err := r.lookup("", ws, name)
-	ok := err == nil && !r.closed && st.rec.AutoWake && !st.rec.Exited && len(st.queue) == 0 && (st.run == nil || st.run.steerable())
-	owner := ""
+	ok := err == nil && !r.closed && st.rec.AutoWake && !st.rec.Exited && len(st.queue) == 0
+	owner, busy, steerable, id := "", false, false, ""
 	if ok {
-		owner = st.rec.Owner
+		owner, id = st.rec.Owner, st.rec.ID
+		busy = st.run != nil
+		steerable = busy && st.run.steerable()
 	}
 	r.mu.Unlock()
 	if !ok {
@@ -110,6 +118,20 @@ func (r *Runner) wake(ws, name string) {
 	}
 	if len(peeked) == 0 {
 		return
+	}
+	switch mode := mailMode(peeked); {
+	case mode == hub.DeliverQueue:
+		return // nothing that wakes
+	case busy && mode == hub.DeliverInterrupt:
+		go func() {
+			if _, err := r.Cancel(r.ctx, ws, id); err != nil {
+				r.log.Warn("wake: interrupt the turn in progress", "agent", name, "err", err)
+			}
+		}()
+		r.log.Info("interrupting the turn in progress for new mail", "agent", name)
+		return // the run's end wakes it again
+	case busy && (!steerable || mode == hub.DeliverIdle):
+		return // the run's end wakes it again
 	}
 	now := time.Now()
 	r.wakeMu.Lock()
@@ -360,4 +382,16 @@ func wakePrompt(msgs []*hub.Message) string {
 	}
 	b.WriteString("\nThe messages are marked read. Reply with the send_message tool (reply_to the message id) if an answer is needed.\n")
 	return b.String()
+}
+
+// mailMode is the most urgent delivery mode of the messages.
+func mailMode(ds []*hub.Message) hub.DeliverMode {
+	mode := hub.DeliverQueue
+	rank := map[hub.DeliverMode]int{hub.DeliverQueue: 0, hub.DeliverIdle: 1, hub.DeliverSteer: 2, hub.DeliverInterrupt: 3}
+	for _, m := range ds {
+		if rank[m.Mode()] > rank[mode] {
+			mode = m.Mode()
+		}
+	}
+	return mode
 }

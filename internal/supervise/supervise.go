@@ -87,6 +87,13 @@ type Options struct {
 	Logger  *slog.Logger
 }
 
+// Doors tells whether an agent's client session has a door the daemon
+// writes letters through (the attention doorman): the nudge says which
+// way it went.
+type Doors interface {
+	HasDoor(ws, agent string) bool
+}
+
 // Escalation is one step taken.
 type Escalation struct {
 	Workspace string
@@ -105,6 +112,8 @@ type Ladder struct {
 	perms *permission.Inbox
 	o     Options
 	log   *slog.Logger
+
+	doors Doors // set by UseDoors before Run
 
 	mu     sync.Mutex
 	cases  map[string]*rung // by caseKey
@@ -144,6 +153,10 @@ func New(h *hub.Hub, perms *permission.Inbox, o Options) *Ladder {
 	}
 	return l
 }
+
+// UseDoors tells the ladder of the doorman, whose letters carry its nudges.
+// Call it before Run.
+func (l *Ladder) UseDoors(d Doors) { l.doors = d }
 
 func caseKey(kind, ws, id string) string { return kind + "\x00" + ws + "\x00" + id }
 
@@ -331,14 +344,26 @@ func (l *Ladder) do(ctx context.Context, c rung, step Step, now time.Time) (stri
 		// A message is the agent's best wake path by construction: every
 		// path there is (a blocked wait, the client's door, a channel, its
 		// hooks, tmux, a managed agent's turn) takes it from the inbox.
+		// Steered: through the door of its session, a letter reaches its
+		// running turn between tool calls (or starts one).
 		_, err := l.h.Send(ctx, hub.SendRequest{Workspace: c.ws, From: hub.NoticeSender, To: c.agent, Priority: string(hub.High), Door: hub.DoorDaemon,
+			Deliver: string(hub.DeliverSteer),
 			Content: fmt.Sprintf("Parley: you have shown no progress in your turn for %s. If you are stuck, say so to your lead or ask for help with send_message; "+
 				"if you are waiting on something, say what. Call my_work to see the tasks, reservations and asks you hold.", now.Sub(c.began).Round(time.Second)),
 			Metadata: map[string]string{"kind": "nudge", "case": c.kind}})
 		if err != nil {
 			return "", err
 		}
-		return "nudged " + c.agent + " with a message", nil
+		way := "its next read, hook or turn"
+		switch {
+		case l.doors != nil && l.doors.HasDoor(c.ws, c.agent):
+			way = "a letter through its session's door"
+		case l.o.Managed != nil:
+			if _, ok := l.o.Managed.Owner(c.ws, c.agent); ok {
+				way = "its managed session"
+			}
+		}
+		return "nudged " + c.agent + " with a message, by " + way, nil
 	case StepLead:
 		lead := l.o.Lead
 		if lead == "" && l.o.Managed != nil {

@@ -724,3 +724,22 @@ func bulkAndRules(t *testing.T, e *env, ctx context.Context) {
 	}
 	noErrors(t, ctx)
 }
+
+// TestThreadChipsShowAttention: a message's chips in its thread say where
+// each copy stands as the sender follows it: one that bounced says so, and
+// why, live.
+func TestThreadChipsShowAttention(t *testing.T) {
+	e := newEnv(t)
+	e.Must("join", "--name", "bob", "--role", "reviewer")
+	ctx := tab(t)
+	e.signIn(t, ctx)
+	e.Must("send", "ghost", "is anyone there?", "--agent", "bob", "--ttl", "1s")
+	row := `[...document.querySelectorAll("#feed .msg")].find(el => el.querySelector(".text").textContent.includes("anyone there"))`
+	waitJS(t, ctx, row, 5*time.Second)
+	must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](row+`.click()`)))
+	chip := `document.querySelector('#thread .tmsg .chip[data-recipient="ghost"]')`
+	waitJS(t, ctx, chip+`?.dataset.state === "bounced"`, 15*time.Second)
+	if title := eval[string](t, ctx, chip+`.title`); !strings.Contains(title, "no reader and no door") {
+		t.Errorf("bounced chip's title: got %q, want the reason", title)
+	}
+}

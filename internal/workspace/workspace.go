@@ -172,10 +172,13 @@ func SaveIdentity(root, home string, id Identity) (string, error) {
 	}
 	id.Seal = seal(key, id.Name, id.Workspace)
 	dir := IdentityDir(root)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("save identity: %w", err)
-	}
+	// One level at a time, each checked before the next is made in it: a
+	// .parley that is a link must not get an identities directory made
+	// wherever it points (Mkdir does not follow a link; MkdirAll would).
 	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return "", fmt.Errorf("save identity: %w", err)
+		}
 		st, err := os.Lstat(d)
 		if err != nil {
 			return "", fmt.Errorf("save identity: %w", err)

@@ -200,4 +200,16 @@ func TestSaveIdentityIgnoresPlantedLinks(t *testing.T) {
 	if ents, _ := os.ReadDir(elsewhere); len(ents) != 0 {
 		t.Errorf("wrote through the link: %v", ents)
 	}
+
+	// .parley itself a link elsewhere: refused before anything is made
+	// there (an identities directory included).
+	elsewhere3 := t.TempDir()
+	repo3 := t.TempDir()
+	os.Symlink(elsewhere3, filepath.Join(repo3, ".parley"))
+	if _, err := SaveIdentity(repo3, t.TempDir(), Identity{Name: "bob", Workspace: repo3}); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf(".parley is a link: got %v", err)
+	}
+	if ents, _ := os.ReadDir(elsewhere3); len(ents) != 0 {
+		t.Errorf(".parley is a link: made %v in its target", ents)
+	}
 }

@@ -59,12 +59,12 @@ func (db *DB) PutAgent(ctx context.Context, a *hub.Agent) error {
 		if err := db.ensureWorkspace(ctx, tx, a.Workspace); err != nil {
 			return err
 		}
-		return tx.QueryRow(ctx, `INSERT INTO agents (workspace, name, role, module, status, created_at, last_seen, host)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+		return tx.QueryRow(ctx, `INSERT INTO agents (workspace, name, role, module, status, created_at, last_seen, host, node)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 			ON CONFLICT (workspace, name) DO UPDATE SET role = excluded.role, module = excluded.module,
-				status = excluded.status, last_seen = excluded.last_seen, host = excluded.host
+				status = excluded.status, last_seen = excluded.last_seen, host = excluded.host, node = excluded.node
 			RETURNING created_at`,
-			a.Workspace, a.Name, a.Role, a.Module, string(a.Status), created, ts(a.LastSeen), db.host,
+			a.Workspace, a.Name, a.Role, a.Module, string(a.Status), created, ts(a.LastSeen), db.host, nullText(db.node),
 		).Scan(&stored)
 	})
 	if err != nil {
@@ -127,10 +127,11 @@ func (db *DB) TouchAgents(ctx context.Context, ws string, seen map[string]time.T
 		names = append(names, n)
 		times = append(times, t)
 	}
-	// The daemon that saw them last is where they are: their host moves with them.
-	_, err := db.lazy.Exec(ctx, `UPDATE agents a SET last_seen = s.t, host = $4
+	// The daemon that saw them last is where they are: their host and node
+	// move with them (a dead node's agents go offline: liveness.go).
+	_, err := db.lazy.Exec(ctx, `UPDATE agents a SET last_seen = s.t, host = $4, node = $5
 		FROM unnest($2::text[], $3::timestamptz[]) AS s(name, t)
-		WHERE a.workspace = $1 AND a.name = s.name`, ws, names, times, db.host)
+		WHERE a.workspace = $1 AND a.name = s.name`, ws, names, times, db.host, nullText(db.node))
 	return db.mapErr(ctx, op, err)
 }
 

@@ -21,6 +21,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -71,6 +72,9 @@ type DB struct {
 
 	// sends commits concurrent sends together (sendbatch.go).
 	sends batcher[pendingSend]
+
+	// beaten: this daemon has beaten once (liveness.go).
+	beaten atomic.Bool
 
 	// known holds workspaces already recorded in the workspaces table, so the hot
 	// write paths skip that insert once a workspace has been seen.

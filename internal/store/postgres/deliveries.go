@@ -13,7 +13,7 @@ import (
 // delCols are a delivery's columns as scanDelivery reads them, for deliveries
 // aliased d joined with their messages aliased m.
 const delCols = `d.workspace, d.recipient, m.id, d.reader, d.lease_until, d.delivered_at,
-	d.delivery_count, d.read_at, d.acked_at, d.woke_via, d.woke_at`
+	d.delivery_count, d.read_at, d.acked_at, d.woke_via, d.woke_at, d.seen_at, d.bounced_at, d.bounce_reason`
 
 // scanDelivery reads delCols, then msgCols if withMessage.
 func scanDelivery(row pgx.Row, withMessage bool) (*hub.Delivery, error) {
@@ -21,9 +21,10 @@ func scanDelivery(row pgx.Row, withMessage bool) (*hub.Delivery, error) {
 		d                                 hub.Delivery
 		reader                            *string
 		lease, delivered, readAt, ackedAt *time.Time
-		woke                              *time.Time
-		dest                              = []any{&d.Workspace, &d.Recipient, &d.MessageID, &reader, &lease, &delivered, &d.Count, &readAt, &ackedAt, &d.WokeVia, &woke}
-		err                               error
+		woke, seen, bounced               *time.Time
+		dest                              = []any{&d.Workspace, &d.Recipient, &d.MessageID, &reader, &lease, &delivered, &d.Count, &readAt, &ackedAt, &d.WokeVia, &woke,
+			&seen, &bounced, &d.BounceReason}
+		err error
 	)
 	if withMessage {
 		d.Message, err = scanMessage(row, dest...)
@@ -40,12 +41,15 @@ func scanDelivery(row pgx.Row, withMessage bool) (*hub.Delivery, error) {
 		return t.UTC()
 	}
 	d.LeaseUntil, d.DeliveredAt, d.ReadAt, d.AckedAt, d.WokeAt = utc(lease), utc(delivered), utc(readAt), utc(ackedAt), utc(woke)
+	d.SeenAt, d.BouncedAt = utc(seen), utc(bounced)
 	if reader != nil {
 		d.Reader = *reader
 	}
 	switch {
 	case ackedAt != nil:
 		d.State = hub.Acked
+	case bounced != nil:
+		d.State = hub.Bounced
 	case readAt != nil:
 		d.State = hub.Read
 	case reader != nil:
@@ -292,7 +296,7 @@ func (db *DB) Reopen(ctx context.Context, ws, recipient string, messageIDs []str
 			UPDATE deliveries d SET read_at = NULL, reader = NULL, lease_until = NULL
 			FROM messages m WHERE m.seq = d.message_seq
 			AND m.id = ANY($1) AND m.workspace = $2 AND d.recipient = $3 AND d.acked_at IS NULL
-			AND (d.reader IS NOT NULL OR d.read_at IS NOT NULL)
+			AND d.bounced_at IS NULL AND (d.reader IS NOT NULL OR d.read_at IS NOT NULL)
 			RETURNING d.*
 		)
 		SELECT `+delCols+` FROM d JOIN messages m ON m.seq = d.message_seq ORDER BY d.id`,

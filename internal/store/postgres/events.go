@@ -36,6 +36,12 @@ type wireEvent struct {
 	Text         string            `json:"tx,omitempty"`
 	Reservations []wireReservation `json:"rs,omitempty"`
 	Detail       json.RawMessage   `json:"d,omitempty"`
+	// A copy's attention: why it bounced, the door that told of it; a
+	// client session's door, without its token and its owner (credentials
+	// of the session, which stay with the daemon that has it).
+	Reason string    `json:"why,omitempty"`
+	Via    string    `json:"via,omitempty"`
+	Door   *wireDoor `json:"door,omitempty"`
 	// Cut: the message travels without its content, payload and metadata
 	// (read it from the store); Dropped: the event lost its detail and
 	// reservations on the way.
@@ -58,6 +64,9 @@ type wireMessage struct {
 	AckRequired bool              `json:"ack,omitempty"`
 	AckDeadline *time.Time        `json:"dl,omitempty"`
 	Origin      wireOrigin        `json:"o"`
+	ExpiresAt   *time.Time        `json:"ex,omitempty"`
+	Deliver     string            `json:"dv,omitempty"`
+	Idempotency string            `json:"ik,omitempty"`
 }
 
 type wireOrigin struct {
@@ -65,6 +74,21 @@ type wireOrigin struct {
 	Host string `json:"h,omitempty"`
 	Door string `json:"d,omitempty"`
 	Task string `json:"t,omitempty"`
+}
+
+type wireDoor struct {
+	ID          string    `json:"id"`
+	Workspace   string    `json:"w,omitempty"`
+	Agent       string    `json:"a,omitempty"`
+	Kind        string    `json:"k,omitempty"`
+	Session     string    `json:"s,omitempty"`
+	Address     string    `json:"ad,omitempty"`
+	Host        string    `json:"h,omitempty"`
+	UID         int       `json:"u"`
+	OpenedAt    time.Time `json:"op"`
+	RefreshedAt time.Time `json:"rf"`
+	ClosedAt    time.Time `json:"cl"`
+	CloseReason string    `json:"why,omitempty"`
 }
 
 type wireReservation struct {
@@ -82,7 +106,12 @@ type wireReservation struct {
 func encodeEvent(e hub.Event) []byte {
 	w := wireEvent{Kind: string(e.Kind), Workspace: e.Workspace, Time: e.Time, Agent: e.Agent, Role: e.Role, Status: e.Status,
 		Recipients: e.Recipients, Group: e.Group, MessageID: e.MessageID, Reader: e.Reader, Count: e.Count, Change: e.Change,
-		Text: e.Text, Detail: e.Detail}
+		Text: e.Text, Detail: e.Detail, Reason: e.Reason, Via: string(e.Via)}
+	if d := e.SessionDoor; d != nil {
+		w.Door = &wireDoor{ID: d.ID, Workspace: d.Workspace, Agent: d.Agent, Kind: string(d.Kind), Session: d.Session,
+			Address: d.Address, Host: d.Host, UID: d.UID, OpenedAt: d.OpenedAt, RefreshedAt: d.RefreshedAt,
+			ClosedAt: d.ClosedAt, CloseReason: d.CloseReason}
+	}
 	// A copy's events (delivered, read, acked, back) name their message;
 	// its text went with message.sent.
 	if m := e.Message; m != nil && !isCopyEvent(e.Kind) {
@@ -107,7 +136,8 @@ func encodeEvent(e hub.Event) []byte {
 // isCopyEvent reports whether events of kind are about one recipient's copy.
 func isCopyEvent(k hub.EventKind) bool {
 	switch k {
-	case hub.EventMessageDelivered, hub.EventMessageRead, hub.EventMessageAcked, hub.EventMessageRedelivered:
+	case hub.EventMessageDelivered, hub.EventMessageRead, hub.EventMessageAcked, hub.EventMessageRedelivered,
+		hub.EventMessageHanded, hub.EventMessageSeen, hub.EventMessageBounced:
 		return true
 	}
 	return false
@@ -122,6 +152,11 @@ func wireMessageOf(m *hub.Message) *wireMessage {
 		t := m.AckDeadline
 		w.AckDeadline = &t
 	}
+	if !m.ExpiresAt.IsZero() {
+		t := m.ExpiresAt
+		w.ExpiresAt = &t
+	}
+	w.Deliver, w.Idempotency = string(m.Deliver), m.IdempotencyKey
 	return w
 }
 
@@ -134,7 +169,12 @@ func decodeEvent(b []byte) (e hub.Event, cut bool, err error) {
 	}
 	e = hub.Event{Kind: hub.EventKind(w.Kind), Workspace: w.Workspace, Time: w.Time, Agent: w.Agent, Role: w.Role, Status: w.Status,
 		Recipients: w.Recipients, Group: w.Group, MessageID: w.MessageID, Reader: w.Reader, Count: w.Count, Change: w.Change,
-		Text: w.Text, Detail: w.Detail}
+		Text: w.Text, Detail: w.Detail, Reason: w.Reason, Via: hub.WakePath(w.Via)}
+	if d := w.Door; d != nil {
+		e.SessionDoor = &hub.SessionDoor{ID: d.ID, Workspace: d.Workspace, Agent: d.Agent, Kind: hub.DoorKind(d.Kind), Session: d.Session,
+			Address: d.Address, Host: d.Host, UID: d.UID, OpenedAt: d.OpenedAt, RefreshedAt: d.RefreshedAt,
+			ClosedAt: d.ClosedAt, CloseReason: d.CloseReason}
+	}
 	if m := w.Message; m != nil {
 		e.Message = &hub.Message{ID: m.ID, Workspace: m.Workspace, From: m.From, To: m.To, Content: m.Content, Payload: m.Payload,
 			Priority: hub.Priority(m.Priority), ReplyTo: m.ReplyTo, ThreadID: m.ThreadID, Metadata: m.Metadata, CreatedAt: m.CreatedAt,
@@ -143,6 +183,10 @@ func decodeEvent(b []byte) (e hub.Event, cut bool, err error) {
 		if m.AckDeadline != nil {
 			e.Message.AckDeadline = *m.AckDeadline
 		}
+		if m.ExpiresAt != nil {
+			e.Message.ExpiresAt = *m.ExpiresAt
+		}
+		e.Message.Deliver, e.Message.IdempotencyKey = hub.DeliverMode(m.Deliver), m.Idempotency
 	}
 	for _, r := range w.Reservations {
 		e.Reservations = append(e.Reservations, &hub.Reservation{ID: r.ID, Workspace: r.Workspace, Agent: r.Agent, Pattern: r.Pattern,

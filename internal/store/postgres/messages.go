@@ -17,7 +17,7 @@ import (
 // aliased m.
 const msgCols = `m.id, m.workspace, m.sender, m.to_addr, m.content, m.payload, m.priority,
 	m.reply_to, m.thread_id, m.metadata, m.created_at, m.ack_required, m.ack_deadline,
-	m.sender_role, m.origin_host, m.origin_door, m.task_of`
+	m.sender_role, m.origin_host, m.origin_door, m.task_of, m.expires_at, m.deliver`
 
 // scanMessage reads msgCols (after any leading dest) into a new message.
 func scanMessage(row pgx.Row, lead ...any) (*hub.Message, error) {
@@ -28,16 +28,22 @@ func scanMessage(row pgx.Row, lead ...any) (*hub.Message, error) {
 		prio     string
 		ackDue   *time.Time
 		door     string
+		expires  *time.Time
+		deliver  string
 	)
 	if err := row.Scan(append(lead, &m.ID, &m.Workspace, &m.From, &m.To, &m.Content, &payload, &prio,
 		&m.ReplyTo, &m.ThreadID, &metadata, &m.CreatedAt, &m.AckRequired, &ackDue,
-		&m.Origin.Role, &m.Origin.Host, &door, &m.Origin.Task)...); err != nil {
+		&m.Origin.Role, &m.Origin.Host, &door, &m.Origin.Task, &expires, &deliver)...); err != nil {
 		return nil, err
 	}
 	m.Origin.Door = hub.Door(door)
 	if ackDue != nil {
 		m.AckDeadline = ackDue.UTC()
 	}
+	if expires != nil {
+		m.ExpiresAt = expires.UTC()
+	}
+	m.Deliver = hub.DeliverMode(deliver)
 	if payload != nil {
 		m.Payload = json.RawMessage(payload)
 	}
@@ -132,6 +138,21 @@ func (db *DB) Message(ctx context.Context, ws, id string) (*hub.Message, error) 
 	if err != nil {
 		return nil, db.mapErr(ctx, op, err)
 	}
+	return m, nil
+}
+
+// MessageByKey returns sender's message in ws with the idempotency key.
+func (db *DB) MessageByKey(ctx context.Context, ws, sender, key string) (*hub.Message, error) {
+	const op = "get message by key"
+	m, err := scanMessage(db.pool.QueryRow(ctx, `SELECT `+msgCols+` FROM messages m
+		WHERE m.workspace = $1 AND m.sender = $2 AND m.idem_key = $3`, ws, sender, key))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, hub.Errorf(op, hub.NotFound, "no message of %s with that idempotency key", sender)
+	}
+	if err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	m.IdempotencyKey = key
 	return m, nil
 }
 

@@ -48,11 +48,13 @@ func (db *DB) ChangeReservations(ctx context.Context, ws string, now time.Time, 
 			if r.Workspace != ws {
 				return hub.Errorf(op, hub.Invalid, "reservation %s is of workspace %q, not %q", r.ID, r.Workspace, ws)
 			}
-			_, err := tx.Exec(ctx, `INSERT INTO reservations (`+reservationCols+`)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+			// node: the daemon that granted or renewed it (liveness.go).
+			_, err := tx.Exec(ctx, `INSERT INTO reservations (`+reservationCols+`, node)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 				ON CONFLICT (id) DO UPDATE SET agent = excluded.agent, pattern = excluded.pattern,
-					exclusive = excluded.exclusive, reason = excluded.reason, expires_at = excluded.expires_at`,
-				r.ID, r.Workspace, r.Agent, r.Pattern, r.Exclusive, r.Reason, r.CreatedAt, r.ExpiresAt)
+					exclusive = excluded.exclusive, reason = excluded.reason, expires_at = excluded.expires_at,
+					node = excluded.node`,
+				r.ID, r.Workspace, r.Agent, r.Pattern, r.Exclusive, r.Reason, r.CreatedAt, r.ExpiresAt, nullText(db.node))
 			if err != nil {
 				return err
 			}
@@ -77,12 +79,15 @@ func queryReservations(ctx context.Context, q querier, ws string, now time.Time)
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (*hub.Reservation, error) {
-		var v hub.Reservation
-		if err := r.Scan(&v.ID, &v.Workspace, &v.Agent, &v.Pattern, &v.Exclusive, &v.Reason, &v.CreatedAt, &v.ExpiresAt); err != nil {
-			return nil, err
-		}
-		v.CreatedAt, v.ExpiresAt = v.CreatedAt.UTC(), v.ExpiresAt.UTC()
-		return &v, nil
-	})
+	return pgx.CollectRows(rows, scanReservation)
+}
+
+// scanReservation reads a row of reservationCols.
+func scanReservation(r pgx.CollectableRow) (*hub.Reservation, error) {
+	var v hub.Reservation
+	if err := r.Scan(&v.ID, &v.Workspace, &v.Agent, &v.Pattern, &v.Exclusive, &v.Reason, &v.CreatedAt, &v.ExpiresAt); err != nil {
+		return nil, err
+	}
+	v.CreatedAt, v.ExpiresAt = v.CreatedAt.UTC(), v.ExpiresAt.UTC()
+	return &v, nil
 }

@@ -208,27 +208,27 @@ func (db *DB) queueHandOut(b *pgx.Batch, batch []*pendingSend) bool {
 // then the deliveries' (message id, recipient, rank). The recipients of a
 // message are distinct (newSend), so the deliveries insert without
 // ON CONFLICT, whose speculative insertion probed the unique index before
-// each row. createMessagesWS also records new workspaces ($21); most
+// each row. createMessagesWS also records new workspaces ($24); most
 // batches have none and skip that insert and its setup.
 const createMessages = `WITH ` + messagesCTE + deliveriesInsert
 
 const createMessagesWS = `WITH ws AS (
-		INSERT INTO workspaces (name) SELECT unnest($21::text[]) ON CONFLICT DO NOTHING
+		INSERT INTO workspaces (name) SELECT unnest($24::text[]) ON CONFLICT DO NOTHING
 	), ` + messagesCTE + deliveriesInsert
 
 const messagesCTE = `m AS (
 		INSERT INTO messages (id, workspace, sender, to_addr, content, payload, priority,
 			reply_to, thread_id, metadata, created_at, ack_required, ack_deadline,
-			sender_role, origin_host, origin_door, task_of)
+			sender_role, origin_host, origin_door, task_of, idem_key, expires_at, deliver)
 		SELECT id, ws, sender, to_addr, content, payload::json, priority,
 			reply_to, thread_id, metadata::jsonb, created_at, ack_required, ack_deadline,
-			sender_role, origin_host, origin_door, task_of
+			sender_role, origin_host, origin_door, task_of, idem_key, expires_at, deliver
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
 			$8::text[], $9::text[], $10::text[], $11::timestamptz[], $12::bool[], $13::timestamptz[],
-			$17::text[], $18::text[], $19::text[], $20::text[])
+			$17::text[], $18::text[], $19::text[], $20::text[], $21::text[], $22::timestamptz[], $23::text[])
 			WITH ORDINALITY AS t(id, ws, sender, to_addr, content, payload, priority,
 				reply_to, thread_id, metadata, created_at, ack_required, ack_deadline,
-				sender_role, origin_host, origin_door, task_of, n)
+				sender_role, origin_host, origin_door, task_of, idem_key, expires_at, deliver, n)
 		ORDER BY n
 		RETURNING id, seq, workspace
 	)`
@@ -248,9 +248,11 @@ func (db *DB) queueInsert(b *pgx.Batch, batch []*pendingSend) (newWS []string) {
 		ids, wss, senders, tos, contents, prios, replies = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		threads                                          = make([]string, n)
 		payloads, metadata                               = make([]*string, n), make([]*string, n)
-		created, ackDue                                  = make([]time.Time, n), make([]*time.Time, n)
+		created, ackDue, expires                         = make([]time.Time, n), make([]*time.Time, n), make([]*time.Time, n)
+		delivers                                         = make([]string, n)
 		ackReq                                           = make([]bool, n)
 		roles, hosts, doors, tasks                       = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		keys                                             = make([]*string, n)
 		dIDs, dNames                                     []string
 		dRanks                                           []int16
 	)
@@ -262,6 +264,10 @@ func (db *DB) queueInsert(b *pgx.Batch, batch []*pendingSend) (newWS []string) {
 		ids[i], wss[i], senders[i], tos[i], contents[i] = m.ID, m.Workspace, m.From, m.To, m.Content
 		prios[i], replies[i], threads[i], created[i], ackReq[i] = string(m.Priority), m.ReplyTo, m.ThreadID, m.CreatedAt, m.AckRequired
 		roles[i], hosts[i], doors[i], tasks[i] = m.Origin.Role, m.Origin.Host, string(m.Origin.Door), m.Origin.Task
+		if m.IdempotencyKey != "" {
+			k := m.IdempotencyKey
+			keys[i] = &k
+		}
 		if m.Payload != nil {
 			s := string(m.Payload)
 			payloads[i] = &s
@@ -273,6 +279,11 @@ func (db *DB) queueInsert(b *pgx.Batch, batch []*pendingSend) (newWS []string) {
 			t := m.AckDeadline
 			ackDue[i] = &t
 		}
+		if !m.ExpiresAt.IsZero() {
+			t := m.ExpiresAt
+			expires[i] = &t
+		}
+		delivers[i] = string(m.Deliver)
 		for _, r := range p.recipients {
 			dIDs, dNames, dRanks = append(dIDs, m.ID), append(dNames, r), append(dRanks, int16(m.Priority.Rank()))
 		}
@@ -281,7 +292,7 @@ func (db *DB) queueInsert(b *pgx.Batch, batch []*pendingSend) (newWS []string) {
 		dIDs, dNames, dRanks = []string{}, []string{}, []int16{}
 	}
 	args := []any{ids, wss, senders, tos, contents, payloads, prios,
-		replies, threads, metadata, created, ackReq, ackDue, dIDs, dNames, dRanks, roles, hosts, doors, tasks}
+		replies, threads, metadata, created, ackReq, ackDue, dIDs, dNames, dRanks, roles, hosts, doors, tasks, keys, expires, delivers}
 	if len(newWS) > 0 {
 		b.Queue(createMessagesWS, append(args, newWS)...)
 	} else {

@@ -13,7 +13,7 @@ import (
 // delCols are a delivery's columns as scanDelivery reads them, for deliveries
 // aliased d joined with their messages aliased m.
 const delCols = `d.workspace, d.recipient, m.id, d.reader, d.lease_until, d.delivered_at,
-	d.delivery_count, d.read_at, d.acked_at, d.woke_via, d.woke_at`
+	d.delivery_count, d.read_at, d.acked_at, d.woke_via, d.woke_at, d.seen_at, d.bounced_at, d.bounce_reason`
 
 // scanDelivery reads d.id and delCols, then msgCols if withMessage.
 func scanDelivery(sc rowScanner, withMessage bool) (int64, *hub.Delivery, error) {
@@ -23,9 +23,10 @@ func scanDelivery(sc rowScanner, withMessage bool) (int64, *hub.Delivery, error)
 		reader                  sql.NullString
 		lease, delivered, acked int64
 		read                    sql.NullInt64
-		woke                    int64
-		dest                    = []any{&id, &d.Workspace, &d.Recipient, &d.MessageID, &reader, &lease, &delivered, &d.Count, &read, &acked, &d.WokeVia, &woke}
-		err                     error
+		woke, seen, bounced     int64
+		dest                    = []any{&id, &d.Workspace, &d.Recipient, &d.MessageID, &reader, &lease, &delivered, &d.Count, &read, &acked, &d.WokeVia, &woke,
+			&seen, &bounced, &d.BounceReason}
+		err error
 	)
 	if withMessage {
 		d.Message, err = scanMessage(sc, dest...)
@@ -41,9 +42,13 @@ func scanDelivery(sc rowScanner, withMessage bool) (int64, *hub.Delivery, error)
 	d.ReadAt = fromNanos(read.Int64)
 	d.AckedAt = fromNanos(acked)
 	d.WokeAt = fromNanos(woke)
+	d.SeenAt = fromNanos(seen)
+	d.BouncedAt = fromNanos(bounced)
 	switch {
 	case acked != 0:
 		d.State = hub.Acked
+	case bounced != 0:
+		d.State = hub.Bounced
 	case read.Valid:
 		d.State = hub.Read
 	case reader.Valid:
@@ -314,7 +319,7 @@ func (db *DB) Reopen(ctx context.Context, ws, recipient string, messageIDs []str
 		ids, ds, err := queryDeliveries(ctx, stmtOn{c, `SELECT d.id, ` + delCols + `
 			FROM messages m JOIN deliveries d ON d.message_seq = m.seq
 			WHERE m.id IN (SELECT value FROM json_each(?1)) AND m.workspace = ?2 AND d.recipient = ?3
-			AND d.acked_at = 0 AND (d.reader IS NOT NULL OR d.read_at IS NOT NULL) ORDER BY d.id`},
+			AND d.acked_at = 0 AND d.bounced_at = 0 AND (d.reader IS NOT NULL OR d.read_at IS NOT NULL) ORDER BY d.id`},
 			false, jsonList(messageIDs), ws, recipient)
 		if err != nil || len(ds) == 0 {
 			out = nil

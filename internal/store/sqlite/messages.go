@@ -15,7 +15,7 @@ import (
 // aliased m.
 const msgCols = `m.id, m.workspace, m.sender, m.to_addr, m.content, m.payload, m.priority,
 	m.reply_to, m.thread_id, m.metadata, m.created_at, m.ack_required, m.ack_deadline,
-	m.sender_role, m.origin_host, m.origin_door, m.task_of`
+	m.sender_role, m.origin_host, m.origin_door, m.task_of, m.expires_at, m.deliver`
 
 // inboxFrom selects recipient's inbox deliveries in inbox order, of thread ?5
 // and stored after message ?6 if they are not empty. It repeats the partial index's condition so that SQLite
@@ -76,8 +76,8 @@ func (s *statements) prepare(ctx context.Context, w *sql.Conn, r *sql.DB) error 
 	}{
 		{&s.wInsMessage, w, `INSERT INTO messages (id, workspace, sender, to_addr, content, payload,
 			priority, reply_to, thread_id, metadata, created_at, ack_required, ack_deadline,
-			sender_role, origin_host, origin_door, task_of)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+			sender_role, origin_host, origin_door, task_of, idem_key, expires_at, deliver)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
 		{&s.wInsDelivery, w, `INSERT OR IGNORE INTO deliveries (workspace, recipient, message_seq, rank)
 			VALUES (?, ?, ?, ?)`},
 		// One statement for any number of recipients: a broadcast to a thousand
@@ -109,7 +109,7 @@ func (s *statements) prepare(ctx context.Context, w *sql.Conn, r *sql.DB) error 
 			WHERE reader = ?1 AND delivered_at <= ?3
 			AND (?2 IS NULL OR message_seq IN (SELECT seq FROM messages WHERE id IN (SELECT value FROM json_each(?2))))
 			RETURNING id, workspace, recipient, (SELECT id FROM messages WHERE seq = message_seq), reader, lease_until,
-				delivered_at, delivery_count, read_at, acked_at, woke_via, woke_at`},
+				delivered_at, delivery_count, read_at, acked_at, woke_via, woke_at, seen_at, bounced_at, bounce_reason`},
 		{&s.wTouch, w, `UPDATE agents SET last_seen = ? WHERE workspace = ? AND name = ?`},
 		{&s.wIndexOwed, w, `SELECT count(*) FROM search_pending`},
 		{&s.wIndexFTS, w, `INSERT INTO messages_fts (rowid, content, payload, metadata)
@@ -204,10 +204,12 @@ func scanMessage(sc rowScanner, lead ...any) (*hub.Message, error) {
 		prio     string
 		ackDue   int64
 		door     string
+		expires  int64
+		deliver  string
 	)
 	dest := append(lead, &m.ID, &m.Workspace, &m.From, &m.To, &m.Content, &payload, &prio,
 		&m.ReplyTo, &m.ThreadID, &metadata, &created, &m.AckRequired, &ackDue,
-		&m.Origin.Role, &m.Origin.Host, &door, &m.Origin.Task)
+		&m.Origin.Role, &m.Origin.Host, &door, &m.Origin.Task, &expires, &deliver)
 	if err := sc.Scan(dest...); err != nil {
 		return nil, err
 	}
@@ -223,6 +225,8 @@ func scanMessage(sc rowScanner, lead ...any) (*hub.Message, error) {
 	m.CreatedAt = fromNanos(created)
 	m.AckDeadline = fromNanos(ackDue)
 	m.Origin.Door = hub.Door(door)
+	m.ExpiresAt = fromNanos(expires)
+	m.Deliver = hub.DeliverMode(deliver)
 	return &m, nil
 }
 
@@ -296,9 +300,12 @@ func (in *insert) exec(ctx context.Context, c *sql.Conn) error {
 	res, err := db.stmts.wInsMessage.ExecContext(ctx,
 		m.ID, m.Workspace, m.From, m.To, m.Content, payloadArg(m.Payload), string(m.Priority),
 		m.ReplyTo, m.ThreadID, in.md, nanos(m.CreatedAt), m.AckRequired, nanos(m.AckDeadline),
-		m.Origin.Role, m.Origin.Host, string(m.Origin.Door), m.Origin.Task)
+		m.Origin.Role, m.Origin.Host, string(m.Origin.Door), m.Origin.Task, nullable(m.IdempotencyKey), nanos(m.ExpiresAt), string(m.Deliver))
 	if err != nil {
 		if hub.KindOf(db.mapErr(ctx, in.op, err)) == hub.Conflict {
+			if m.IdempotencyKey != "" {
+				return hub.Errorf(in.op, hub.Conflict, "message %s, or a message of %s with its idempotency key, exists already", m.ID, m.From)
+			}
 			return hub.Errorf(in.op, hub.Conflict, "message %s exists already", m.ID)
 		}
 		return err
@@ -417,6 +424,21 @@ func (db *DB) Message(ctx context.Context, ws, id string) (*hub.Message, error) 
 	if err != nil {
 		return nil, db.mapErr(ctx, op, err)
 	}
+	return m, nil
+}
+
+// MessageByKey returns sender's message in ws with the idempotency key.
+func (db *DB) MessageByKey(ctx context.Context, ws, sender, key string) (*hub.Message, error) {
+	const op = "get message by key"
+	m, err := scanMessage(db.r.QueryRowContext(ctx, `SELECT `+msgCols+` FROM messages m
+		WHERE m.workspace = ? AND m.sender = ? AND m.idem_key = ?`, ws, sender, key))
+	if err == sql.ErrNoRows {
+		return nil, hub.Errorf(op, hub.NotFound, "no message of %s with that idempotency key", sender)
+	}
+	if err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	m.IdempotencyKey = key
 	return m, nil
 }
 

@@ -98,6 +98,10 @@ func runHub(t *testing.T, open func(t *testing.T) hub.Store) {
 		{"Unacked", testUnacked},
 		{"ClearInboxLeased", testClearInboxLeased},
 		{"CompleteTask", testCompleteTask},
+		{"IdempotencyKey", testIdempotencyKey},
+		{"Doors", testDoors},
+		{"MarkSeen", testMarkSeen},
+		{"ExpiryAndBounce", testExpiryAndBounce},
 	})
 }
 
@@ -1199,4 +1203,45 @@ func testContextCanceled(t *testing.T, s hub.Store) {
 	if _, err := s.Group(bg, "ws", "g"); !hub.IsNotFound(err) {
 		t.Errorf("Group(g) after cancelled CreateGroup: got %v, want NotFound", err)
 	}
+}
+
+// testIdempotencyKey: a sender's key names one message of the workspace:
+// MessageByKey finds it, a second message of the sender with the key is a
+// conflict (and stores nothing), and the same key of another sender or in
+// another workspace is another key.
+func testIdempotencyKey(t *testing.T, s hub.Store) {
+	c := ctx(t)
+	f := newFixture(t, s)
+	keyed := func(ws, from, key string) (*hub.Message, error) {
+		m := f.msg(ws, from, hub.Normal, "keyed "+key)
+		m.To, m.IdempotencyKey = "bob", key
+		return m, s.CreateMessage(c, m, []string{"bob"})
+	}
+	first, err := keyed("ws", "alice", "k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.MessageByKey(c, "ws", "alice", "k1")
+	if err != nil || got.ID != first.ID {
+		t.Fatalf("MessageByKey: got %v, %v; want %s", got, err, first.ID)
+	}
+	if _, err := keyed("ws", "alice", "k1"); hub.KindOf(err) != hub.Conflict {
+		t.Errorf("a second message of alice with k1: got %v, want a conflict", err)
+	}
+	if n, _ := s.Unread(c, "ws", "bob", 3); n != 1 {
+		t.Errorf("bob's inbox: %d, want the first message only", n)
+	}
+	for _, w := range []struct{ ws, from string }{{"ws", "carol"}, {"other", "alice"}} {
+		if _, err := keyed(w.ws, w.from, "k1"); err != nil {
+			t.Errorf("k1 of %s in %s: %v, want it stored", w.from, w.ws, err)
+		}
+	}
+	for _, k := range []struct{ ws, from, key string }{{"ws", "alice", "k2"}, {"ws", "bob", "k1"}} {
+		if _, err := s.MessageByKey(c, k.ws, k.from, k.key); !hub.IsNotFound(err) {
+			t.Errorf("MessageByKey(%s, %s, %s): got %v, want not found", k.ws, k.from, k.key, err)
+		}
+	}
+	// Messages without a key never clash.
+	f.send("ws", "alice", hub.Normal, "plain one", "bob")
+	f.send("ws", "alice", hub.Normal, "plain two", "bob")
 }

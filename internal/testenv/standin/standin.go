@@ -454,31 +454,40 @@ func OpenAI(t testing.TB, reply func(*ResponsesRequest) []Item) *Server {
 	}))
 }
 
-// CLI returns the path of a real client CLI (claude, codex) that
-// scripts/test-deps installs under test/npm. It skips the test when it is
-// missing, and fails it on CI.
+// EnvNPM names a directory whose node_modules has the client CLIs to test
+// in place of test/npm's (scripts/newest-clients installs the newest
+// published versions in one).
+const EnvNPM = "PARLEY_TEST_NPM"
+
+// CLI returns the path of a real client CLI (claude, codex, gemini) that
+// scripts/test-deps installs under test/npm, or under $PARLEY_TEST_NPM when
+// set. It skips the test when it is missing, and fails it on CI.
 func CLI(t testing.TB, name string) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
+	npm := os.Getenv(EnvNPM)
+	if npm == "" {
+		dir, err := os.Getwd()
+		if err != nil {
+			t.Fatal(err)
 		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatalf("no go.mod above the test's directory")
+		for {
+			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+				break
+			}
+			parent := filepath.Dir(dir)
+			if parent == dir {
+				t.Fatalf("no go.mod above the test's directory")
+			}
+			dir = parent
 		}
-		dir = parent
+		npm = filepath.Join(dir, "test", "npm")
 	}
-	p := filepath.Join(dir, "test", "npm", "node_modules", ".bin", name)
+	p := filepath.Join(npm, "node_modules", ".bin", name)
 	if _, err := os.Stat(p); err != nil {
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is not installed in test/npm: run scripts/test-deps", name)
+			t.Fatalf("%s is not installed in %s: run scripts/test-deps", name, npm)
 		}
-		t.Skipf("%s is not installed in test/npm: run scripts/test-deps", name)
+		t.Skipf("%s is not installed in %s: run scripts/test-deps", name, npm)
 	}
 	return p
 }

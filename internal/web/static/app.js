@@ -349,6 +349,9 @@ function onEvent(e) {
     case "message.read":
     case "message.acked":
     case "message.redelivered":
+    case "message.handed":
+    case "message.seen":
+    case "message.bounced":
       unreadSoon();
       if (S.thread) threadSoon();
       break;
@@ -772,7 +775,9 @@ function deliveries(m) {
   if (!Array.isArray(ds) || !ds.length) return null;
   return h("div.deliv", null, ds.map((d) => h("span", {
     class: "chip d-" + d.state, dataset: { recipient: d.recipient, state: d.state },
-    title: `${d.recipient}: ${d.state}` + (d.count > 1 ? `, handed out ${d.count} times` : "") + (d.read_at ? `, read ${new Date(d.read_at).toLocaleString()}` : ""),
+    title: `${d.recipient}: ${d.state}` + (d.count > 1 ? `, handed out ${d.count} times` : "") +
+      (d.wake_path ? `, reached by ${d.wake_path}` : "") + (d.seen_at ? `, seen ${new Date(d.seen_at).toLocaleString()}` : "") +
+      (d.read_at ? `, read ${new Date(d.read_at).toLocaleString()}` : "") + (d.bounce_reason ? `: ${d.bounce_reason}` : ""),
     text: `${d.recipient} · ${d.state}` + (d.count > 1 ? ` ×${d.count}` : ""),
   })));
 }

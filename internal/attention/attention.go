@@ -1,0 +1,705 @@
+// Package attention draws an agent's attention to its mail through the door
+// of its client session: when mail comes for an agent that is not blocked
+// in a wait, and its session registered a door (Claude Code's inbox socket,
+// a Codex thread), the doorman writes one short letter through it (who
+// wrote, the priority, the first line, and "call check_messages"), which
+// starts a turn in an idle session or reaches a busy one in its turn. The
+// agent then reads through its MCP session as always.
+//
+// A letter is not a read: it hands nothing out and leases nothing. It
+// records, per copy, the door as the path that reached the agent (handed),
+// and the copies become seen when the session shows it took the letter:
+// its UserPromptSubmit hook carries the letter, it calls a Parley tool, the
+// Codex queue gives the letter to a turn, or Claude Code says the turn that
+// took it is over. One letter per burst: while a letter waits to be seen,
+// new mail waits; when the session starts the turn, what came in the
+// meantime is in the inbox that turn reads, so it joins the letter (handed
+// and seen with it); what comes after gets the next letter, and so does
+// what a finished turn left unread and untold.
+//
+// Wake order per agent: a blocked wait takes the message at its send (the
+// hub hands it over; nothing is left for a letter); else the door; the
+// channel, hooks and tmux run beside it (the nudger skips agents with a
+// door); a managed agent is woken by its runner, and by the door only while
+// its turn cannot take mail.
+//
+// The daemon runs one Doorman; it writes only the doors of its own machine
+// and OS user.
+package attention
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/parley-dev/parley/internal/door"
+	"github.com/parley-dev/parley/internal/hub"
+)
+
+// Options configure a Doorman; zero values mean defaults.
+type Options struct {
+	Logger *slog.Logger
+	// Host and UID name this machine and OS user: only their doors are
+	// written. Host "" takes a door of any host (a store that one daemon
+	// alone uses); UID 0 means this process's user (os.Getuid, -1 on
+	// Windows, as the doors record it).
+	Host string
+	UID  int
+	// TakesMail, if set, reports whether another part of the daemon (the
+	// runner, for managed agents) brings the agent its mail itself now:
+	// then no letter is written.
+	TakesMail func(ws, agent string) bool
+	// SeenTimeout is how long a letter that nobody saw holds back the next
+	// one (default 5 minutes).
+	SeenTimeout time.Duration
+	// Retry is how long after a failed letter (not a gone door) the next
+	// try waits (default 5 s).
+	Retry time.Duration
+	// NoIdleNotice turns off Claude Code's idle notices (notify_when_idle),
+	// which need a socket of this process in the session's socket
+	// directory.
+	NoIdleNotice bool
+	// Version names Parley to Codex's app-server.
+	Version string
+}
+
+// Doorman writes letters through doors. Run starts it.
+type Doorman struct {
+	hub *hub.Hub
+	o   Options
+	log *slog.Logger
+
+	events chan hub.Event
+	ctx    context.Context
+
+	mu      sync.Mutex
+	agents  map[key]*agentState
+	doors   map[key]int                   // open doors per agent, of this host and user
+	idle    map[string]*door.IdleListener // by socket directory
+	working int                           // agents looked at now
+	wg      sync.WaitGroup
+	// handling counts events taken off the queue and not yet handled.
+	handling atomic.Int32
+}
+
+type key struct{ ws, agent string }
+
+// agentState is what the doorman knows of one agent's attention.
+type agentState struct {
+	working bool    // a goroutine writes for it now
+	again   bool    // look again when it is done
+	letter  *letter // written, not seen yet
+	// idleAt is when its client last said it was idle (a Claude Code idle
+	// notice), which outranks its status for the next letter.
+	idleAt time.Time
+	// waitingIdle: a letter of mode idle waits for the session to be idle.
+	waitingIdle bool
+	retry       *time.Timer
+	// fold: the session started a turn with the letter at foldAt (through
+	// foldVia); mail that came before is the turn's to read.
+	foldAt  time.Time
+	foldVia hub.WakePath
+	// failed counts the letters in a row that could not be written for a
+	// reason other than a gone door.
+	failed int
+}
+
+// letter is an outstanding letter.
+type letter struct {
+	id   string
+	at   time.Time
+	door *hub.SessionDoor
+}
+
+// New returns a doorman over h.
+func New(h *hub.Hub, opts *Options) *Doorman {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.UID == 0 {
+		o.UID = os.Getuid() // -1 on Windows, as its doors record
+	}
+	if o.SeenTimeout <= 0 {
+		o.SeenTimeout = 5 * time.Minute
+	}
+	if o.Retry <= 0 {
+		o.Retry = 5 * time.Second
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	return &Doorman{hub: h, o: o, log: o.Logger, events: make(chan hub.Event, 4096),
+		agents: map[key]*agentState{}, doors: map[key]int{}, idle: map[string]*door.IdleListener{}}
+}
+
+// Run watches the hub until ctx ends, then waits for the letters in
+// flight. Call it once.
+func (d *Doorman) Run(ctx context.Context) error {
+	d.ctx = ctx
+	var dropped sync.Once
+	rescan := make(chan struct{}, 1)
+	cancel := d.hub.Subscribe(func(e hub.Event) {
+		switch e.Kind {
+		case hub.EventMessageSent, hub.EventResync, hub.EventMessageSeen, hub.EventDoorOpened, hub.EventDoorClosed, hub.EventAgentStatus:
+		default:
+			return
+		}
+		d.handling.Add(1)
+		select {
+		case d.events <- e:
+		default:
+			d.handling.Add(-1)
+			// Never slow the hub: look at every agent with a door again.
+			dropped.Do(func() { d.log.Warn("doorman: event queue full; rescanning") })
+			select {
+			case rescan <- struct{}{}:
+			default:
+			}
+		}
+	})
+	defer cancel()
+	d.loadDoors(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			d.mu.Lock()
+			for _, st := range d.agents {
+				if st.retry != nil {
+					st.retry.Stop()
+				}
+			}
+			d.mu.Unlock()
+			d.wg.Wait()
+			d.mu.Lock()
+			for _, l := range d.idle {
+				l.Close()
+			}
+			d.mu.Unlock()
+			return nil
+		case <-rescan:
+			d.rescanAll()
+		case e := <-d.events:
+			d.event(e)
+			d.handling.Add(-1)
+		}
+	}
+}
+
+// rescanAll looks at every agent with a door.
+func (d *Doorman) rescanAll() {
+	d.mu.Lock()
+	ks := make([]key, 0, len(d.doors))
+	for k := range d.doors {
+		ks = append(ks, k)
+	}
+	d.mu.Unlock()
+	for _, k := range ks {
+		d.poke(k)
+	}
+}
+
+// HasDoor reports whether the agent has an open door the doorman writes: a
+// tmux nudge would only repeat its letter.
+func (d *Doorman) HasDoor(ws, agent string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.doors[key{ws, agent}] > 0
+}
+
+// Quiet reports whether the doorman has nothing to do now: every event it
+// was sent is handled, and no agent is being looked at. Letters' watchers
+// (waiting for a session to take a letter) may still run.
+func (d *Doorman) Quiet() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.handling.Load() == 0 && d.working == 0
+}
+
+// mine reports whether the doorman may write door dr: of this host and
+// user.
+func (d *Doorman) mine(dr *hub.SessionDoor) bool {
+	return dr.Open() && (d.o.Host == "" || dr.Host == d.o.Host) && dr.UID == d.o.UID
+}
+
+// loadDoors learns the open doors of every workspace.
+func (d *Doorman) loadDoors(ctx context.Context) {
+	wss, err := d.hub.Workspaces(ctx)
+	if err != nil {
+		d.log.Warn("doorman: list workspaces", "err", err)
+		return
+	}
+	for _, ws := range wss {
+		ds, err := d.hub.Doors(ctx, ws, "", false)
+		if err != nil {
+			d.log.Warn("doorman: list doors", "workspace", ws, "err", err)
+			continue
+		}
+		for _, dr := range ds {
+			if d.mine(dr) {
+				d.mu.Lock()
+				d.doors[key{ws, dr.Agent}]++
+				d.mu.Unlock()
+				d.poke(key{ws, dr.Agent}) // mail may have come while it was down
+			}
+		}
+	}
+}
+
+func (d *Doorman) event(e hub.Event) {
+	switch e.Kind {
+	case hub.EventMessageSent:
+		// Here or on another daemon sharing the store (Remote): the
+		// recipient's door may be this daemon's.
+		for _, r := range e.Recipients {
+			d.poke(key{e.Workspace, r})
+		}
+	case hub.EventResync:
+		d.rescanAll() // the other daemons' events may have been missed
+	case hub.EventDoorOpened, hub.EventDoorClosed:
+		if e.SessionDoor == nil || (d.o.Host != "" && e.SessionDoor.Host != d.o.Host) || e.SessionDoor.UID != d.o.UID {
+			return
+		}
+		k := key{e.Workspace, e.SessionDoor.Agent}
+		d.mu.Lock()
+		if e.Kind == hub.EventDoorOpened {
+			d.doors[k]++
+		} else if d.doors[k]--; d.doors[k] <= 0 {
+			delete(d.doors, k)
+		}
+		d.mu.Unlock()
+		if e.Kind == hub.EventDoorOpened {
+			d.poke(k) // mail that came before the door
+		}
+	case hub.EventMessageSeen:
+		d.seen(key{e.Workspace, e.Agent}, e.Time)
+	case hub.EventAgentStatus:
+		if e.Status == string(hub.StatusReady) {
+			d.mu.Lock()
+			st := d.agents[key{e.Workspace, e.Agent}]
+			waiting := st != nil && st.waitingIdle
+			d.mu.Unlock()
+			if waiting {
+				d.poke(key{e.Workspace, e.Agent})
+			}
+		}
+	}
+}
+
+// seen notes that the agent's session started a turn with its outstanding
+// letter at at: the mail that waited behind the letter joins it.
+func (d *Doorman) seen(k key, at time.Time) {
+	d.mu.Lock()
+	st := d.agents[k]
+	had := st != nil && st.letter != nil
+	if had {
+		st.foldAt, st.foldVia = at, st.letter.door.Kind.WakePath()
+		st.letter = nil
+	}
+	d.mu.Unlock()
+	if had {
+		d.poke(k)
+	}
+}
+
+// fold records the mail that came before the turn started at st.foldAt as
+// told by the turn's letter, and seen.
+func (d *Doorman) fold(ctx context.Context, k key, st *agentState, ds []*hub.Delivery) {
+	d.mu.Lock()
+	at, via := st.foldAt, st.foldVia
+	st.foldAt, st.foldVia = time.Time{}, ""
+	d.mu.Unlock()
+	if at.IsZero() {
+		return
+	}
+	var ids []string
+	for _, c := range ds {
+		if c.WokeVia == "" && !c.Message.CreatedAt.After(at) {
+			ids = append(ids, c.MessageID)
+			c.WokeVia = via // for the look that goes on with ds
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	if _, err := d.hub.NoteWake(ctx, k.ws, k.agent, ids, via); err != nil {
+		d.log.Warn("doorman: record the wake path", "agent", k.agent, "err", err)
+		return
+	}
+	if _, err := d.hub.MarkSeen(ctx, k.ws, k.agent, via, time.Now()); err != nil {
+		d.log.Warn("doorman: mark seen", "agent", k.agent, "err", err)
+	}
+}
+
+// poke asks for a look at the agent's inbox, unless one runs: then it runs
+// again after.
+func (d *Doorman) poke(k key) {
+	d.mu.Lock()
+	if d.doors[k] == 0 {
+		d.mu.Unlock()
+		return
+	}
+	st := d.agents[k]
+	if st == nil {
+		st = &agentState{}
+		d.agents[k] = st
+	}
+	if st.working {
+		st.again = true
+		d.mu.Unlock()
+		return
+	}
+	st.working = true
+	d.working++
+	d.wg.Add(1)
+	d.mu.Unlock()
+	go d.work(k, st)
+}
+
+func (d *Doorman) work(k key, st *agentState) {
+	defer d.wg.Done()
+	for {
+		if d.ctx.Err() != nil {
+			d.mu.Lock()
+			st.working = false
+			d.working--
+			d.mu.Unlock()
+			return
+		}
+		d.look(k, st)
+		d.mu.Lock()
+		if !st.again {
+			st.working = false
+			d.working--
+			d.mu.Unlock()
+			return
+		}
+		st.again = false
+		d.mu.Unlock()
+	}
+}
+
+// maxLetterList bounds what one look reads of the inbox.
+const maxLetterList = 100
+
+// look writes a letter for the agent's mail that nothing reached yet, if
+// the rules allow one now.
+func (d *Doorman) look(k key, st *agentState) {
+	ctx, cancel := context.WithTimeout(d.ctx, 30*time.Second)
+	defer cancel()
+	log := d.log.With("workspace", k.ws, "agent", k.agent)
+	d.mu.Lock()
+	if l := st.letter; l != nil && time.Since(l.at) < d.o.SeenTimeout {
+		d.mu.Unlock()
+		return // one letter per burst: the agent will read the rest
+	}
+	st.letter = nil
+	d.mu.Unlock()
+	if d.o.TakesMail != nil && d.o.TakesMail(k.ws, k.agent) {
+		return
+	}
+	if d.hub.Waiters(k.ws, k.agent) > 0 {
+		return // a blocked wait takes what comes
+	}
+	ds, _, err := d.hub.Inbox(ctx, k.ws, k.agent, maxLetterList)
+	if err != nil {
+		log.Warn("doorman: read inbox", "err", err)
+		return
+	}
+	d.fold(ctx, k, st, ds)
+	var fresh []*hub.Delivery
+	mode := hub.DeliverQueue
+	for _, c := range ds {
+		m := c.Message.Mode()
+		if c.WokeVia != "" || m == hub.DeliverQueue {
+			continue // something reached it already, or it wakes nobody
+		}
+		fresh = append(fresh, c)
+		if urgency(m) > urgency(mode) {
+			mode = m
+		}
+	}
+	if len(fresh) == 0 {
+		return
+	}
+	doors, err := d.hub.Doors(ctx, k.ws, k.agent, false)
+	if err != nil {
+		log.Warn("doorman: list doors", "err", err)
+		return
+	}
+	doors = slices.DeleteFunc(doors, func(dr *hub.SessionDoor) bool { return !d.mine(dr) })
+	slices.SortStableFunc(doors, func(a, b *hub.SessionDoor) int { return b.RefreshedAt.Compare(a.RefreshedAt) })
+	for _, dr := range doors {
+		done, retry := d.deliver(ctx, k, st, dr, fresh, mode)
+		if done {
+			return
+		}
+		if retry {
+			d.retryLater(k, st)
+			return
+		}
+		// The door is gone or refused: the next one, if any.
+	}
+}
+
+// maxFailures closes a door that failed this many letters in a row.
+const maxFailures = 3
+
+// urgency orders delivery modes.
+func urgency(m hub.DeliverMode) int {
+	switch m {
+	case hub.DeliverSteer, hub.DeliverInterrupt:
+		return 2
+	case hub.DeliverIdle:
+		return 1
+	}
+	return 0
+}
+
+func (d *Doorman) retryLater(k key, st *agentState) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if st.retry != nil {
+		st.retry.Stop()
+	}
+	st.retry = time.AfterFunc(d.o.Retry, func() { d.poke(k) })
+}
+
+// deliver writes the letter through one door. done: written, or nothing to
+// do now (it waits for idle); retry: a failure worth trying again; neither:
+// the door is gone or refused it, try another.
+func (d *Doorman) deliver(ctx context.Context, k key, st *agentState, dr *hub.SessionDoor, fresh []*hub.Delivery, mode hub.DeliverMode) (done, retry bool) {
+	log := d.log.With("workspace", k.ws, "agent", k.agent, "door", dr.Kind, "session", dr.Session)
+	id := d.hub.NewID()
+	text := Render(letterOf(k, id, fresh))
+	via := dr.Kind.WakePath()
+	var err error
+	var watch func(context.Context) // waits for the session to take it
+	switch dr.Kind {
+	case hub.DoorClaude:
+		if mode == hub.DeliverIdle && !d.idleNow(ctx, k, st, dr) {
+			return true, false // written when the session is idle
+		}
+		c := &door.Claude{Socket: dr.Address, Token: dr.Token}
+		l := d.claudeLetter(text, mode, dr)
+		var notice <-chan door.IdleNotice
+		notice, err = c.Write(ctx, l)
+		if notice != nil {
+			watch = func(ctx context.Context) {
+				select {
+				case n, ok := <-notice:
+					if ok {
+						d.tookLetter(k, id, via, false, n.FinishedAt)
+					}
+				case <-ctx.Done():
+				}
+			}
+		}
+	case hub.DoorCodex:
+		c := &door.Codex{Home: dr.Address, Thread: dr.Session, ClientName: "parley", ClientVersion: d.o.Version}
+		var steered bool
+		if mode == hub.DeliverSteer || mode == hub.DeliverInterrupt {
+			steered, err = c.Steer(ctx, text)
+		}
+		if err == nil && !steered {
+			var q *door.Queued
+			q, err = c.Queue(ctx, text)
+			if err == nil {
+				watch = func(ctx context.Context) {
+					defer q.Close()
+					if q.Started(ctx) == nil {
+						d.tookLetter(k, id, via, true, time.Now())
+					}
+				}
+			}
+		}
+	default:
+		return false, false
+	}
+	switch {
+	case door.IsGone(err):
+		log.Info("doorman: door gone", "err", err)
+		d.hub.CloseDoor(context.WithoutCancel(ctx), k.ws, dr.ID, hub.DoorClosedGone)
+		return false, false
+	case door.IsRefused(err):
+		log.Warn("doorman: the client refused the letter", "err", err)
+		d.hub.CloseDoor(context.WithoutCancel(ctx), k.ws, dr.ID, hub.DoorClosedRefused)
+		return false, false
+	case err != nil:
+		d.mu.Lock()
+		st.failed++
+		failed := st.failed
+		d.mu.Unlock()
+		if failed >= maxFailures {
+			// A door that fails every time is as good as gone.
+			log.Warn("doorman: closing a door that keeps failing", "failures", failed, "err", err)
+			d.hub.CloseDoor(context.WithoutCancel(ctx), k.ws, dr.ID, hub.DoorClosedGone)
+			d.mu.Lock()
+			st.failed = 0
+			d.mu.Unlock()
+			return false, false
+		}
+		log.Warn("doorman: write a letter", "err", err)
+		return false, true
+	}
+	ids := make([]string, len(fresh))
+	for i, c := range fresh {
+		ids[i] = c.MessageID
+	}
+	if _, err := d.hub.NoteWake(context.WithoutCancel(ctx), k.ws, k.agent, ids, via); err != nil {
+		log.Warn("doorman: record the wake path", "err", err)
+	}
+	now := time.Now()
+	d.mu.Lock()
+	st.failed = 0
+	st.letter = &letter{id: id, at: now, door: dr}
+	st.waitingIdle = false
+	d.mu.Unlock()
+	log.Info("doorman: letter written", "letter", id, "messages", len(fresh), "mode", mode)
+	if watch != nil {
+		d.wg.Add(1)
+		go func() {
+			defer d.wg.Done()
+			wctx, cancel := context.WithTimeout(d.ctx, d.o.SeenTimeout)
+			defer cancel()
+			watch(wctx)
+		}()
+	}
+	return true, false
+}
+
+// claudeLetter is the letter for a Claude Code session: a critical message
+// rides beside the running tool call's result, the rest in the next model
+// request; an idle notice, where this process can listen in the session's
+// socket directory, says when the turn that took it is over.
+func (d *Doorman) claudeLetter(text string, mode hub.DeliverMode, dr *hub.SessionDoor) door.ClaudeLetter {
+	l := door.ClaudeLetter{Text: text, Priority: door.PriorityNext}
+	if mode == hub.DeliverInterrupt {
+		l.Priority = door.PriorityNow
+	}
+	l.Idle = d.idleListener(filepath.Dir(dr.Address))
+	return l
+}
+
+// idleListener is this process's idle-notice socket in dir, opened the
+// first time; nil where it cannot be.
+func (d *Doorman) idleListener(dir string) *door.IdleListener {
+	if d.o.NoIdleNotice || runtime.GOOS == "windows" {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if l, ok := d.idle[dir]; ok {
+		return l
+	}
+	l, err := door.ListenIdle(dir)
+	if err != nil {
+		d.log.Debug("doorman: no idle notices", "dir", dir, "err", err)
+		l = nil
+	}
+	d.idle[dir] = l
+	return l
+}
+
+// idleNow reports whether a letter of mode idle may go to the Claude Code
+// session now: its agent is not at work (its hooks say), or its client said
+// since that it is idle. Else it asks the client to say when it is idle,
+// and the letter waits for that (or for the agent's status to turn ready).
+func (d *Doorman) idleNow(ctx context.Context, k key, st *agentState, dr *hub.SessionDoor) bool {
+	a, err := d.hub.Agent(ctx, k.ws, k.agent)
+	d.mu.Lock()
+	idleAt := st.idleAt
+	d.mu.Unlock()
+	if err != nil || a.Status != hub.StatusWork || idleAt.After(a.LastSeen) {
+		return true
+	}
+	d.mu.Lock()
+	already := st.waitingIdle
+	st.waitingIdle = true
+	d.mu.Unlock()
+	if already {
+		return false
+	}
+	l := d.idleListener(filepath.Dir(dr.Address))
+	if l == nil {
+		// Without notices, the agent's Stop hook (status ready) or the
+		// timeout brings the letter.
+		time.AfterFunc(d.o.SeenTimeout, func() { d.idleSeen(k) })
+		return false
+	}
+	c := &door.Claude{Socket: dr.Address, Token: dr.Token}
+	notice, err := c.NotifyIdle(ctx, l)
+	if err != nil {
+		d.mu.Lock()
+		st.waitingIdle = false
+		d.mu.Unlock()
+		return true // let the letter itself find out
+	}
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		select {
+		case _, ok := <-notice:
+			if ok {
+				d.idleSeen(k)
+			}
+		case <-d.ctx.Done():
+		}
+	}()
+	return false
+}
+
+// idleSeen notes that the agent's session is idle and looks again.
+func (d *Doorman) idleSeen(k key) {
+	d.mu.Lock()
+	if st := d.agents[k]; st != nil {
+		st.idleAt = time.Now()
+		st.waitingIdle = false
+	}
+	d.mu.Unlock()
+	d.poke(k)
+}
+
+// tookLetter records that the session took letter id: a turn started with
+// it (started: the Codex queue gave it to a turn), or the turn that took it
+// is over (a Claude Code idle notice, at is when). The copies the door told
+// of are seen; at a turn's start, the mail that came meanwhile joins the
+// letter (fold); after its end, what is left untold gets the next letter.
+func (d *Doorman) tookLetter(k key, id string, via hub.WakePath, started bool, at time.Time) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(d.ctx), 10*time.Second)
+	defer cancel()
+	now := time.Now()
+	if at.IsZero() || at.After(now) {
+		at = now
+	}
+	d.mu.Lock()
+	st := d.agents[k]
+	mine := st != nil && st.letter != nil && st.letter.id == id
+	if mine {
+		// Cleared before MarkSeen announces the copies seen: that is the
+		// letter's own news, not another turn's start.
+		st.letter = nil
+		if started {
+			st.foldAt, st.foldVia = at, via
+		} else {
+			st.idleAt = at
+		}
+	}
+	d.mu.Unlock()
+	if _, err := d.hub.MarkSeen(ctx, k.ws, k.agent, via, now); err != nil {
+		d.log.Warn("doorman: mark seen", "agent", k.agent, "err", err)
+	}
+	if mine {
+		d.poke(k)
+	}
+}

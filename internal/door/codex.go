@@ -1,0 +1,421 @@
+package door
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// Codex is one thread of a Codex session (0.171 and later), reached through
+// the app-server daemon that the interactive codex runs on: a WebSocket on
+// the Unix socket $CODEX_HOME/app-server-control/app-server-control.sock,
+// path /rpc, carrying one JSON-RPC message per text frame (without the
+// "jsonrpc" field), with the experimental API on.
+//
+// thread/queue/add (what `codex queue` calls) starts a turn at once in an
+// idle thread, and holds the text for a busy one until its turn ends, as a
+// turn of its own; the queue is the daemon's, per CODEX_HOME. turn/steer
+// adds the text to the turn in progress.
+type Codex struct {
+	Home   string // CODEX_HOME of the session (default ~/.codex)
+	Thread string // the thread id
+	// ClientName names Parley to the app-server (initialize's clientInfo).
+	ClientName, ClientVersion string
+}
+
+// ControlSocket is where the app-server daemon of a CODEX_HOME listens.
+func ControlSocket(codexHome string) string {
+	return filepath.Join(codexHome, "app-server-control", "app-server-control.sock")
+}
+
+// codexTimeout bounds one request to the app-server.
+const codexTimeout = 10 * time.Second
+
+// Queued is a letter in a thread's queue.
+type Queued struct {
+	ID string // the queued submission's id, as `codex queue` prints it
+
+	c      *codexConn
+	thread string
+}
+
+// Queue adds a letter to the thread's queue. Keep the result to learn when
+// a turn starts with it (Started), and Close it.
+func (c *Codex) Queue(ctx context.Context, text string) (*Queued, error) {
+	const op = "codex queue"
+	if err := c.check(text); err != nil {
+		return nil, &Error{Op: op, Err: err}
+	}
+	cc, err := c.dial(ctx)
+	if err != nil {
+		return nil, &Error{Op: op, Kind: kindOf(err), Err: err}
+	}
+	var res struct {
+		QueuedSubmission struct {
+			ID string `json:"id"`
+		} `json:"queuedSubmission"`
+	}
+	err = cc.call(ctx, "thread/queue/add", map[string]any{"threadId": c.Thread, "clientUserMessageId": newID(),
+		"input": []any{textInput(text)}}, &res)
+	if err != nil {
+		cc.close()
+		return nil, &Error{Op: op, Kind: kindOf(err), Err: err}
+	}
+	if res.QueuedSubmission.ID == "" {
+		cc.close()
+		return nil, &Error{Op: op, Err: errors.New("no queued submission id in the answer")}
+	}
+	return &Queued{ID: res.QueuedSubmission.ID, c: cc, thread: c.Thread}, nil
+}
+
+// Started waits until the letter has left the thread's queue, that is until
+// a turn started with it, or ctx ends.
+func (q *Queued) Started(ctx context.Context) error {
+	const op = "codex queue"
+	for {
+		ch := q.c.queueChanged()
+		in, err := q.inQueue(ctx)
+		if err != nil {
+			return &Error{Op: op, Kind: kindOf(err), Err: err}
+		}
+		if !in {
+			return nil
+		}
+		// The daemon announces changes of the thread's status (and of
+		// its queue); a slow poll covers a notice that never comes.
+		t := time.NewTimer(5 * time.Second)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-q.c.done:
+			t.Stop()
+			return &Error{Op: op, Kind: ErrGone, Err: q.c.err()}
+		case <-ch:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+func (q *Queued) inQueue(ctx context.Context) (bool, error) {
+	var cursor *string
+	for {
+		var res struct {
+			Data []struct {
+				ID string `json:"id"`
+			} `json:"data"`
+			NextCursor *string `json:"nextCursor"`
+		}
+		params := map[string]any{"threadId": q.thread}
+		if cursor != nil {
+			params["cursor"] = *cursor
+		}
+		if err := q.c.call(ctx, "thread/queue/list", params, &res); err != nil {
+			return false, err
+		}
+		for _, s := range res.Data {
+			if s.ID == q.ID {
+				return true, nil
+			}
+		}
+		if res.NextCursor == nil || *res.NextCursor == "" {
+			return false, nil
+		}
+		cursor = res.NextCursor
+	}
+}
+
+// Close ends the connection behind the letter; the letter stays queued.
+func (q *Queued) Close() { q.c.close() }
+
+// Steer adds the letter to the thread's turn in progress (turn/steer),
+// which its next model request carries. It returns false, having written
+// nothing, when no turn is in progress.
+func (c *Codex) Steer(ctx context.Context, text string) (bool, error) {
+	const op = "codex steer"
+	if err := c.check(text); err != nil {
+		return false, &Error{Op: op, Err: err}
+	}
+	cc, err := c.dial(ctx)
+	if err != nil {
+		return false, &Error{Op: op, Kind: kindOf(err), Err: err}
+	}
+	defer cc.close()
+	var turns struct {
+		Data []struct {
+			ID     string `json:"id"`
+			Status string `json:"status"`
+		} `json:"data"`
+	}
+	if err := cc.call(ctx, "thread/turns/list", map[string]any{"threadId": c.Thread, "limit": 1}, &turns); err != nil {
+		return false, &Error{Op: op, Kind: kindOf(err), Err: err}
+	}
+	if len(turns.Data) == 0 || turns.Data[0].Status != "inProgress" {
+		return false, nil
+	}
+	err = cc.call(ctx, "turn/steer", map[string]any{"threadId": c.Thread, "expectedTurnId": turns.Data[0].ID,
+		"clientUserMessageId": newID(), "input": []any{textInput(text)}}, nil)
+	if err != nil {
+		var re *rpcError
+		if errors.As(err, &re) {
+			return false, nil // the turn ended meanwhile
+		}
+		return false, &Error{Op: op, Kind: kindOf(err), Err: err}
+	}
+	return true, nil
+}
+
+func (c *Codex) check(text string) error {
+	switch {
+	case c.Thread == "":
+		return errors.New("no thread id")
+	case c.Home == "":
+		return errors.New("no CODEX_HOME")
+	case text == "":
+		return errors.New("empty letter")
+	case len(text) > MaxText:
+		return fmt.Errorf("letter is %d bytes; at most %d", len(text), MaxText)
+	}
+	return nil
+}
+
+func textInput(text string) map[string]any {
+	return map[string]any{"type": "text", "text": text, "text_elements": []any{}}
+}
+
+// codexConn is one initialized connection to an app-server.
+type codexConn struct {
+	ws *websocket.Conn
+
+	mu      sync.Mutex
+	next    int
+	calls   map[int]chan rpcReply
+	changed chan struct{} // closed and replaced when a thread's queue or status changes
+	done    chan struct{} // closed when the connection ends
+	failure error
+}
+
+type rpcReply struct {
+	Result json.RawMessage `json:"result"`
+	Error  *rpcError       `json:"error"`
+}
+
+// rpcError is an error answer of the app-server: a refusal.
+type rpcError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *rpcError) Error() string { return fmt.Sprintf("%s (code %d)", e.Message, e.Code) }
+
+func (e *rpcError) Is(target error) bool { return target == ErrRefused }
+
+// dial connects to the app-server of c.Home and initializes the connection.
+func (c *Codex) dial(ctx context.Context) (*codexConn, error) {
+	sock := ControlSocket(c.Home)
+	// The path is a symlink into a short directory of the daemon's; a long
+	// CODEX_HOME would not fit in a socket address, its target does.
+	if t, err := filepath.EvalSymlinks(sock); err == nil {
+		sock = t
+	} else if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("no app-server at %s: %w", sock, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, codexTimeout)
+	defer cancel()
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return dialUnix(ctx, sock)
+	}}}
+	ws, _, err := websocket.Dial(ctx, "ws://localhost/rpc", &websocket.DialOptions{HTTPClient: hc})
+	if err != nil {
+		return nil, fmt.Errorf("connect to the app-server: %w", err)
+	}
+	ws.SetReadLimit(16 << 20) // thread lists and notifications can be large
+	cc := &codexConn{ws: ws, calls: map[int]chan rpcReply{}, changed: make(chan struct{}), done: make(chan struct{})}
+	go cc.read()
+	name, version := c.ClientName, c.ClientVersion
+	if name == "" {
+		name = "parley"
+	}
+	if version == "" {
+		version = "dev"
+	}
+	err = cc.call(ctx, "initialize", map[string]any{"clientInfo": map[string]string{"name": name, "version": version},
+		"capabilities": map[string]any{"experimentalApi": true}}, nil)
+	if err == nil {
+		err = cc.notify(ctx, "initialized")
+	}
+	if err != nil {
+		cc.close()
+		return nil, fmt.Errorf("initialize: %w", err)
+	}
+	return cc, nil
+}
+
+func (cc *codexConn) call(ctx context.Context, method string, params, result any) error {
+	ctx, cancel := context.WithTimeout(ctx, codexTimeout)
+	defer cancel()
+	cc.mu.Lock()
+	if cc.failure != nil {
+		err := cc.failure
+		cc.mu.Unlock()
+		return err
+	}
+	cc.next++
+	id := cc.next
+	ch := make(chan rpcReply, 1)
+	cc.calls[id] = ch
+	cc.mu.Unlock()
+	defer func() {
+		cc.mu.Lock()
+		delete(cc.calls, id)
+		cc.mu.Unlock()
+	}()
+	b, err := json.Marshal(map[string]any{"id": id, "method": method, "params": params})
+	if err != nil {
+		return err
+	}
+	if err := cc.ws.Write(ctx, websocket.MessageText, b); err != nil {
+		return fmt.Errorf("%s: %w", method, err)
+	}
+	select {
+	case r := <-ch:
+		if r.Error != nil {
+			return fmt.Errorf("%s: %w", method, r.Error)
+		}
+		if result != nil {
+			if err := json.Unmarshal(r.Result, result); err != nil {
+				return fmt.Errorf("%s: bad answer: %w", method, err)
+			}
+		}
+		return nil
+	case <-cc.done:
+		return fmt.Errorf("%s: %w", method, cc.err())
+	case <-ctx.Done():
+		return fmt.Errorf("%s: %w", method, ctx.Err())
+	}
+}
+
+func (cc *codexConn) notify(ctx context.Context, method string) error {
+	b, _ := json.Marshal(map[string]any{"method": method})
+	return cc.ws.Write(ctx, websocket.MessageText, b)
+}
+
+// read dispatches answers to their calls and notes queue changes.
+func (cc *codexConn) read() {
+	defer close(cc.done)
+	for {
+		_, b, err := cc.ws.Read(context.Background())
+		if err != nil {
+			cc.mu.Lock()
+			if cc.failure == nil {
+				cc.failure = fmt.Errorf("app-server connection: %w", err)
+			}
+			cc.mu.Unlock()
+			return
+		}
+		var m struct {
+			ID     *int            `json:"id"`
+			Method string          `json:"method"`
+			Result json.RawMessage `json:"result"`
+			Error  *rpcError       `json:"error"`
+		}
+		if json.Unmarshal(b, &m) != nil {
+			continue
+		}
+		switch {
+		case m.ID != nil && m.Method == "":
+			cc.mu.Lock()
+			ch := cc.calls[*m.ID]
+			cc.mu.Unlock()
+			if ch != nil {
+				ch <- rpcReply{Result: m.Result, Error: m.Error}
+			}
+		case m.ID != nil:
+			// A request of the server's (an approval): not ours to
+			// answer; the session's own client does.
+		case m.Method == "thread/queue/changed" || m.Method == "thread/status/changed":
+			// A thread that goes idle or active may have taken a
+			// queued submission (the daemon does not announce that as a
+			// queue change to every client).
+			cc.mu.Lock()
+			close(cc.changed)
+			cc.changed = make(chan struct{})
+			cc.mu.Unlock()
+		}
+	}
+}
+
+func (cc *codexConn) queueChanged() <-chan struct{} {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	return cc.changed
+}
+
+func (cc *codexConn) err() error {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if cc.failure == nil {
+		return errors.New("app-server connection closed")
+	}
+	return cc.failure
+}
+
+func (cc *codexConn) close() {
+	cc.mu.Lock()
+	if cc.failure == nil {
+		cc.failure = errors.New("app-server connection closed")
+	}
+	cc.mu.Unlock()
+	cc.ws.Close(websocket.StatusNormalClosure, "")
+}
+
+// Home is the CODEX_HOME a Codex started with this environment uses:
+// $CODEX_HOME, else ~/.codex. getenv is os.Getenv or a stand-in.
+func Home(getenv func(string) string) string {
+	if h := getenv("CODEX_HOME"); h != "" {
+		return h
+	}
+	home := getenv("HOME")
+	if home == "" {
+		home = getenv("USERPROFILE")
+	}
+	if home == "" {
+		return ""
+	}
+	return filepath.Join(home, ".codex")
+}
+
+// Status is the thread's status on its app-server: "idle", "active" (a turn
+// runs), "notLoaded" or "systemError".
+func (c *Codex) Status(ctx context.Context) (string, error) {
+	const op = "codex status"
+	if c.Thread == "" || c.Home == "" {
+		return "", &Error{Op: op, Err: errors.New("no thread or no CODEX_HOME")}
+	}
+	cc, err := c.dial(ctx)
+	if err != nil {
+		return "", &Error{Op: op, Kind: kindOf(err), Err: err}
+	}
+	defer cc.close()
+	var res struct {
+		Thread struct {
+			Status struct {
+				Type string `json:"type"`
+			} `json:"status"`
+		} `json:"thread"`
+	}
+	if err := cc.call(ctx, "thread/read", map[string]any{"threadId": c.Thread, "includeTurns": false}, &res); err != nil {
+		return "", &Error{Op: op, Kind: kindOf(err), Err: err}
+	}
+	return res.Thread.Status.Type, nil
+}

@@ -1,0 +1,346 @@
+package door_test
+
+// The doors of the real Claude Code and Codex CLIs (test/npm), run
+// interactively in tmux with only the model replaced by a stand-in. Each
+// test starts one session and shares it across its subtests: a start costs
+// seconds.
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parley-dev/parley/internal/door"
+	"github.com/parley-dev/parley/internal/testenv/standin"
+	"github.com/parley-dev/parley/internal/testenv/tmuxcli"
+)
+
+// turns records the requests of a stand-in by the text they add, so that a
+// test can wait for the one that carries its letter.
+type turns struct {
+	mu    sync.Mutex
+	tails []string
+}
+
+func (t *turns) add(tail string) {
+	t.mu.Lock()
+	t.tails = append(t.tails, tail)
+	t.mu.Unlock()
+}
+
+// wait returns the first request tail that contains sub.
+func (t *turns) wait(tb testing.TB, within time.Duration, sub string, screen func() string) string {
+	tb.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		t.mu.Lock()
+		for _, s := range t.tails {
+			if strings.Contains(s, sub) {
+				t.mu.Unlock()
+				return s
+			}
+		}
+		t.mu.Unlock()
+		if time.Now().After(deadline) {
+			tb.Fatalf("no model request carried %q within %s; screen:\n%s", sub, within, screen())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// short is the ends of the tails, for a failure message.
+func (t *turns) short() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []string
+	for _, s := range t.tails {
+		if len(s) > 120 {
+			s = "…" + s[len(s)-120:]
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// index is the number of the first request that carried sub, or -1.
+func (t *turns) index(sub string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i, s := range t.tails {
+		if strings.Contains(s, sub) {
+			return i
+		}
+	}
+	return -1
+}
+
+func (t *turns) count(sub string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, s := range t.tails {
+		if strings.Contains(s, sub) {
+			n++
+		}
+	}
+	return n
+}
+
+// waitFile waits for a file the model's command creates as it starts.
+func waitFile(t *testing.T, path string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within 30 s: the command did not start", path)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestClaudeInbox(t *testing.T) {
+	var seen turns
+	model := standin.Anthropic(t, func(r *standin.MessagesRequest) []standin.Block {
+		tail := r.Tail()
+		seen.add(tail)
+		switch {
+		case strings.Contains(tail, "SLEEP-PLEASE") && !strings.Contains(tail, "SLEPT"):
+			return []standin.Block{standin.ToolUse("toolu_sleep", "Bash", map[string]any{"command": "touch sleeping; sleep 4; echo SLEPT", "description": "sleep"})}
+		case strings.Contains(tail, "LETTER-"):
+			return []standin.Block{standin.Text("SAW " + tail[strings.Index(tail, "LETTER-"):][:9])}
+		}
+		return nil
+	})
+	srv := tmuxcli.NewServer(t)
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, ".claude"), 0o700)
+	os.WriteFile(filepath.Join(dir, ".claude", "settings.json"), []byte(`{"permissions":{"allow":["Bash"]}}`), 0o600)
+	cc := srv.StartClaude("cc", model, tmuxcli.ClaudeOptions{Dir: dir})
+	sess := cc.Session()
+	ctx := context.Background()
+
+	t.Run("idle session starts a turn", func(t *testing.T) {
+		c := &door.Claude{Socket: sess.Socket}
+		if _, err := c.Write(ctx, door.ClaudeLetter{Text: "LETTER-01 from the bus"}); err != nil {
+			t.Fatal(err)
+		}
+		seen.wait(t, 30*time.Second, "LETTER-01 from the bus", cc.Screen)
+		cc.WaitScreen(20*time.Second, "SAW LETTER-01")
+	})
+
+	t.Run("idle notice after the turn that took the letter", func(t *testing.T) {
+		l, err := door.ListenIdle(filepath.Dir(sess.Socket))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		c := &door.Claude{Socket: sess.Socket, Token: "not-checked-on-unix"}
+		notice, err := c.Write(ctx, door.ClaudeLetter{Text: "LETTER-02 with a receipt", Idle: l})
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case n, ok := <-notice:
+			if !ok || n.State != "idle" {
+				t.Fatalf("idle notice: got %+v (ok %v), want state idle", n, ok)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no idle notice within 30 s:\n%s", cc.Screen())
+		}
+		// The notice means the turn is over: it carried the letter.
+		if seen.count("LETTER-02 with a receipt") == 0 {
+			t.Errorf("the idle notice came before any model request carried the letter")
+		}
+		if l.Pending() != 0 {
+			t.Errorf("%d subscriptions still pending after the notice", l.Pending())
+		}
+	})
+
+	t.Run("busy session gets it before its next model request", func(t *testing.T) {
+		c := &door.Claude{Socket: sess.Socket}
+		if _, err := c.Write(ctx, door.ClaudeLetter{Text: "SLEEP-PLEASE"}); err != nil {
+			t.Fatal(err)
+		}
+		waitFile(t, filepath.Join(dir, "sleeping"))
+		if _, err := c.Write(ctx, door.ClaudeLetter{Text: "LETTER-03 while busy"}); err != nil {
+			t.Fatal(err)
+		}
+		// The request right after the tool's result carries the letter
+		// beside it: the running tool call was not interrupted, and the
+		// letter did not wait for the turn to end.
+		tail := seen.wait(t, 30*time.Second, "LETTER-03 while busy", cc.Screen)
+		if !strings.Contains(tail, "SLEPT") {
+			t.Errorf("the letter came in a request without the tool's result (a turn of its own?):\n%s", tail)
+		}
+	})
+
+	t.Run("priority now", func(t *testing.T) {
+		c := &door.Claude{Socket: sess.Socket}
+		if _, err := c.Write(ctx, door.ClaudeLetter{Text: "LETTER-04 now", Priority: door.PriorityNow}); err != nil {
+			t.Fatal(err)
+		}
+		seen.wait(t, 30*time.Second, "LETTER-04 now", cc.Screen)
+	})
+
+	t.Run("bad letters are refused before any write", func(t *testing.T) {
+		c := &door.Claude{Socket: sess.Socket}
+		for _, l := range []door.ClaudeLetter{{Text: ""}, {Text: strings.Repeat("x", door.MaxText+1)}, {Text: "x", Priority: "later"}} {
+			if _, err := c.Write(ctx, l); err == nil || door.IsGone(err) {
+				t.Errorf("letter of %d bytes, priority %q: got %v, want an error", len(l.Text), l.Priority, err)
+			}
+		}
+	})
+
+	t.Run("session gone", func(t *testing.T) {
+		// A socket file nobody listens on (a killed session's): refused.
+		stale := filepath.Join(srv.Dir(), "stale.sock")
+		ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: stale, Net: "unix"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln.SetUnlinkOnClose(false)
+		ln.Close()
+		_, err = (&door.Claude{Socket: stale}).Write(ctx, door.ClaudeLetter{Text: "x"})
+		if !door.IsGone(err) {
+			t.Errorf("stale socket: got %v, want the session gone", err)
+		}
+		// The session exits and takes its socket with it.
+		cc.Kill()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			_, err = (&door.Claude{Socket: sess.Socket}).Write(ctx, door.ClaudeLetter{Text: "LETTER-05 too late"})
+			if door.IsGone(err) || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if !door.IsGone(err) || !errors.Is(err, os.ErrNotExist) && !strings.Contains(err.Error(), "refused") {
+			t.Errorf("after the session ended: got %v, want the session gone", err)
+		}
+	})
+}
+
+func TestCodexQueue(t *testing.T) {
+	var seen turns
+	model := standin.OpenAI(t, func(r *standin.ResponsesRequest) []standin.Item {
+		tail := r.Tail()
+		seen.add(tail)
+		switch {
+		case strings.Contains(tail, "SLEEP-PLEASE") && !strings.Contains(tail, "SLEPT"):
+			return []standin.Item{standin.FunctionCall("call_sleep", "", "exec_command", map[string]any{"cmd": "touch sleeping; sleep 4; echo SLEPT"})}
+		case strings.Contains(tail, "LETTER-"):
+			return []standin.Item{standin.Message("SAW " + tail[strings.Index(tail, "LETTER-"):][:9])}
+		}
+		return nil
+	})
+	srv := tmuxcli.NewServer(t)
+	cxDir := t.TempDir()
+	cx := srv.StartCodex("cx", model, tmuxcli.CodexOptions{Dir: cxDir})
+	cx.Type("FIRST-TURN hello") // a thread is written with its first turn
+	seen.wait(t, 30*time.Second, "FIRST-TURN hello", cx.Screen)
+	thread := cx.Thread()
+	ctx := context.Background()
+	c := &door.Codex{Home: cx.Home, Thread: thread}
+	waitIdle := func(t *testing.T) {
+		t.Helper()
+		// A turn in progress shows "esc to interrupt"; a turn that starts
+		// shows it a moment later, so idle is a second without it.
+		deadline := time.Now().Add(30 * time.Second)
+		for quiet := time.Now(); time.Since(quiet) < time.Second; time.Sleep(100 * time.Millisecond) {
+			if strings.Contains(cx.Screen(), "esc to interrupt") {
+				quiet = time.Now()
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("codex still busy:\n%s", cx.Screen())
+			}
+		}
+	}
+
+	t.Run("idle thread starts a turn", func(t *testing.T) {
+		waitIdle(t)
+		q, err := c.Queue(ctx, "LETTER-11 from the bus")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer q.Close()
+		if q.ID == "" {
+			t.Fatal("no queued submission id")
+		}
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if err := q.Started(sctx); err != nil {
+			t.Fatalf("started: %v\n%s", err, cx.Screen())
+		}
+		seen.wait(t, 30*time.Second, "LETTER-11 from the bus", cx.Screen)
+		cx.WaitScreen(20*time.Second, "SAW LETTER-11")
+	})
+
+	t.Run("busy thread: queued until the turn ends, steered at once", func(t *testing.T) {
+		waitIdle(t)
+		q, err := c.Queue(ctx, "SLEEP-PLEASE")
+		if err != nil {
+			t.Fatal(err)
+		}
+		q.Close()
+		waitFile(t, filepath.Join(cxDir, "sleeping"))
+		queued, err := c.Queue(ctx, "LETTER-12 queued while busy")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer queued.Close()
+		steered, err := c.Steer(ctx, "LETTER-13 steered while busy")
+		if err != nil || !steered {
+			t.Fatalf("steer into the running turn: %v %v", steered, err)
+		}
+		// The steered letter rides in the running turn: beside the tool's
+		// output, or right after it (Codex takes steered input at its next
+		// request); the queued one waits for the turn to end.
+		seen.wait(t, 30*time.Second, "LETTER-13 steered while busy", cx.Screen)
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if err := queued.Started(sctx); err != nil {
+			t.Fatal(err)
+		}
+		seen.wait(t, 30*time.Second, "LETTER-12 queued while busy", cx.Screen)
+		cx.WaitScreen(20*time.Second, "SAW LETTER-12")
+		steer, queue, output := seen.index("LETTER-13"), seen.index("LETTER-12"), seen.index("SLEPT")
+		if steer > queue || queue <= output {
+			t.Errorf("requests: the tool output in %d, the steered letter in %d, the queued one in %d; want output <= steered <= queued, output < queued: %q",
+				output, steer, queue, seen.short())
+		}
+	})
+
+	t.Run("steer without a turn in progress writes nothing", func(t *testing.T) {
+		waitIdle(t)
+		if st, err := c.Status(ctx); err != nil || st != "idle" {
+			t.Errorf("status of the idle thread: got %q, %v; want idle", st, err)
+		}
+		ok, err := c.Steer(ctx, "LETTER-14 steer idle")
+		if err != nil || ok {
+			t.Fatalf("steer into an idle thread: got %v %v, want false and no error", ok, err)
+		}
+	})
+
+	t.Run("unknown thread is refused", func(t *testing.T) {
+		_, err := (&door.Codex{Home: cx.Home, Thread: "01a21a39-0000-7000-8000-000000000000"}).Queue(ctx, "LETTER-15")
+		if !door.IsRefused(err) {
+			t.Fatalf("unknown thread: got %v, want a refusal", err)
+		}
+	})
+
+	t.Run("no app-server is gone", func(t *testing.T) {
+		_, err := (&door.Codex{Home: t.TempDir(), Thread: thread}).Queue(ctx, "LETTER-16")
+		if !door.IsGone(err) {
+			t.Fatalf("CODEX_HOME without an app-server: got %v, want the session gone", err)
+		}
+	})
+}

@@ -1,0 +1,270 @@
+package storetest
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/parley-dev/parley/internal/hub"
+)
+
+// The contract of doors and attention receipts: a client session's door,
+// the seen mark of the copies its letters told of, and the bounce of what
+// nothing reached within its time to live.
+
+func door(id, agent string, kind hub.DoorKind, session, addr string, n int) *hub.SessionDoor {
+	return &hub.SessionDoor{ID: id, Workspace: "ws", Agent: agent, Kind: kind, Session: session, Address: addr,
+		Token: "tok-" + id, Owner: "mcp-" + id, Host: "h1", UID: 1000, OpenedAt: at(n), RefreshedAt: at(n)}
+}
+
+// testDoors: a door opens once per session, a registration of the same
+// session refreshes it (keeping its id, opening time and, from a hook,
+// its owner), it closes with a reason, and opens again when registered.
+func testDoors(t *testing.T, s hub.Store) {
+	c := ctx(t)
+	d1, err := s.PutDoor(c, door("D1", "bob", hub.DoorClaude, "sess-1", "/tmp/cc-socks/1.sock", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d1.ID != "D1" || d1.Kind != hub.DoorClaude || d1.Token != "tok-D1" || d1.Owner != "mcp-D1" || d1.UID != 1000 ||
+		d1.Host != "h1" || !d1.OpenedAt.Equal(at(1)) || !d1.Open() {
+		t.Errorf("PutDoor: got %+v", d1)
+	}
+	if _, err := s.PutDoor(c, door("D2", "bob", hub.DoorCodex, "thread-1", "/home/bob/.codex", 2)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PutDoor(c, door("D3", "carol", hub.DoorClaude, "sess-3", "/tmp/cc-socks/3.sock", 3)); err != nil {
+		t.Fatal(err)
+	}
+	// A hook of session 1 refreshes its door: a new address and token, no
+	// owner of its own.
+	re := door("D9", "bob", hub.DoorClaude, "sess-1", "/tmp/cc-socks/9.sock", 5)
+	re.Owner, re.Token = "", "tok-new"
+	d, err := s.PutDoor(c, re)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.ID != "D1" || !d.OpenedAt.Equal(at(1)) || !d.RefreshedAt.Equal(at(5)) || d.Address != "/tmp/cc-socks/9.sock" ||
+		d.Token != "tok-new" || d.Owner != "mcp-D1" {
+		t.Errorf("refresh: got %+v, want D1 opened at 1, refreshed at 5, the new address and token, owner kept", d)
+	}
+	list := func(agent string, closed bool) []string {
+		t.Helper()
+		ds, err := s.Doors(c, "ws", agent, closed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, d := range ds {
+			out = append(out, d.ID)
+		}
+		return out
+	}
+	if got := list("bob", false); !slices.Equal(got, []string{"D2", "D1"}) {
+		t.Errorf("bob's open doors: got %v, want D2, D1 (newest opened first)", got)
+	}
+	if got := list("", false); !slices.Equal(got, []string{"D3", "D2", "D1"}) {
+		t.Errorf("every open door: got %v", got)
+	}
+	if ds, err := s.Doors(c, "other", "", true); err != nil || len(ds) != 0 {
+		t.Errorf("another workspace's doors: got %v, %v; want none", ds, err)
+	}
+
+	closed, err := s.CloseDoor(c, "ws", "D1", hub.DoorClosedGone, at(7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if closed.Open() || !closed.ClosedAt.Equal(at(7)) || closed.CloseReason != hub.DoorClosedGone {
+		t.Errorf("CloseDoor: got %+v", closed)
+	}
+	// Closing again changes nothing.
+	again, err := s.CloseDoor(c, "ws", "D1", hub.DoorClosedSessionEnded, at(8))
+	if err != nil || !again.ClosedAt.Equal(at(7)) || again.CloseReason != hub.DoorClosedGone {
+		t.Errorf("CloseDoor again: got %+v, %v; want it as closed first", again, err)
+	}
+	wantKind(t, "CloseDoor of an unknown door", func() error { _, err := s.CloseDoor(c, "ws", "nope", "x", at(9)); return err }(), hub.NotFound)
+	wantKind(t, "CloseDoor of another workspace's door", func() error { _, err := s.CloseDoor(c, "other", "D2", "x", at(9)); return err }(), hub.NotFound)
+	if got := list("bob", false); !slices.Equal(got, []string{"D2"}) {
+		t.Errorf("bob's open doors after the close: got %v, want D2", got)
+	}
+	if got := list("bob", true); !slices.Equal(got, []string{"D2", "D1"}) {
+		t.Errorf("bob's doors with the closed: got %v, want D2, D1", got)
+	}
+	// The session registers again: the same door opens again.
+	d, err = s.PutDoor(c, door("D10", "bob", hub.DoorClaude, "sess-1", "/tmp/cc-socks/1.sock", 10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.ID != "D1" || !d.Open() || d.CloseReason != "" || d.Owner != "mcp-D10" {
+		t.Errorf("reopen: got %+v, want D1 open, owner mcp-D10", d)
+	}
+}
+
+// testMarkSeen: the copies a door's letter told of, at or before the time
+// the session was seen with it, become seen once; others stay.
+func testMarkSeen(t *testing.T, s hub.Store) {
+	c := ctx(t)
+	f := newFixture(t, s)
+	m1 := f.send("ws", "alice", hub.Normal, "one", "bob")
+	m2 := f.send("ws", "alice", hub.Normal, "two", "bob")
+	m3 := f.send("ws", "alice", hub.Normal, "three", "bob")
+	m4 := f.send("ws", "alice", hub.Normal, "four", "bob", "carol")
+	claude, codex := hub.DoorClaude.WakePath(), hub.DoorCodex.WakePath()
+	for _, w := range []struct {
+		ids []string
+		via hub.WakePath
+		n   int
+	}{{[]string{m1.ID}, claude, 10}, {[]string{m2.ID}, claude, 20}, {[]string{m3.ID}, hub.WakeHook, 10}, {[]string{m4.ID}, codex, 10}} {
+		if n, err := s.NoteWake(c, "ws", "bob", w.ids, w.via, at(w.n)); err != nil || n != 1 {
+			t.Fatalf("NoteWake: got %d, %v", n, err)
+		}
+	}
+	if _, err := s.NoteWake(c, "ws", "carol", []string{m4.ID}, claude, at(10)); err != nil {
+		t.Fatal(err)
+	}
+	// bob's Claude session is seen with the letter of time 15: m1 only (m2
+	// came in a later letter, m3 by a hook, m4 by another door).
+	ds, err := s.MarkSeen(c, "ws", "bob", claude, at(15), at(16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds) != 1 || ds[0].MessageID != m1.ID || !ds[0].SeenAt.Equal(at(16)) {
+		t.Fatalf("MarkSeen: got %v, want m1 seen at 16", states(ds))
+	}
+	if d := status(t, s, m1, "bob"); !d.SeenAt.Equal(at(16)) || d.State != hub.Queued {
+		t.Errorf("m1 after MarkSeen: seen %v, state %s; want seen at 16, still queued", d.SeenAt, d.State)
+	}
+	// Seen once: again marks nothing.
+	if ds, err := s.MarkSeen(c, "ws", "bob", claude, at(15), at(17)); err != nil || len(ds) != 0 {
+		t.Errorf("MarkSeen again: got %v, %v; want nothing", states(ds), err)
+	}
+	// Any door's path: m2 and m4, not the hook's m3, not carol's m4.
+	ds, err = s.MarkSeen(c, "ws", "bob", "", at(30), at(31))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range ds {
+		got = append(got, d.MessageID)
+	}
+	if !slices.Equal(got, []string{m2.ID, m4.ID}) {
+		t.Errorf("MarkSeen of any door: got %v, want m2, m4", got)
+	}
+	if d := status(t, s, m3, "bob"); !d.SeenAt.IsZero() {
+		t.Errorf("a hook's copy: seen at %v, want never", d.SeenAt)
+	}
+	if d := status(t, s, m4, "carol"); !d.SeenAt.IsZero() {
+		t.Errorf("carol's copy: seen at %v, want never (bob was seen)", d.SeenAt)
+	}
+	// Seen survives a read.
+	take(t, s, "ws", "bob", "", 10, at(40))
+	if d := status(t, s, m1, "bob"); d.State != hub.Read || !d.SeenAt.Equal(at(16)) {
+		t.Errorf("m1 read: got %s seen %v, want read, seen at 16", d.State, d.SeenAt)
+	}
+}
+
+// testExpiryAndBounce: a message's time to live and delivery mode are kept;
+// once the time to live ends, the copies nothing reached are reported once,
+// and Bounce takes those still in the inbox out of it.
+func testExpiryAndBounce(t *testing.T, s hub.Store) {
+	c := ctx(t)
+	f := newFixture(t, s)
+	mk := func(content string, ttl time.Duration, to ...string) *hub.Message {
+		m := f.msg("ws", "alice", hub.High, content)
+		m.To, m.Deliver = "x", hub.DeliverIdle
+		if ttl > 0 {
+			m.ExpiresAt = m.CreatedAt.Add(ttl)
+		}
+		if err := s.CreateMessage(c, m, to); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	m1 := mk("to three", 100*time.Millisecond, "bob", "carol", "dave", "erin")
+	m2 := mk("later", time.Hour, "bob")
+	m3 := mk("forever", 0, "bob")
+	if got, err := s.Message(c, "ws", m1.ID); err != nil || !got.ExpiresAt.Equal(m1.ExpiresAt) || got.Deliver != hub.DeliverIdle {
+		t.Errorf("round trip: got %+v, %v; want expires %v, deliver idle", got, err, m1.ExpiresAt)
+	}
+	if got, err := s.Message(c, "ws", m3.ID); err != nil || !got.ExpiresAt.IsZero() {
+		t.Errorf("no time to live: got expires %v, %v", got.ExpiresAt, err)
+	}
+	// Before m1's end nothing is due.
+	if ds, err := s.DueExpiries(c, m1.ExpiresAt.Add(-time.Millisecond)); err != nil || len(ds) != 0 {
+		t.Fatalf("DueExpiries before: got %v, %v", states(ds), err)
+	}
+	// carol's copy was handed out (and came back), dave's was told of by a
+	// hook, erin read hers: something reached them. bob's was not reached.
+	take(t, s, "ws", "carol", "r1", 1, at(3))
+	if _, err := s.Release(c, hub.ReleaseQuery{Reader: "r1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.NoteWake(c, "ws", "dave", []string{m1.ID}, hub.WakeHook, at(4)); err != nil {
+		t.Fatal(err)
+	}
+	take(t, s, "ws", "erin", "", 1, at(5))
+	due, err := s.DueExpiries(c, m1.ExpiresAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(due) != 1 || due[0].Recipient != "bob" || due[0].MessageID != m1.ID || due[0].Message == nil || due[0].Message.Content != "to three" {
+		t.Fatalf("DueExpiries: got %v, want bob's copy of m1 with its message", states(due))
+	}
+	// Reported once.
+	if ds, err := s.DueExpiries(c, m2.ExpiresAt.Add(time.Minute)); err != nil || len(ds) != 1 || ds[0].MessageID != m2.ID {
+		t.Fatalf("DueExpiries later: got %v, %v; want m2 alone", states(ds), err)
+	}
+	if ds, err := s.DueExpiries(c, m2.ExpiresAt.Add(time.Hour)); err != nil || len(ds) != 0 {
+		t.Errorf("DueExpiries again: got %v, %v; want nothing", states(ds), err)
+	}
+
+	// A reader takes bob's first copy (m1) before the bounce: a leased
+	// copy is not in the inbox, and stays.
+	m4 := f.send("ws", "alice", hub.Normal, "normal", "bob")
+	take(t, s, "ws", "bob", "r2", 1, at(50))
+	bounced, err := s.Bounce(c, "ws", "bob", []string{m1.ID, m2.ID, m4.ID, "nope"}, hub.BounceNoReader, at(60))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range bounced {
+		got = append(got, d.MessageID)
+		if d.State != hub.Bounced || !d.BouncedAt.Equal(at(60)) || d.BounceReason != hub.BounceNoReader {
+			t.Errorf("bounced copy: got %+v", d)
+		}
+	}
+	if !slices.Equal(got, []string{m2.ID, m4.ID}) {
+		t.Fatalf("Bounce: got %v, want m2 and m4 (m1 is leased)", got)
+	}
+	if d := status(t, s, m2, "bob"); d.State != hub.Bounced || d.BounceReason != hub.BounceNoReader || !d.BouncedAt.Equal(at(60)) {
+		t.Errorf("m2 after Bounce: got %+v", d)
+	}
+	if n, err := s.Unread(c, "ws", "bob", hub.Low.Rank()); err != nil || n != 1 {
+		t.Errorf("bob's unread after the bounce: got %d, %v; want 1 (forever)", n, err)
+	}
+	if ds, err := s.Peek(c, "ws", "bob", 10); err != nil || len(ds) != 1 || ds[0].MessageID != m3.ID {
+		t.Errorf("bob's inbox after the bounce: got %v, %v; want m3 alone", states(ds), err)
+	}
+	// A bounced copy is not given back to the inbox, and not bounced twice.
+	if ds, err := s.Reopen(c, "ws", "bob", []string{m2.ID}); err != nil || len(ds) != 0 {
+		t.Errorf("Reopen of a bounced copy: got %v, %v; want nothing", states(ds), err)
+	}
+	if ds, err := s.Bounce(c, "ws", "bob", []string{m2.ID}, "again", at(70)); err != nil || len(ds) != 0 {
+		t.Errorf("Bounce again: got %v, %v; want nothing", states(ds), err)
+	}
+	// The dead letters, newest bounce first, with their messages.
+	f.send("other", "alice", hub.Normal, "elsewhere", "zed")
+	dead, err := s.Bounced(c, "ws", "alice", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dead) != 2 || dead[0].Message == nil || dead[0].BounceReason != hub.BounceNoReader {
+		t.Fatalf("Bounced: got %v, want two with their messages", states(dead))
+	}
+	if ds, err := s.Bounced(c, "ws", "nobody", 10); err != nil || len(ds) != 0 {
+		t.Errorf("Bounced of another sender: got %v, %v", states(ds), err)
+	}
+	if ds, err := s.Bounced(c, "ws", "", 1); err != nil || len(ds) != 1 {
+		t.Errorf("Bounced limit 1: got %v, %v", states(ds), err)
+	}
+}

@@ -1,0 +1,8 @@
+//go:build windows
+
+package tmuxcli
+
+import "time"
+
+// waitExit: tmux does not run on Windows; nothing to wait for.
+func waitExit(pid int, within time.Duration) {}
