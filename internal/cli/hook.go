@@ -331,7 +331,7 @@ type claudeHookInput struct {
 	StopHookActive bool   `json:"stop_hook_active"`
 	Source         string `json:"source"`      // SessionStart: startup, resume, clear, compact
 	ToolUseID      string `json:"tool_use_id"` // PostToolUse
-	Prompt         string `json:"prompt"` // UserPromptSubmit
+	Prompt         string `json:"prompt"`      // UserPromptSubmit
 }
 
 type hookSpecificOutput struct {

@@ -34,6 +34,10 @@ func (d *Daemon) runnerActivity(c runner.Change) {
 		act = hub.ActTurnEnd
 	case runner.EvPermission, runner.EvPermResolved:
 		return // the permission inbox's (permissionActivity)
+	case runner.EvSteered, runner.EvNote, runner.EvLoopStopped:
+		// What Parley did to the run, not a sign of the agent's life: the
+		// ladder's nudge, steered in, must not end the stall it answers.
+		return
 	}
 	d.hub.NoteActivity(c.Workspace, c.Agent, act, id)
 }

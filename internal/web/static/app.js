@@ -63,7 +63,13 @@ async function call(method, path, body, { workspace = S.ws, raw = false } = {}) 
   }
   let url = raw ? path : "/api/v1" + path;
   if (workspace && !raw) url += (url.includes("?") ? "&" : "?") + "workspace=" + encodeURIComponent(workspace);
-  const r = await fetch(url, init);
+  let r;
+  try {
+    r = await fetch(url, init);
+  } catch (err) {
+    // The daemon is out of reach: status 0, kind "offline".
+    throw new APIError(0, "offline", err.message || "the daemon is out of reach");
+  }
   if (r.status === 204) return null;
   const j = await r.json().catch(() => ({}));
   if (!r.ok) {
@@ -1401,6 +1407,9 @@ function toast(text, err = false) {
 
 function report(e) {
   if (e instanceof APIError && e.status === 401) return;
+  // While the stream is down the header already says so, and the page
+  // fetches everything again once it is back: no toast per refresh.
+  if (e instanceof APIError && e.kind === "offline" && S.conn !== "live") return;
   console.error(e);
   toast(e.message || String(e), true);
 }
