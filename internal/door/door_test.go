@@ -245,7 +245,7 @@ func TestCodexQueue(t *testing.T) {
 	srv := tmuxcli.NewServer(t)
 	cxDir := t.TempDir()
 	cx := srv.StartCodex("cx", model, tmuxcli.CodexOptions{Dir: cxDir})
-	cx.Type("FIRST-TURN hello") // a thread is written with its first turn
+	cx.Type("FIRST-TURN hello")                              // a thread is written with its first turn
 	seen.wait(t, time.Minute, "FIRST-TURN hello", cx.Screen) // Codex starts slowly on a loaded machine
 	thread := cx.Thread()
 	ctx := context.Background()
