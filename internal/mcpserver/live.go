@@ -60,9 +60,6 @@ func (s *Server) requestStarted(sid, token string) *session {
 
 // requestEnded undoes requestStarted; gone says the client hung up.
 func (s *Server) requestEnded(sess *session, gone bool) {
-	if sess == nil {
-		return
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sess.conns--
@@ -90,14 +87,6 @@ func (s *Server) idleSession(sess *session) {
 		s.log.Debug("an MCP session without a connection no longer counts toward presence", "session", sess.id, "agent", sess.caller.Agent)
 		s.hub.SessionClosed(sess.caller.Workspace, sess.caller.Agent)
 	}
-}
-
-// initialized notes that the client finished initializing: from now on only
-// losing it ends the session early.
-func (s *Server) initialized(sess *session) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sess.ready = true
 }
 
 // dying reports whether nothing keeps the session: no connection, and a
