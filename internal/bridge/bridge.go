@@ -41,9 +41,8 @@ import (
 // Options configures Run.
 type Options struct {
 	// Exactly one of SocketPath and URL. With SocketPath, requests go over the Unix
-	// socket to "http://parley" + Path (Path defaults to "/mcp"); with URL, to URL.
+	// socket to http://parley/mcp; with URL, to URL.
 	SocketPath string
-	Path       string
 	URL        string
 	// Header is added to every HTTP request (identity headers, Authorization).
 	Header http.Header
@@ -243,14 +242,7 @@ func newBridge(opts *Options, out io.Writer) (*bridge, error) {
 		b.base = http.Header{}
 	}
 	if opts.SocketPath != "" {
-		path := opts.Path
-		if path == "" {
-			path = "/mcp"
-		}
-		if !strings.HasPrefix(path, "/") {
-			path = "/" + path
-		}
-		b.endpoint = "http://parley" + path
+		b.endpoint = "http://parley/mcp"
 		b.target = opts.SocketPath
 		sock := opts.SocketPath
 		var d net.Dialer
