@@ -50,8 +50,6 @@ type Profile struct {
 type Options struct {
 	Logger  *slog.Logger
 	Version string
-	// SessionTimeout closes sessions idle this long (no request, none in flight).
-	SessionTimeout time.Duration
 	// Linger ends a session this long after its client hung up, or after it
 	// started without finishing initialization, unless a request comes
 	// (default DefaultLinger; live.go).
@@ -60,8 +58,6 @@ type Options struct {
 	// once it has had no connection this long (default DefaultIdle;
 	// live.go): a client that vanished without a DELETE shows offline.
 	Idle time.Duration
-	// MaxRequestBytes bounds an HTTP request body (default 8 MiB).
-	MaxRequestBytes int64
 	// Revocations, if set, ends each session opened with an agent token
 	// (its streams and its calls) when the token is revoked.
 	Revocations Revocations
@@ -153,6 +149,17 @@ func (in *inflight) requestID() string {
 // handlers. ServeHTTP removes any a client sent.
 const headerRequest = "Parley-Internal-Request"
 
+const (
+	// sessionTimeout closes sessions idle this long (no request, none in
+	// flight).
+	sessionTimeout = 30 * time.Minute
+	// maxRequestBytes bounds a request: room for one well over the message
+	// size limit, so that an oversized message reaches the tool and gets its
+	// tool error (the limit, in words a model reads) rather than a bare
+	// HTTP 413.
+	maxRequestBytes = 8 << 20
+)
+
 // New returns the /mcp endpoint over o with the native, sidechat and
 // agentmail profiles; more can be added with Register before serving.
 func New(o *ops.Ops, opts *Options) *Server {
@@ -166,20 +173,11 @@ func New(o *ops.Ops, opts *Options) *Server {
 	if op.Version == "" {
 		op.Version = "dev"
 	}
-	if op.SessionTimeout == 0 {
-		op.SessionTimeout = 30 * time.Minute
-	}
 	if op.Linger == 0 {
 		op.Linger = DefaultLinger
 	}
 	if op.Idle == 0 {
 		op.Idle = DefaultIdle
-	}
-	if op.MaxRequestBytes == 0 {
-		// Room for a request well over the message size limit, so that an
-		// oversized message reaches the tool and gets its tool error (the
-		// limit, in words a model reads) rather than a bare HTTP 413.
-		op.MaxRequestBytes = 8 << 20
 	}
 	s := &Server{
 		ops: o, hub: o.Hub(), log: op.Logger, opts: op,
@@ -193,8 +191,8 @@ func New(o *ops.Ops, opts *Options) *Server {
 	s.Register("agentmail", s.agentmail)
 	s.Register("lean", s.lean)
 	s.handler = mcp.NewStreamableHTTPHandler(s.serverFor, &mcp.StreamableHTTPOptions{
-		SessionTimeout:      op.SessionTimeout,
-		MaxRequestBodyBytes: op.MaxRequestBytes,
+		SessionTimeout:      sessionTimeout,
+		MaxRequestBodyBytes: maxRequestBytes,
 		// Origin and Host are checked by the daemon for every endpoint.
 		DisableLocalhostProtection: true,
 	})
