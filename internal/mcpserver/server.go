@@ -76,7 +76,7 @@ type Server struct {
 	log      *slog.Logger
 	opts     Options
 	handler  *mcp.StreamableHTTPHandler
-	profiles map[string]*lazyProfile
+	profiles map[string]func() Profile // built on first use (Register)
 
 	mu       sync.Mutex
 	servers  map[string]*mcp.Server // by sorted profile list
@@ -181,7 +181,7 @@ func New(o *ops.Ops, opts *Options) *Server {
 	}
 	s := &Server{
 		ops: o, hub: o.Hub(), log: op.Logger, opts: op,
-		profiles: map[string]*lazyProfile{},
+		profiles: map[string]func() Profile{},
 		servers:  map[string]*mcp.Server{},
 		sessions: map[*mcp.ServerSession]*session{},
 		byID:     map[string]*session{},
@@ -205,22 +205,11 @@ func New(o *ops.Ops, opts *Options) *Server {
 // infers and resolves the JSON schemas of its tools, which an idle daemon
 // need not hold (they were a fifth of its memory).
 func (s *Server) Register(name string, build func() Profile) {
-	s.profiles[name] = &lazyProfile{build: build}
-}
-
-// lazyProfile is a profile built on first use.
-type lazyProfile struct {
-	once  sync.Once
-	build func() Profile
-	p     Profile
+	s.profiles[name] = sync.OnceValue(build)
 }
 
 // profile returns the registered profile name, building it the first time.
-func (s *Server) profile(name string) Profile {
-	lp := s.profiles[name]
-	lp.once.Do(func() { lp.p = lp.build() })
-	return lp.p
-}
+func (s *Server) profile(name string) Profile { return s.profiles[name]() }
 
 // Profiles lists the registered profile names.
 func (s *Server) Profiles() []string {
