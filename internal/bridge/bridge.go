@@ -956,10 +956,7 @@ func (b *bridge) httpError(m *message, resp *http.Response) {
 		}
 		return
 	}
-	if len(text) > errTextLimit {
-		text = text[:errTextLimit] + "..."
-	}
-	b.fail(m, fmt.Sprintf("parley: server answered HTTP %d %s: %s", resp.StatusCode, http.StatusText(resp.StatusCode), text))
+	b.fail(m, fmt.Sprintf("parley: server answered HTTP %d %s: %s", resp.StatusCode, http.StatusText(resp.StatusCode), truncate([]byte(text), errTextLimit)))
 }
 
 // fail answers every request in m with an internal error.
