@@ -41,9 +41,8 @@ import (
 // Options configures Run.
 type Options struct {
 	// Exactly one of SocketPath and URL. With SocketPath, requests go over the Unix
-	// socket to "http://parley" + Path (Path defaults to "/mcp"); with URL, to URL.
+	// socket to http://parley/mcp; with URL, to URL.
 	SocketPath string
-	Path       string
 	URL        string
 	// Header is added to every HTTP request (identity headers, Authorization).
 	Header http.Header
@@ -243,14 +242,7 @@ func newBridge(opts *Options, out io.Writer) (*bridge, error) {
 		b.base = http.Header{}
 	}
 	if opts.SocketPath != "" {
-		path := opts.Path
-		if path == "" {
-			path = "/mcp"
-		}
-		if !strings.HasPrefix(path, "/") {
-			path = "/" + path
-		}
-		b.endpoint = "http://parley" + path
+		b.endpoint = "http://parley/mcp"
 		b.target = opts.SocketPath
 		sock := opts.SocketPath
 		var d net.Dialer
@@ -686,8 +678,7 @@ func (b *bridge) reinitialize(initMsg []byte, initID json.RawMessage, initialize
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		text := readErrBody(resp)
-		return fmt.Errorf("re-initialize: HTTP %d: %s", resp.StatusCode, text)
+		return fmt.Errorf("re-initialize: HTTP %d: %s", resp.StatusCode, readErrBody(resp))
 	}
 	init := &initCapture{sessionID: resp.Header.Get(headerSessionID), id: idKey(initID)}
 	p := newPending([]json.RawMessage{initID})
@@ -712,12 +703,9 @@ func (b *bridge) reinitialize(initMsg []byte, initID json.RawMessage, initialize
 			return fmt.Errorf("re-initialize: send initialized: %w", err)
 		}
 		if resp.StatusCode/100 != 2 {
-			text := readErrBody(resp)
-			resp.Body.Close()
-			return fmt.Errorf("re-initialize: send initialized: HTTP %d: %s", resp.StatusCode, text)
+			return fmt.Errorf("re-initialize: send initialized: HTTP %d: %s", resp.StatusCode, readErrBody(resp))
 		}
 		drain(resp)
-		resp.Body.Close()
 	}
 	b.sess.Store(s)
 	b.log.Info("session re-initialized", "session", s.id)
@@ -844,12 +832,10 @@ func (b *bridge) getLoop(ctx context.Context, s *session) {
 			wait = backoff
 		case resp.StatusCode == http.StatusMethodNotAllowed:
 			drain(resp)
-			resp.Body.Close()
 			b.log.Debug("GET stream not offered by the server")
 			return
 		case resp.StatusCode == http.StatusNotFound && s.id != "":
 			drain(resp)
-			resp.Body.Close()
 			// The server forgot the session (restart, expiry): make a new one now
 			// rather than at the next request, so that server notifications keep
 			// flowing to a client that is only listening.
@@ -863,12 +849,10 @@ func (b *bridge) getLoop(ctx context.Context, s *session) {
 		case resp.StatusCode == http.StatusBadRequest && lastID != "":
 			// Servers without an event store refuse Last-Event-ID; start afresh.
 			drain(resp)
-			resp.Body.Close()
 			lastID = ""
 			continue
 		case resp.StatusCode != http.StatusOK:
 			b.log.Debug("GET stream refused", "status", resp.StatusCode, "body", readErrBody(resp))
-			resp.Body.Close()
 			wait = backoff
 		default:
 			id, retry, err := b.readEvents(resp.Body, nil, nil, false)
@@ -920,7 +904,6 @@ func (b *bridge) shutdown(parent context.Context) {
 		msg = append(msg, `,"reason":"client disconnected"}}`...)
 		if resp, err := b.do(ctx, http.MethodPost, msg, s.post); err == nil {
 			drain(resp)
-			resp.Body.Close()
 		}
 	}
 	h := b.base.Clone()
@@ -934,7 +917,6 @@ func (b *bridge) shutdown(parent context.Context) {
 		return
 	}
 	drain(resp)
-	resp.Body.Close()
 }
 
 // httpError answers m after the server refused it with an HTTP error status.
@@ -974,10 +956,7 @@ func (b *bridge) httpError(m *message, resp *http.Response) {
 		}
 		return
 	}
-	if len(text) > errTextLimit {
-		text = text[:errTextLimit] + "..."
-	}
-	b.fail(m, fmt.Sprintf("parley: server answered HTTP %d %s: %s", resp.StatusCode, http.StatusText(resp.StatusCode), text))
+	b.fail(m, fmt.Sprintf("parley: server answered HTTP %d %s: %s", resp.StatusCode, http.StatusText(resp.StatusCode), truncate([]byte(text), errTextLimit)))
 }
 
 // fail answers every request in m with an internal error.
@@ -1067,23 +1046,27 @@ func (b *bridge) confirm(ids []string) {
 	if s.id == "" {
 		return
 	}
-	list := strings.Join(ids, ",")
 	h := s.post.Clone()
-	h[api.HeaderDelivered] = []string{list}
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": api.MethodDelivered,
-		"params": map[string]any{"messageIds": ids}})
+	h[api.HeaderDelivered] = []string{strings.Join(ids, ",")}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(b.ctx), receiptTimeout)
 	defer cancel()
-	resp, err := b.do(ctx, http.MethodPost, body, h)
+	resp, err := b.do(ctx, http.MethodPost, receiptMsg(ids), h)
 	if err != nil {
 		b.log.Warn("confirm delivered messages", "err", err, "count", len(ids))
 		return
 	}
 	drain(resp)
-	resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
 		b.log.Warn("confirm delivered messages", "status", resp.StatusCode, "count", len(ids))
 	}
+}
+
+// receiptMsg is the api.MethodDelivered notification that confirms the
+// messages with the ids.
+func receiptMsg(ids []string) []byte {
+	msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": api.MethodDelivered,
+		"params": map[string]any{"messageIds": ids}})
+	return msg
 }
 
 // writeOut writes one message to the client as one line and flushes it.
@@ -1144,14 +1127,18 @@ func readBody(resp *http.Response) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(resp.Body, maxEvent))
 }
 
+// readErrBody reads the start of an error body and closes it.
 func readErrBody(resp *http.Response) string {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, errBodyLimit))
+	resp.Body.Close()
 	return string(body)
 }
 
-// drain reads what is left of a small body so the connection can be reused.
+// drain reads what is left of a small body and closes it, so that the
+// connection can be reused.
 func drain(resp *http.Response) {
 	io.Copy(io.Discard, io.LimitReader(resp.Body, errBodyLimit))
+	resp.Body.Close()
 }
 
 func hasMediaType(ct, want string) bool {

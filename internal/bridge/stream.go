@@ -168,6 +168,14 @@ func (st *stream) attach(c net.Conn, br *bufio.Reader, pushes bool) {
 	go st.read(c, br)
 }
 
+// writeLine writes msg to the server as one line. st.mu is held, and there
+// is a connection.
+func (st *stream) writeLine(msg []byte) error {
+	st.w.Write(msg)
+	st.w.WriteByte('\n')
+	return st.w.Flush()
+}
+
 // handleLine forwards one line from the client, in order.
 func (st *stream) handleLine(l line) {
 	b := st.b
@@ -232,9 +240,7 @@ func (st *stream) send(m *message) error {
 		st.mu.Lock()
 		c := st.conn
 		if c != nil {
-			st.w.Write(m.raw)
-			st.w.WriteByte('\n')
-			err := st.w.Flush()
+			err := st.writeLine(m.raw)
 			if err == nil {
 				for _, id := range m.ids {
 					st.inflight[idKey(id)] = id
@@ -290,9 +296,7 @@ func (st *stream) reconnect() error {
 	}
 	done := make(chan error, 1)
 	st.swallow, st.swallowed = st.initKey, done
-	st.w.Write(st.initMsg)
-	st.w.WriteByte('\n')
-	if err := st.w.Flush(); err != nil {
+	if err := st.writeLine(st.initMsg); err != nil {
 		st.swallow = ""
 		c.Close()
 		return fmt.Errorf("re-initialize: %w", err)
@@ -312,9 +316,7 @@ func (st *stream) reconnect() error {
 		err = errors.New("connection lost")
 	}
 	if err == nil && st.initializedMsg != nil {
-		st.w.Write(st.initializedMsg)
-		st.w.WriteByte('\n')
-		err = st.w.Flush()
+		err = st.writeLine(st.initializedMsg)
 	}
 	if err != nil {
 		// A session that did not initialize serves nothing: the next
@@ -425,16 +427,12 @@ func (st *stream) push(c net.Conn, msg []byte) {
 // confirm tells the server, on the connection that carried them, that the
 // client has the messages.
 func (st *stream) confirm(c net.Conn, ids []string) {
-	msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": api.MethodDelivered,
-		"params": map[string]any{"messageIds": ids}})
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.conn != c {
 		return // that session ended, and put them back
 	}
-	st.w.Write(msg)
-	st.w.WriteByte('\n')
-	if err := st.w.Flush(); err != nil {
+	if err := st.writeLine(receiptMsg(ids)); err != nil {
 		st.b.log.Warn("confirm delivered messages", "err", err, "count", len(ids))
 	}
 }

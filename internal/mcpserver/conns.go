@@ -174,8 +174,8 @@ func (c *watchedConn) wasClean() bool {
 
 // outq is how many bytes written on the connection its peer has not taken:
 // over TCP, not acknowledged. Unknown counts as none.
-func (c *watchedConn) outq() int {
-	n, _ := c.unread()
+func (c *watchedConn) outq() (n int) {
+	c.control(func(fd int) { n = c.probe.unread(fd) })
 	return n
 }
 
@@ -203,13 +203,6 @@ func (c *watchedConn) control(f func(fd int)) {
 	}
 }
 
-// unread is how many bytes written on the connection its peer has not
-// taken (see outq), and whether that is known.
-func (c *watchedConn) unread() (n int, ok bool) {
-	c.control(func(fd int) { n, ok = c.probe.unread(fd) })
-	return n, ok
-}
-
 // sockProbe reads from the kernel what the server's reader may not have seen
 // yet of a connection. Linux tells both (conns_linux.go); elsewhere the
 // portable probe knows neither.
@@ -217,8 +210,8 @@ type sockProbe interface {
 	// peerGone reports whether the peer closed or reset the connection.
 	peerGone(fd int) bool
 	// unread is how many bytes written the peer has not taken (over TCP,
-	// not acknowledged), and whether that is known.
-	unread(fd int) (n int, ok bool)
+	// not acknowledged); 0 if that is not known.
+	unread(fd int) int
 }
 
 // portableProbe knows nothing of the socket. What the reader sees still
@@ -231,8 +224,8 @@ type sockProbe interface {
 // unacknowledged counts as clean.
 type portableProbe struct{}
 
-func (portableProbe) peerGone(int) bool      { return false }
-func (portableProbe) unread(int) (int, bool) { return 0, false }
+func (portableProbe) peerGone(int) bool { return false }
+func (portableProbe) unread(int) int    { return 0 }
 
 // endWait bounds how long received waits for the server's reader to see how
 // a connection its peer just closed ended; past it, the answer is no.

@@ -5,7 +5,7 @@ import (
 )
 
 // Liveness of sessions over HTTP. The SDK ends a session on DELETE or after
-// SessionTimeout without a request (30 minutes, so that a quiet client keeps
+// sessionTimeout without a request (30 minutes, so that a quiet client keeps
 // its session). A client killed without a DELETE would hold its session, and
 // keep its agent present, that long. But a client that keeps a GET stream
 // open (the bridge, and the go-sdk and TypeScript clients, do) shows its
@@ -20,7 +20,7 @@ const DefaultLinger = 15 * time.Second
 
 // A plain Streamable HTTP client keeps no connection between its requests
 // (no GET stream), so nothing shows when it vanishes without a DELETE: its
-// session would keep its agent present for SessionTimeout. Such a session,
+// session would keep its agent present for sessionTimeout. Such a session,
 // once it has had no connection for Idle, stops counting toward its agent's
 // presence (the agent shows offline, unless another session or a recent
 // request of its own keeps it present), and counts again from its next
@@ -60,9 +60,6 @@ func (s *Server) requestStarted(sid, token string) *session {
 
 // requestEnded undoes requestStarted; gone says the client hung up.
 func (s *Server) requestEnded(sess *session, gone bool) {
-	if sess == nil {
-		return
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sess.conns--
@@ -90,14 +87,6 @@ func (s *Server) idleSession(sess *session) {
 		s.log.Debug("an MCP session without a connection no longer counts toward presence", "session", sess.id, "agent", sess.caller.Agent)
 		s.hub.SessionClosed(sess.caller.Workspace, sess.caller.Agent)
 	}
-}
-
-// initialized notes that the client finished initializing: from now on only
-// losing it ends the session early.
-func (s *Server) initialized(sess *session) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sess.ready = true
 }
 
 // dying reports whether nothing keeps the session: no connection, and a

@@ -54,17 +54,6 @@ func requestID(v any) string {
 	return string(b)
 }
 
-// bodyID is the request id of a captured JSON-RPC request body, or "".
-func bodyID(body []byte) string {
-	var m struct {
-		ID json.RawMessage `json:"id"`
-	}
-	if json.Unmarshal(body, &m) != nil {
-		return ""
-	}
-	return requestID(m.ID)
-}
-
 // capture keeps the first bytes of a request body as it is read, for its
 // request id: a request that hands messages out is small.
 type capture struct {
@@ -88,10 +77,17 @@ func (c *capture) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// id is the request id of the captured JSON-RPC request body, or "".
 func (c *capture) id() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return bodyID(c.buf)
+	var m struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(c.buf, &m) != nil {
+		return ""
+	}
+	return requestID(m.ID)
 }
 
 // confirmReceipt answers a bridge's confirmation (a POST with

@@ -7,6 +7,7 @@ import (
 
 // The id a request carries and the one a cancellation names compare equal.
 func TestRequestID(t *testing.T) {
+	bodyID := func(body []byte) string { return (&capture{buf: body}).id() }
 	for _, tt := range []struct {
 		body   string
 		params string

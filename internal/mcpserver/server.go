@@ -50,8 +50,6 @@ type Profile struct {
 type Options struct {
 	Logger  *slog.Logger
 	Version string
-	// SessionTimeout closes sessions idle this long (no request, none in flight).
-	SessionTimeout time.Duration
 	// Linger ends a session this long after its client hung up, or after it
 	// started without finishing initialization, unless a request comes
 	// (default DefaultLinger; live.go).
@@ -60,8 +58,6 @@ type Options struct {
 	// once it has had no connection this long (default DefaultIdle;
 	// live.go): a client that vanished without a DELETE shows offline.
 	Idle time.Duration
-	// MaxRequestBytes bounds an HTTP request body (default 8 MiB).
-	MaxRequestBytes int64
 	// Revocations, if set, ends each session opened with an agent token
 	// (its streams and its calls) when the token is revoked.
 	Revocations Revocations
@@ -80,7 +76,7 @@ type Server struct {
 	log      *slog.Logger
 	opts     Options
 	handler  *mcp.StreamableHTTPHandler
-	profiles map[string]*lazyProfile
+	profiles map[string]func() Profile // built on first use (Register)
 
 	mu       sync.Mutex
 	servers  map[string]*mcp.Server // by sorted profile list
@@ -153,6 +149,17 @@ func (in *inflight) requestID() string {
 // handlers. ServeHTTP removes any a client sent.
 const headerRequest = "Parley-Internal-Request"
 
+const (
+	// sessionTimeout closes sessions idle this long (no request, none in
+	// flight).
+	sessionTimeout = 30 * time.Minute
+	// maxRequestBytes bounds a request: room for one well over the message
+	// size limit, so that an oversized message reaches the tool and gets its
+	// tool error (the limit, in words a model reads) rather than a bare
+	// HTTP 413.
+	maxRequestBytes = 8 << 20
+)
+
 // New returns the /mcp endpoint over o with the native, sidechat and
 // agentmail profiles; more can be added with Register before serving.
 func New(o *ops.Ops, opts *Options) *Server {
@@ -166,24 +173,15 @@ func New(o *ops.Ops, opts *Options) *Server {
 	if op.Version == "" {
 		op.Version = "dev"
 	}
-	if op.SessionTimeout == 0 {
-		op.SessionTimeout = 30 * time.Minute
-	}
 	if op.Linger == 0 {
 		op.Linger = DefaultLinger
 	}
 	if op.Idle == 0 {
 		op.Idle = DefaultIdle
 	}
-	if op.MaxRequestBytes == 0 {
-		// Room for a request well over the message size limit, so that an
-		// oversized message reaches the tool and gets its tool error (the
-		// limit, in words a model reads) rather than a bare HTTP 413.
-		op.MaxRequestBytes = 8 << 20
-	}
 	s := &Server{
 		ops: o, hub: o.Hub(), log: op.Logger, opts: op,
-		profiles: map[string]*lazyProfile{},
+		profiles: map[string]func() Profile{},
 		servers:  map[string]*mcp.Server{},
 		sessions: map[*mcp.ServerSession]*session{},
 		byID:     map[string]*session{},
@@ -193,8 +191,8 @@ func New(o *ops.Ops, opts *Options) *Server {
 	s.Register("agentmail", s.agentmail)
 	s.Register("lean", s.lean)
 	s.handler = mcp.NewStreamableHTTPHandler(s.serverFor, &mcp.StreamableHTTPOptions{
-		SessionTimeout:      op.SessionTimeout,
-		MaxRequestBodyBytes: op.MaxRequestBytes,
+		SessionTimeout:      sessionTimeout,
+		MaxRequestBodyBytes: maxRequestBytes,
 		// Origin and Host are checked by the daemon for every endpoint.
 		DisableLocalhostProtection: true,
 	})
@@ -207,22 +205,11 @@ func New(o *ops.Ops, opts *Options) *Server {
 // infers and resolves the JSON schemas of its tools, which an idle daemon
 // need not hold (they were a fifth of its memory).
 func (s *Server) Register(name string, build func() Profile) {
-	s.profiles[name] = &lazyProfile{build: build}
-}
-
-// lazyProfile is a profile built on first use.
-type lazyProfile struct {
-	once  sync.Once
-	build func() Profile
-	p     Profile
+	s.profiles[name] = sync.OnceValue(build)
 }
 
 // profile returns the registered profile name, building it the first time.
-func (s *Server) profile(name string) Profile {
-	lp := s.profiles[name]
-	lp.once.Do(func() { lp.p = lp.build() })
-	return lp.p
-}
+func (s *Server) profile(name string) Profile { return s.profiles[name]() }
 
 // Profiles lists the registered profile names.
 func (s *Server) Profiles() []string {
@@ -337,30 +324,9 @@ func (s *Server) identityOf(r *http.Request) (*session, error) {
 	if err := hub.ValidWorkspace(c.Workspace); err != nil {
 		return nil, err
 	}
-	profiles := get(api.HeaderProfile, "profile")
-	if profiles == "" {
-		profiles = "native"
-	}
-	for _, p := range strings.Split(profiles, ",") {
-		p = strings.TrimSpace(p)
-		if p == "" {
-			continue
-		}
-		if _, ok := s.profiles[p]; !ok {
-			return nil, hub.Errorf("mcp", hub.Invalid, "unknown profile %q: want one of %s", p, strings.Join(s.Profiles(), ", "))
-		}
-		if !slices.Contains(c.Profiles, p) {
-			c.Profiles = append(c.Profiles, p)
-		}
-	}
-	sort.Strings(c.Profiles)
-	if err := s.checkClash(c.Profiles); err != nil {
+	c.Profiles = strings.Split(get(api.HeaderProfile, "profile"), ",")
+	if err := s.admit(r.Context(), &c); err != nil {
 		return nil, err
-	}
-	if c.Agent != "" {
-		if err := s.register(r.Context(), &c); err != nil {
-			return nil, err
-		}
 	}
 	// A client that confirms what it was handed (the bridge) says so on
 	// every request; others confirm by asking again.
@@ -382,10 +348,33 @@ func (s *Server) identityOf(r *http.Request) (*session, error) {
 	return sess, nil
 }
 
-// register joins the caller's agent on the fly: a new name joins (with its
+// admit settles the profiles of a session's caller (known ones, each once,
+// sorted; native if none) and refuses a set in which two define the same
+// tool. It joins the caller's agent on the fly: a new name joins (with its
 // role, or the default one); a known one keeps its role and module unless
 // others were given. c gets the agent's role and module.
-func (s *Server) register(ctx context.Context, c *ops.Caller) error {
+func (s *Server) admit(ctx context.Context, c *ops.Caller) error {
+	var profiles []string
+	for _, p := range c.Profiles {
+		if p = strings.TrimSpace(p); p == "" || slices.Contains(profiles, p) {
+			continue
+		}
+		if _, ok := s.profiles[p]; !ok {
+			return hub.Errorf("mcp", hub.Invalid, "unknown profile %q: want one of %s", p, strings.Join(s.Profiles(), ", "))
+		}
+		profiles = append(profiles, p)
+	}
+	if len(profiles) == 0 {
+		profiles = []string{"native"}
+	}
+	sort.Strings(profiles)
+	c.Profiles = profiles
+	if err := s.checkClash(profiles); err != nil {
+		return err
+	}
+	if c.Agent == "" {
+		return nil
+	}
 	a, err := s.hub.Agent(ctx, c.Workspace, c.Agent)
 	switch {
 	case err == nil && (c.Role == "" || c.Role == a.Role) && (c.Module == "" || c.Module == a.Module):
@@ -427,10 +416,8 @@ func (s *Server) serverFor(r *http.Request) *mcp.Server {
 	return s.server([]string{"native"})
 }
 
+// inflight is the HTTP request whose key the headers h carry, or nil.
 func (s *Server) inflight(h http.Header) *inflight {
-	if h == nil {
-		return nil
-	}
 	v, ok := s.requests.Load(h.Get(headerRequest))
 	if !ok {
 		return nil
@@ -508,7 +495,11 @@ func (s *Server) bind(next mcp.MethodHandler) mcp.MethodHandler {
 		sess := s.sessions[ss]
 		s.mu.Unlock()
 		if method == "notifications/initialized" && sess != nil {
-			s.initialized(sess)
+			// The client finished initializing: from now on only losing
+			// it ends the session early (live.go).
+			s.mu.Lock()
+			sess.ready = true
+			s.mu.Unlock()
 		}
 		if sess != nil {
 			ctx = context.WithValue(ctx, sessionKey{}, sess)
@@ -523,7 +514,8 @@ func (s *Server) bind(next mcp.MethodHandler) mcp.MethodHandler {
 			ctx = context.WithValue(ctx, inflightKey{}, in)
 			var cancel context.CancelCauseFunc
 			ctx, cancel = context.WithCancelCause(ctx)
-			stop := context.AfterFunc(in.ctx, func() {
+			defer cancel(nil)
+			defer context.AfterFunc(in.ctx, func() {
 				// Keep a cause the server gave (shutting down); a plain
 				// cancellation means the client hung up.
 				cause := context.Cause(in.ctx)
@@ -531,18 +523,10 @@ func (s *Server) bind(next mcp.MethodHandler) mcp.MethodHandler {
 					cause = errGone
 				}
 				cancel(cause)
-			})
-			var stopEnded func() bool
-			if sess != nil && sess.ended != nil {
-				stopEnded = context.AfterFunc(sess.ended, func() { cancel(context.Cause(sess.ended)) })
+			})()
+			if sess != nil {
+				defer context.AfterFunc(sess.ended, func() { cancel(context.Cause(sess.ended)) })()
 			}
-			defer func() {
-				stop()
-				if stopEnded != nil {
-					stopEnded()
-				}
-				cancel(nil)
-			}()
 			res, err := next(ctx, method, req)
 			// What the SDK writes now is the answer: it leaves with the
 			// response's end, in one write (conns.go).
@@ -692,22 +676,8 @@ func (s *Server) Connect(ctx context.Context, t mcp.Transport, caller ops.Caller
 	if caller.Door == "" {
 		caller.Door = hub.DoorMCP
 	}
-	if len(caller.Profiles) == 0 {
-		caller.Profiles = []string{"native"}
-	}
-	sort.Strings(caller.Profiles)
-	for _, p := range caller.Profiles {
-		if _, ok := s.profiles[p]; !ok {
-			return nil, hub.Errorf("mcp", hub.Invalid, "unknown profile %q", p)
-		}
-	}
-	if err := s.checkClash(caller.Profiles); err != nil {
+	if err := s.admit(ctx, &caller); err != nil {
 		return nil, err
-	}
-	if caller.Agent != "" {
-		if err := s.register(ctx, &caller); err != nil {
-			return nil, err
-		}
 	}
 	ss, err := s.server(caller.Profiles).Connect(ctx, t, nil)
 	if err != nil {

@@ -70,7 +70,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
 	var pusher sync.WaitGroup
 	defer pusher.Wait()
 	defer cancel(nil)
-	t := &streamTransport{IOTransport: mcp.IOTransport{Reader: conn, Writer: conn, MaxLineLength: int(s.opts.MaxRequestBytes)},
+	t := &streamTransport{IOTransport: mcp.IOTransport{Reader: conn, Writer: conn, MaxLineLength: maxRequestBytes},
 		s: s, ctx: ctx, cancel: cancel, header: r.Header.Clone(), ready: make(chan struct{}), push: push, pusher: &pusher}
 	ss, err := s.server(sess.caller.Profiles).Connect(ctx, t, nil)
 	if err != nil {
