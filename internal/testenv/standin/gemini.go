@@ -332,3 +332,6 @@ func (tr *Trap) Hosts() []string {
 	defer tr.mu.Unlock()
 	return append([]string(nil), tr.hosts...)
 }
+
+// A Gemini request is a Query too, for scripts shared across the clients.
+var _ Query = (*GenerateRequest)(nil)
