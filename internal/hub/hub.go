@@ -96,6 +96,8 @@ type Hub struct {
 	roles roleCache
 	// recipients are the plain names sends reached lately (confusable.go).
 	recipients recipientCache
+	// aliases are agents' old names, per workspace (alias.go).
+	aliases aliasCache
 
 	subsMu  sync.RWMutex
 	subs    map[int]func(Event)
