@@ -192,6 +192,7 @@ func New(o *ops.Ops, opts *Options) *Server {
 	s.Register("sidechat", s.sidechat)
 	s.Register("agentmail", s.agentmail)
 	s.Register("lean", s.lean)
+	s.Register(IdentityProfile, s.identity)
 	s.handler = mcp.NewStreamableHTTPHandler(s.serverFor, &mcp.StreamableHTTPOptions{
 		SessionTimeout:      op.SessionTimeout,
 		MaxRequestBodyBytes: op.MaxRequestBytes,
@@ -353,8 +354,13 @@ func (s *Server) identityOf(r *http.Request) (*session, error) {
 			c.Profiles = append(c.Profiles, p)
 		}
 	}
-	sort.Strings(c.Profiles)
-	if err := s.checkClash(c.Profiles); err != nil {
+	if from := r.Header.Get(api.HeaderAgentFrom); from != "" && c.Agent != "" && c.Token == "" {
+		if from != api.NameSession && from != api.NameProcess {
+			return nil, hub.Errorf("mcp", hub.Invalid, "%s %q: want %s or %s", api.HeaderAgentFrom, from, api.NameSession, api.NameProcess)
+		}
+		c.NameFrom = from
+	}
+	if err := s.settleProfiles(&c); err != nil {
 		return nil, err
 	}
 	if c.Agent != "" {
@@ -382,10 +388,33 @@ func (s *Server) identityOf(r *http.Request) (*session, error) {
 	return sess, nil
 }
 
+// settleProfiles sorts the caller's profiles, adds the identity profile
+// for a session that may rename itself, and refuses profiles that clash.
+func (s *Server) settleProfiles(c *ops.Caller) error {
+	if c.NameFrom != "" && !slices.Contains(c.Profiles, IdentityProfile) &&
+		(slices.Contains(c.Profiles, "native") || slices.Contains(c.Profiles, "lean")) {
+		c.Profiles = append(c.Profiles, IdentityProfile)
+	}
+	sort.Strings(c.Profiles)
+	return s.checkClash(c.Profiles)
+}
+
 // register joins the caller's agent on the fly: a new name joins (with its
 // role, or the default one); a known one keeps its role and module unless
-// others were given. c gets the agent's role and module.
+// others were given. A name that is an agent's old one (it renamed itself,
+// and the session comes back, or started in the same client session again)
+// is that agent. c gets the agent's name, role and module.
 func (s *Server) register(ctx context.Context, c *ops.Caller) error {
+	if c.Token == "" {
+		name, err := s.hub.Canonical(ctx, c.Workspace, c.Agent)
+		if err != nil {
+			return err
+		}
+		if name != c.Agent {
+			// It chose its name: it keeps the role it chose.
+			c.Agent, c.Role, c.Module = name, "", ""
+		}
+	}
 	a, err := s.hub.Agent(ctx, c.Workspace, c.Agent)
 	switch {
 	case err == nil && (c.Role == "" || c.Role == a.Role) && (c.Module == "" || c.Module == a.Module):
@@ -640,9 +669,10 @@ func (s *Server) ended(ss *mcp.ServerSession, sess *session) {
 	}
 	away := sess.away // then its presence went already
 	sess.away = true
+	ws, agent := sess.caller.Workspace, sess.caller.Agent
 	s.mu.Unlock()
 	if !away {
-		s.hub.SessionClosed(sess.caller.Workspace, sess.caller.Agent)
+		s.hub.SessionClosed(ws, agent)
 	}
 	// The session ended (DELETE, expiry): whatever it holds unconfirmed
 	// goes back to the inbox, and the doors it registered close.
@@ -657,7 +687,10 @@ type sessionKey struct{}
 func (s *Server) callerOf(ctx context.Context, req *mcp.CallToolRequest) *ops.Caller {
 	var c ops.Caller
 	if sess, _ := ctx.Value(sessionKey{}).(*session); sess != nil {
+		s.mu.Lock()
 		c = sess.caller
+		s.mu.Unlock()
+		c.Rebind = func(ctx context.Context, agent, role, module string) { s.rebind(ctx, sess, agent, role, module) }
 	} else {
 		c.Workspace = ops.DefaultWorkspace
 	}
@@ -695,13 +728,12 @@ func (s *Server) Connect(ctx context.Context, t mcp.Transport, caller ops.Caller
 	if len(caller.Profiles) == 0 {
 		caller.Profiles = []string{"native"}
 	}
-	sort.Strings(caller.Profiles)
 	for _, p := range caller.Profiles {
 		if _, ok := s.profiles[p]; !ok {
 			return nil, hub.Errorf("mcp", hub.Invalid, "unknown profile %q", p)
 		}
 	}
-	if err := s.checkClash(caller.Profiles); err != nil {
+	if err := s.settleProfiles(&caller); err != nil {
 		return nil, err
 	}
 	if caller.Agent != "" {
