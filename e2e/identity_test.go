@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"encoding/json"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,8 +20,10 @@ import (
 // through the real `parley mcp serve` and a go-sdk client. The mail queued
 // for the old name follows, mail to either name arrives, a shell command of
 // the same session (which still derives the old name) speaks as the new one,
-// and so does the session when it starts again. A session with a given name
-// is not offered the tool; a taken, look-alike or old name is refused.
+// and so does the session when it starts again. The session's door (its
+// inbox socket, here one the test listens on) moves too: a letter for mail
+// to the new name comes through it. A session with a given name is not
+// offered the tool; a taken, look-alike or old name is refused.
 func TestSetIdentity(t *testing.T) {
 	e := newEnv(t)
 	proj := filepath.Join(e.home, "proj")
@@ -31,9 +35,34 @@ func TestSetIdentity(t *testing.T) {
 		}
 		return ""
 	}, proj)
+	// The Claude Code session's inbox socket: the test reads its letters.
+	sockDir, err := os.MkdirTemp("/tmp", "pd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(sockDir)
+	sock := filepath.Join(sockDir, "s.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	letters := &syncBuffer{}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				io.Copy(letters, c)
+			}()
+		}
+	}()
 	claude := func() *mcp.ClientSession { // a session of the Claude Code session sid
 		t.Helper()
-		e.extra = []string{"CLAUDE_CODE_SESSION_ID=" + sid}
+		e.extra = []string{"CLAUDE_CODE_SESSION_ID=" + sid, "CLAUDE_CODE_MESSAGING_SOCKET=" + sock}
 		defer func() { e.extra = nil }()
 		return e.SessionIn(proj, nil)
 	}
@@ -45,7 +74,8 @@ func TestSetIdentity(t *testing.T) {
 	if who.Agent != old || !strings.Contains(who.Note, "set_identity") {
 		t.Fatalf("whoami: %+v, want %s and a hint at set_identity", who, old)
 	}
-	mustCall(t, boss, "send_message", map[string]any{"to": old, "content": "before"}, nil)
+	mustCall(t, boss, "send_message", map[string]any{"to": old, "content": "before", "priority": "low"}, nil)
+	e.waitDoor(t, proj, old, "claude", func() string { return "" })
 
 	// A given name is not offered the tool, nor can it call it.
 	tools, err := boss.ListTools(t.Context(), nil)
@@ -78,8 +108,24 @@ func TestSetIdentity(t *testing.T) {
 	if got.Agent != "reviewer" || got.Role != "reviewer" || got.Previous != old || got.Unread != 1 {
 		t.Errorf("set_identity: %+v", got)
 	}
-	mustCall(t, boss, "send_message", map[string]any{"to": "reviewer", "content": "to the new name"}, nil)
-	mustCall(t, boss, "send_message", map[string]any{"to": old, "content": "to the old name"}, nil)
+	// Its door moved with it: high-priority mail for the new name is
+	// written through it at once.
+	e.waitDoor(t, proj, "reviewer", "claude", func() string { return "" })
+	mustCall(t, boss, "send_message", map[string]any{"to": "reviewer", "content": "to the new name", "priority": "high"}, nil)
+	waitUntil(t, "a letter for reviewer through the moved door", func() bool {
+		return strings.Contains(letters.String(), "for reviewer in workspace")
+	})
+	var doors struct {
+		Doors []struct{ Agent, Kind, Session string } `json:"doors"`
+	}
+	db, _, _ := e.runIn(proj, "doors", "--json")
+	json.Unmarshal([]byte(db), &doors)
+	for _, d := range doors.Doors {
+		if d.Agent == old {
+			t.Errorf("an open door of the old name after the rename: %+v", d)
+		}
+	}
+	mustCall(t, boss, "send_message", map[string]any{"to": old, "content": "to the old name", "priority": "low"}, nil)
 	var inbox struct {
 		Messages []struct{ From, Content string } `json:"messages"`
 	}
@@ -88,7 +134,7 @@ func TestSetIdentity(t *testing.T) {
 	for _, m := range inbox.Messages {
 		contents = append(contents, m.Content)
 	}
-	if !slices.Equal(contents, []string{"before", "to the new name", "to the old name"}) {
+	if !slices.Equal(contents, []string{"to the new name", "before", "to the old name"}) { // high priority first
 		t.Errorf("the renamed session's inbox: %q", contents)
 	}
 

@@ -76,6 +76,7 @@ func (h *Hub) Rename(ctx context.Context, r RenameRequest) (*Agent, error) {
 		return nil, withOp(op, err)
 	}
 	h.renamed(r.Workspace)
+	h.moveDoors(ctx, r.Workspace, r.Old, r.New)
 	h.roles.set(inboxKey{r.Workspace, r.New}, a.Role, now)
 	h.roles.set(inboxKey{r.Workspace, r.Old}, "", now)
 	h.markSeen(inboxKey{r.Workspace, r.New}, now, true)
@@ -83,6 +84,36 @@ func (h *Hub) Rename(ctx context.Context, r RenameRequest) (*Agent, error) {
 	h.wakeLocal(r.Workspace, []string{r.New})
 	h.publish(Event{Kind: EventAgentRenamed, Workspace: r.Workspace, Agent: r.New, Previous: r.Old, Role: a.Role, Status: string(a.Status)})
 	return a, nil
+}
+
+// DoorClosedRenamed: the door's agent renamed itself; the door moved to
+// the new name.
+const DoorClosedRenamed = "moved: its agent renamed itself"
+
+// moveDoors moves the open doors of old that this daemon's host registered
+// (its client sessions' and their hooks') to new: each opens again for new,
+// with its owner, and closes for old, so that the daemon's doorman writes
+// new's letters through them.
+func (h *Hub) moveDoors(ctx context.Context, ws, old, new string) {
+	ds, err := h.store.Doors(ctx, ws, old, false)
+	if err != nil {
+		h.log.Warn("move the doors of a renamed agent", "agent", old, "err", err)
+		return
+	}
+	for _, d := range ds {
+		if d.Host != h.host {
+			continue
+		}
+		moved := *d
+		moved.Agent = new
+		if _, err := h.OpenDoor(ctx, moved); err != nil {
+			h.log.Warn("move a door of a renamed agent", "agent", old, "to", new, "err", err)
+			continue
+		}
+		if _, err := h.CloseDoor(ctx, ws, d.ID, DoorClosedRenamed); err != nil {
+			h.log.Warn("close the old door of a renamed agent", "agent", old, "err", err)
+		}
+	}
 }
 
 // first returns the first of vs that is not empty.

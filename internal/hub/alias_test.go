@@ -25,6 +25,9 @@ func TestRename(t *testing.T) {
 	if _, err := h.Send(ctx, hub.SendRequest{Workspace: "w", From: "bob", To: old, Content: "before"}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := h.OpenDoor(ctx, hub.SessionDoor{Workspace: "w", Agent: old, Kind: hub.DoorClaude, Session: "s1", Address: "/tmp/cc.sock", Owner: "mcp-1", UID: 7}); err != nil {
+		t.Fatal(err)
+	}
 
 	for _, tc := range []struct {
 		name, new string
@@ -54,6 +57,13 @@ func TestRename(t *testing.T) {
 	}
 	if len(events) != 1 || events[0].Agent != "ana" || events[0].Previous != old {
 		t.Errorf("events: %+v, want one agent.renamed from %s to ana", events, old)
+	}
+	// Its door moved: open for ana, with its session, address and owner.
+	if ds, err := h.Doors(ctx, "w", "ana", false); err != nil || len(ds) != 1 || ds[0].Session != "s1" || ds[0].Address != "/tmp/cc.sock" || ds[0].Owner != "mcp-1" || ds[0].UID != 7 {
+		t.Errorf("ana's doors: %+v %v, want the door moved from %s", ds, err, old)
+	}
+	if ds, err := h.Doors(ctx, "w", old, false); err != nil || len(ds) != 0 {
+		t.Errorf("open doors of the old name: %+v %v, want none", ds, err)
 	}
 	if _, err := h.Send(ctx, hub.SendRequest{Workspace: "w", From: "bob", To: old, Content: "after"}); err != nil {
 		t.Fatalf("send to the old name: %v", err)

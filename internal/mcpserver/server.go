@@ -677,7 +677,7 @@ func (s *Server) ended(ss *mcp.ServerSession, sess *session) {
 	// The session ended (DELETE, expiry): whatever it holds unconfirmed
 	// goes back to the inbox, and the doors it registered close.
 	sess.caller.Reader.Close(context.Background())
-	s.hub.CloseDoorsOf(context.Background(), sess.caller.Workspace, sess.caller.Agent, sess.id)
+	s.hub.CloseDoorsOf(context.Background(), ws, agent, sess.id)
 }
 
 type sessionKey struct{}

@@ -1,4 +1,4 @@
--- Schema version 18: an agent's old names. A session whose name was derived
+-- Schema version 19: an agent's old names. A session whose name was derived
 -- (claude-myrepo-3f9a1c) may rename itself; the old name stays an alias, so
 -- that mail to it, and the session's hooks that still speak as it, reach the
 -- agent under its new name.
