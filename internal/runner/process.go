@@ -115,6 +115,9 @@ func (r *Runner) execute(st *agent, a *active) {
 		}
 	}
 	werr := cmd.Wait()
+	r.mu.Lock()
+	a.pid = 0 // ended: its number may be another process's soon (see groupOf)
+	r.mu.Unlock()
 	r.finish(st, a, ps, werr, stderr.String())
 }
 
@@ -266,17 +269,20 @@ func (r *Runner) finish(st *agent, a *active, ps *parser, werr error, stderr str
 // returns without waiting.
 func (r *Runner) stopProcess(a *active, grace time.Duration) {
 	r.mu.Lock()
-	pid, s, stop := a.pid, a.sess, a.stop
+	s, stop := a.sess, a.stop
 	r.mu.Unlock()
+	pid := r.groupOf(a)
 	if pid == 0 {
-		return // not started: execute sees a.stop and does not start it
+		return // not started (execute sees a.stop and does not start it), or ended
 	}
 	if grace <= 0 {
 		proc.KillGroup(pid)
 		return
 	}
 	if s == nil || stop != "cancel" || r.interrupt(s) != nil {
-		proc.InterruptGroup(pid)
+		if pid := r.groupOf(a); pid != 0 {
+			proc.InterruptGroup(pid)
+		}
 	}
 	r.wg.Add(1)
 	go func() {
@@ -286,21 +292,37 @@ func (r *Runner) stopProcess(a *active, grace time.Duration) {
 		select {
 		case <-a.done:
 		case <-t.C:
-			r.log.Info("run ignored SIGINT: killing its process group", "pid", pid)
-			proc.KillGroup(pid)
+			if pid := r.groupOf(a); pid != 0 {
+				r.log.Info("run ignored SIGINT: killing its process group", "pid", pid)
+				proc.KillGroup(pid)
+			}
 		}
 	}()
 }
 
+// groupOf is the process group of a's process while that runs, else 0.
+// Once it has ended (and been reaped), its number is free: the system gives
+// it to the next process, which may lead a group of its own (another
+// agent's, a daemon), and a signal to the old group would reach that one.
+func (r *Runner) groupOf(a *active) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if a.sess != nil && !a.sess.alive() {
+		return 0
+	}
+	return a.pid
+}
+
 // killOrphans kills the process group a dead daemon's run left behind, if
-// its leader still runs and carries the run's marker (so a recycled pid is
-// left alone).
-func killOrphans(pid int, markers ...string) {
+// its leader still runs and carries the run's marker and this installation's
+// PARLEY_HOME (so a recycled pid, or an agent of the same name of another
+// installation, is left alone).
+func killOrphans(pid int, home string, markers ...string) {
 	if pid <= 0 {
 		return
 	}
 	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
-	if err != nil {
+	if err != nil || !bytes.Contains(append([]byte{0}, env...), []byte("\x00PARLEY_HOME="+home+"\x00")) {
 		return
 	}
 	for _, m := range markers {

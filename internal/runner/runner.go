@@ -212,7 +212,7 @@ func (r *Runner) Start(ctx context.Context) error {
 		}
 		switch {
 		case run.State == RunRunning:
-			killOrphans(run.PID, runMarker(run.AgentID, run.Seq), sessionMarker(run.AgentID))
+			killOrphans(run.PID, r.opts.Home, runMarker(run.AgentID, run.Seq), sessionMarker(run.AgentID))
 			run.State, run.EndedAt = RunInterrupted, time.Now().UTC()
 			run.Error = "the daemon stopped during this run"
 			r.emit(st, &Event{Run: run.Seq, Kind: EvInterrupted, Text: "run " + fmt.Sprint(run.Seq) + " was interrupted: the daemon stopped while it ran", IsError: true})

@@ -138,8 +138,13 @@ func (s *session) alive() bool {
 	}
 }
 
-// kill ends the session's process group.
-func (s *session) kill() { proc.KillGroup(s.pid) }
+// kill ends the session's process group, while it runs: once the process
+// has ended, its number may lead another's group (see groupOf).
+func (s *session) kill() {
+	if s.alive() {
+		proc.KillGroup(s.pid)
+	}
+}
 
 // writeLine writes one JSON line on the session's stdin.
 func (s *session) writeLine(v any) error {

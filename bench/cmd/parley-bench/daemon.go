@@ -24,6 +24,7 @@ type daemon struct {
 	bin, home string
 	hc        *http.Client
 	pid       int
+	env       []string // more environment for its commands (PARLEY_STORE)
 }
 
 // newHome makes a state directory at a short path (socket paths are bounded).
@@ -51,7 +52,7 @@ func (b *bench) newHome() (*daemon, error) {
 
 func (d *daemon) cmd(args ...string) *exec.Cmd {
 	c := exec.Command(d.bin, args...)
-	c.Env = []string{"PARLEY_HOME=" + d.home, "HOME=" + d.home, "PATH=" + os.Getenv("PATH")}
+	c.Env = append([]string{"PARLEY_HOME=" + d.home, "HOME=" + d.home, "PATH=" + os.Getenv("PATH")}, d.env...)
 	if v := os.Getenv("PARLEY_SDK_WORKAROUNDS"); v != "" {
 		c.Env = append(c.Env, "PARLEY_SDK_WORKAROUNDS="+v) // measure one off
 	}

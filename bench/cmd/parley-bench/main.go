@@ -8,6 +8,7 @@
 // Usage:
 //
 //	parley-bench -parley PATH -redis 127.0.0.1:PORT [-n 2000] [-dur 5s] [-run REGEXP]
+//	parley-bench -parley PATH -run org [-org-daemons 3] [-org-agents 90] [-org-rate 150] [-org-dur 60s]
 package main
 
 import (
@@ -58,7 +59,7 @@ func main() {
 	ctx := context.Background()
 	start := time.Now()
 	for _, s := range scenarios {
-		if !re.MatchString(s.name) {
+		if !re.MatchString(s.name) || (s.explicit && *flagRun == "") {
 			continue
 		}
 		logf("== %s", s.name)
@@ -111,6 +112,7 @@ type bench struct {
 	load0      string // load average before the first scenario
 	lat        []latRow
 	val        []valRow
+	org        []orgResult
 	targets    []target
 	failed     []string // scenarios that failed, with their error
 	cleanups   []func()
@@ -180,6 +182,7 @@ func (b *bench) print(w *os.File, took time.Duration) {
 			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", t.name, t.parley, t.floor, t.floorIs, t.goal, t.met)
 		}
 	}
+	printOrg(w, b.org)
 	for _, f := range b.failed {
 		fmt.Fprintf(w, "\n**Failed:** %s\n", f)
 	}

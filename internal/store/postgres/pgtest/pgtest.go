@@ -5,7 +5,7 @@
 //
 // Tests that use it call Main from their TestMain, which stops the cluster when
 // the binary ends; the postmaster is also told to quit if the test binary dies
-// first. Only tests import this package.
+// first. Only tests, and the benchmark command (bench/cmd/parley-bench), import this package.
 package pgtest
 
 import (
