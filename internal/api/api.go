@@ -30,6 +30,11 @@ const (
 	// name was not given but derived for the client session (NameSession,
 	// NameProcess): the session may rename itself (set_identity).
 	HeaderAgentFrom = "Parley-Agent-From"
+	// HeaderSessionRoot goes with HeaderAgentFrom NameProcess: the
+	// checkout the session works in, from which the daemon derives the
+	// name of its Codex thread once a tool call names it
+	// (workspace.SessionName), as the thread's hooks do.
+	HeaderSessionRoot = "Parley-Session-Root"
 )
 
 // How a session's name was derived (HeaderAgentFrom).

@@ -47,12 +47,16 @@ Identity: --agent, else $PARLEY_AGENT, else the single identity file in
 .parley/identities/, else (inside tmux) the window's name, else a name of the
 client session's own, such as claude-myrepo-3f9a1c: from $PARLEY_SESSION, or
 Claude Code's $CLAUDE_CODE_SESSION_ID (its hooks take the same name), or the
-client process that started this server. So a client package that bakes in no
-name (the Claude Code plugin, the Gemini CLI extension) gives each session an
-agent of its own, and two sessions in one checkout are two agents. Such a
-session may choose a readable name and role with the set_identity tool; its
-old name stays an alias (mail to it, and hooks that still derive it, reach
-the new one). Role: --role, else $PARLEY_ROLE, else the identity file.
+client process that started this server. Codex names its thread only in its
+tool calls: at the first, such a session takes the thread's name,
+codex-myrepo-3f9a1c, which Codex's hooks (from their input's session_id) and
+shell commands ($CODEX_THREAD_ID) derive too. So a client package that bakes
+in no name (the Claude Code plugin, the Gemini CLI extension) gives each
+session an agent of its own, and two sessions in one checkout are two
+agents. Such a session may choose a readable name and role with the
+set_identity tool; its old name stays an alias (mail to it, and hooks that
+still derive it, reach the new one). Role: --role, else $PARLEY_ROLE, else
+the identity file.
 Workspace: --workspace, else $PARLEY_WORKSPACE, else this git repository.
 
 Profiles (comma-separated): native (default), sidechat, agentmail, and those the
@@ -164,6 +168,7 @@ whose certificate a private CA signed needs --ca-file.`,
 				from := api.NameSession
 				if byProcess {
 					from = api.NameProcess
+					set(api.HeaderSessionRoot, id.Root)
 				}
 				set(api.HeaderAgentFrom, from)
 			}

@@ -44,6 +44,13 @@ func (s *Server) openDoor(sess *session, in api.DoorRequest) {
 // letter through its door told it of is seen), and a Codex client names its
 // thread.
 func (s *Server) toolCalled(ctx context.Context, sess *session, req mcp.Request) {
+	var thread string
+	if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok {
+		thread, _ = p.Meta["threadId"].(string)
+	}
+	if thread != "" {
+		s.threadName(ctx, sess, thread)
+	}
 	s.mu.Lock()
 	ws, agent := sess.caller.Workspace, sess.caller.Agent
 	s.mu.Unlock()
@@ -51,15 +58,7 @@ func (s *Server) toolCalled(ctx context.Context, sess *session, req mcp.Request)
 		return
 	}
 	s.hub.SessionActive(ctx, ws, agent)
-	if sess.codex == "" || !sess.local {
-		return
-	}
-	p, ok := req.GetParams().(*mcp.CallToolParamsRaw)
-	if !ok {
-		return
-	}
-	thread, _ := p.Meta["threadId"].(string)
-	if thread == "" {
+	if sess.codex == "" || !sess.local || thread == "" {
 		return
 	}
 	s.mu.Lock()

@@ -110,6 +110,12 @@ type session struct {
 	// thread is the Codex thread whose door the session registered; guarded
 	// by Server.mu.
 	thread string
+	// proc is the name of a session named after its client's process, and
+	// root its checkout (api.HeaderSessionRoot); naming holds its other
+	// calls while its first one that names a Codex thread gives it the
+	// thread's name (threadName).
+	proc, root string
+	naming     sync.Mutex
 
 	ss *mcp.ServerSession
 	// ended is cancelled as the session ends, with its calls: the SDK's
@@ -363,6 +369,7 @@ func (s *Server) identityOf(r *http.Request) (*session, error) {
 	if err := s.settleProfiles(&c); err != nil {
 		return nil, err
 	}
+	proc := c.Agent // before register: the name may stand for another agent now
 	if c.Agent != "" {
 		if err := s.register(r.Context(), &c); err != nil {
 			return nil, err
@@ -380,6 +387,9 @@ func (s *Server) identityOf(r *http.Request) (*session, error) {
 		nudge:  r.Header.Get(api.HeaderNudge),
 		local:  isLocal(r),
 		codex:  r.Header.Get(api.HeaderCodexHome),
+	}
+	if c.NameFrom == api.NameProcess {
+		sess.proc, sess.root = proc, r.Header.Get(api.HeaderSessionRoot)
 	}
 	if sock := r.Header.Get(api.HeaderDoorSocket); sock != "" {
 		sess.door = api.DoorRequest{Kind: string(hub.DoorClaude), Address: sock,
