@@ -179,6 +179,28 @@ type AgentInfo struct {
 	// Waiting counts the calls blocked waiting for the agent's next message
 	// on the daemon that answers.
 	Waiting int `json:"waiting,omitempty" jsonschema:"calls blocked waiting for this agent's next message"`
+	// Health is what the agent is doing as the daemon sees it (its hooks,
+	// tool calls, waits, a managed agent's stream, its permission requests).
+	Health string `json:"health" jsonschema:"working, waiting (in a wait or on a person), idle, stalled (no progress for stall_after while in a turn) or offline"`
+	// HealthSince is when it entered that health, where the daemon saw it.
+	HealthSince string `json:"health_since,omitempty" jsonschema:"when the agent entered its health"`
+	// LastProgressAt is the latest sign of progress the daemon saw.
+	LastProgressAt string `json:"last_progress_at,omitempty" jsonschema:"the latest sign of progress seen"`
+}
+
+// ReportActivityRequest is POST /api/v1/activity: a client's hook reports what
+// its agent is doing, for the agent's health.
+type ReportActivityRequest struct {
+	Activity string `json:"activity" jsonschema:"session_start, turn_start, tool_start, tool_end, progress, turn_end or session_end"`
+	// ID names the tool call of tool_start and tool_end (the client's tool
+	// use id).
+	ID string `json:"id,omitempty"`
+}
+
+// ReportActivityResult is the agent's health after the report.
+type ReportActivityResult struct {
+	Agent  string `json:"agent"`
+	Health string `json:"health"`
 }
 
 // ListAgentsRequest is the list_agents input and GET /api/v1/agents.

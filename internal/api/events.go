@@ -58,6 +58,12 @@ type Event struct {
 	State      string      `json:"state,omitempty"`
 	By         string      `json:"by,omitempty"`
 	Message    string      `json:"message,omitempty"`
+	// For agent.health and agent.stalled: Agent is the agent, Status its
+	// health (working, waiting, idle, stalled, offline). For
+	// agent.escalated: Status is the step (nudge, lead, person, cancel,
+	// restart), Change the case (stall, permission), ID a permission
+	// case's request, Text what was done.
+	//
 	// For task.claimed, .completed and .released: ID is the task, Recipients
 	// its queue, Agent the claimant (for .released, the queue), Status
 	// task_completed or task_failed for .completed.
@@ -89,6 +95,7 @@ var EventKinds = []string{
 	string(hub.EventDoorOpened), string(hub.EventDoorClosed),
 	string(hub.EventReservations),
 	string(hub.EventTaskClaimed), string(hub.EventTaskCompleted), string(hub.EventTaskReleased),
+	string(hub.EventAgentHealth), string(hub.EventAgentStalled), string(hub.EventAgentEscalated),
 	EventRunEvent, EventManagedStatus, EventPermissionRequested, EventPermissionResolved,
 }
 
@@ -118,7 +125,7 @@ func ParseEventKinds(s string) (map[string]bool, error) {
 // EventOf converts a hub event for the wire.
 func EventOf(e hub.Event) Event {
 	out := Event{Kind: string(e.Kind), Workspace: e.Workspace, Time: e.Time, Agent: e.Agent, Role: e.Role,
-		Status: e.Status, Recipients: e.Recipients, Group: e.Group, Change: e.Change, Previous: e.Previous}
+		Status: e.Status, Recipients: e.Recipients, Group: e.Group, Change: e.Change, Previous: e.Previous, Text: e.Text}
 	if m := e.Message; m != nil {
 		out.ID, out.From, out.To, out.Priority = m.ID, m.From, m.To, string(m.Priority)
 		out.ThreadID, out.ReplyTo = m.ThreadID, m.ReplyTo

@@ -38,6 +38,11 @@ type ManagedAgent struct {
 	// that daemon's host and state directory. Only it can prompt, cancel or
 	// kill the agent; every daemon shows it.
 	Node string `json:"node,omitempty" jsonschema:"the daemon that runs it (host:directory) when another one on the shared store does: act on it there"`
+	// Budget is its bounds and what it used of them; StopReason says why
+	// a budget stopped it (status exited).
+	Budget     Budget `json:"budget"`
+	StopReason string `json:"stop_reason,omitempty"`
+	Owner      string `json:"owner,omitempty"`
 }
 
 // ManagedRun is one turn of a managed agent.
@@ -102,6 +107,23 @@ type CreateManagedAgentRequest struct {
 	Name     string `json:"name,omitempty" jsonschema:"the agent's id and bus name (default: a fresh id)"`
 	Role     string `json:"role,omitempty" jsonschema:"the agent's role on the bus, addressable as @role (default agent)"`
 	AutoWake *bool  `json:"auto_wake,omitempty" jsonschema:"start a turn when a message arrives while the agent is idle (default true)"`
+	// The agent's budget: it stops once it reaches one (at the end of the
+	// turn that reached it, or at once for time), says why in its
+	// timeline, and its creator is told. Unset: the provider's default
+	// from config.toml, if any.
+	MaxTurns    int     `json:"max_turns,omitempty" jsonschema:"stop after this many turns"`
+	MaxCost     float64 `json:"max_cost,omitempty" jsonschema:"stop once the provider's reported cost reaches this many USD"`
+	MaxDuration string  `json:"max_duration,omitempty" jsonschema:"stop once its turns have run this long in all, a duration such as 30m or 2h"`
+}
+
+// Budget is a managed agent's budget and what it used of it.
+type Budget struct {
+	MaxTurns    int     `json:"max_turns,omitempty"`
+	MaxCost     float64 `json:"max_cost,omitempty"`
+	MaxDuration string  `json:"max_duration,omitempty"`
+	Turns       int     `json:"turns"`
+	CostUSD     float64 `json:"cost_usd"`
+	BusySeconds float64 `json:"busy_seconds"`
 }
 
 // ManagedListRequest is the manager's list_agents input and GET

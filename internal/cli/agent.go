@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -99,7 +100,11 @@ func agentsCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "agents",
 		Short: "List the agents of this workspace",
-		Args:  cobra.NoArgs,
+		Long: `List the agents of this workspace: their presence (active or offline), their
+health as the daemon sees it (working; waiting, blocked in a wait or on a
+person; idle; stalled, a turn with no progress for stall_after; offline),
+their self-reported status, when they were last seen and where.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, _, err := g.client(cmd.Context(), false)
 			if err != nil {
@@ -115,9 +120,13 @@ func agentsCmd(g *globals) *cobra.Command {
 					return
 				}
 				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "NAME\tROLE\tPRESENCE\tSTATUS\tLAST SEEN\tHOST\tID")
+				fmt.Fprintln(tw, "NAME\tROLE\tPRESENCE\tHEALTH\tSTATUS\tLAST SEEN\tHOST\tID")
 				for _, a := range res.Agents {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.Name, a.Role, a.Status, a.WorkStatus, ago(a.LastSeenAt), a.Host, a.AgentID)
+					health := a.Health
+					if a.HealthSince != "" && a.Health != "idle" && a.Health != "offline" {
+						health += " (" + strings.TrimSuffix(ago(a.HealthSince), " ago") + ")"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.Name, a.Role, a.Status, health, a.WorkStatus, ago(a.LastSeenAt), a.Host, a.AgentID)
 				}
 				tw.Flush()
 			})

@@ -39,12 +39,23 @@ shell command, the prompt on stdin or as {prompt}), and those of config.toml's
 func agentCreateCmd(g *globals) *cobra.Command {
 	var req api.CreateManagedAgentRequest
 	var noWake bool
+	var maxDuration time.Duration
 	cmd := &cobra.Command{
-		Use:   "create [--provider P] [--cwd DIR] [--worktree] [PROMPT...]",
+		Use:   "create [--provider P] [--cwd DIR] [--worktree] [--max-turns N] [--max-cost USD] [--max-duration D] [PROMPT...]",
 		Short: "Launch a managed agent, running PROMPT as its first turn",
+		Long: `Launch a managed agent, running PROMPT as its first turn.
+
+--max-turns, --max-cost and --max-duration are its budget: once it has run
+that many turns, its provider has reported that much cost (USD), or its
+turns have run that long in all, it stops (at the end of the turn that
+reached the bound; at once for time), says why in its timeline, and whoever
+created it is told. Unset bounds take the provider's defaults from
+config.toml ([providers.NAME] max_turns, max_cost, max_duration); [budgets]
+workspace_max_cost caps what a workspace's managed agents spend together.`,
 		Example: `  parley agent create --title "fix the flaky test" "find and fix the flaky test in ./store"
   parley agent create --provider codex --worktree --mode plan "sketch a plan for issue 12"
-  parley agent create --provider command --command 'my-agent --once' --name helper`,
+  parley agent create --provider command --command 'my-agent --once' --name helper
+  parley agent create --max-turns 20 --max-cost 5 --max-duration 1h "triage the open issues"`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.Prompt = strings.Join(args, " ")
 			if req.Prompt == "-" {
@@ -65,6 +76,12 @@ func agentCreateCmd(g *globals) *cobra.Command {
 			if noWake {
 				f := false
 				req.AutoWake = &f
+			}
+			if maxDuration < 0 {
+				return fmt.Errorf("--max-duration %s is negative", maxDuration)
+			}
+			if maxDuration > 0 {
+				req.MaxDuration = maxDuration.String()
 			}
 			c, _, err := g.client(cmd.Context(), false)
 			if err != nil {
@@ -93,6 +110,9 @@ func agentCreateCmd(g *globals) *cobra.Command {
 	f.StringVar(&req.Name, "name", "", "the agent's id and bus name (default: a fresh id)")
 	f.StringVar(&req.Role, "role", "", "its role on the bus (default agent)")
 	f.BoolVar(&noWake, "no-auto-wake", false, "do not start a turn when a message arrives")
+	f.IntVar(&req.MaxTurns, "max-turns", 0, "budget: stop after this many turns (0: the provider's default, if any)")
+	f.Float64Var(&req.MaxCost, "max-cost", 0, "budget: stop once the provider's reported cost reaches this many USD")
+	f.DurationVar(&maxDuration, "max-duration", 0, "budget: stop once its turns have run this long in all (e.g. 30m)")
 	addJSON(cmd, g)
 	return cmd
 }
@@ -158,6 +178,10 @@ func agentShowCmd(g *globals) *cobra.Command {
 					fmt.Fprintf(w, "session:   %s\n", a.SessionID)
 				}
 				fmt.Fprintf(w, "auto-wake: %v\nqueued:    %d\ncost:      $%.4f\n", a.AutoWake, a.Queued, a.CostUSD)
+				fmt.Fprintf(w, "budget:    %s\n", budgetText(a.Budget))
+				if a.StopReason != "" {
+					fmt.Fprintf(w, "stopped:   %s\n", a.StopReason)
+				}
 				if a.LastError != "" {
 					fmt.Fprintf(w, "error:     %s\n", a.LastError)
 				}
@@ -440,4 +464,20 @@ func ifNotEmpty(pre, s string) string {
 		return ""
 	}
 	return pre + s
+}
+
+// budgetText renders a budget and what was used of it: "2 of 2 turns, $0.0200
+// of $1.00, 12s of 30m0s".
+func budgetText(b api.Budget) string {
+	parts := []string{fmt.Sprintf("%d turns", b.Turns), fmt.Sprintf("$%.4f", b.CostUSD), (time.Duration(b.BusySeconds * float64(time.Second))).Round(time.Second).String()}
+	if b.MaxTurns > 0 {
+		parts[0] = fmt.Sprintf("%d of %d turns", b.Turns, b.MaxTurns)
+	}
+	if b.MaxCost > 0 {
+		parts[1] = fmt.Sprintf("$%.4f of $%.2f", b.CostUSD, b.MaxCost)
+	}
+	if b.MaxDuration != "" {
+		parts[2] += " of " + b.MaxDuration
+	}
+	return strings.Join(parts, ", ")
 }

@@ -62,13 +62,19 @@ func hookClaudeCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "claude EVENT",
 		Short: "Claude Code hook: set the agent's status and report new messages",
-		Long: `A Claude Code hook (SessionStart, UserPromptSubmit, PostToolUse, Stop,
-SessionEnd, PermissionRequest). It reads the hook's JSON input on stdin, sets the agent's status
+		Long: `A Claude Code hook (SessionStart, UserPromptSubmit, PreToolUse, PostToolUse,
+Stop, SessionEnd, PreCompact, PermissionRequest). It reads the hook's JSON input on stdin, sets the agent's status
 (ready at session start and on Stop, work on UserPromptSubmit, offline on
 SessionEnd), and when new messages wait for the agent it prints Claude Code's
 hook output: context that names them (SessionStart, UserPromptSubmit,
 PostToolUse), or a decision to block Stop so that the agent reads them first.
 Each message is reported once; the state is kept in $PARLEY_HOME/hooks/.
+
+The agent's working set (parley work: the tasks it claimed, the files it
+reserved, the replies and acks it still waits for) outlives a compaction:
+PreCompact prints it as plain text, which Claude Code gives its summarizer
+to keep, and SessionStart after a compaction or on resume puts it back in
+the agent's context.
 
 PermissionRequest files the request in Parley's permission inbox and waits up
 to --wait for a decision (parley allow|deny, a manager agent, the dashboard),
@@ -90,7 +96,14 @@ for that agent, whatever --agent says: the hooks of the repository may be
 bob's. There PermissionRequest prints nothing (Parley already asks) and
 SessionEnd leaves the status alone.
 
-PreToolUse, on Edit, Write, MultiEdit and NotebookEdit, checks the file
+Every event also tells the daemon what the agent is doing, for its health
+(parley agents): UserPromptSubmit starts a turn, PreToolUse and PostToolUse
+bracket a tool call, Stop ends the turn. A turn that shows none of these, no
+tool call to Parley and no wait for stall_after (config.toml, default 10m)
+is stalled.
+
+PreToolUse reports the tool call; on Edit, Write, MultiEdit and NotebookEdit
+it also (unless --policy off) checks the file
 against other agents' exclusive reservations: --policy deny refuses the edit
 and tells the model who holds the file and why, --policy warn lets it through
 with that as context; --lease 10m reserves the file for the editing agent
@@ -105,14 +118,17 @@ writes .claude/settings.json.`,
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), hookTimeout(g))
 			defer cancel()
+			if args[0] == evPreCompact {
+				return runPreCompact(ctx, g, cmd.InOrStdin())
+			}
 			if args[0] == evPreToolUse {
-				return printHook(g, func() (any, error) { return runEditHook(ctx, g, "claude", edit, cmd.InOrStdin()) })
+				return printHook(g, func() (any, error) { return runPreToolUse(ctx, g, "claude", edit, cmd.InOrStdin()) })
 			}
 			return printHook(g, func() (any, error) { return runClaudeHook(ctx, g, args[0], cmd.InOrStdin()) })
 		},
 	}
 	cmd.Flags().DurationVar(&wait, "wait", defaultPermissionWait, "PermissionRequest: how long to wait for a decision before falling back to the client's own prompt (keep it under the hook's timeout)")
-	cmd.Flags().StringVar(&edit.policy, "policy", policyDeny, "PreToolUse: deny or warn when an edit runs into another agent's reservation")
+	cmd.Flags().StringVar(&edit.policy, "policy", policyDeny, "PreToolUse: deny or warn when an edit runs into another agent's reservation; off: only report the tool call")
 	cmd.Flags().DurationVar(&edit.lease, "lease", 0, "PreToolUse: reserve the edited file for this long (e.g. 10m; 0: no lease)")
 	return cmd
 }
@@ -121,9 +137,13 @@ func hookCodexCmd(g *globals) *cobra.Command {
 	var wait time.Duration
 	var edit editHookOptions
 	cmd := &cobra.Command{
-		Use:   "codex PermissionRequest|PreToolUse",
-		Short: "Codex hook: permission requests to Parley's inbox, edits checked against file reservations",
+		Use:   "codex SessionStart|PermissionRequest|PreToolUse",
+		Short: "Codex hook: the working set after a compaction, permission requests to Parley's inbox, edits checked against file reservations",
 		Long: `A Codex hook.
+
+SessionStart, after a compaction or on a resumed thread, gives Codex the
+agent's working set as context: the tasks it claimed, the files it reserved,
+the replies and acks it still waits for (see parley work).
 
 PermissionRequest files the request in Parley's permission inbox and waits up
 to --wait for a decision (parley allow|deny, a manager agent, the dashboard),
@@ -145,6 +165,10 @@ PermissionRequest prints nothing: the daemon files the approvals itself.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch args[0] {
+			case evSessionStart:
+				ctx, cancel := context.WithTimeout(cmd.Context(), hookTimeout(g))
+				defer cancel()
+				return printHook(g, func() (any, error) { return runCodexSessionStart(ctx, g, cmd.InOrStdin()) })
 			case evPermissionRequest:
 				return printHook(g, func() (any, error) { return runPermissionHook(cmd.Context(), g, "codex", wait, cmd.InOrStdin()) })
 			case evPreToolUse:
@@ -152,7 +176,7 @@ PermissionRequest prints nothing: the daemon files the approvals itself.`,
 				defer cancel()
 				return printHook(g, func() (any, error) { return runEditHook(ctx, g, "codex", edit, cmd.InOrStdin()) })
 			}
-			fmt.Fprintf(g.stderr, "parley hook: codex event %q is not handled: want PermissionRequest or PreToolUse\n", args[0])
+			fmt.Fprintf(g.stderr, "parley hook: codex event %q is not handled: want SessionStart, PermissionRequest or PreToolUse\n", args[0])
 			return nil
 		},
 	}
@@ -310,7 +334,9 @@ type claudeHookInput struct {
 	Cwd            string `json:"cwd"`
 	HookEventName  string `json:"hook_event_name"`
 	StopHookActive bool   `json:"stop_hook_active"`
-	Prompt         string `json:"prompt"` // UserPromptSubmit
+	Source         string `json:"source"`      // SessionStart: startup, resume, clear, compact
+	ToolUseID      string `json:"tool_use_id"` // PostToolUse
+	Prompt         string `json:"prompt"`      // UserPromptSubmit
 }
 
 type hookSpecificOutput struct {
@@ -446,12 +472,18 @@ func runClaudeHook(ctx context.Context, g *globals, event string, stdin io.Reade
 		// (A letter's turn names the new mail already.)
 		out = &claudeHookOutput{HookSpecificOutput: &hookSpecificOutput{HookEventName: event, AdditionalContext: contextSummary(id.Agent, unread, fresh)}}
 	}
+	// Whether the output tells the agent of its mail (the working set
+	// added below is not that).
+	toldMail := out != nil
+	if event == evSessionStart && restoresWork(in.Source) {
+		out = withWork(ctx, g, c, event, out)
+	}
 	if status != "" {
 		if err := c.SetStatus(ctx, status); err != nil && !hub.IsNotFound(err) {
 			return nil, err
 		}
 	}
-	if out != nil {
+	if toldMail {
 		// The hook's output told the agent of its inbox: for the messages
 		// that nothing reached before, the hook was the way.
 		ids := make([]string, len(peek.Messages))
@@ -462,11 +494,12 @@ func runClaudeHook(ctx context.Context, g *globals, event string, stdin io.Reade
 			fmt.Fprintf(g.stderr, "parley hook: record the wake path: %v\n", err)
 		}
 	}
+	reportActivity(ctx, g, c, hookActivity(event, in.Source, out != nil && out.Decision == "block"), in.ToolUseID)
 	// Keep the reported ids that are still in the inbox; with output, every
 	// message in it has now been reported.
 	var keep []string
 	for _, m := range peek.Messages {
-		if out != nil || reported[m.MessageID] {
+		if toldMail || reported[m.MessageID] {
 			keep = append(keep, m.MessageID)
 		}
 	}

@@ -34,10 +34,6 @@ var editTools = map[string]string{
 	"NotebookEdit": "notebook_path",
 }
 
-// EditToolMatcher is the PreToolUse matcher that `parley init claude --leases`
-// writes.
-const EditToolMatcher = "Edit|Write|MultiEdit|NotebookEdit"
-
 // codexEditTool is Codex's file-editing tool, and the PreToolUse matcher
 // that `parley init codex --leases` writes. Its hook input carries the patch
 // as tool_input.command.

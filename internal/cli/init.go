@@ -40,7 +40,9 @@ there: other servers and settings are kept.
            with PARLEY_HOME and CODEX_HOME passed on (the thread's queue is
            the session's door) and Parley's tools approved; with
            --permissions, a PermissionRequest hook that sends Codex's approval
-           requests to Parley's inbox; with --leases, a PreToolUse hook that
+           requests to Parley's inbox; with a name (--agent), a SessionStart
+           hook that gives the agent its working set back after a
+           compaction; with --leases, a PreToolUse hook that
            checks each apply_patch against other agents' file reservations;
            the hooks trusted in Codex through codex app-server when codex is
            on PATH (else it prints the /hooks step). That file is user-wide:
@@ -386,7 +388,12 @@ func sameJSON(a, b []byte) bool {
 // MCP server named parley.
 const parleyToolsRule = "mcp__parley"
 
-var claudeHookEvents = []string{"SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "SessionEnd"}
+// claudeHookEvents are the hooks `parley init claude` always writes: status
+// and wake-ups, the activity that makes the agent's health (PreToolUse, on
+// every tool, reports the call; with --leases it also checks edits), and
+// the working set that outlives a compaction (PreCompact, and SessionStart
+// after one).
+var claudeHookEvents = []string{"SessionStart", "UserPromptSubmit", evPreToolUse, "PostToolUse", "Stop", "SessionEnd", evPreCompact}
 
 func (p initPlan) hookCommand(event string) string {
 	parts := []string{shellQuote(p.command), "hook", "claude", event}
@@ -394,9 +401,25 @@ func (p initPlan) hookCommand(event string) string {
 		parts = append(parts, "--agent", shellQuote(p.agent))
 	}
 	if event == evPreToolUse {
-		parts = append(parts, editHookArgs...)
+		if p.leases {
+			parts = append(parts, editHookArgs...)
+		} else {
+			parts = append(parts, "--policy", policyOff)
+		}
 	}
 	return strings.Join(parts, " ")
+}
+
+// checksEdits reports whether a PreToolUse hook command checks edits (it was
+// written with --leases): running init again without --leases keeps that.
+func checksEdits(cmd string) bool {
+	f := strings.Fields(cmd)
+	for i, w := range f {
+		if w == "--policy" && i+1 < len(f) {
+			return f[i+1] != policyOff
+		}
+	}
+	return slices.Contains(f, "--lease")
 }
 
 var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`)
@@ -439,9 +462,6 @@ func (p initPlan) claude() ([]fileChange, error) {
 	if p.permissions {
 		events = append(slices.Clip(events), evPermissionRequest)
 	}
-	if p.leases {
-		events = append(slices.Clip(events), evPreToolUse)
-	}
 	for _, ev := range events {
 		want := p.hookCommand(ev)
 		var groups []any
@@ -459,7 +479,16 @@ func (p initPlan) claude() ([]fileChange, error) {
 			for _, h := range list {
 				hm, _ := h.(map[string]any)
 				if c, _ := hm["command"].(string); hm != nil && isParleyHook(c, ev) {
-					hm["command"] = want // update ours in place (new path or agent)
+					cmd := want
+					if ev == evPreToolUse && !p.leases && checksEdits(c) {
+						q := p
+						q.leases = true
+						cmd = q.hookCommand(ev)
+					}
+					hm["command"] = cmd // update ours in place (new path or agent)
+					if ev == evPreToolUse {
+						grm["matcher"] = "*" // every tool call counts for health
+					}
 					found = true
 				}
 			}
@@ -471,10 +500,8 @@ func (p initPlan) claude() ([]fileChange, error) {
 				timeout = json.Number("60")
 			}
 			gr := map[string]any{"hooks": []any{map[string]any{"type": "command", "command": want, "timeout": timeout}}}
-			if ev == "PostToolUse" || ev == evPermissionRequest {
+			if ev == "PostToolUse" || ev == evPermissionRequest || ev == evPreToolUse {
 				gr["matcher"] = "*"
-			} else if ev == evPreToolUse {
-				gr["matcher"] = EditToolMatcher
 			}
 			groups = append(groups, gr)
 		}
@@ -708,8 +735,12 @@ func (p initPlan) codex() ([]fileChange, error) {
 			text += "\n"
 		}
 		cmd := p.codexHookCommand(h.event)
-		text += fmt.Sprintf("[[hooks.%s]]\nmatcher = %s\n\n[[hooks.%s.hooks]]\ntype = \"command\"\ncommand = %s\ntimeout = %d\n",
-			h.event, tomlString(h.matcher), h.event, tomlString(cmd), h.timeout)
+		matcher := ""
+		if h.matcher != "" {
+			matcher = "matcher = " + tomlString(h.matcher) + "\n"
+		}
+		text += fmt.Sprintf("[[hooks.%s]]\n%s\n[[hooks.%s.hooks]]\ntype = \"command\"\ncommand = %s\ntimeout = %d\n",
+			h.event, matcher, h.event, tomlString(cmd), h.timeout)
 		var withHook map[string]any
 		if err := toml.Unmarshal([]byte(text), &withHook); err != nil || !hasCodexHook(withHook, h.event) {
 			return nil, fmt.Errorf("%s: cannot add the %s hook to it (%v): add a [[hooks.%s]] with command %q by hand", path, h.event, err, h.event, cmd)
@@ -726,10 +757,17 @@ type codexHookSpec struct {
 	fires          string // when Codex runs it, for the user
 }
 
-// codexHooks are the hooks the plan asks for: PermissionRequest waits for a
-// person (up to its --wait of 50 s); PreToolUse checks apply_patch's files.
+// codexHooks are the hooks the plan asks for: SessionStart, whenever the
+// server has a name of its own (a hook sees no session of the server's, so
+// it needs the name), gives back the working set after a compaction or on
+// a resumed thread; PermissionRequest waits for a person (up to its --wait
+// of 50 s); PreToolUse checks apply_patch's files.
 func (p initPlan) codexHooks() []codexHookSpec {
 	var hs []codexHookSpec
+	if p.agent != "" {
+		hs = append(hs, codexHookSpec{evSessionStart, "", 10,
+			"After a compaction or on a resumed thread it gives Codex the agent's working set (parley work) as context."})
+	}
 	if p.permissions {
 		hs = append(hs, codexHookSpec{evPermissionRequest, "*", 60,
 			"It fires where Codex would ask for an approval (codex with approvals on, or codex app-server), not in plain codex exec."})

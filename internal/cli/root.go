@@ -86,7 +86,7 @@ Quick start:
 	root.AddCommand(
 		daemonCmd(g), mcpCmd(g), bridgeCmd(g), watchCmd(g),
 		joinCmd(g), whoamiCmd(g), sendCmd(g), inboxCmd(g), waitCmd(g),
-		agentsCmd(g), statusCmd(g), groupCmd(g), broadcastCmd(g), historyCmd(g), demoCmd(g),
+		agentsCmd(g), statusCmd(g), workCmd(g), groupCmd(g), broadcastCmd(g), historyCmd(g), demoCmd(g),
 		hookCmd(g), initCmd(g), guardCmd(g), reserveCmd(g), searchCmd(g), queueCmd(g),
 		upstreamCmd(g), toolsCmd(g),
 		agentCmd(g), permissionsCmd(g), allowCmd(g), denyCmd(g),

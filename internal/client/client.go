@@ -232,6 +232,19 @@ func (c *Client) SetStatus(ctx context.Context, status string) error {
 	return c.do(ctx, http.MethodPut, "/agents/"+url.PathEscape(c.Agent)+"/status", nil, api.StatusRequest{Status: status}, nil)
 }
 
+// ReportActivity tells the daemon what the client's agent is doing (a hook's
+// event), for its health.
+func (c *Client) ReportActivity(ctx context.Context, activity, id string) (*api.ReportActivityResult, error) {
+	var out api.ReportActivityResult
+	return &out, c.do(ctx, http.MethodPost, "/activity", nil, api.ReportActivityRequest{Activity: activity, ID: id}, &out)
+}
+
+// Work returns the client's agent's working set (my_work).
+func (c *Client) Work(ctx context.Context) (*api.WorkResult, error) {
+	var out api.WorkResult
+	return &out, c.do(ctx, http.MethodGet, "/work", nil, nil, &out)
+}
+
 // Send sends a message as the client's agent.
 func (c *Client) Send(ctx context.Context, r api.SendRequest) (*api.SendResult, error) {
 	var out api.SendResult

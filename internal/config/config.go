@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"strings"
@@ -37,6 +38,10 @@ type Config struct {
 	PublicURL string `toml:"public_url,omitempty"`
 	// MaxMessageBytes is the message size limit (default 256 KiB).
 	MaxMessageBytes int `toml:"max_message_bytes,omitempty"`
+	// DashboardAddr is where the dashboard listens (a loopback host:port
+	// such as "127.0.0.1:7475"); empty: the port of its last run, kept in
+	// $PARLEY_HOME/dashboard.json, else a free one.
+	DashboardAddr string `toml:"dashboard_addr,omitempty"`
 	// Nudge, if "tmux", types a notice into an idle agent's tmux pane on new mail.
 	Nudge string `toml:"nudge,omitempty"`
 	// Upstreams are the MCP servers the gateway fronts ([[upstream]] tables).
@@ -51,9 +56,17 @@ type Config struct {
 	CancelGrace string `toml:"cancel_grace,omitempty"`
 	// Notify are the endpoints that push notices to people ([[notify]] tables).
 	Notify []Notify `toml:"notify,omitempty"`
-	// StallAfter is how long a managed agent's run may show no activity
-	// before a notice says it is stalled (a duration; default "10m").
+	// StallAfter is how long an agent's turn may show no progress (no hook,
+	// tool call or output) while it is not blocked in a wait and has no tool
+	// call in flight, before its health is stalled (a duration; default
+	// "10m").
 	StallAfter string `toml:"stall_after,omitempty"`
+	// Budgets bound managed agents beyond each one's own budget
+	// ([budgets]: a workspace's spend cap, launches per managed agent).
+	Budgets Budgets `toml:"budgets,omitempty"`
+	// Escalation is what the daemon does about stalled agents and
+	// permission requests nobody answers ([escalation]).
+	Escalation Escalation `toml:"escalation,omitempty"`
 	// Retention prunes messages that every recipient has read once they are
 	// older than this (an age such as "30d"; empty keeps everything).
 	Retention string `toml:"retention,omitempty"`
@@ -90,6 +103,57 @@ func (c *Config) TTL() time.Duration {
 // DeadAfter is DaemonTimeout as a duration; 0 means the default.
 func (c *Config) DeadAfter() time.Duration {
 	d, _ := time.ParseDuration(c.DaemonTimeout)
+	return d
+}
+
+// Escalation configures the escalation ladder (package supervise): a
+// stalled agent is nudged through its best wake path, then its lead is
+// told, then the person gets a notice ([[notify]]), then a managed agent's
+// run is cancelled or restarted (OnStall); a step every Every while the
+// stall lasts. A permission request nobody answers for PermissionAfter
+// climbs the same ladder from the lead.
+type Escalation struct {
+	// Lead is told at the second step: "@role" or an agent's name; empty
+	// tells a managed agent's owner, if an agent created it.
+	Lead string `toml:"lead,omitempty"`
+	// Every is the time from one step to the next (default "5m").
+	Every string `toml:"every,omitempty"`
+	// PermissionAfter is how long a permission request waits before its
+	// ladder starts (default "5m").
+	PermissionAfter string `toml:"permission_after,omitempty"`
+	// OnStall is a managed agent's last step: "cancel" its run, "restart"
+	// it (cancel, then a prompt to carry on), or empty for neither.
+	OnStall string `toml:"on_stall,omitempty"`
+}
+
+// EscalationDurations are Every and PermissionAfter, with their defaults.
+func (e Escalation) EscalationDurations() (every, permissionAfter time.Duration) {
+	every, _ = parseDuration(e.Every, 5*time.Minute)
+	permissionAfter, _ = parseDuration(e.PermissionAfter, 5*time.Minute)
+	return every, permissionAfter
+}
+
+func validateEscalation(e Escalation) error {
+	if _, err := parseDuration(e.Every, time.Minute); err != nil {
+		return fmt.Errorf("escalation: invalid every %q: %v", e.Every, err)
+	}
+	if _, err := parseDuration(e.PermissionAfter, time.Minute); err != nil {
+		return fmt.Errorf("escalation: invalid permission_after %q: %v", e.PermissionAfter, err)
+	}
+	switch e.OnStall {
+	case "", "cancel", "restart":
+	default:
+		return fmt.Errorf("escalation: invalid on_stall %q: want \"cancel\", \"restart\" or nothing", e.OnStall)
+	}
+	if lead := strings.TrimPrefix(e.Lead, "@"); e.Lead != "" && (lead == "" || strings.ContainsAny(lead, " \t\n")) {
+		return fmt.Errorf("escalation: invalid lead %q: want @role or an agent's name", e.Lead)
+	}
+	return nil
+}
+
+// StallDuration is stall_after, or its default.
+func (c *Config) StallDuration() time.Duration {
+	d, _ := parseDuration(c.StallAfter, 10*time.Minute)
 	return d
 }
 
@@ -146,6 +210,12 @@ func Parse(b []byte, name string) (*Config, error) {
 	if c.Store != "" && c.Store != "sqlite" && !strings.HasPrefix(c.Store, "postgres://") && !strings.HasPrefix(c.Store, "postgresql://") {
 		return nil, fmt.Errorf("%s: invalid store: want a postgres:// URL, or nothing for SQLite", name)
 	}
+	if c.DashboardAddr != "" {
+		host, _, err := net.SplitHostPort(c.DashboardAddr)
+		if ip := net.ParseIP(host); err != nil || (host != "localhost" && (ip == nil || !ip.IsLoopback())) {
+			return nil, fmt.Errorf("%s: invalid dashboard_addr %q: want a loopback host:port such as 127.0.0.1:7475", name, c.DashboardAddr)
+		}
+	}
 	if c.Nudge != "" && c.Nudge != "tmux" {
 		return nil, fmt.Errorf("%s: invalid nudge %q: want \"tmux\" or nothing", name, c.Nudge)
 	}
@@ -162,6 +232,9 @@ func Parse(b []byte, name string) (*Config, error) {
 	}
 	if d, err := time.ParseDuration(c.StallAfter); c.StallAfter != "" && (err != nil || d <= 0) {
 		return nil, fmt.Errorf("%s: invalid stall_after %q: want a duration such as \"10m\"", name, c.StallAfter)
+	}
+	if err := validateEscalation(c.Escalation); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		return nil, fmt.Errorf("%s: tls_cert and tls_key go together: give both (the certificate and its key) or neither", name)

@@ -15,12 +15,36 @@ import (
 // with stream-json input, `codex app-server`), so that a prompt that arrives
 // during a run is streamed into it instead of waiting for the next. Unset, it
 // is the kind's default (runner.ProviderConfig): on for claude, off for codex.
+//
+// MaxTurns, MaxCost (USD, as the provider reports it) and MaxDuration (the
+// time its turns run, in all) are the default budget of the provider's
+// agents: a create that sets no bound of its own takes these.
 type Provider struct {
-	Kind    string            `toml:"kind,omitempty"`
-	Command string            `toml:"command,omitempty"`
-	Args    []string          `toml:"args,omitempty"`
-	Env     map[string]string `toml:"env,omitempty"`
-	Steer   *bool             `toml:"steer,omitempty"`
+	Kind        string            `toml:"kind,omitempty"`
+	Command     string            `toml:"command,omitempty"`
+	Args        []string          `toml:"args,omitempty"`
+	Env         map[string]string `toml:"env,omitempty"`
+	Steer       *bool             `toml:"steer,omitempty"`
+	MaxTurns    int               `toml:"max_turns,omitempty"`
+	MaxCost     float64           `toml:"max_cost,omitempty"`
+	MaxDuration string            `toml:"max_duration,omitempty"`
+}
+
+// Budgets are the bounds on managed agents beyond each one's ([budgets]).
+type Budgets struct {
+	// WorkspaceMaxCost caps what one workspace's managed agents may cost
+	// together, in USD (0: no cap): once reached, each stops at the end of
+	// its turn, and no new one starts.
+	WorkspaceMaxCost float64 `toml:"workspace_max_cost,omitempty"`
+	// MaxLaunches bounds how many agents one managed agent may create
+	// (default 10).
+	MaxLaunches int `toml:"max_launches,omitempty"`
+}
+
+// ProviderMaxDuration is p's max_duration (0 if unset).
+func (p Provider) ProviderMaxDuration() time.Duration {
+	d, _ := parseDuration(p.MaxDuration, 0)
+	return d
 }
 
 // RunnerDurations returns the runner's timeouts, with their defaults applied.
@@ -48,6 +72,9 @@ func validateRunner(c *Config) error {
 	if _, err := parseDuration(c.CancelGrace, time.Second); err != nil {
 		return fmt.Errorf("invalid cancel_grace %q: %v", c.CancelGrace, err)
 	}
+	if c.Budgets.WorkspaceMaxCost < 0 || c.Budgets.MaxLaunches < 0 {
+		return fmt.Errorf("budgets: workspace_max_cost and max_launches must not be negative")
+	}
 	for name, p := range c.Providers {
 		switch p.Kind {
 		case "", "claude", "codex", "command":
@@ -63,6 +90,12 @@ func validateRunner(c *Config) error {
 		}
 		if p.Steer != nil && *p.Steer && kind != "claude" && kind != "codex" {
 			return fmt.Errorf("providers.%s: steer is for claude and codex providers, whose process can take a prompt during a run", name)
+		}
+		if p.MaxTurns < 0 || p.MaxCost < 0 {
+			return fmt.Errorf("providers.%s: max_turns and max_cost must not be negative", name)
+		}
+		if _, err := parseDuration(p.MaxDuration, time.Hour); err != nil {
+			return fmt.Errorf("providers.%s: invalid max_duration %q: %v", name, p.MaxDuration, err)
 		}
 	}
 	return nil

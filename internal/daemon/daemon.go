@@ -24,6 +24,7 @@ import (
 	"github.com/parley-dev/parley/internal/permission"
 	"github.com/parley-dev/parley/internal/runner"
 	"github.com/parley-dev/parley/internal/safefile"
+	"github.com/parley-dev/parley/internal/supervise"
 	"github.com/parley-dev/parley/internal/token"
 	"github.com/parley-dev/parley/internal/web"
 )
@@ -93,6 +94,7 @@ type Daemon struct {
 	perms   *permission.Inbox // every agent's permission requests
 	web     *web.Server       // the dashboard (dashboard.go)
 	notices *notices          // push notifications (notify.go), nil without [[notify]]
+	ladder  *supervise.Ladder // escalations of stalls and unanswered permission requests
 	// revocations ends what is open under an agent token when it is
 	// revoked (tokens.go).
 	revocations token.Watcher
@@ -143,7 +145,7 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		return nil, err
 	}
 	d.hub = hub.New(d.db, &hub.Options{Logger: d.log.With("subsystem", "hub"), MaxContent: cfg.MaxContent, Notifier: d.notifier(), Host: d.host,
-		DeadAfter: d.conf.DeadAfter(), TTL: d.conf.TTL()})
+		DeadAfter: d.conf.DeadAfter(), TTL: d.conf.TTL(), StallAfter: d.conf.StallDuration()})
 	d.hub.Subscribe(d.daemonEvents)
 	// Alive before anything is held: on a shared store the others must not
 	// take a daemon that starts for one that died (hub.LivenessStore).
@@ -163,15 +165,16 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		return nil, fmt.Errorf("start runner: %w", err)
 	}
 	d.openGateway(d.conf)
+	d.openNotices(d.conf)
+	d.openLadder(d.conf)
 	d.ops = ops.New(d.hub, &ops.Options{Logger: d.log.With("subsystem", "ops"), ProgressEvery: cfg.ProgressEvery, Runner: d.runner,
-		Permissions: d.perms, Tokens: d.db, Revoked: d.revocations.Revoked, Gateway: d.gw.mgr, Config: d.gw, Dashboard: dashboard{d},
+		Permissions: d.perms, Tokens: d.db, Revoked: d.revocations.Revoked, Gateway: d.gw.mgr, Config: d.gw, Dashboard: dashboard{d}, Ladder: d.ladder,
 		Version: cfg.Version, Process: d.process})
 	d.mcp = mcpserver.New(d.ops, &mcpserver.Options{Logger: d.log.With("subsystem", "mcp"), Version: cfg.Version,
 		Revocations: &d.revocations, Idle: cfg.SessionIdle})
 	d.mcp.Register("manager", d.mcp.Manager)
 	d.mcp.Register("self", d.mcp.Self)
 	d.mcp.Register("gateway", func() mcpserver.Profile { return mcpserver.Profile{Attach: d.gw.mgr.Profile} })
-	d.openNotices(d.conf)
 	d.startNotifier()
 
 	// We hold the lock, so a socket file left behind is stale.
@@ -237,6 +240,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 	doorman, doormanDone := d.startDoorman(doorCtx)
 	defer func() { stopDoorman(); <-doormanDone }() // its letters in flight, before the store closes
 	d.startNudger(ctx, doorman)
+	d.resumeDashboard()
+	// Escalations; stopped before the store closes. Its nudges go through
+	// the doorman's letters.
+	d.ladder.UseDoors(doorman)
+	climbed := make(chan struct{})
+	go func() { d.ladder.Run(sweepCtx); close(climbed) }()
+	defer func() { stopSweep(); <-climbed }()
 	d.startRetention(ctx)
 	select {
 	case err := <-errc:

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"net/http"
+	"path/filepath"
 	"time"
 
 	"github.com/parley-dev/parley/internal/web"
@@ -10,7 +11,16 @@ import (
 // openDashboard prepares the dashboard over the API handler h. Its loopback
 // listener starts with the first login link (parley dashboard).
 func (d *Daemon) openDashboard(h http.Handler) {
-	d.web = web.New(web.Options{API: h, Logger: d.log.With("subsystem", "dashboard"), BaseContext: d.srv.BaseContext})
+	d.web = web.New(web.Options{API: h, Logger: d.log.With("subsystem", "dashboard"), BaseContext: d.srv.BaseContext,
+		Addr: d.conf.DashboardAddr, State: filepath.Join(d.paths.Home, "dashboard.json")})
+}
+
+// resumeDashboard starts the dashboard's listener at once if browsers were
+// signed in when the daemon last stopped: their pages reconnect to it.
+func (d *Daemon) resumeDashboard() {
+	if err := d.web.Resume(); err != nil {
+		d.log.Warn("dashboard: resume the listener", "err", err)
+	}
 }
 
 // dashboard is the web dashboard as the operations reach it. The dashboard

@@ -14,17 +14,12 @@ import (
 	"github.com/parley-dev/parley/internal/runner"
 )
 
-// Defaults of push notifications.
-const (
-	defaultStallAfter = 10 * time.Minute
-	stallCheckEvery   = 30 * time.Second
-)
-
 // observeRunner hears every change of a managed agent (runner.Options.Observer)
 // and publishes it on the hub's one path for events: to the event stream and
 // push notifications here, and to the other daemons on the store. It runs
 // under the runner's lock; publishing never blocks.
 func (d *Daemon) observeRunner(c runner.Change) {
+	d.runnerActivity(c)
 	e := api.Event{Workspace: c.Workspace, Agent: c.Agent, Time: time.Now().UTC()}
 	if c.Event == nil {
 		e.Kind, e.Status = api.EventManagedStatus, string(c.Status)
@@ -40,6 +35,7 @@ func (d *Daemon) observeRunner(c runner.Change) {
 // observePermission hears the permission inbox: every agent's requests, and
 // how each ended, are published like the runner's changes.
 func (d *Daemon) observePermission(pe permission.Event) {
+	d.permissionActivity(pe)
 	d.publish(permissionEvent(pe))
 }
 
@@ -89,12 +85,12 @@ func (d *Daemon) daemonEvents(e hub.Event) {
 }
 
 // notices turns what happens into push notifications: critical messages,
-// permission requests, failed runs, stalled runs.
+// permission requests, failed runs (stalls are the escalation ladder's:
+// supervise.go).
 type notices struct {
 	d     *Daemon
 	n     *notify.Notifier
 	ch    chan api.Event
-	stall time.Duration
 	unsub func()
 	done  chan struct{}
 	asked map[string]bool // permission requests already announced and pending
@@ -110,12 +106,8 @@ func (d *Daemon) openNotices(conf *config.Config) {
 		d:     d,
 		n:     notify.New(config.NotifyEndpoints(conf.Notify), &notify.Options{Logger: d.log.With("subsystem", "notify")}),
 		ch:    make(chan api.Event, 256),
-		stall: defaultStallAfter,
 		done:  make(chan struct{}),
 		asked: map[string]bool{},
-	}
-	if v, err := time.ParseDuration(conf.StallAfter); err == nil && v > 0 {
-		ns.stall = v
 	}
 	ns.unsub = d.hub.Subscribe(func(e hub.Event) {
 		if e.Kind != hub.EventMessageSent || e.Message == nil {
@@ -139,41 +131,15 @@ func (ns *notices) offer(e api.Event) {
 	}
 }
 
-// run turns events into notices until ctx ends, and looks for stalled runs.
+// run turns events into notices until ctx ends.
 func (ns *notices) run(ctx context.Context) {
 	defer close(ns.done)
-	t := time.NewTicker(min(stallCheckEvery, ns.stall/2))
-	defer t.Stop()
-	last := map[string]time.Time{} // agent id: its latest timeline entry
-	stalled := map[string]int{}    // agent id: the run already reported stalled
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case e := <-ns.ch:
-			if e.Kind == api.EventRunEvent || e.Kind == api.EventPermissionRequested || e.Kind == api.EventPermissionResolved {
-				last[e.Agent] = e.Time
-			}
 			ns.consider(e)
-		case now := <-t.C:
-			for _, a := range ns.d.runner.List("") {
-				r := a.Current
-				if a.Status != runner.StatusRunning || r == nil || r.StartedAt.IsZero() || stalled[a.ID] == r.Seq {
-					continue
-				}
-				since := r.StartedAt
-				if l := last[a.ID]; l.After(since) {
-					since = l
-				}
-				quiet := now.Sub(since)
-				if quiet < ns.stall {
-					continue
-				}
-				stalled[a.ID] = r.Seq
-				ns.n.Notify(notify.Notice{Kind: notify.AgentStalled, Workspace: a.Workspace, Agent: a.ID,
-					ID: fmt.Sprintf("%s/run-%d", a.ID, r.Seq), Title: fmt.Sprintf("%s is stalled", a.ID),
-					Message: fmt.Sprintf("Run %d of %s (%s) has shown no activity for %s.", r.Seq, a.ID, a.Title, quiet.Round(time.Second))})
-			}
 		}
 	}
 }

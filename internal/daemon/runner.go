@@ -14,7 +14,8 @@ import (
 func (d *Daemon) openRunner(ctx context.Context, conf *config.Config) error {
 	provs := map[string]runner.ProviderConfig{}
 	for name, p := range conf.Providers {
-		provs[name] = runner.ProviderConfig{Kind: p.Kind, Command: p.Command, Args: p.Args, Env: p.Env, Steer: p.Steer}
+		provs[name] = runner.ProviderConfig{Kind: p.Kind, Command: p.Command, Args: p.Args, Env: p.Env, Steer: p.Steer,
+			Budget: runner.Budget{MaxTurns: p.MaxTurns, MaxCostUSD: p.MaxCost, MaxDuration: p.ProviderMaxDuration()}}
 	}
 	permTimeout, grace := conf.RunnerDurations()
 	d.perms = permission.New(d.db, &permission.Options{Timeout: permTimeout, Logger: d.log.With("subsystem", "permissions")})
@@ -26,6 +27,7 @@ func (d *Daemon) openRunner(ctx context.Context, conf *config.Config) error {
 		// no owner of their own.
 		Owner:       hub.HumanPrefix + home.UserName(),
 		MaxAutoHops: conf.MaxAutoHops, AutoTurnsPerMinute: conf.AutoTurnsPerMinute,
+		WorkspaceMaxCost: conf.Budgets.WorkspaceMaxCost, MaxLaunches: conf.Budgets.MaxLaunches,
 	})
 	if err != nil {
 		return err
@@ -34,5 +36,6 @@ func (d *Daemon) openRunner(ctx context.Context, conf *config.Config) error {
 		return err
 	}
 	d.runner = rn
+	d.residentAgents()
 	return nil
 }

@@ -245,8 +245,8 @@ func TestCodexQueue(t *testing.T) {
 	srv := tmuxcli.NewServer(t)
 	cxDir := t.TempDir()
 	cx := srv.StartCodex("cx", model, tmuxcli.CodexOptions{Dir: cxDir})
-	cx.Type("FIRST-TURN hello") // a thread is written with its first turn
-	seen.wait(t, 30*time.Second, "FIRST-TURN hello", cx.Screen)
+	cx.Type("FIRST-TURN hello")                              // a thread is written with its first turn
+	seen.wait(t, time.Minute, "FIRST-TURN hello", cx.Screen) // Codex starts slowly on a loaded machine
 	thread := cx.Thread()
 	ctx := context.Background()
 	c := &door.Codex{Home: cx.Home, Thread: thread}

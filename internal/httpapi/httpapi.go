@@ -76,7 +76,7 @@ type Access struct{ agent map[string]bool }
 // agent tokens. Endpoints that are no operation are refused.
 func (a *Access) AgentMay(pattern string) bool { return a.agent[pattern] }
 
-// adapters fit the caller of the two routes whose path says more than their
+// adapters fit the caller of the routes whose path says more than their
 // operation's input.
 var adapters = map[string]func(r *http.Request, c *ops.Caller) error{
 	// The path names the agent whose status changes: the caller itself
@@ -92,6 +92,10 @@ var adapters = map[string]func(r *http.Request, c *ops.Caller) error{
 	// A request is answered by its id in any workspace: ids are unique,
 	// and the people at the CLI and the dashboard watch every workspace.
 	"Respond": func(_ *http.Request, c *ops.Caller) error {
+		c.Workspace = ""
+		return nil
+	},
+	"RespondMany": func(_ *http.Request, c *ops.Caller) error {
 		c.Workspace = ""
 		return nil
 	},

@@ -110,6 +110,7 @@ type AgentView struct {
 	*Agent
 	Active  bool // an open session, or seen within ActiveWindow
 	Waiting int  // calls blocked in a wait for its next message, on this hub
+	Health  HealthView
 }
 
 // Agents lists the agents of ws with their presence.
@@ -121,7 +122,7 @@ func (h *Hub) Agents(ctx context.Context, ws string) ([]AgentView, error) {
 	out := make([]AgentView, len(as))
 	for i, a := range as {
 		h.overlaySeen(a)
-		out[i] = AgentView{Agent: a, Active: h.active(a), Waiting: h.Waiters(ws, a.Name)}
+		out[i] = AgentView{Agent: a, Active: h.active(a), Waiting: h.Waiters(ws, a.Name), Health: h.Health(a)}
 	}
 	return out, nil
 }
@@ -334,6 +335,7 @@ func (h *Hub) SessionClosed(ws, name string) {
 		h.mu.Unlock()
 		h.storeLeft(ws, name)
 		h.publish(Event{Kind: EventAgentLeft, Workspace: ws, Agent: name})
+		h.leftActivity(k)
 	}
 }
 

@@ -52,6 +52,7 @@ type Event struct {
 	Count      int    // for delivery events: the copy's delivery count
 	Change     string // for groups: created, deleted, member_added, member_removed; for reservations: granted, renewed, released, force_released, reclaimed
 	Previous   string // for agent.renamed: the old name, now an alias of Agent
+	Text       string // a line for people (an escalation's step)
 
 	Reservations []*Reservation // for EventReservations
 	SessionDoor  *SessionDoor   // for door events
@@ -101,6 +102,11 @@ func (h *Hub) Publish(e Event) {
 }
 
 // publish announces e here and to the other daemons.
+// Announce publishes an event of one of the hub's kinds that a subsystem
+// beside it raises (the escalation ladder's agent.escalated), the way the
+// hub publishes its own: here and to the other daemons.
+func (h *Hub) Announce(e Event) { h.publish(e) }
+
 func (h *Hub) publish(e Event) {
 	if e.Time.IsZero() {
 		e.Time = h.now().UTC()

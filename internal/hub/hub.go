@@ -44,6 +44,9 @@ type Options struct {
 	// ResponseBudget bounds the bytes of messages one check or peek hands
 	// out (limits.go); 0: DefaultResponseBudget.
 	ResponseBudget int
+	// StallAfter is how long a turn may show no progress before its agent
+	// is stalled (health.go); 0: DefaultStallAfter.
+	StallAfter time.Duration
 	// TTL is the time to live of a message that names none: a copy that
 	// nothing reached by then bounces back to its sender (door.go). 0:
 	// DefaultTTL; NoTTL: none.
@@ -99,6 +102,16 @@ type Hub struct {
 	// aliases are agents' old names, per workspace (alias.go).
 	aliases aliasCache
 
+	// acts are what the agents are doing, for their health (health.go).
+	actMu      sync.Mutex
+	acts       map[inboxKey]*activity
+	stallAfter time.Duration
+	// asks are the replies agents wait for (work.go).
+	asksMu sync.Mutex
+	asks   map[inboxKey][]ask
+	// conflicts are the recent reservation conflicts (views.go).
+	conflicts conflictLog
+
 	subsMu  sync.RWMutex
 	subs    map[int]func(Event)
 	nextSub int
@@ -130,6 +143,9 @@ func New(store Store, opts *Options) *Hub {
 	if o.SweepEvery <= 0 {
 		o.SweepEvery = DefaultSweepEvery
 	}
+	if o.StallAfter <= 0 {
+		o.StallAfter = DefaultStallAfter
+	}
 	switch {
 	case o.TTL == 0:
 		o.TTL = DefaultTTL
@@ -159,6 +175,9 @@ func New(store Store, opts *Options) *Hub {
 		unseen:     make(map[inboxKey]struct{}),
 		early:      make(map[inboxKey]time.Time),
 		confirms:   make(map[string][]string),
+		acts:       make(map[inboxKey]*activity),
+		stallAfter: o.StallAfter,
+		asks:       make(map[inboxKey][]ask),
 		entropy:    ulid.Monotonic(rand.Reader, 0),
 	}
 }

@@ -181,6 +181,8 @@ func (h *Hub) block(ctx context.Context, key, agent inboxKey, timeout time.Durat
 	h.waiters[key][w] = struct{}{}
 	h.sessions[agent]++ // a blocked waiter is present
 	h.mu.Unlock()
+	h.bump(agent, func(a *activity) { a.blocked++ })
+	defer h.bump(agent, func(a *activity) { a.blocked-- })
 	defer func() {
 		h.mu.Lock()
 		delete(h.waiters[key], w)

@@ -266,6 +266,9 @@ func (h *Hub) WaitForReply(ctx context.Context, r ReplyWaitRequest) (*Delivery, 
 	if err != nil {
 		return nil, withOp(op, err)
 	}
+	// Remembered until the reply comes, whether this wait sees it or not:
+	// the agent's working set names what it still waits for.
+	h.noteAsk(r.Workspace, r.Agent, m, repliers, resultOf)
 	d, err := h.Next(ctx, WaitRequest{Workspace: r.Workspace, Agent: r.Agent, Reader: r.Reader, Timeout: r.Timeout, Via: r.Via, Lease: r.Lease,
 		Progress: r.Progress, ProgressEvery: r.ProgressEvery, thread: m.ThreadID, after: m.ID, repliers: repliers, resultOf: resultOf})
 	if err != nil {
@@ -313,6 +316,9 @@ func (h *Hub) Run(ctx context.Context) error {
 	}
 	t := time.NewTicker(h.sweepEvery)
 	defer t.Stop()
+	watched := make(chan struct{})
+	go func() { h.watchHealth(ctx); close(watched) }()
+	defer func() { <-watched }()
 	for {
 		select {
 		case <-ctx.Done():

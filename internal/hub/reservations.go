@@ -143,6 +143,7 @@ func (h *Hub) Reserve(ctx context.Context, r ReserveRequest) (*ReserveResult, er
 	if len(res.Granted) > 0 {
 		h.publish(Event{Kind: EventReservations, Workspace: r.Workspace, Agent: r.Agent, Change: "granted", Reservations: res.Granted})
 	}
+	h.noteConflicts(r.Workspace, r.Agent, "reserve", res.Conflicts)
 	return &res, nil
 }
 
@@ -422,6 +423,11 @@ func (h *Hub) CheckPaths(ctx context.Context, ws, agent string, paths []string) 
 	var out []ReservationConflict
 	for _, p := range pats {
 		out = append(out, conflicts(live, agent, p, false, true)...)
+	}
+	if agent != "" {
+		// An agent's check before its edit (the edit hooks): it ran into
+		// another's files.
+		h.noteConflicts(ws, agent, "check", out)
 	}
 	return out, nil
 }

@@ -115,6 +115,15 @@ type Store interface {
 	// whose ack deadline is at or before now with recipients that have not
 	// acked, oldest first.
 	Overdue(ctx context.Context, ws, sender string, now time.Time) ([]*Overdue, error)
+	// OpenTasks returns up to limit copies of ws's tasks that are not done:
+	// every delivery to a work queue (queue:NAME) that is queued,
+	// redelivered or delivered (claimed), with its message, by queue, then
+	// in inbox order.
+	OpenTasks(ctx context.Context, ws string, limit int) ([]*Delivery, error)
+	// Unacked returns up to limit messages of ws sent by sender that asked
+	// for an ack (AckRequired) with recipients that have not acked, oldest
+	// first, each with those recipients.
+	Unacked(ctx context.Context, ws, sender string, limit int) ([]*Overdue, error)
 	// History returns messages of ws, newest first, that match q.
 	History(ctx context.Context, ws string, q HistoryQuery) ([]*Message, error)
 	// ClearInbox marks every delivery of recipient that is not Read yet

@@ -8,7 +8,7 @@ func (s *Server) native() Profile {
 		typed(s, "send_message", "Send a message to an agent (by name, even one that has not joined yet), a role (@role), a group (@group) or everyone (@everyone). Returns once the message is stored.", o.Op("Send"), hide("payload")),
 		typed(s, "check_messages", "Return your unread messages, highest priority first then oldest first; read once your client has them. redelivered: handed to you before.", o.Op("Check")),
 		typed(s, "wait_for_message", "Block until a message for you arrives (or the timeout passes), then return it. Sends progress notifications while waiting when given a progress token.", o.Op("Wait")),
-		typed(s, "list_agents", "List the agents of this workspace with their presence (active or offline).", o.Op("ListAgents")),
+		typed(s, "list_agents", "List the agents of this workspace with their presence (active or offline) and health (working, waiting, idle, stalled, offline).", o.Op("ListAgents")),
 		typed(s, "broadcast_message", "Send one message to every other agent of the workspace, optionally only active ones or excluding names or roles.", o.Op("Broadcast")),
 		typed(s, "create_group", "Create a named group to address as @name.", o.Op("CreateGroup")),
 		typed(s, "delete_group", "Delete a group. @everyone is built in and cannot be deleted.", o.Op("DeleteGroup")),
@@ -24,5 +24,6 @@ func (s *Server) native() Profile {
 		typed(s, "message_status", "Show each recipient's copy of a message you sent or received: queued, delivered, redelivered, read or acked.", o.Op("MessageStatus")),
 		typed(s, "ack_message", "Acknowledge messages sent to you.", o.Op("Ack")),
 		typed(s, "list_overdue", "List your messages whose ack deadline passed unacknowledged.", o.Op("Overdue")),
+		typed(s, "my_work", "Show your work in progress as Parley keeps it: tasks you claimed, files you reserved, messages still awaiting a reply or ack, unread count. Call it after a compaction or restart.", o.Op("MyWork")),
 	}, s.coordTools()...)}
 }

@@ -139,7 +139,9 @@ func typed(s *Server, name, desc string, op ops.Op, opts ...toolOption) Tool {
 		if err := json.Unmarshal(args, v); err != nil {
 			return toolError(fmt.Errorf("validating \"arguments\": %v", err)), nil
 		}
-		out, err := op.Call(ctx, s.callerOf(ctx, req), v)
+		c := s.callerOf(ctx, req)
+		defer s.ops.ToolCall(c)() // in flight, for the agent's health
+		out, err := op.Call(ctx, c, v)
 		if err != nil {
 			var rpcErr *jsonrpc.Error
 			if errors.As(err, &rpcErr) && err == error(rpcErr) {
@@ -191,7 +193,9 @@ func sdkTyped(s *Server, t *mcp.Tool, cfg toolConfig, agentMay bool, op ops.Op) 
 			if err := json.Unmarshal(b, v); err != nil {
 				return nil, nil, err
 			}
-			out, err := op.Call(ctx, s.callerOf(ctx, req), v)
+			c := s.callerOf(ctx, req)
+			defer s.ops.ToolCall(c)()
+			out, err := op.Call(ctx, c, v)
 			if tx, ok := out.(texter); ok && err == nil {
 				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: tx.Text()}}}, out, nil
 			}
@@ -206,7 +210,9 @@ func sdkTyped(s *Server, t *mcp.Tool, cfg toolConfig, agentMay bool, op ops.Op) 
 // (the typed adapter validates first and reports a tool error).
 func raw(s *Server, t *mcp.Tool, fn func(context.Context, *ops.Caller, *mcp.CallToolRequest) (*mcp.CallToolResult, error)) Tool {
 	return Tool{Tool: t, Handler: func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return fn(ctx, s.callerOf(ctx, req), req)
+		c := s.callerOf(ctx, req)
+		defer s.ops.ToolCall(c)()
+		return fn(ctx, c, req)
 	}}
 }
 

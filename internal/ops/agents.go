@@ -15,7 +15,7 @@ func (o *Ops) Join(ctx context.Context, c *Caller, in api.JoinRequest) (api.Agen
 	if err != nil {
 		return api.AgentInfo{}, err
 	}
-	return agentInfo(hub.AgentView{Agent: a, Active: o.hub.Active(a)}), nil
+	return agentInfo(hub.AgentView{Agent: a, Active: o.hub.Active(a), Health: o.hub.Health(a)}), nil
 }
 
 // GetAgent returns one agent of the caller's workspace.
@@ -24,7 +24,7 @@ func (o *Ops) GetAgent(ctx context.Context, c *Caller, in api.AgentRequest) (api
 	if err != nil {
 		return api.AgentInfo{}, err
 	}
-	return agentInfo(hub.AgentView{Agent: a, Active: o.hub.Active(a)}), nil
+	return agentInfo(hub.AgentView{Agent: a, Active: o.hub.Active(a), Waiting: o.hub.Waiters(c.Workspace, a.Name), Health: o.hub.Health(a)}), nil
 }
 
 // ListAgents lists the agents of the caller's workspace with their presence.

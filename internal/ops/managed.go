@@ -27,9 +27,17 @@ func (o *Ops) CreateAgent(ctx context.Context, c *Caller, in api.CreateManagedAg
 	if err := o.managed("create_agent"); err != nil {
 		return api.ManagedAgent{}, err
 	}
+	budget := runner.Budget{MaxTurns: in.MaxTurns, MaxCostUSD: in.MaxCost}
+	if in.MaxDuration != "" {
+		d, err := time.ParseDuration(in.MaxDuration)
+		if err != nil || d <= 0 {
+			return api.ManagedAgent{}, hub.Errorf("create_agent", hub.Invalid, "invalid max_duration %q: want a duration such as 30m or 2h", in.MaxDuration)
+		}
+		budget.MaxDuration = d
+	}
 	a, err := o.runner.Create(ctx, runner.CreateRequest{Workspace: c.Workspace, Provider: in.Provider, Cwd: in.Cwd,
 		Title: in.Title, Mode: in.Mode, Prompt: in.Prompt, Worktree: in.Worktree, Command: in.Command, Name: in.Name,
-		Role: in.Role, AutoWake: in.AutoWake})
+		Role: in.Role, AutoWake: in.AutoWake, Owner: c.Agent, Budget: budget})
 	if err != nil {
 		return api.ManagedAgent{}, err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/permission"
 	"github.com/parley-dev/parley/internal/runner"
+	"github.com/parley-dev/parley/internal/supervise"
 	"github.com/parley-dev/parley/internal/token"
 )
 
@@ -129,6 +130,9 @@ type Options struct {
 	Config Config
 	// Dashboard issues the web dashboard's sign-in links; nil: none.
 	Dashboard Dashboard
+	// Ladder is the escalation ladder, whose steps the dashboard shows;
+	// nil: none.
+	Ladder *supervise.Ladder
 	// Version is the daemon's, for health and status.
 	Version string
 	// Process, if set, gives the daemon's own facts for status: start
@@ -157,6 +161,7 @@ type Ops struct {
 	version       string
 	process       func() api.Status
 	dash          Dashboard
+	ladder        *supervise.Ladder
 	log           *slog.Logger
 	progressEvery time.Duration
 	opTable
@@ -174,7 +179,7 @@ func New(h *hub.Hub, opts *Options) *Ops {
 	if o.ProgressEvery == 0 {
 		o.ProgressEvery = 5 * time.Second
 	}
-	return &Ops{hub: h, runner: o.Runner, perms: o.Permissions, tokens: o.Tokens, revoked: o.Revoked, gateway: o.Gateway, config: o.Config, dash: o.Dashboard,
+	return &Ops{hub: h, runner: o.Runner, perms: o.Permissions, tokens: o.Tokens, revoked: o.Revoked, gateway: o.Gateway, config: o.Config, dash: o.Dashboard, ladder: o.Ladder,
 		version: o.Version, process: o.Process, log: o.Logger, progressEvery: o.ProgressEvery}
 }
 

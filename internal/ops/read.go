@@ -55,7 +55,8 @@ var readsNone = []string{
 	"ListGroups", "GetGroup", "CreateGroup", "DeleteGroup", "AddMember", "RemoveMember",
 	"ReservePaths", "RenewReservations", "ReleaseReservations", "ListReservations", "WhoHas", "CheckPaths",
 	"CompleteTask", "ReleaseTask", "SetTitle", "SetBranch", "RequestPermission", "AskPermission",
-	"Tools", "CallTool", "Health",
+	"Tools", "CallTool", "Health", "ReportActivity",
+	"MyWork", // its own tasks (claimed by it), reservations and asks (sent by it)
 }
 
 // ReadRuleOps names the operations open to agent tokens that read messages:

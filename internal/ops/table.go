@@ -96,6 +96,8 @@ func (o *Ops) table() []Op {
 		def("GetAgent", Agent, "GET /agents/{name}", o.GetAgent),
 		def("ListAgents", Agent, "GET /agents", o.ListAgents),
 		def("SetStatus", Agent, "PUT /agents/{name}/status", o.SetStatus),
+		def("ReportActivity", Agent, "POST /activity", o.ReportActivity), // the caller's own health
+		def("MyWork", Agent, "GET /work", o.MyWork),                      // the caller's own working set
 		def("Whoami", Agent, "", o.Whoami),
 		def("SetIdentity", Agent, "", o.SetIdentity), // an MCP session's own name; refused to a token, which names its agent
 		def("ListGroups", Agent, "GET /groups", o.ListGroups),
@@ -150,11 +152,18 @@ func (o *Ops) table() []Op {
 		def("SetMode", Admin, "PUT /managed/agents/{agent_id}/mode", o.SetMode),
 		def("Permissions", Admin, "GET /permissions", o.Permissions),
 		def("Respond", Admin, "POST /permissions/{request_id}", o.Respond),
+		def("RespondMany", Admin, "POST /permissions/bulk", o.RespondMany),
+		def("PermissionRules", Admin, "GET /permissions/rules", o.PermissionRules),
+		def("AddPermissionRule", Admin, "POST /permissions/rules", o.AddPermissionRule),
+		def("RemovePermissionRule", Admin, "DELETE /permissions/rules/{id}", o.RemovePermissionRule),
 
 		// The dashboard's views of the whole workspace, maintenance, tokens.
 		def("UnreadByAgent", Admin, "GET /dashboard/unread", o.UnreadByAgent),
 		def("SearchWorkspace", Admin, "GET /dashboard/search", o.SearchWorkspace),
 		def("Deliveries", Admin, "GET /dashboard/deliveries", o.Deliveries),
+		def("DashboardQueues", Admin, "GET /dashboard/queues", o.DashboardQueues),
+		def("DashboardLeases", Admin, "GET /dashboard/leases", o.DashboardLeases),
+		def("DashboardHealth", Admin, "GET /dashboard/health", o.DashboardHealth),
 		def("DashboardLogin", Admin, "POST /dashboard/login", o.DashboardLogin),
 		def("Purge", Admin, "POST /purge", o.Purge),
 		def("Status", Admin, "GET /status", o.Status), // the daemon's paths, store and sessions

@@ -65,6 +65,7 @@ func agentInfo(a hub.AgentView) api.AgentInfo {
 		Name: a.Name, Role: a.Role, Module: a.Module, Status: st,
 		LastSeenAt: api.FormatTime(a.LastSeen), AgentID: a.ID(), WorkStatus: string(a.Status),
 		Workspace: a.Workspace, Host: a.Host, Waiting: a.Waiting,
+		Health: string(a.Health.Health), HealthSince: api.FormatTime(a.Health.Since), LastProgressAt: api.FormatTime(a.Health.Progress),
 	}
 }
 
@@ -103,7 +104,12 @@ func managedAgent(s *runner.Snapshot) api.ManagedAgent {
 		Command: a.Command, SessionID: a.SessionID, LastError: a.LastError, CostUSD: a.CostUSD,
 		LastMessage: s.LastMessage, CurrentRun: managedRun(s.Current), Queued: s.Queued, Runs: s.Runs,
 		CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt, PendingPermissions: make([]api.Permission, len(s.Pending)),
-		Node: s.Node,
+		Node: s.Node, StopReason: a.StopReason, Owner: a.Owner,
+		Budget: api.Budget{MaxTurns: a.Budget.MaxTurns, MaxCost: a.Budget.MaxCostUSD, Turns: a.Turns, CostUSD: a.CostUSD,
+			BusySeconds: a.Busy.Seconds()},
+	}
+	if a.Budget.MaxDuration > 0 {
+		v.Budget.MaxDuration = a.Budget.MaxDuration.String()
 	}
 	for i, p := range s.Pending {
 		v.PendingPermissions[i] = Permission(p)

@@ -131,6 +131,7 @@ type Inbox struct {
 	waiters map[string][]chan struct{} // by request id: closed when it is decided
 	subs    map[int]func(Event)
 	nextSub int
+	rules   []*Rule // time-boxed allow rules (rules.go)
 }
 
 // New returns an inbox over store.
@@ -211,7 +212,7 @@ func (in *Inbox) File(ctx context.Context, r Request) (*Request, error) {
 	}
 	in.log.Info("permission requested", "request", r.ID, "agent", r.Agent, "source", r.Source, "tool", r.Tool)
 	in.publish(Event{Kind: EventRequested, Request: r})
-	return &r, nil
+	return in.applyRules(ctx, &r), nil
 }
 
 // NewID returns a fresh request id.

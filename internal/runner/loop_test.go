@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/parley-dev/parley/internal/api"
-	"github.com/parley-dev/parley/internal/home"
 )
 
 // TestAutoWakeLoopStopped: two auto-waking agents that answer each other
@@ -36,7 +35,7 @@ func TestAutoWakeLoopStopped(t *testing.T) {
 	if len(h.Messages) != 6 {
 		t.Errorf("history: got %d messages, want 6", len(h.Messages))
 	}
-	owner := "human:" + home.UserName()
+	owner := "boss" // the manager that created it
 	if r := h.Messages[0]; r.To != owner || r.From != "a" || !strings.Contains(r.Content, "looks like a loop") {
 		t.Errorf("newest message: got %+v, want the report to %s", r, owner)
 	}

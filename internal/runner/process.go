@@ -159,6 +159,9 @@ func (r *Runner) finish(st *agent, a *active, ps *parser, werr error, stderr str
 	r.denyAll(st.rec.ID, "the run ended")
 	r.mu.Lock()
 	stop := a.stop
+	if a.clock != nil {
+		a.clock.Stop()
+	}
 	r.mu.Unlock()
 
 	state := RunCompleted
@@ -179,6 +182,8 @@ func (r *Runner) finish(st *agent, a *active, ps *parser, werr error, stderr str
 		state, msg = RunKilled, "the agent was killed"
 	case stop == "shutdown":
 		state, msg = RunInterrupted, "the daemon stopped during this run"
+	case stop == stopBudget:
+		state, msg = RunCancelled, "stopped: the agent's time budget ran out"
 	case werr != nil:
 		state = RunFailed
 		msg = werr.Error()
@@ -245,6 +250,9 @@ func (r *Runner) finish(st *agent, a *active, ps *parser, werr error, stderr str
 	}
 	st.finished = max(st.finished, st.lastRun.Seq)
 	st.rec.CostUSD += cost
+	if !run.StartedAt.IsZero() {
+		st.rec.Busy += now.Sub(run.StartedAt)
+	}
 	switch state {
 	case RunFailed:
 		st.rec.LastError = fmt.Sprintf("run %d failed: %s", run.Seq, msg)
@@ -258,6 +266,13 @@ func (r *Runner) finish(st *agent, a *active, ps *parser, werr error, stderr str
 	r.saveAgent(st)
 	r.log.Info("run ended", "agent", st.rec.ID, "run", run.Seq, "state", state)
 	if stop != "shutdown" {
+		// A bound this turn reached stops the agent now, idle or not.
+		r.mu.Lock()
+		stopped := r.stopSpent(st)
+		r.mu.Unlock()
+		if stopped {
+			return
+		}
 		r.dispatch(st)
 		r.markWake(st.rec.Workspace, st.rec.ID)
 	}

@@ -28,6 +28,9 @@ type ProviderConfig struct {
 	// prompt that arrives during a run is streamed into it (session.go).
 	// Nil means the kind's default (steers).
 	Steer *bool
+	// Budget is the default budget of the provider's agents (budget.go):
+	// a create that sets no bound of its own takes these.
+	Budget Budget
 }
 
 // steers is whether a provider of kind with setting set keeps one process

@@ -54,6 +54,11 @@ type Options struct {
 	// means DefaultMaxAutoHops and DefaultAutoTurnsPerMinute.
 	MaxAutoHops        int
 	AutoTurnsPerMinute int
+	// WorkspaceMaxCost caps what the managed agents of one workspace may
+	// cost together, in USD (0: no cap); MaxLaunches bounds how many agents
+	// one managed agent may create (0: DefaultMaxLaunches). See budget.go.
+	WorkspaceMaxCost float64
+	MaxLaunches      int
 	// Observer, if set, hears of every change of a managed agent: each new
 	// timeline event, and each change of its status. It runs on the
 	// runner's goroutines, some holding its lock: it must neither block
@@ -131,6 +136,9 @@ type active struct {
 	steered []*Run
 	ending  bool
 	took    int
+
+	// clock stops the run when its agent's time budget runs out.
+	clock *time.Timer
 }
 
 // steerable reports whether a prompt can be streamed into a's turn: it runs
@@ -310,6 +318,9 @@ type CreateRequest struct {
 	Name     string // the agent's id and bus name (default: a fresh id)
 	Role     string // default agent
 	AutoWake *bool  // default true
+	// Budget bounds the agent (budget.go); unset bounds take the
+	// provider's defaults.
+	Budget Budget
 }
 
 // Create makes a managed agent in the workspace (and a git worktree for it
@@ -344,6 +355,15 @@ func (r *Runner) Create(ctx context.Context, req CreateRequest) (*Snapshot, erro
 	if len(req.Prompt) > MaxPrompt {
 		return nil, hub.Errorf(op, hub.TooLarge, "prompt over %d bytes", MaxPrompt)
 	}
+	if err := req.Budget.Check(); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	err := r.checkLaunch(req.Workspace, req.Owner)
+	r.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
 	role := req.Role
 	if role == "" {
 		role = "agent"
@@ -352,7 +372,7 @@ func (r *Runner) Create(ctx context.Context, req CreateRequest) (*Snapshot, erro
 		return nil, err
 	}
 	rec := Agent{Workspace: req.Workspace, Provider: provName, Mode: mode, Role: role, Cwd: cwd, Origin: cwd,
-		Command: req.Command, AutoWake: req.AutoWake == nil || *req.AutoWake, Owner: req.Owner}
+		Command: req.Command, AutoWake: req.AutoWake == nil || *req.AutoWake, Owner: req.Owner, Budget: req.Budget.or(p.Budget)}
 	if err := p.check(&rec); err != nil {
 		return nil, err
 	}
@@ -398,7 +418,11 @@ func (r *Runner) Create(ctx context.Context, req CreateRequest) (*Snapshot, erro
 	r.agents[id] = st
 	r.mu.Unlock()
 	released = true
-	r.emit(st, &Event{Kind: EvNote, Text: fmt.Sprintf("created: provider %s, mode %s, in %s", provName, mode, rec.Cwd)})
+	note := fmt.Sprintf("created: provider %s, mode %s, in %s", provName, mode, rec.Cwd)
+	if !rec.Budget.IsZero() {
+		note += "; budget: " + budgetLine(rec.Budget)
+	}
+	r.emit(st, &Event{Kind: EvNote, Text: note})
 	r.log.Info("managed agent created", "agent", id, "workspace", rec.Workspace, "provider", provName)
 	if strings.TrimSpace(req.Prompt) != "" {
 		if _, err := r.enqueue(st, req.Prompt, "create"); err != nil {
@@ -618,6 +642,9 @@ func (r *Runner) enqueue(st *agent, prompt, source string) (*Enqueued, error) {
 	r.mu.Lock()
 	if st.rec.Exited {
 		r.mu.Unlock()
+		if st.rec.StopReason != "" {
+			return nil, hub.Errorf("send_agent_prompt", hub.Conflict, "agent %s was stopped: %s; create a new agent", st.rec.ID, st.rec.StopReason)
+		}
 		return nil, hub.Errorf("send_agent_prompt", hub.Conflict, "agent %s was killed: create a new agent", st.rec.ID)
 	}
 	if r.closed {
@@ -657,11 +684,16 @@ func (r *Runner) dispatch(st *agent) {
 	if r.closed || st.run != nil || len(st.queue) == 0 || st.rec.Exited {
 		return
 	}
+	if r.stopSpent(st) {
+		return
+	}
 	run := st.queue[0]
 	st.queue = st.queue[1:]
 	run.State, run.StartedAt = RunRunning, time.Now().UTC()
 	a := &active{run: run, done: make(chan struct{})}
 	st.run = a
+	st.rec.Turns++
+	r.startClock(st, a)
 	st.notify()
 	r.wg.Add(1)
 	go r.execute(st, a)

@@ -63,6 +63,13 @@ type Agent struct {
 	CostUSD   float64   `json:"cost_usd"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+	// Budget bounds its turns, cost and running time (budget.go); Turns and
+	// Busy are what it used of them, beside CostUSD. StopReason says why a
+	// budget stopped it, if one did (it is then Exited).
+	Budget     Budget        `json:"budget"`
+	Turns      int           `json:"turns,omitempty"`
+	Busy       time.Duration `json:"busy,omitempty"`
+	StopReason string        `json:"stop_reason,omitempty"`
 }
 
 // Run is one turn of an agent: a prompt and what became of it.

@@ -120,6 +120,7 @@ func (s *Server) newSession(user string, now time.Time) (string, error) {
 		delete(s.sessions, oldest)
 	}
 	s.sessions[hashOf(cookie)] = &session{user: user, csrf: csrf, created: now, expires: now.Add(s.opts.SessionTTL)}
+	s.saveState()
 	return cookie, nil
 }
 
@@ -210,6 +211,7 @@ func (s *Server) serveLogout(w http.ResponseWriter, r *http.Request) {
 	c, _ := r.Cookie(s.cookieName())
 	s.mu.Lock()
 	delete(s.sessions, hashOf(c.Value))
+	s.saveState()
 	s.mu.Unlock()
 	http.SetCookie(w, &http.Cookie{Name: s.cookieName(), Value: "", Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: -1})
 	w.WriteHeader(http.StatusNoContent)

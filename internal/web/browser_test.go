@@ -154,12 +154,18 @@ func (e *env) link() string {
 // when the test ends.
 func tab(t testing.TB) context.Context {
 	t.Helper()
+	return tabFor(t, 60*time.Second)
+}
+
+// tabFor is tab, for a test that needs the tab for longer.
+func tabFor(t testing.TB, within time.Duration) context.Context {
+	t.Helper()
 	if browser == nil {
 		t.Skip(noBrowser)
 	}
 	ctx, cancel := chromedp.NewContext(browser, chromedp.WithNewBrowserContext())
 	t.Cleanup(func() { cancel() })
-	ctx, cancel2 := context.WithTimeout(ctx, 60*time.Second)
+	ctx, cancel2 := context.WithTimeout(ctx, within)
 	t.Cleanup(cancel2)
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("start the browser: %v", err)
@@ -644,6 +650,79 @@ func TestHookPermissionFromThePage(t *testing.T) {
 		t.Fatalf("the hook printed %q (%v), want a deny with the page's message", out.String(), err)
 	}
 	waitJS(t, ctx, card+` === null`, 10*time.Second)
+
+	bulkAndRules(t, e, ctx)
+}
+
+// askHook runs `parley hook claude PermissionRequest` for a Bash command of
+// agent, and returns a function that waits for its decision.
+func askHook(t *testing.T, e *env, agent, command string) func() string {
+	t.Helper()
+	hook := e.Cmd("hook", "claude", "PermissionRequest", "--agent", agent)
+	hook.Stdin = strings.NewReader(`{"session_id":"s1","cwd":"` + e.home + `","hook_event_name":"PermissionRequest","tool_name":"Bash",` +
+		`"tool_input":{"command":"` + command + `"}}`)
+	var out bytes.Buffer
+	hook.Stdout = &out
+	must(t, hook.Start())
+	done := make(chan error, 1)
+	go func() { done <- hook.Wait() }()
+	return func() string {
+		t.Helper()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("the hook for %s: %v", command, err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("the hook for %s did not return", command)
+		}
+		var got struct {
+			HookSpecificOutput struct {
+				Decision struct{ Behavior string } `json:"decision"`
+			} `json:"hookSpecificOutput"`
+		}
+		json.Unmarshal(out.Bytes(), &got)
+		return got.HookSpecificOutput.Decision.Behavior
+	}
+}
+
+// bulkAndRules: two requests ticked and denied with one click; "Allow +
+// rule" allows a request and, for the rule's time, the same command again
+// as soon as it is asked, with nobody at the page.
+func bulkAndRules(t *testing.T, e *env, ctx context.Context) {
+	lint, test := askHook(t, e, "cc1", "make lint"), askHook(t, e, "cc1", "make test")
+	waitJS(t, ctx, `document.querySelectorAll(".perm").length === 2`, 15*time.Second)
+	must(t, chromedp.Do(ctx, chromedp.Click("#tick-all")))
+	waitJS(t, ctx, `document.getElementById("perms-count").textContent.includes("2 ticked")`, 5*time.Second)
+	must(t, chromedp.Do(ctx, chromedp.Click("#deny-ticked")))
+	if a, b := lint(), test(); a != "deny" || b != "deny" {
+		t.Errorf("ticked and denied: the hooks got %q and %q, want deny twice", a, b)
+	}
+	waitJS(t, ctx, `document.querySelectorAll(".perm").length === 0`, 10*time.Second)
+
+	first := askHook(t, e, "cc1", "npm test")
+	waitJS(t, ctx, `document.querySelector(".perm .allow-rule") !== null`, 15*time.Second)
+	must(t, chromedp.Do(ctx, chromedp.Click(".perm .allow-rule")))
+	if got := first(); got != "allow" {
+		t.Errorf("Allow + rule: the hook got %q, want allow", got)
+	}
+	waitJS(t, ctx, `document.querySelector("#rules-table tbody tr") !== null`, 10*time.Second)
+	if got := eval[string](t, ctx, `document.querySelector("#rules-table tbody tr").innerText`); !strings.Contains(got, "npm test") || !strings.Contains(got, "cc1") {
+		t.Errorf("the rule's row: %q", got)
+	}
+	// The same command again: allowed by the rule as it is asked.
+	if got := askHook(t, e, "cc1", "npm test")(); got != "allow" {
+		t.Errorf("npm test under the rule: the hook got %q, want allow", got)
+	}
+	waitJS(t, ctx, `document.querySelector("#rules-table tbody tr td.num").textContent === "1"`, 10*time.Second)
+	// Another command still asks a person.
+	other := askHook(t, e, "cc1", "npm publish")
+	waitJS(t, ctx, `document.querySelectorAll(".perm").length === 1`, 15*time.Second)
+	must(t, chromedp.Do(ctx, chromedp.Click(".perm .deny")))
+	if got := other(); got != "deny" {
+		t.Errorf("npm publish: the hook got %q, want deny (no rule covers it)", got)
+	}
+	noErrors(t, ctx)
 }
 
 // TestThreadChipsShowAttention: a message's chips in its thread say where

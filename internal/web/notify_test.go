@@ -13,7 +13,8 @@ import (
 
 // TestPushNotifications: the daemon pushes notices to a local webhook
 // receiver for a permission request, a critical message, a failed run and a
-// stalled run, while another endpoint is broken.
+// stalled run (once the escalation ladder reaches the person: nudge, lead,
+// person, a step a second here), while another endpoint is broken.
 func TestPushNotifications(t *testing.T) {
 	got := make(chan map[string]any, 20)
 	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -27,6 +28,9 @@ func TestPushNotifications(t *testing.T) {
 	dead := ln.Addr().String()
 	ln.Close()
 	e := newEnv(t, fmt.Sprintf(`stall_after = "1s"
+
+[escalation]
+every = "1s"
 
 [[notify]]
 name = "broken"

@@ -40,9 +40,13 @@ type Options struct {
 	// API serves the daemon's /api/v1; a signed-in browser's requests go there,
 	// speaking for the person.
 	API http.Handler
-	// Addr is the listen address; "" means 127.0.0.1 on a free port. It must
-	// be a loopback address: the dashboard's cookie is its only credential.
-	Addr       string
+	// Addr is the listen address; "" means 127.0.0.1 on the port of the
+	// last run (State), else a free one. It must be a loopback address: the
+	// dashboard's cookie is its only credential.
+	Addr string
+	// State is the file that keeps the port and the sign-ins across
+	// restarts (state.go); "" keeps them in memory only.
+	State      string
 	Logger     *slog.Logger     // nil: discard
 	LoginTTL   time.Duration    // how long a login link stays valid
 	SessionTTL time.Duration    // how long a sign-in lasts
@@ -59,15 +63,16 @@ type Server struct {
 	log  *slog.Logger
 	app  http.Handler // the static files
 
-	mu       sync.Mutex
-	ln       net.Listener
-	srv      *http.Server
-	port     string
-	hosts    map[string]bool // Host headers admitted
-	origins  map[string]bool // Origin headers admitted
-	logins   map[token]login
-	sessions map[token]*session
-	closed   bool
+	mu        sync.Mutex
+	ln        net.Listener
+	srv       *http.Server
+	port      string
+	savedPort string          // the port of the last run (state.go)
+	hosts     map[string]bool // Host headers admitted
+	origins   map[string]bool // Origin headers admitted
+	logins    map[token]login
+	sessions  map[token]*session
+	closed    bool
 }
 
 // New returns a dashboard server; nothing listens until Login.
@@ -84,15 +89,14 @@ func New(opts Options) *Server {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.Addr == "" {
-		opts.Addr = "127.0.0.1:0"
-	}
 	sub, err := fs.Sub(static, "static")
 	if err != nil {
 		panic(err) // the embedded tree is part of the binary
 	}
-	return &Server{opts: opts, log: opts.Logger, app: http.FileServerFS(sub),
+	s := &Server{opts: opts, log: opts.Logger, app: http.FileServerFS(sub),
 		logins: map[token]login{}, sessions: map[token]*session{}}
+	s.loadState()
+	return s
 }
 
 // Login starts the listener unless it runs, and returns a one-time link that
@@ -142,14 +146,16 @@ func (s *Server) start() error {
 	if s.ln != nil {
 		return nil
 	}
-	host, _, err := net.SplitHostPort(s.opts.Addr)
-	if err != nil {
-		return hub.Errorf("", hub.Invalid, "invalid dashboard address %q: want host:port, e.g. 127.0.0.1:7475", s.opts.Addr)
+	if s.opts.Addr != "" {
+		host, _, err := net.SplitHostPort(s.opts.Addr)
+		if err != nil {
+			return hub.Errorf("", hub.Invalid, "invalid dashboard address %q: want host:port, e.g. 127.0.0.1:7475", s.opts.Addr)
+		}
+		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			return hub.Errorf("", hub.Invalid, "dashboard address %q is not loopback: the dashboard listens on 127.0.0.1 or ::1 only", s.opts.Addr)
+		}
 	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return hub.Errorf("", hub.Invalid, "dashboard address %q is not loopback: the dashboard listens on 127.0.0.1 or ::1 only", s.opts.Addr)
-	}
-	ln, err := net.Listen("tcp", s.opts.Addr)
+	ln, err := s.listen()
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", s.opts.Addr, err)
 	}
@@ -172,6 +178,7 @@ func (s *Server) start() error {
 		}
 	}()
 	s.log.Info("dashboard listening", "addr", ln.Addr().String())
+	s.saveState()
 	return nil
 }
 

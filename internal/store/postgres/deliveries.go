@@ -388,6 +388,31 @@ func (db *DB) Overdue(ctx context.Context, ws, sender string, now time.Time) ([]
 		ORDER BY m.ack_deadline, m.seq`, ws, now, sender)
 }
 
+// OpenTasks returns the copies of ws's tasks that are not done: queued,
+// redelivered or claimed deliveries to a queue, by queue, then inbox order.
+func (db *DB) OpenTasks(ctx context.Context, ws string, limit int) ([]*hub.Delivery, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	// starts_with, not a range: a database's collation may order the
+	// punctuation of 'queue:' and 'queue;' any way it likes.
+	return db.queryDeliveries(ctx, "open tasks", true, `SELECT `+delCols+`, `+msgCols+`
+		FROM deliveries d JOIN messages m ON m.seq = d.message_seq
+		WHERE d.workspace = $1 AND starts_with(d.recipient, 'queue:') AND d.read_at IS NULL
+		ORDER BY d.recipient, d.rank, d.id LIMIT $2`, ws, limit)
+}
+
+// Unacked lists sender's messages that asked for an ack not all have given.
+func (db *DB) Unacked(ctx context.Context, ws, sender string, limit int) ([]*hub.Overdue, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	return db.queryOverdue(ctx, "unacked", `SELECT `+overdueCols+`, `+msgCols+` FROM messages m
+		WHERE m.workspace = $1 AND m.sender = $2 AND m.ack_required
+		AND EXISTS (SELECT 1 FROM deliveries d WHERE d.message_seq = m.seq AND d.acked_at IS NULL)
+		ORDER BY m.seq LIMIT $3`, ws, sender, limit)
+}
+
 // ClearInbox marks every delivery of recipient that is not read yet read.
 func (db *DB) ClearInbox(ctx context.Context, ws, recipient string) (int, error) {
 	tag, err := db.pool.Exec(ctx, `UPDATE deliveries SET read_at = now(), reader = NULL, lease_until = NULL

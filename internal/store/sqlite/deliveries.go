@@ -494,6 +494,38 @@ func (db *DB) Overdue(ctx context.Context, ws, sender string, now time.Time) ([]
 	return out, nil
 }
 
+// OpenTasks returns the copies of ws's tasks that are not done: queued,
+// redelivered or claimed deliveries to a queue, by queue, then inbox order.
+func (db *DB) OpenTasks(ctx context.Context, ws string, limit int) ([]*hub.Delivery, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	// queue:NAME sorts from 'queue:' up to (not including) 'queue;'.
+	_, ds, err := queryDeliveries(ctx, stmtOn{db.r, `SELECT d.id, ` + delCols + `, ` + msgCols + `
+		FROM deliveries d JOIN messages m ON m.seq = d.message_seq
+		WHERE d.workspace = ?1 AND d.recipient >= 'queue:' AND d.recipient < 'queue;' AND d.read_at IS NULL
+		ORDER BY d.recipient, d.rank, d.id LIMIT ?2`}, true, ws, limit)
+	if err != nil {
+		return nil, db.mapErr(ctx, "open tasks", err)
+	}
+	return ds, nil
+}
+
+// Unacked lists sender's messages that asked for an ack not all have given.
+func (db *DB) Unacked(ctx context.Context, ws, sender string, limit int) ([]*hub.Overdue, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	_, out, err := overdueFrom(ctx, db.r, `SELECT m.seq, `+msgCols+` FROM messages m
+		WHERE m.workspace = ?1 AND m.sender = ?2 AND m.ack_required = 1
+		AND EXISTS (SELECT 1 FROM deliveries d WHERE d.message_seq = m.seq AND d.acked_at = 0)
+		ORDER BY m.seq LIMIT ?3`, ws, sender, limit)
+	if err != nil {
+		return nil, db.mapErr(ctx, "unacked", err)
+	}
+	return out, nil
+}
+
 // ClearInbox marks every delivery of recipient that is not read yet read.
 func (db *DB) ClearInbox(ctx context.Context, ws, recipient string) (int, error) {
 	const op = "clear inbox"

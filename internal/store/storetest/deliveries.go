@@ -701,6 +701,42 @@ func testDueAcksAndOverdue(t *testing.T, s hub.Store) {
 	}
 }
 
+func testUnacked(t *testing.T, s hub.Store) {
+	c := ctx(t)
+	f := newFixture(t, s)
+	send := func(ws, from, content string, ack bool, to ...string) *hub.Message {
+		m := f.msg(ws, from, hub.Normal, content)
+		m.AckRequired = ack
+		if err := s.CreateMessage(c, m, to); err != nil {
+			t.Fatalf("CreateMessage: %v", err)
+		}
+		return m
+	}
+	a := send("ws", "alice", "a", true, "bob", "carol")
+	b := send("ws", "alice", "b", true, "bob")
+	send("ws", "alice", "no ack asked", false, "bob")
+	send("ws", "dave", "dave's", true, "bob")
+	send("ws2", "alice", "elsewhere", true, "bob")
+	s.Ack(c, "ws", "carol", []string{a.ID}, at(1_000))
+	od, err := s.Unacked(c, "ws", "alice", 10)
+	if err != nil || len(od) != 2 || od[0].Message.ID != a.ID || od[1].Message.ID != b.ID {
+		t.Fatalf("Unacked(ws, alice): got %v, %v; want a then b", od, err)
+	}
+	if !slices.Equal(od[0].Pending, []string{"bob"}) || !slices.Equal(od[1].Pending, []string{"bob"}) || !od[0].Message.AckRequired {
+		t.Errorf("Unacked pending: got %v, %v; want bob each", od[0].Pending, od[1].Pending)
+	}
+	if od, err := s.Unacked(c, "ws", "alice", 1); err != nil || len(od) != 1 || od[0].Message.ID != a.ID {
+		t.Errorf("Unacked limit 1: got %v, %v; want the oldest, a", od, err)
+	}
+	s.Ack(c, "ws", "bob", []string{a.ID}, at(2_000))
+	if od, err := s.Unacked(c, "ws", "alice", 10); err != nil || len(od) != 1 || od[0].Message.ID != b.ID {
+		t.Errorf("Unacked after bob acked a: got %v, %v; want b", od, err)
+	}
+	if od, err := s.Unacked(c, "ws", "nobody", 10); err != nil || len(od) != 0 {
+		t.Errorf("Unacked of a sender of nothing: got %v, %v", od, err)
+	}
+}
+
 func testClearInboxLeased(t *testing.T, s hub.Store) {
 	c := ctx(t)
 	f := newFixture(t, s)

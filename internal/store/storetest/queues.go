@@ -25,6 +25,7 @@ func runQueues(t *testing.T, open func(t *testing.T) hub.Store) {
 		{"LeaseExpiryReturnsTask", testQueueLeaseExpiry},
 		{"ReleaseTask", testQueueRelease},
 		{"NotATask", testQueueNotATask},
+		{"OpenTasks", testQueueOpenTasks},
 	})
 }
 
@@ -333,5 +334,47 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// testQueueOpenTasks: the store lists every task that is not done, waiting
+// or claimed, by queue then inbox order, and nothing else.
+func testQueueOpenTasks(t *testing.T, f *queueFixture) {
+	crit := f.send(t, "boss", "queue:a", "critical", hub.Critical)
+	n1 := f.send(t, "boss", "queue:a", "normal 1", hub.Normal)
+	n2 := f.send(t, "boss", "queue:a", "normal 2", hub.Normal)
+	b1 := f.send(t, "boss", "queue:b", "in b", hub.Low)
+	if _, err := f.h.Send(ctx(t), hub.SendRequest{Workspace: qws, From: "boss", To: "queued", Content: "not a task"}); err != nil {
+		t.Fatal(err)
+	}
+	if d := f.claim(t, "w1", "r1", "a", 0); d == nil || d.MessageID != crit.ID {
+		t.Fatalf("first claim: got %v, want the critical task", d)
+	}
+	if d := f.claim(t, "w2", "r2", "a", 0); d == nil || d.MessageID != n1.ID {
+		t.Fatalf("second claim: got %v, want normal 1", d)
+	}
+	if _, err := f.h.Complete(ctx(t), hub.CompleteRequest{Workspace: qws, Agent: "w2", Readers: []string{"r2"}, TaskID: n1.ID}); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := f.h.Store().OpenTasks(ctx(t), qws, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range ds {
+		got = append(got, fmt.Sprintf("%s %s %s %s", d.Recipient, d.MessageID, d.State, d.Reader))
+		if d.Message == nil || d.Message.ID != d.MessageID {
+			t.Errorf("OpenTasks: %s comes without its message", d.MessageID)
+		}
+	}
+	want := []string{"queue:a " + crit.ID + " delivered r1", "queue:a " + n2.ID + " queued ", "queue:b " + b1.ID + " queued "}
+	if !slices.Equal(got, want) {
+		t.Errorf("OpenTasks: got %q, want %q", got, want)
+	}
+	if ds, err := f.h.Store().OpenTasks(ctx(t), qws, 2); err != nil || len(ds) != 2 {
+		t.Errorf("OpenTasks limit 2: got %d, %v", len(ds), err)
+	}
+	if ds, err := f.h.Store().OpenTasks(ctx(t), "other", 100); err != nil || len(ds) != 0 {
+		t.Errorf("OpenTasks of another workspace: got %d, %v", len(ds), err)
 	}
 }

@@ -95,6 +95,7 @@ func runHub(t *testing.T, open func(t *testing.T) hub.Store) {
 		{"Ack", testAck},
 		{"Deliveries", testDeliveries},
 		{"DueAcksAndOverdue", testDueAcksAndOverdue},
+		{"Unacked", testUnacked},
 		{"ClearInboxLeased", testClearInboxLeased},
 		{"CompleteTask", testCompleteTask},
 		{"IdempotencyKey", testIdempotencyKey},

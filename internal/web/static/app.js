@@ -33,6 +33,14 @@ const S = {
   activity: { id: "", events: [], next: 0 },
   permSel: 0,
   mSel: 0,
+  // Supervision (issue 28): the Health, Queues and Leases views, the
+  // permission inbox's rules and ticked requests.
+  health: { agents: [], escalations: [], spent_usd: 0, cap_usd: 0, stall_after: "" },
+  queues: { queues: [], tasks: [] },
+  leases: { reservations: [], overlaps: [], conflicts: [] },
+  rules: [],
+  ticked: new Set(), // permission request ids ticked for a bulk decision
+  daemonPID: 0, // the daemon the page last reached: a new one means a restart
 };
 
 // ---- the API ----
@@ -55,7 +63,13 @@ async function call(method, path, body, { workspace = S.ws, raw = false } = {}) 
   }
   let url = raw ? path : "/api/v1" + path;
   if (workspace && !raw) url += (url.includes("?") ? "&" : "?") + "workspace=" + encodeURIComponent(workspace);
-  const r = await fetch(url, init);
+  let r;
+  try {
+    r = await fetch(url, init);
+  } catch (err) {
+    // The daemon is out of reach: status 0, kind "offline".
+    throw new APIError(0, "offline", err.message || "the daemon is out of reach");
+  }
   if (r.status === 204) return null;
   const j = await r.json().catch(() => ({}));
   if (!r.ok) {
@@ -72,7 +86,8 @@ const post = (path, body, opts) => call("POST", path, body, opts);
 // ---- refreshing state ----
 
 async function refreshAll() {
-  await Promise.all([refreshWorkspaces(), refreshAgents(), refreshGroups(), refreshFeed(), refreshManaged(), refreshPerms(), refreshUpstreams()]);
+  await Promise.all([refreshWorkspaces(), refreshAgents(), refreshGroups(), refreshFeed(), refreshManaged(), refreshPerms(), refreshUpstreams(),
+    refreshHealth(), refreshQueues(), refreshLeases(), refreshRules()]);
   // Unread counts cost a count per agent: after what the page shows first.
   await refreshUnread();
   if (S.thread) openThread(S.thread.focus, false);
@@ -151,6 +166,42 @@ async function refreshUpstreams() {
   redraw("upstreams");
 }
 
+async function refreshHealth() {
+  if (!S.ws) return;
+  const ws = S.ws;
+  const r = await get("/dashboard/health");
+  if (ws !== S.ws) return;
+  S.health = r;
+  redraw("health");
+}
+
+async function refreshQueues() {
+  if (!S.ws) return;
+  const ws = S.ws;
+  const r = await get("/dashboard/queues");
+  if (ws !== S.ws) return;
+  S.queues = r;
+  redraw("queues");
+}
+
+async function refreshLeases() {
+  if (!S.ws) return;
+  const ws = S.ws;
+  const r = await get("/dashboard/leases");
+  if (ws !== S.ws) return;
+  S.leases = r;
+  redraw("leases");
+}
+
+async function refreshRules() {
+  if (!S.ws) return;
+  const ws = S.ws;
+  const r = await get("/permissions/rules");
+  if (ws !== S.ws) return;
+  S.rules = r.rules || [];
+  redraw("perms");
+}
+
 // Debounced refreshers for bursts of events.
 const soon = (fn, ms = 150) => {
   let t = 0;
@@ -171,6 +222,10 @@ const managedSoon = soon(refreshManaged, 100);
 const permsSoon = soon(refreshPerms, 50);
 const activitySoon = soon(loadActivity, 100);
 const threadSoon = soon(async () => S.thread && openThread(S.thread.focus, false), 100);
+const healthSoon = soon(refreshHealth, 100);
+const queuesSoon = soon(refreshQueues, 100);
+const leasesSoon = soon(refreshLeases, 100);
+const rulesSoon = soon(refreshRules, 200);
 
 function fromInfo(m) {
   return {
@@ -197,12 +252,27 @@ function connect() {
   sock = S.sock = new WebSocket(`${proto}//${location.host}/api/v1/events?all=true`);
   let opened = false;
   sock.onopen = () => {
+    const again = opened || S.conn === "reconnecting" || S.conn === "down";
     opened = true;
     backoff = 500;
     setConn("live");
     performance.mark("parley:live");
     // Whatever happened while we were away: fetch the state again.
     refreshAll().then(() => performance.mark("parley:state"), report);
+    // A new daemon (a restart) keeps the page's sign-in and its port: say
+    // so, since everything the page shows was fetched anew.
+    get("/health", { workspace: "" }).then((h) => {
+      const conn = document.getElementById("conn");
+      if (S.daemonPID && h.pid !== S.daemonPID) {
+        const note = `Reconnected at ${clock(Date.now())}: the daemon restarted (pid ${h.pid}); the page caught up.`;
+        toast(note);
+        conn.title = note;
+      } else if (again) {
+        toast("Reconnected to the daemon; the page caught up.");
+        conn.title = `Reconnected at ${clock(Date.now())}.`;
+      }
+      S.daemonPID = h.pid;
+    }, report);
   };
   sock.onmessage = (m) => {
     events.push(m.data);
@@ -263,6 +333,8 @@ function onEvent(e) {
   if (kind.startsWith("run.") || kind.startsWith("permission.") || kind.startsWith("managed.")) {
     managedSoon();
     if (kind.startsWith("permission.")) permsSoon();
+    if (kind === "permission.resolved") rulesSoon();
+    if (e.workspace === S.ws && (kind === "managed.status" || e.activity === "budget_stopped")) healthSoon();
     if (S.activity.id && e.agent === S.activity.id) activitySoon();
     return;
   }
@@ -273,6 +345,7 @@ function onEvent(e) {
   if (e.workspace !== S.ws) return;
   switch (kind) {
     case "message.sent":
+      if ((e.recipients || []).some((r) => r.startsWith("queue:"))) queuesSoon();
       addMessage(fromEvent(e));
       unreadSoon();
       if (S.thread && e.thread_id === S.thread.root) threadSoon();
@@ -295,6 +368,23 @@ function onEvent(e) {
       break;
     case "group.changed":
       groupsSoon();
+      break;
+    case "task.claimed":
+    case "task.completed":
+    case "task.released":
+      queuesSoon();
+      break;
+    case "reservations.changed":
+      leasesSoon();
+      break;
+    case "agent.health":
+    case "agent.stalled":
+      healthSoon();
+      agentsSoon();
+      break;
+    case "agent.escalated":
+      healthSoon();
+      if (e.status === "person" || e.status === "cancel" || e.status === "restart") toast(`${e.agent}: ${e.text}`);
       break;
   }
 }
@@ -373,6 +463,9 @@ function redraw(what) {
     if (pg === "managed" && p.has("managed")) drawPage();
     if (pg === "permissions" && (p.has("perms") || p.has("managed"))) drawPage();
     if (pg === "gateway" && p.has("upstreams")) drawPage();
+    if (pg === "health" && (p.has("health") || p.has("managed"))) drawPage();
+    if (pg === "queues" && p.has("queues")) drawPage();
+    if (pg === "leases" && p.has("leases")) drawPage();
     if (p.has("agents")) drawSuggestions();
   });
 }
@@ -393,6 +486,10 @@ function drawBadges() {
   const bad = S.upstreams.filter((u) => u.enabled && u.state !== "ready").length;
   setBadge("n-up", bad ? `${bad}!` : S.upstreams.length, bad > 0);
   setBadge("n-ws", S.workspaces.length, false);
+  const stalled = (S.health.agents || []).filter((a) => a.health === "stalled").length;
+  setBadge("n-stalled", stalled, stalled > 0);
+  setBadge("n-tasks", (S.queues.tasks || []).filter((t) => t.state === "waiting").length, false);
+  setBadge("n-leases", (S.leases.reservations || []).length, (S.leases.conflicts || []).length > 0);
   document.title = (S.perms.length ? `(${S.perms.length}) ` : "") + "Parley control room";
 }
 
@@ -429,14 +526,15 @@ function drawSuggestions() {
 
 function route() {
   const [, page = "feed", arg = ""] = /^#\/([\w-]+)?\/?(.*)$/.exec(location.hash) || [];
-  S.page = ["feed", "agents", "managed", "permissions", "gateway", "workspaces", "search"].includes(page) ? page : "feed";
+  S.page = ["feed", "agents", "managed", "permissions", "gateway", "workspaces", "search", "health", "queues", "leases"].includes(page) ? page : "feed";
   S.arg = decodeURIComponent(arg);
   for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("on", a.dataset.page === S.page);
   drawPage();
 }
 
 function drawPage() {
-  const fn = { feed: pageFeed, agents: pageAgents, managed: pageManaged, permissions: pagePerms, gateway: pageGateway, workspaces: pageWorkspaces, search: pageSearch }[S.page];
+  const fn = { feed: pageFeed, agents: pageAgents, managed: pageManaged, permissions: pagePerms, gateway: pageGateway, workspaces: pageWorkspaces, search: pageSearch,
+    health: pageHealth, queues: pageQueues, leases: pageLeases }[S.page];
   fn();
 }
 
@@ -856,10 +954,34 @@ function pagePerms() {
     main.dataset.page = "permissions";
     permCards = new Map();
     list = h("div.perms#perms");
+    const bulk = (behavior) => async () => {
+      const ids = [...S.ticked].filter((id) => S.perms.some((p) => p.request.request_id === id));
+      if (!ids.length) return;
+      try {
+        const r = await post("/permissions/bulk", { request_ids: ids, behavior, by: S.me ? S.me.sender + " (dashboard)" : "dashboard" }, { workspace: "" });
+        const failed = Object.keys(r.failed || {}).length;
+        toast(`${r.decided.length} request(s) ${behavior === "allow" ? "allowed" : "denied"}` + (failed ? `, ${failed} already decided` : ""));
+      } catch (e) {
+        report(e);
+      } finally {
+        S.ticked.clear();
+        refreshPerms().catch(report);
+      }
+    };
     main.replaceChildren(h("div.page.single.perms-page", null,
       h("section.pane", null,
-        h("header", null, h("h2", { text: "Permission inbox" }), h("span.count#perms-count"), h("span.spacer"), h("span.hint", { text: "j/k select · a allow · d deny · edit the input to allow with changes" })),
-        list, h("div.empty#perms-empty", { text: "Nothing waits for a decision." }))));
+        h("header", null, h("h2", { text: "Permission inbox" }), h("span.count#perms-count"),
+          h("label.bulk", null, h("input#tick-all", { type: "checkbox", onchange: (e) => {
+            S.ticked = new Set(e.target.checked ? S.perms.map((p) => p.request.request_id) : []);
+            drawPage();
+          } }), " all"),
+          h("button.btn.ok#allow-ticked", { text: "Allow ticked", onclick: bulk("allow") }),
+          h("button.btn.danger#deny-ticked", { text: "Deny ticked", onclick: bulk("deny") }),
+          h("span.spacer"), h("span.hint", { text: "j/k select · a allow · d deny · x tick · edit the input to allow with changes" })),
+        list, h("div.empty#perms-empty", { text: "Nothing waits for a decision." })),
+      h("section.pane", null,
+        h("header", null, h("h2", { text: "Allow rules" }), h("span.count#rules-count"), h("span.spacer"), h("span.hint", { text: "time-boxed: what a rule matches is allowed as it is asked" })),
+        h("div#rules"))));
   }
   const cards = new Map();
   const els = S.perms.map((p) => {
@@ -883,9 +1005,55 @@ function pagePerms() {
   const kids = list.children;
   if (kids.length !== els.length || els.some((el, i) => kids[i] !== el)) list.replaceChildren(...els);
   els.forEach((el, i) => el.classList.toggle("sel", i === S.permSel));
-  document.getElementById("perms-count").textContent = S.perms.length + " waiting";
+  for (const id of [...S.ticked]) if (!cards.has(id)) S.ticked.delete(id);
+  for (const [id, el] of cards) el.querySelector(".tick").checked = S.ticked.has(id);
+  const ticked = S.ticked.size;
+  document.getElementById("perms-count").textContent = S.perms.length + " waiting" + (ticked ? ` · ${ticked} ticked` : "");
+  document.getElementById("allow-ticked").disabled = document.getElementById("deny-ticked").disabled = !ticked;
+  document.getElementById("tick-all").checked = ticked > 0 && ticked === S.perms.length;
   list.hidden = !S.perms.length;
   document.getElementById("perms-empty").hidden = S.perms.length > 0;
+  drawRules();
+}
+
+// drawRules lists the workspace's live allow rules, each with a way to end it.
+function drawRules() {
+  const el = document.getElementById("rules");
+  if (!el) return;
+  document.getElementById("rules-count").textContent = S.rules.length;
+  if (!S.rules.length) {
+    el.replaceChildren(h("div.empty", { text: "No rules. \"Allow + rule\" on a request allows the same for a while." }));
+    return;
+  }
+  el.replaceChildren(h("table.grid#rules-table", null,
+    h("thead", null, h("tr", null, ["Tool", "Agent", "Command starts with", "By", "Ends", "Used", ""].map((c) => h("th", { text: c })))),
+    h("tbody", null, S.rules.map((u) => h("tr", { dataset: { id: u.id } },
+      h("td.mono", { text: u.tool_name }),
+      h("td", { text: u.agent || "any agent" }),
+      h("td.mono", { text: u.match || "(anything)" }),
+      h("td", { text: u.by }),
+      h("td.mono", { text: "in " + ago(Date.parse(u.expires) - Date.now()) }),
+      h("td.num", { text: u.uses }),
+      h("td", null, h("button.btn.unrule", { text: "End", onclick: async () => {
+        try {
+          await call("DELETE", `/permissions/rules/${encodeURIComponent(u.id)}`);
+          toast(`rule for ${u.tool_name} ended`);
+        } catch (e) {
+          report(e);
+        } finally {
+          refreshRules().catch(report);
+        }
+      } })))))));
+}
+
+// ruleMatch is what an allow rule made from req matches: its command, for
+// a shell tool; nothing (any input) else.
+function ruleMatch(req) {
+  try {
+    const v = typeof req.input === "string" ? JSON.parse(req.input) : req.input;
+    if (v && typeof v.command === "string") return v.command.trim();
+  } catch { /* any input */ }
+  return "";
 }
 
 let permCards = new Map(); // request id: card
@@ -909,6 +1077,18 @@ function permCard(p) {
   const msg = h("input.field.msgin", { placeholder: "message to the agent (optional)" });
   const allow = h("button.btn.ok.allow", { text: "Allow" });
   const deny = h("button.btn.danger.deny", { text: "Deny" });
+  const tick = h("input.tick", { type: "checkbox", title: "tick for Allow / Deny ticked (x)", "aria-label": "tick", onclick: (e) => e.stopPropagation(),
+    onchange: (e) => {
+      if (e.target.checked) S.ticked.add(req.request_id);
+      else S.ticked.delete(req.request_id);
+      pagePerms();
+    } });
+  const match = ruleMatch(req);
+  const ruleFor = h("select.rule-for", { "aria-label": "rule length", title: "how long the rule lasts" },
+    [15, 30, 60, 240].map((m) => h("option", { value: String(m), text: m < 60 ? `${m} min` : `${m / 60} h` })));
+  ruleFor.value = "30";
+  const allowRule = h("button.btn.allow-rule", { text: "Allow + rule",
+    title: `allow this, and for a while every ${req.tool_name}${match ? " whose command starts with \"" + match + "\"" : ""} from ${req.agent_id}` });
   const sync = () => {
     const edited = input.value !== orig;
     input.classList.toggle("edited", edited);
@@ -939,6 +1119,18 @@ function permCard(p) {
   };
   allow.addEventListener("click", () => decide("allow"));
   deny.addEventListener("click", () => decide("deny"));
+  allowRule.addEventListener("click", async () => {
+    try {
+      const u = await post("/permissions/rules", { agent: req.agent_id, tool_name: req.tool_name, match, minutes: Number(ruleFor.value),
+        by: S.me ? S.me.sender + " (dashboard)" : "dashboard" }, { workspace: req.workspace });
+      toast(`rule ${u.id}: ${req.tool_name} from ${req.agent_id} allowed for ${ruleFor.value} min`);
+      refreshRules().catch(report);
+    } catch (e) {
+      report(e);
+      return;
+    }
+    decide("allow");
+  });
   const age = h("span.age", { dataset: { at: req.requested_at, exp: req.expires_at } });
   tickAge(age);
   const select = () => {
@@ -946,7 +1138,7 @@ function permCard(p) {
     markPermSel();
   };
   const card = h("article.perm", { dataset: { id: req.request_id }, onclick: select },
-    h("div.row", null, h("span.tool", { text: req.tool_name }), h("span", { text: "asked by" }),
+    h("div.row", null, tick, h("span.tool", { text: req.tool_name }), h("span", { text: "asked by" }),
       isManaged(req)
         ? h("a.who", { href: "#/managed/" + encodeURIComponent(req.agent_id), text: req.agent_id })
         : h("span.who", { text: req.agent_id }),
@@ -954,7 +1146,8 @@ function permCard(p) {
       req.workspace !== S.ws ? h("span.chip", { text: req.workspace }) : null, age),
     req.description ? h("div.desc", { text: req.description }) : null,
     input,
-    h("div.row", null, msg, deny, allow));
+    h("div.row", null, msg, deny, allow),
+    h("div.row.rulerow", null, h("span.hint", { text: match ? `rule: ${req.tool_name} "${match.length > 40 ? match.slice(0, 40) + "…" : match}…" from ${req.agent_id} for` : `rule: any ${req.tool_name} from ${req.agent_id} for` }), ruleFor, allowRule));
   card._managed = isManaged(req);
   return card;
 }
@@ -970,6 +1163,117 @@ function markPermSel() {
   document.querySelectorAll(".perm").forEach((c, i) => c.classList.toggle("sel", i === S.permSel));
   const c = document.querySelectorAll(".perm")[S.permSel];
   if (c) c.scrollIntoView({ block: "nearest" });
+}
+
+// ---- supervision: health, queues, leases ----
+
+// since renders how long ago a wire time was, or "".
+function since(ts) {
+  return ts ? ago(Date.now() - Date.parse(ts)) : "";
+}
+
+function usd(v) {
+  return "$" + Number(v || 0).toFixed(4);
+}
+
+function budgetText(b) {
+  if (!b) return "";
+  const parts = [b.max_turns ? `${b.turns}/${b.max_turns} turns` : `${b.turns} turns`,
+    b.max_cost ? `${usd(b.cost_usd)} of $${b.max_cost}` : usd(b.cost_usd)];
+  if (b.max_duration) parts.push(`${Math.round(b.busy_seconds)}s of ${b.max_duration}`);
+  return parts.join(" · ");
+}
+
+function pageHealth() {
+  main.dataset.page = "health";
+  rosterEl = feedList = threadEl = feedCountEl = null;
+  const hh = S.health;
+  const managed = new Map(S.managed.filter((m) => m.workspace === S.ws).map((m) => [m.agent_id, m]));
+  const order = { stalled: 0, waiting: 1, working: 2, idle: 3, offline: 4 };
+  const agents = [...(hh.agents || [])].sort((a, b) => (order[a.health] ?? 5) - (order[b.health] ?? 5) || a.name.localeCompare(b.name));
+  const rows = agents.map((a) => {
+    const m = managed.get(a.name);
+    return h("tr", { dataset: { name: a.name, health: a.health } },
+      h("td", null, h("b", { text: a.name })),
+      h("td", null, h("span", { class: "chip h-" + a.health, text: a.health })),
+      h("td.mono", { text: a.health_since && a.health !== "offline" ? since(a.health_since) : "" }),
+      h("td.mono", { text: a.last_progress_at ? since(a.last_progress_at) + " ago" : "" }),
+      h("td", null, h("span", { class: "chip " + a.status, text: a.status })),
+      h("td", null, m ? h("a", { href: "#/managed/" + encodeURIComponent(m.agent_id) }, h("span", { class: "chip " + m.status, text: m.status.replace("_", " ") })) : ""),
+      h("td.mono.budget", { text: m ? budgetText(m.budget) : "" }),
+      h("td", { class: m && m.stop_reason ? "stop" : "", text: m ? m.stop_reason || "" : "", title: m ? m.stop_reason || "" : "" }));
+  });
+  const esc = [...(hh.escalations || [])].reverse().map((e) => h("div", { class: "esc s-" + e.step },
+    h("span.t", { text: clock(Date.parse(e.time)) }),
+    h("span.who", { text: e.agent }),
+    h("span", { class: "chip", text: e.case }),
+    h("span", { class: "chip step", text: e.step }),
+    h("span.x", { text: e.text })));
+  const cap = hh.cap_usd ? ` of $${hh.cap_usd} cap` : "";
+  main.replaceChildren(h("div.page.single", null,
+    h("section.pane", null,
+      h("header", null, h("h2", { text: "Health" }), h("span.count", { text: `${agents.length} agents in ${S.ws}` }), h("span.spacer"),
+        h("span.hint#spend", { text: `managed agents spent ${usd(hh.spent_usd)}${cap} · stalled after ${hh.stall_after || "10m"} without progress` })),
+      agents.length ? h("table.grid#health", null,
+        h("thead", null, h("tr", null, ["Agent", "Health", "For", "Progress", "Presence", "Managed", "Budget", "Stopped"].map((c) => h("th", { text: c })))),
+        h("tbody", null, rows)) : h("div.empty", { text: "No agents in this workspace yet." })),
+    h("section.pane", null,
+      h("header", null, h("h2", { text: "Escalations" }), h("span.count", { text: (hh.escalations || []).length })),
+      esc.length ? h("div.escs#escalations", null, esc) : h("div.empty#escalations", { text: "No stalls or unanswered requests climbed the ladder." }))));
+}
+
+function pageQueues() {
+  main.dataset.page = "queues";
+  rosterEl = feedList = threadEl = feedCountEl = null;
+  const q = S.queues;
+  const summary = (q.queues || []).map((x) => h("span", { class: "chip qsum" }, `${x.queue} · ${x.waiting} waiting · ${x.claimed} claimed`));
+  const rows = (q.tasks || []).map((t) => h("tr", { dataset: { task: t.task_id, state: t.state } },
+    h("td.mono", { text: t.queue }),
+    h("td", null, h("a", { href: "#/feed", text: t.preview, title: t.task_id, onclick: () => openThread(t.task_id) })),
+    h("td", { text: t.from }),
+    h("td", null, h("span", { class: "chip q-" + t.state, text: t.state })),
+    h("td", null, t.claimant ? h("b", { text: t.claimant }) : ""),
+    h("td.mono", { text: t.since ? since(t.since) + " ago" : "" }),
+    h("td.mono", { text: t.lease_until ? "in " + ago(Date.parse(t.lease_until) - Date.now()) : "" }),
+    h("td", null, t.redelivered ? h("span", { class: "chip d-redelivered", text: `redelivered ×${Math.max(1, t.deliveries - (t.state === "claimed" ? 1 : 0))}` }) : "")));
+  main.replaceChildren(h("div.page.single", null,
+    h("section.pane", null,
+      h("header", null, h("h2", { text: "Work queues" }), h("span.count", { text: `${(q.tasks || []).length} open tasks` }), h("span.spacer"), summary),
+      rows.length ? h("table.grid#queues", null,
+        h("thead", null, h("tr", null, ["Queue", "Task", "From", "State", "Claimed by", "Since", "Lease ends", "Redelivered"].map((c) => h("th", { text: c })))),
+        h("tbody", null, rows)) : h("div.empty", { text: "No open tasks: send one to queue:NAME." }))));
+}
+
+function pageLeases() {
+  main.dataset.page = "leases";
+  rosterEl = feedList = threadEl = feedCountEl = null;
+  const l = S.leases;
+  const overlap = new Map();
+  for (const o of l.overlaps || []) {
+    overlap.set(o.a, (overlap.get(o.a) || []).concat(o.path));
+    overlap.set(o.b, (overlap.get(o.b) || []).concat(o.path));
+  }
+  const rows = (l.reservations || []).map((r) => h("tr", { dataset: { id: r.id, agent: r.agent } },
+    h("td", null, h("b", { text: r.agent })),
+    h("td.mono", { text: r.path }),
+    h("td", null, h("span", { class: "chip " + (r.exclusive ? "high" : ""), text: r.exclusive ? "exclusive" : "shared" })),
+    h("td", { text: r.reason || "", title: r.reason || "" }),
+    h("td.mono", { text: "in " + ago(Date.parse(r.expires_at) - Date.now()), title: r.expires_at }),
+    h("td.mono", { text: (overlap.get(r.id) || []).join(", ") })));
+  const conflicts = [...(l.conflicts || [])].reverse().map((c) => h("div.clash", { dataset: { agent: c.agent } },
+    h("span.t", { text: clock(Date.parse(c.at)) }),
+    h("b", { text: c.agent }),
+    h("span", { class: "chip", text: c.op === "reserve" ? "reserve refused" : "edit checked" }),
+    h("span.x", { text: c.conflicts.map((x) => x.message).join("; ") })));
+  main.replaceChildren(h("div.page.single", null,
+    h("section.pane", null,
+      h("header", null, h("h2", { text: "File leases" }), h("span.count", { text: `${rows.length} live` })),
+      rows.length ? h("table.grid#leases", null,
+        h("thead", null, h("tr", null, ["Agent", "Paths", "Mode", "Reason", "Until", "Overlaps"].map((c) => h("th", { text: c })))),
+        h("tbody", null, rows)) : h("div.empty", { text: "Nobody holds files: agents reserve them with reserve_paths, or their edits do (parley init --leases)." })),
+    h("section.pane", null,
+      h("header", null, h("h2", { text: "Conflicts" }), h("span.count", { text: (l.conflicts || []).length })),
+      conflicts.length ? h("div.clashes#conflicts", null, conflicts) : h("div.empty#conflicts", { text: "No reservation or edit ran into another agent's files lately." }))));
 }
 
 // ---- gateway ----
@@ -1103,6 +1407,9 @@ function toast(text, err = false) {
 
 function report(e) {
   if (e instanceof APIError && e.status === 401) return;
+  // While the stream is down the header already says so, and the page
+  // fetches everything again once it is back: no toast per refresh.
+  if (e instanceof APIError && e.kind === "offline" && S.conn !== "live") return;
   console.error(e);
   toast(e.message || String(e), true);
 }
@@ -1121,7 +1428,7 @@ document.addEventListener("keydown", (e) => {
     return;
   }
   if (typing(e) || e.ctrlKey || e.metaKey || e.altKey) return;
-  const pages = { 1: "feed", 2: "agents", 3: "managed", 4: "permissions", 5: "gateway", 6: "workspaces" };
+  const pages = { 1: "feed", 2: "agents", 3: "managed", 4: "permissions", 5: "gateway", 6: "workspaces", 7: "health", 8: "queues", 9: "leases" };
   if (pages[e.key]) {
     location.hash = "#/" + pages[e.key];
     return;
@@ -1182,6 +1489,9 @@ document.addEventListener("keydown", (e) => {
       case "d":
         cards[S.permSel]?.querySelector(".deny").click();
         break;
+      case "x":
+        cards[S.permSel]?.querySelector(".tick").click();
+        break;
     }
   } else if (S.page === "managed") {
     const list = S.managed.filter((m) => m.workspace === S.ws);
@@ -1206,7 +1516,11 @@ function setWorkspace(ws, reload = true) {
   drawWorkspaces();
   route();
   S.unread = {};
-  if (reload) Promise.all([refreshAgents(), refreshUnread(), refreshGroups(), refreshFeed()]).catch(report);
+  S.health = { agents: [], escalations: [], spent_usd: 0, cap_usd: 0, stall_after: "" };
+  S.queues = { queues: [], tasks: [] };
+  S.leases = { reservations: [], overlaps: [], conflicts: [] };
+  S.rules = [];
+  if (reload) Promise.all([refreshAgents(), refreshUnread(), refreshGroups(), refreshFeed(), refreshHealth(), refreshQueues(), refreshLeases(), refreshRules()]).catch(report);
 }
 
 function signedOut() {
@@ -1250,8 +1564,12 @@ async function boot() {
     for (const el of document.querySelectorAll(".perm .age")) tickAge(el);
   }, 1000);
   setInterval(() => {
-    if (S.conn === "live") Promise.all([refreshAgents(), refreshUpstreams()]).catch(report);
+    if (S.conn === "live") Promise.all([refreshAgents(), refreshUpstreams(), refreshHealth()]).catch(report);
   }, 30000);
+  // Ages in the supervision views tick.
+  setInterval(() => {
+    if (S.page === "health" || S.page === "queues" || S.page === "leases") drawPage();
+  }, 5000);
 }
 
 // A bug should say so on the page, not only in the console.
