@@ -18,11 +18,11 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/parley-dev/parley/internal/proc"
 	"github.com/parley-dev/parley/internal/store/postgres/pgtest"
 )
 
@@ -166,7 +166,7 @@ func orgScenario(ctx context.Context, b *bench) error {
 	start := time.Now()
 	sent, sendErrs := r.send(ctx, ws, *flagOrgRate, *flagOrgDur, func() {
 		// Halfway: daemon 0 dies, as a machine does.
-		if err := syscall.Kill(r.ds[0].pid, syscall.SIGKILL); err != nil {
+		if err := proc.Kill(r.ds[0].pid); err != nil {
 			logf("   kill -9 daemon 0: %v", err)
 			return
 		}
