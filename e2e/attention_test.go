@@ -209,9 +209,11 @@ func TestDoorCodex(t *testing.T) {
 	e := newEnv(t)
 	repo := initRepo(t, e)
 	codexHome := filepath.Join(e.home, "codex")
-	e.extra = append(e.extra, "CODEX_HOME="+codexHome)
-	if out, errs, code := e.runIn(repo, "init", "codex", "--agent", "cx", "--yes"); code != 0 {
-		t.Fatalf("init codex: exit %d\n%s%s", code, out, errs)
+	// With codex on PATH, init has Codex trust the SessionStart hook it
+	// writes; else the TUI stops at "Hooks need review".
+	e.extra = append(e.extra, "CODEX_HOME="+codexHome, "PATH="+filepath.Dir(standin.CLI(t, "codex"))+string(os.PathListSeparator)+os.Getenv("PATH"))
+	if out, errs, code := e.runIn(repo, "init", "codex", "--agent", "cx", "--yes"); code != 0 || !strings.Contains(out, "Codex now trusts") {
+		t.Fatalf("init codex: exit %d, want its hook trusted\n%s%s", code, out, errs)
 	}
 	var m model
 	var mu sync.Mutex
