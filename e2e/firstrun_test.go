@@ -149,8 +149,8 @@ func TestMCPServeWithoutNameTakesSessionName(t *testing.T) {
 		Note  string `json:"note"`
 	}
 	mustCall(t, s, "whoami", nil, &who)
-	if !strings.HasPrefix(who.Agent, "session-") || who.Note != "" {
-		t.Errorf("whoami without a name: got %+v, want a session name", who)
+	if !strings.HasPrefix(who.Agent, "session-") || !strings.Contains(who.Note, "set_identity") {
+		t.Errorf("whoami without a name: got %+v, want a session name and a hint that it may choose another", who)
 	}
 	mustCall(t, e.Session(nil, "--workspace", "w", "--agent", "ann"), "whoami", nil, &who)
 	if who.Agent != "ann" {

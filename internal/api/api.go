@@ -26,6 +26,26 @@ const (
 	// HeaderWakePath names how the caller passes on what it reads (a
 	// channel pushes it): recorded as the messages' wake path.
 	HeaderWakePath = "Parley-Wake-Path"
+	// HeaderAgentFrom says, at the start of an MCP session, that its agent
+	// name was not given but derived for the client session (NameSession,
+	// NameProcess): the session may rename itself (set_identity).
+	HeaderAgentFrom = "Parley-Agent-From"
+	// HeaderSessionRoot goes with HeaderAgentFrom NameProcess: the
+	// checkout the session works in, from which the daemon derives the
+	// name of its Codex thread once a tool call names it
+	// (workspace.SessionName), as the thread's hooks do.
+	HeaderSessionRoot = "Parley-Session-Root"
+)
+
+// How a session's name was derived (HeaderAgentFrom).
+const (
+	// NameSession: from the client session's own id (PARLEY_SESSION,
+	// CLAUDE_CODE_SESSION_ID, CODEX_THREAD_ID), as its hooks derive it.
+	NameSession = "session"
+	// NameProcess: from the client process that started the server, for a
+	// client that names no session (Gemini CLI; Codex, until its first
+	// tool call names its thread).
+	NameProcess = "process"
 )
 
 // doorKey carries, in a request's context, the door a request came by when
@@ -215,8 +235,27 @@ type WhoamiResult struct {
 	Profiles  []string `json:"profiles"`
 	Unread    int      `json:"unread"`
 	// Note says what is wrong with the session, when something is: no
-	// agent identity, so it can neither send nor receive.
+	// agent identity, so it can neither send nor receive; or what it may
+	// do: a name Parley derived for it, which set_identity replaces.
 	Note string `json:"note,omitempty"`
+}
+
+// SetIdentityRequest is the set_identity input.
+type SetIdentityRequest struct {
+	Name string `json:"name" jsonschema:"your new name, short and readable (reviewer, alice-api); no other agent's"`
+	Role string `json:"role,omitempty" jsonschema:"your role, such as reviewer (default: unchanged)"`
+}
+
+// SetIdentityResult is the set_identity result.
+type SetIdentityResult struct {
+	Agent     string `json:"agent"`
+	Role      string `json:"role"`
+	AgentID   string `json:"agent_id"`
+	Workspace string `json:"workspace"`
+	// Previous is the name the session had, which stays an alias: mail to
+	// it reaches the new name.
+	Previous string `json:"previous"`
+	Unread   int    `json:"unread"`
 }
 
 // SendRequest is the send_message input and POST /api/v1/messages.

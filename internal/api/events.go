@@ -43,6 +43,8 @@ type Event struct {
 	// member_added, member_removed).
 	Group  string `json:"group,omitempty"`
 	Change string `json:"change,omitempty"`
+	// For agent.renamed: the old name, which stays an alias of Agent.
+	Previous string `json:"previous,omitempty"`
 	// For run.event and permission.*: a managed agent's new timeline entry
 	// (its run, kind, text and tool); for managed.status, Status.
 	Run      int    `json:"run,omitempty"`
@@ -85,7 +87,7 @@ const PreviewRunes = 120
 
 // EventKinds are the kinds of events the stream carries.
 var EventKinds = []string{
-	string(hub.EventAgentJoined), string(hub.EventAgentStatus), string(hub.EventAgentLeft),
+	string(hub.EventAgentJoined), string(hub.EventAgentStatus), string(hub.EventAgentLeft), string(hub.EventAgentRenamed),
 	string(hub.EventMessageSent), string(hub.EventGroupChanged),
 	string(hub.EventMessageDelivered), string(hub.EventMessageRead),
 	string(hub.EventMessageAcked), string(hub.EventMessageRedelivered),
@@ -123,7 +125,7 @@ func ParseEventKinds(s string) (map[string]bool, error) {
 // EventOf converts a hub event for the wire.
 func EventOf(e hub.Event) Event {
 	out := Event{Kind: string(e.Kind), Workspace: e.Workspace, Time: e.Time, Agent: e.Agent, Role: e.Role,
-		Status: e.Status, Recipients: e.Recipients, Group: e.Group, Change: e.Change, Text: e.Text}
+		Status: e.Status, Recipients: e.Recipients, Group: e.Group, Change: e.Change, Previous: e.Previous, Text: e.Text}
 	if m := e.Message; m != nil {
 		out.ID, out.From, out.To, out.Priority = m.ID, m.From, m.To, string(m.Priority)
 		out.ThreadID, out.ReplyTo = m.ThreadID, m.ReplyTo
@@ -194,6 +196,8 @@ func (e Event) Line() string {
 			return fmt.Sprintf("%s %s  %s's %s door closed: %s", t, e.Workspace, e.Agent, e.Door.Kind, e.Reason)
 		}
 		return fmt.Sprintf("%s %s  %s's %s door opened (session %s)", t, e.Workspace, e.Agent, e.Door.Kind, e.Door.Session)
+	case hub.EventAgentRenamed:
+		return fmt.Sprintf("%s %s  %s is now %s (%s)", t, e.Workspace, e.Previous, e.Agent, e.Role)
 	case hub.EventGroupChanged:
 		return fmt.Sprintf("%s %s  group %s %s", t, e.Workspace, e.Group, strings.ReplaceAll(e.Change, "_", " "))
 	case hub.EventReservations:

@@ -261,7 +261,7 @@ func runPermissionHook(ctx context.Context, g *globals, clientName string, wait 
 	}
 	ctx, cancel := context.WithTimeout(ctx, wait+10*time.Second)
 	defer cancel()
-	id, managed, err := g.hookIdentity(ctx, dir)
+	id, managed, err := g.hookIdentity(ctx, dir, clientName, in.SessionID)
 	if err != nil {
 		return nil, err
 	}
@@ -307,14 +307,19 @@ func runPermissionHook(ctx context.Context, g *globals, clientName string, wait 
 // repository it works in were written by `parley init --agent bob` for a
 // person's session there. Elsewhere it is the identity every command
 // resolves (the flag, PARLEY_AGENT, the identity file), from the session's
-// directory.
-func (g *globals) hookIdentity(ctx context.Context, dir string) (id workspace.Resolved, managed bool, err error) {
+// directory, else the session's own name (workspace.SessionName): a Codex
+// hook's from its input's session_id, the thread, as the MCP server beside
+// it takes it from its tool calls.
+func (g *globals) hookIdentity(ctx context.Context, dir, clientName, session string) (id workspace.Resolved, managed bool, err error) {
+	h := *g
+	if clientName == "codex" && session != "" {
+		h.getenv = workspace.CodexThreadEnv(session)
+	}
 	name := os.Getenv(runner.EnvManagedAgent)
 	if name == "" {
-		id, err = g.identityIn(ctx, dir, false)
+		id, err = h.identityIn(ctx, dir, false)
 		return id, false, err
 	}
-	h := *g
 	h.agent = name
 	if ws := os.Getenv("PARLEY_WORKSPACE"); ws != "" {
 		h.workspace = ws
@@ -384,7 +389,7 @@ func runClaudeHook(ctx context.Context, g *globals, event string, stdin io.Reade
 		}
 	}
 	// The same identity as the MCP server beside it, from the session's directory.
-	id, managed, err := g.hookIdentity(ctx, dir)
+	id, managed, err := g.hookIdentity(ctx, dir, "claude", in.SessionID)
 	if err != nil {
 		return nil, err
 	}

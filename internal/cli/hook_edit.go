@@ -55,6 +55,7 @@ type editHookOptions struct {
 // preToolUseInput is the PreToolUse hook input; Claude Code and Codex send
 // the same shape.
 type preToolUseInput struct {
+	SessionID string                     `json:"session_id"`
 	Cwd       string                     `json:"cwd"`
 	ToolName  string                     `json:"tool_name"`
 	ToolInput map[string]json.RawMessage `json:"tool_input"`
@@ -131,7 +132,7 @@ func runEditHook(ctx context.Context, g *globals, clientName string, o editHookO
 			return nil, err
 		}
 	}
-	id, _, err := g.hookIdentity(ctx, dir)
+	id, _, err := g.hookIdentity(ctx, dir, clientName, in.SessionID)
 	if err != nil {
 		return nil, err
 	}

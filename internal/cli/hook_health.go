@@ -73,13 +73,14 @@ func runPreToolUse(ctx context.Context, g *globals, clientName string, o editHoo
 		return nil, fmt.Errorf("read hook input: %w", err)
 	}
 	var in struct {
+		SessionID string `json:"session_id"`
 		Cwd       string `json:"cwd"`
 		ToolUseID string `json:"tool_use_id"`
 	}
 	if err := json.Unmarshal(b, &in); err != nil {
 		return nil, fmt.Errorf("hook input is not %s's PreToolUse JSON: %v", clientName, err)
 	}
-	if err := reportTool(ctx, g, in.Cwd, in.ToolUseID); err != nil {
+	if err := reportTool(ctx, g, clientName, in.SessionID, in.Cwd, in.ToolUseID); err != nil {
 		fmt.Fprintf(g.stderr, "parley hook: report the tool call: %v\n", err)
 	}
 	if o.policy == policyOff {
@@ -88,15 +89,16 @@ func runPreToolUse(ctx context.Context, g *globals, clientName string, o editHoo
 	return runEditHook(ctx, g, clientName, o, bytes.NewReader(b))
 }
 
-// reportTool reports a tool call of the agent of dir's session.
-func reportTool(ctx context.Context, g *globals, dir, toolID string) error {
+// reportTool reports a tool call of the agent of the client's session (in
+// dir).
+func reportTool(ctx context.Context, g *globals, clientName, session, dir, toolID string) error {
 	if dir == "" {
 		var err error
 		if dir, err = os.Getwd(); err != nil {
 			return err
 		}
 	}
-	id, _, err := g.hookIdentity(ctx, dir)
+	id, _, err := g.hookIdentity(ctx, dir, clientName, session)
 	if err != nil {
 		return err
 	}

@@ -67,14 +67,15 @@ func withWork(ctx context.Context, g *globals, c *client.Client, event string, o
 // compactHookInput is what PreCompact (Claude Code's and Codex's) and a
 // SessionStart hook of Codex send.
 type compactHookInput struct {
-	Cwd     string `json:"cwd"`
-	Trigger string `json:"trigger"` // PreCompact: manual or auto
-	Source  string `json:"source"`  // SessionStart: startup, resume, clear, compact
+	SessionID string `json:"session_id"`
+	Cwd       string `json:"cwd"`
+	Trigger   string `json:"trigger"` // PreCompact: manual or auto
+	Source    string `json:"source"`  // SessionStart: startup, resume, clear, compact
 }
 
 // workHookClient reads the hook input and returns a client for the agent of
-// its session.
-func workHookClient(ctx context.Context, g *globals, stdin io.Reader) (*client.Client, compactHookInput, error) {
+// its client's session.
+func workHookClient(ctx context.Context, g *globals, clientName string, stdin io.Reader) (*client.Client, compactHookInput, error) {
 	var in compactHookInput
 	b, err := io.ReadAll(io.LimitReader(stdin, maxHookInput))
 	if err != nil {
@@ -91,7 +92,7 @@ func workHookClient(ctx context.Context, g *globals, stdin io.Reader) (*client.C
 			return nil, in, err
 		}
 	}
-	id, _, err := g.hookIdentity(ctx, dir)
+	id, _, err := g.hookIdentity(ctx, dir, clientName, in.SessionID)
 	if err != nil {
 		return nil, in, err
 	}
@@ -109,7 +110,7 @@ func workHookClient(ctx context.Context, g *globals, stdin io.Reader) (*client.C
 // gives its summarizer as instructions, so that the summary keeps it. It
 // also counts as progress of the turn (a compaction can take a while).
 func runPreCompact(ctx context.Context, g *globals, stdin io.Reader) error {
-	c, _, err := workHookClient(ctx, g, stdin)
+	c, _, err := workHookClient(ctx, g, "claude", stdin)
 	if err != nil {
 		fmt.Fprintf(g.stderr, "parley hook: %v\n", err)
 		return nil
@@ -129,7 +130,7 @@ func runPreCompact(ctx context.Context, g *globals, stdin io.Reader) error {
 // runCodexSessionStart answers Codex's SessionStart: after a compaction or
 // on a resumed thread, the working set as context.
 func runCodexSessionStart(ctx context.Context, g *globals, stdin io.Reader) (*claudeHookOutput, error) {
-	c, in, err := workHookClient(ctx, g, stdin)
+	c, in, err := workHookClient(ctx, g, "codex", stdin)
 	if err != nil {
 		return nil, err
 	}

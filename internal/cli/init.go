@@ -184,9 +184,10 @@ func (p *initPlan) settleIdentity(g *globals, dir string) error {
 	if p.client == "codex" && !p.permissions && !p.leases {
 		// Codex's config is user-wide: a name derived from this directory
 		// would be every repository's. Each session names itself instead.
-		// (Codex's hooks see no session of the MCP server's: with hooks,
-		// a fixed name is derived below, and the note says it is global.)
-		fmt.Fprintf(g.stdout, "No --agent given: each Codex session takes a name of its own (such as session-%s-3f9a1c; see `parley mcp serve --help`); run `parley init codex --agent NAME` for a fixed one.\n", filepath.Base(p.root))
+		// (With hooks, a fixed name is derived below for both, and the
+		// note says it is global; hooks given no name would take the
+		// thread's, as the MCP server does: hookIdentity.)
+		fmt.Fprintf(g.stdout, "No --agent given: each Codex session takes a name of its own (its thread's, such as codex-%s-3f9a1c; see `parley mcp serve --help`); run `parley init codex --agent NAME` for a fixed one.\n", filepath.Base(p.root))
 		return nil
 	}
 	name := deriveAgentName(filepath.Base(p.root), p.client)

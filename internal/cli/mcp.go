@@ -47,9 +47,16 @@ Identity: --agent, else $PARLEY_AGENT, else the single identity file in
 .parley/identities/, else (inside tmux) the window's name, else a name of the
 client session's own, such as claude-myrepo-3f9a1c: from $PARLEY_SESSION, or
 Claude Code's $CLAUDE_CODE_SESSION_ID (its hooks take the same name), or the
-client process that started this server. So a client package that bakes in no
-name (the Claude Code plugin, the Gemini CLI extension) gives each session an
-agent of its own, and two sessions in one checkout are two agents. Role: --role, else $PARLEY_ROLE, else the identity file.
+client process that started this server. Codex names its thread only in its
+tool calls: at the first, such a session takes the thread's name,
+codex-myrepo-3f9a1c, which Codex's hooks (from their input's session_id) and
+shell commands ($CODEX_THREAD_ID) derive too. So a client package that bakes
+in no name (the Claude Code plugin, the Gemini CLI extension) gives each
+session an agent of its own, and two sessions in one checkout are two
+agents. Such a session may choose a readable name and role with the
+set_identity tool; its old name stays an alias (mail to it, and hooks that
+still derive it, reach the new one). Role: --role, else $PARLEY_ROLE, else
+the identity file.
 Workspace: --workspace, else $PARLEY_WORKSPACE, else this git repository.
 
 Profiles (comma-separated): native (default), sidechat, agentmail, and those the
@@ -88,11 +95,13 @@ whose certificate a private CA signed needs --ca-file.`,
 				return fmt.Errorf("--token-file and --ca-file are for --server URL")
 			}
 			tenv, inTmux := tmux.FromEnv()
+			byProcess := false
 			if _, _, ok := workspace.SessionName(os.Getenv, ""); !ok && !withChannel {
 				// A client that names no session (Gemini CLI, Codex): the
 				// client process that started this server is the session.
 				// (A channel is Claude Code's, which names its sessions.)
 				os.Setenv(workspace.EnvSession, fmt.Sprintf("client-pid-%d", os.Getppid()))
+				byProcess = true
 			}
 			id, err := g.identity(cmd.Context(), false)
 			if err != nil {
@@ -153,6 +162,16 @@ whose certificate a private CA signed needs --ca-file.`,
 			}
 			set(api.HeaderWorkspace, id.Workspace)
 			set(api.HeaderAgent, id.Agent)
+			if strings.HasPrefix(id.Source, "session") {
+				// A name of the session's own, not given: it may choose
+				// another (set_identity).
+				from := api.NameSession
+				if byProcess {
+					from = api.NameProcess
+					set(api.HeaderSessionRoot, id.Root)
+				}
+				set(api.HeaderAgentFrom, from)
+			}
 			set(api.HeaderRole, id.Role)
 			set(api.HeaderModule, id.Module)
 			set(api.HeaderProfile, strings.ReplaceAll(profile, " ", ""))

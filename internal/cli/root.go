@@ -32,6 +32,10 @@ type globals struct {
 	stdout io.Writer
 	raw    io.Writer
 	stderr io.Writer
+	// getenv, if set, reads the client session's id for a name of its own
+	// (workspace.SessionName) in place of the environment: a Codex hook
+	// gets its thread in its input, not its environment.
+	getenv func(string) string
 }
 
 // Main runs the command line and returns the process exit code.
@@ -140,6 +144,9 @@ func (g *globals) identityIn(ctx context.Context, dir string, needAgent bool) (w
 	l := workspace.Lookup{
 		Dir: dir, FlagAgent: g.agent, FlagWS: g.workspace, RequireName: needAgent,
 	}.FromEnv()
+	if g.getenv != nil {
+		l.Getenv = g.getenv
+	}
 	if te, ok := tmux.FromEnv(); ok && l.FlagAgent == "" && l.EnvAgent == "" {
 		w, err := tmux.Client{Socket: te.Socket}.WindowName(ctx, te.Pane)
 		if err != nil {

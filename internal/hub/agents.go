@@ -49,6 +49,10 @@ func (h *Hub) Join(ctx context.Context, r JoinRequest) (*Agent, error) {
 		a.CreatedAt = old.CreatedAt
 	} else if !IsNotFound(err) {
 		return nil, withOp(op, err)
+	} else if owner, err := h.aliasOwner(ctx, r.Workspace, r.Name); err != nil {
+		return nil, withOp(op, err)
+	} else if owner != "" {
+		return nil, Errorf(op, Conflict, "agent name %q is an old name of %q, which renamed itself: mail to it and sessions that speak as it reach %s; choose another name", r.Name, owner, owner)
 	} else if err := h.checkNewName(ctx, r); err != nil {
 		return nil, withOp(op, err)
 	}

@@ -51,6 +51,7 @@ type Event struct {
 	Reader     string // for message.delivered
 	Count      int    // for delivery events: the copy's delivery count
 	Change     string // for groups: created, deleted, member_added, member_removed; for reservations: granted, renewed, released, force_released, reclaimed
+	Previous   string // for agent.renamed: the old name, now an alias of Agent
 	Text       string // a line for people (an escalation's step)
 
 	Reservations []*Reservation // for EventReservations
@@ -142,6 +143,8 @@ func (h *Hub) Relay(e Event) {
 		h.wakeLocal(e.Workspace, e.Recipients)
 	case EventMessageRedelivered:
 		h.wakeLocal(e.Workspace, []string{e.Agent})
+	case EventAgentRenamed:
+		h.renamed(e.Workspace)
 	case EventAgentLeft:
 		if h.Connected(e.Workspace, e.Agent) {
 			// It left another daemon (or that daemon died) but has a

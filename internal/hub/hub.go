@@ -99,6 +99,8 @@ type Hub struct {
 	roles roleCache
 	// recipients are the plain names sends reached lately (confusable.go).
 	recipients recipientCache
+	// aliases are agents' old names, per workspace (alias.go).
+	aliases aliasCache
 
 	// acts are what the agents are doing, for their health (health.go).
 	actMu      sync.Mutex

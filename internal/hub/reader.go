@@ -464,3 +464,24 @@ func (r *Reader) release(ctx context.Context, ids []string) {
 		r.h.log.Warn("put back undelivered messages", "err", err)
 	}
 }
+
+// Renamed says the reader's agent renamed itself (Hub.Rename moved its
+// copies, leases and all, to the new name): what it holds is now in the
+// new name's inbox, where a cancelled call puts it back.
+func (r *Reader) Renamed(ws, old, new string) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ws == ws && r.agent == old {
+		r.agent = new
+	}
+	for _, c := range r.calls {
+		for i, hc := range c.handed {
+			if hc.inbox == (inboxKey{ws, old}) {
+				c.handed[i].inbox = inboxKey{ws, new}
+			}
+		}
+	}
+}

@@ -259,6 +259,12 @@ func (h *Hub) resolve(ctx context.Context, ws, addr, from string) ([]string, []*
 		return names, as, nil
 	default:
 		if !strings.HasPrefix(a.Name, HumanPrefix) { // a person is never registered
+			// An agent's old name reaches it.
+			if to, err := h.Canonical(ctx, ws, a.Name); err != nil {
+				return nil, nil, err
+			} else if to != a.Name {
+				return []string{to}, nil, nil
+			}
 			if err := h.checkRecipient(ctx, ws, a.Name); err != nil {
 				return nil, nil, err
 			}

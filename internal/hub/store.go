@@ -30,6 +30,19 @@ type Store interface {
 	// TouchAgents records that the agents were seen at the given times.
 	// Unknown agents are ignored.
 	TouchAgents(ctx context.Context, ws string, seen map[string]time.Time) error
+	// RenameAgent gives the agent old of ws the record to (to.Name, its
+	// role and module; old's creation time and status when old is an
+	// agent), atomically: to.Name takes old's deliveries, read or not (a
+	// copy of a message both had is kept once, to.Name's), its group
+	// memberships and its reservations; old's record goes; old becomes an
+	// alias of to.Name, and so does every alias of old. Conflict if
+	// to.Name is an agent already, or an alias of another agent; to.Name
+	// stops being an alias of old (a name taken back). old need not be an
+	// agent: then to is a new agent, and old only an alias.
+	RenameAgent(ctx context.Context, old string, to *Agent, at time.Time) error
+	// Aliases returns the aliases of ws: each old name to the agent that
+	// has it now.
+	Aliases(ctx context.Context, ws string) (map[string]string, error)
 
 	// CreateMessage stores m with one delivery per recipient, atomically:
 	// Queued, or handed out at once for the recipients of handed (see

@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/mcpserver"
 	"github.com/parley-dev/parley/internal/ops"
 )
 
@@ -23,11 +24,12 @@ var toolBudgets = map[string]int{
 	"agentmail": 1_200,
 	"manager":   21_800, // issue 25: portable schemas; issue 28 budgets (create_agent's max_turns, max_cost, max_duration, and each agent's budget and spend)
 	"self":      1_600,
+	"identity":  1_000, // issue 25: set_identity, for a session whose name Parley derived
 }
 
 func TestToolListBudgets(t *testing.T) {
 	e := newEnv(t)
-	for _, p := range []string{"lean", "native", "sidechat", "agentmail", "manager", "self"} {
+	for _, p := range []string{"lean", "native", "sidechat", "agentmail", "manager", "self", mcpserver.IdentityProfile} {
 		s := e.session(ops.Caller{Workspace: "w", Agent: "a", Profiles: []string{p}}, nil)
 		res, err := s.ListTools(context.Background(), nil)
 		if err != nil {

@@ -28,10 +28,12 @@ func isLocal(r *http.Request) bool {
 
 // openDoor registers the door of sess's client, owned by the session.
 func (s *Server) openDoor(sess *session, in api.DoorRequest) {
-	if !sess.local || sess.caller.Agent == "" {
+	s.mu.Lock()
+	c := sess.caller // set_identity changes it under s.mu
+	s.mu.Unlock()
+	if !sess.local || c.Agent == "" {
 		return
 	}
-	c := sess.caller
 	c.Local, c.DoorOwner = true, sess.id
 	if _, err := s.ops.OpenDoor(context.Background(), &c, in); err != nil {
 		s.log.Warn("register the client's door", "agent", c.Agent, "kind", in.Kind, "err", err)
@@ -42,19 +44,21 @@ func (s *Server) openDoor(sess *session, in api.DoorRequest) {
 // letter through its door told it of is seen), and a Codex client names its
 // thread.
 func (s *Server) toolCalled(ctx context.Context, sess *session, req mcp.Request) {
-	if sess.caller.Agent == "" {
+	var thread string
+	if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok {
+		thread, _ = p.Meta["threadId"].(string)
+	}
+	if thread != "" {
+		s.threadName(ctx, sess, thread)
+	}
+	s.mu.Lock()
+	ws, agent := sess.caller.Workspace, sess.caller.Agent
+	s.mu.Unlock()
+	if agent == "" {
 		return
 	}
-	s.hub.SessionActive(ctx, sess.caller.Workspace, sess.caller.Agent)
-	if sess.codex == "" || !sess.local {
-		return
-	}
-	p, ok := req.GetParams().(*mcp.CallToolParamsRaw)
-	if !ok {
-		return
-	}
-	thread, _ := p.Meta["threadId"].(string)
-	if thread == "" {
+	s.hub.SessionActive(ctx, ws, agent)
+	if sess.codex == "" || !sess.local || thread == "" {
 		return
 	}
 	s.mu.Lock()

@@ -51,9 +51,10 @@ func (s *Server) requestStarted(sid, token string) *session {
 	}
 	back := sess.away
 	sess.away = false
+	ws, agent := sess.caller.Workspace, sess.caller.Agent // set_identity changes it under s.mu
 	s.mu.Unlock()
 	if back {
-		s.hub.SessionOpened(sess.caller.Workspace, sess.caller.Agent)
+		s.hub.SessionOpened(ws, agent)
 	}
 	return sess
 }
@@ -82,10 +83,11 @@ func (s *Server) idleSession(sess *session) {
 	if away {
 		sess.away = true
 	}
+	ws, agent := sess.caller.Workspace, sess.caller.Agent
 	s.mu.Unlock()
 	if away {
-		s.log.Debug("an MCP session without a connection no longer counts toward presence", "session", sess.id, "agent", sess.caller.Agent)
-		s.hub.SessionClosed(sess.caller.Workspace, sess.caller.Agent)
+		s.log.Debug("an MCP session without a connection no longer counts toward presence", "session", sess.id, "agent", agent)
+		s.hub.SessionClosed(ws, agent)
 	}
 }
 
@@ -99,6 +101,7 @@ func (sess *session) dying() bool {
 func (s *Server) reapSession(sess *session) {
 	s.mu.Lock()
 	end := sess.reap != nil && sess.dying()
+	agent := sess.caller.Agent
 	s.mu.Unlock()
 	if !end {
 		return
@@ -107,6 +110,6 @@ func (s *Server) reapSession(sess *session) {
 	if !sess.ready {
 		why = "never initialized"
 	}
-	s.log.Info("ending an abandoned MCP session", "session", sess.id, "agent", sess.caller.Agent, "why", why)
+	s.log.Info("ending an abandoned MCP session", "session", sess.id, "agent", agent, "why", why)
 	sess.ss.Close()
 }

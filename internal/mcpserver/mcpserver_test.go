@@ -149,7 +149,7 @@ func (e *env) do(method, path, ws, agent string, body any) (int, []byte) {
 // outputs are a contract with users' prompts. Refresh with -update.
 func TestToolsGolden(t *testing.T) {
 	e := newEnv(t)
-	for _, p := range []string{"native", "lean", "sidechat", "agentmail", "manager", "self"} {
+	for _, p := range []string{"native", "lean", "sidechat", "agentmail", "manager", "self", mcpserver.IdentityProfile} {
 		t.Run(p, func(t *testing.T) {
 			s := e.session(ops.Caller{Workspace: "w", Agent: "a", Profiles: []string{p}}, nil)
 			res, err := s.ListTools(context.Background(), nil)

@@ -106,6 +106,12 @@ type session struct {
 	// thread is the Codex thread whose door the session registered; guarded
 	// by Server.mu.
 	thread string
+	// proc is the name of a session named after its client's process, and
+	// root its checkout (api.HeaderSessionRoot); naming holds its other
+	// calls while its first one that names a Codex thread gives it the
+	// thread's name (threadName).
+	proc, root string
+	naming     sync.Mutex
 
 	ss *mcp.ServerSession
 	// ended is cancelled as the session ends, with its calls: the SDK's
@@ -190,6 +196,7 @@ func New(o *ops.Ops, opts *Options) *Server {
 	s.Register("sidechat", s.sidechat)
 	s.Register("agentmail", s.agentmail)
 	s.Register("lean", s.lean)
+	s.Register(IdentityProfile, s.identity)
 	s.handler = mcp.NewStreamableHTTPHandler(s.serverFor, &mcp.StreamableHTTPOptions{
 		SessionTimeout:      sessionTimeout,
 		MaxRequestBodyBytes: maxRequestBytes,
@@ -325,6 +332,13 @@ func (s *Server) identityOf(r *http.Request) (*session, error) {
 		return nil, err
 	}
 	c.Profiles = strings.Split(get(api.HeaderProfile, "profile"), ",")
+	if from := r.Header.Get(api.HeaderAgentFrom); from != "" && c.Agent != "" && c.Token == "" {
+		if from != api.NameSession && from != api.NameProcess {
+			return nil, hub.Errorf("mcp", hub.Invalid, "%s %q: want %s or %s", api.HeaderAgentFrom, from, api.NameSession, api.NameProcess)
+		}
+		c.NameFrom = from
+	}
+	proc := c.Agent // before admit: the name may stand for another agent now
 	if err := s.admit(r.Context(), &c); err != nil {
 		return nil, err
 	}
@@ -341,6 +355,9 @@ func (s *Server) identityOf(r *http.Request) (*session, error) {
 		local:  isLocal(r),
 		codex:  r.Header.Get(api.HeaderCodexHome),
 	}
+	if c.NameFrom == api.NameProcess {
+		sess.proc, sess.root = proc, r.Header.Get(api.HeaderSessionRoot)
+	}
 	if sock := r.Header.Get(api.HeaderDoorSocket); sock != "" {
 		sess.door = api.DoorRequest{Kind: string(hub.DoorClaude), Address: sock,
 			Session: r.Header.Get(api.HeaderDoorSession), Token: r.Header.Get(api.HeaderDoorToken)}
@@ -349,10 +366,13 @@ func (s *Server) identityOf(r *http.Request) (*session, error) {
 }
 
 // admit settles the profiles of a session's caller (known ones, each once,
-// sorted; native if none) and refuses a set in which two define the same
-// tool. It joins the caller's agent on the fly: a new name joins (with its
-// role, or the default one); a known one keeps its role and module unless
-// others were given. c gets the agent's role and module.
+// sorted; native if none; the identity profile for a session that may
+// rename itself) and refuses a set in which two define the same tool. It
+// joins the caller's agent on the fly: a new name joins (with its role, or
+// the default one); a known one keeps its role and module unless others
+// were given. A name that is an agent's old one (it renamed itself, and the
+// session comes back, or started in the same client session again) is that
+// agent. c gets the agent's name, role and module.
 func (s *Server) admit(ctx context.Context, c *ops.Caller) error {
 	var profiles []string
 	for _, p := range c.Profiles {
@@ -367,6 +387,10 @@ func (s *Server) admit(ctx context.Context, c *ops.Caller) error {
 	if len(profiles) == 0 {
 		profiles = []string{"native"}
 	}
+	if c.NameFrom != "" && !slices.Contains(profiles, IdentityProfile) &&
+		(slices.Contains(profiles, "native") || slices.Contains(profiles, "lean")) {
+		profiles = append(profiles, IdentityProfile)
+	}
 	sort.Strings(profiles)
 	c.Profiles = profiles
 	if err := s.checkClash(profiles); err != nil {
@@ -374,6 +398,16 @@ func (s *Server) admit(ctx context.Context, c *ops.Caller) error {
 	}
 	if c.Agent == "" {
 		return nil
+	}
+	if c.Token == "" {
+		name, err := s.hub.Canonical(ctx, c.Workspace, c.Agent)
+		if err != nil {
+			return err
+		}
+		if name != c.Agent {
+			// It chose its name: it keeps the role it chose.
+			c.Agent, c.Role, c.Module = name, "", ""
+		}
 	}
 	a, err := s.hub.Agent(ctx, c.Workspace, c.Agent)
 	switch {
@@ -624,14 +658,15 @@ func (s *Server) ended(ss *mcp.ServerSession, sess *session) {
 	}
 	away := sess.away // then its presence went already
 	sess.away = true
+	ws, agent := sess.caller.Workspace, sess.caller.Agent
 	s.mu.Unlock()
 	if !away {
-		s.hub.SessionClosed(sess.caller.Workspace, sess.caller.Agent)
+		s.hub.SessionClosed(ws, agent)
 	}
 	// The session ended (DELETE, expiry): whatever it holds unconfirmed
 	// goes back to the inbox, and the doors it registered close.
 	sess.caller.Reader.Close(context.Background())
-	s.hub.CloseDoorsOf(context.Background(), sess.caller.Workspace, sess.caller.Agent, sess.id)
+	s.hub.CloseDoorsOf(context.Background(), ws, agent, sess.id)
 }
 
 type sessionKey struct{}
@@ -641,7 +676,10 @@ type sessionKey struct{}
 func (s *Server) callerOf(ctx context.Context, req *mcp.CallToolRequest) *ops.Caller {
 	var c ops.Caller
 	if sess, _ := ctx.Value(sessionKey{}).(*session); sess != nil {
+		s.mu.Lock()
 		c = sess.caller
+		s.mu.Unlock()
+		c.Rebind = func(ctx context.Context, agent, role, module string) { s.rebind(ctx, sess, agent, role, module) }
 	} else {
 		c.Workspace = ops.DefaultWorkspace
 	}

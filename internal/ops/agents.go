@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"strings"
 
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/hub"
@@ -76,5 +77,41 @@ func (o *Ops) Whoami(ctx context.Context, c *Caller, _ api.Empty) (api.WhoamiRes
 	} else {
 		out.Note = "this session has no agent identity: it cannot send or receive messages (\"no sender\"). Start parley mcp serve with --agent NAME (or PARLEY_AGENT, or run `parley join --name NAME --role ROLE` where it starts)."
 	}
+	if c.Agent != "" && c.NameFrom != "" && c.Token == "" {
+		out.Note = "Parley derived this name for your session; give yourself a readable name and role with set_identity (mail to this name follows you)."
+	}
 	return out, nil
+}
+
+// SetIdentity renames the caller's session: an agent whose name Parley
+// derived (claude-myrepo-3f9a1c) takes a readable one and a role. A name
+// that was given (--agent, PARLEY_AGENT, an identity file, a token) stays.
+// The new name must be free and read differently from the others'
+// (hub.Rename); what the old name had follows, and it stays an alias.
+func (o *Ops) SetIdentity(ctx context.Context, c *Caller, in api.SetIdentityRequest) (api.SetIdentityResult, error) {
+	const op = "set identity"
+	if err := c.needAgent(op); err != nil {
+		return api.SetIdentityResult{}, err
+	}
+	switch {
+	case c.Token != "":
+		return api.SetIdentityResult{}, hub.Errorf(op, hub.Forbidden, "this session's agent token names its agent, %s: a token's name cannot change", c.Agent)
+	case c.NameFrom == "":
+		return api.SetIdentityResult{}, hub.Errorf(op, hub.Forbidden, "this session's name, %s, was given to it (--agent, PARLEY_AGENT or an identity file), not derived: only a session that was given no name can choose one", c.Agent)
+	case c.Rebind == nil:
+		return api.SetIdentityResult{}, hub.Errorf(op, hub.Invalid, "only an MCP session can rename itself")
+	}
+	name := strings.TrimSpace(in.Name)
+	a, err := o.hub.Rename(ctx, hub.RenameRequest{Workspace: c.Workspace, Old: c.Agent, New: name, Role: strings.TrimSpace(in.Role), Module: c.Module})
+	if err != nil {
+		return api.SetIdentityResult{}, err
+	}
+	prev := c.Agent
+	c.Rebind(ctx, a.Name, a.Role, a.Module)
+	c.Agent, c.Role, c.Module = a.Name, a.Role, a.Module
+	n, err := o.hub.Unread(ctx, c.Workspace, a.Name)
+	if err != nil {
+		return api.SetIdentityResult{}, err
+	}
+	return api.SetIdentityResult{Agent: a.Name, Role: a.Role, AgentID: a.ID(), Workspace: c.Workspace, Previous: prev, Unread: n}, nil
 }

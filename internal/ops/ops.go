@@ -8,6 +8,7 @@
 package ops
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"time"
@@ -66,6 +67,15 @@ type Caller struct {
 	// the MCP adapter sends it as a progress notification (a keep-alive for
 	// clients that time out idle calls).
 	Progress Progress
+	// NameFrom says how the session's agent name came about: "" when it
+	// was given (a flag, PARLEY_AGENT, an identity file, a token), else
+	// api.NameSession or api.NameProcess, a name Parley derived for the
+	// client session, which it may replace (SetIdentity).
+	NameFrom string
+	// Rebind, set by a door that holds a session, moves the session to
+	// the agent (its new name after SetIdentity): its calls from now on
+	// speak as it, and its presence and door follow.
+	Rebind func(ctx context.Context, agent, role, module string)
 }
 
 // Progress reports how long a blocking operation has waited, out of total

@@ -51,7 +51,7 @@ var readRule = map[string]string{
 
 // readsNone lists the operations open to agent tokens that read no message.
 var readsNone = []string{
-	"Broadcast", "Clear", "Ack", "NoteWake", "Seen", "Receipt", "GetAgent", "ListAgents", "SetStatus", "Whoami",
+	"Broadcast", "Clear", "Ack", "NoteWake", "Seen", "Receipt", "GetAgent", "ListAgents", "SetStatus", "Whoami", "SetIdentity",
 	"ListGroups", "GetGroup", "CreateGroup", "DeleteGroup", "AddMember", "RemoveMember",
 	"ReservePaths", "RenewReservations", "ReleaseReservations", "ListReservations", "WhoHas", "CheckPaths",
 	"CompleteTask", "ReleaseTask", "SetTitle", "SetBranch", "RequestPermission", "AskPermission",

@@ -99,6 +99,7 @@ func (o *Ops) table() []Op {
 		def("ReportActivity", Agent, "POST /activity", o.ReportActivity), // the caller's own health
 		def("MyWork", Agent, "GET /work", o.MyWork),                      // the caller's own working set
 		def("Whoami", Agent, "", o.Whoami),
+		def("SetIdentity", Agent, "", o.SetIdentity), // an MCP session's own name; refused to a token, which names its agent
 		def("ListGroups", Agent, "GET /groups", o.ListGroups),
 		def("GetGroup", Agent, "GET /groups/{name}", o.GetGroup),
 		def("CreateGroup", Agent, "POST /groups", o.CreateGroup),
@@ -199,8 +200,27 @@ func (o *Ops) Op(name string) Op {
 func (o *Ops) buildTable() {
 	o.ops = o.table()
 	o.byName = make(map[string]Op, len(o.ops))
-	for _, op := range o.ops {
-		o.byName[op.Name] = op
+	for i, op := range o.ops {
+		o.ops[i].run = o.speakingAs(op.run)
+		o.byName[op.Name] = o.ops[i]
+	}
+}
+
+// speakingAs runs an operation for the agent the caller's name stands for:
+// an agent that renamed itself is still called by its old name by its
+// session's hooks (which derive it), by a shell's `parley` commands, and by
+// a session that reconnects; each speaks as the agent it became
+// (hub.Canonical). A token names its agent, and is left alone.
+func (o *Ops) speakingAs(run func(context.Context, *Caller, any) (any, error)) func(context.Context, *Caller, any) (any, error) {
+	return func(ctx context.Context, c *Caller, in any) (any, error) {
+		if c.Agent != "" && c.Token == "" {
+			name, err := o.hub.Canonical(ctx, c.Workspace, c.Agent)
+			if err != nil {
+				return nil, err
+			}
+			c.Agent = name
+		}
+		return run(ctx, c, in)
 	}
 }
 

@@ -14,10 +14,32 @@ const EnvSession = "PARLEY_SESSION"
 // sessionKeys are the variables through which clients name their session to
 // the MCP servers and hooks they start, most specific first: Parley's own,
 // then Claude Code's (CLAUDE_CODE_SESSION_ID, seen by its MCP servers, hooks
-// and commands alike).
+// and commands alike), then Codex's thread (EnvCodexThread).
 var sessionKeys = []struct{ env, client string }{
 	{EnvSession, "session"},
 	{"CLAUDE_CODE_SESSION_ID", "claude"},
+	{EnvCodexThread, "codex"},
+}
+
+// EnvCodexThread is the Codex thread a shell tool of Codex runs in. Codex's
+// hooks get it as their input's session_id, and its MCP servers in every
+// tool call's _meta.threadId (not in their environment): each passes it to
+// SessionName under this key, so that a Codex thread's hooks, MCP server and
+// shell commands speak as one agent.
+const EnvCodexThread = "CODEX_THREAD_ID"
+
+// CodexThreadEnv is SessionName's getenv for a Codex thread known from
+// elsewhere than the environment (a hook's input, a tool call's _meta): the
+// thread and no other session. A session variable inherited from a client
+// that started Codex (CLAUDE_CODE_SESSION_ID, PARLEY_SESSION) names another
+// session, and Codex does not pass one to its MCP servers.
+func CodexThreadEnv(thread string) func(string) string {
+	return func(k string) string {
+		if k == EnvCodexThread {
+			return thread
+		}
+		return ""
+	}
 }
 
 // SessionName derives a stable, readable agent name for the client session

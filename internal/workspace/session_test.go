@@ -34,6 +34,20 @@ func TestSessionName(t *testing.T) {
 	if n, from, _ := SessionName(env("CLAUDE_CODE_SESSION_ID", "x", EnvSession, "s1"), "/r/parley"); from != EnvSession || !strings.HasPrefix(n, "session-parley-") {
 		t.Errorf("PARLEY_SESSION: %q from %q", n, from)
 	}
+	// A Codex thread (its shell commands' CODEX_THREAD_ID; its hooks and
+	// MCP server pass theirs under this key) names a session of its own.
+	n, from, ok := SessionName(env(EnvCodexThread, "01a21a39-e463"), "/r/parley")
+	if !ok || from != EnvCodexThread || !strings.HasPrefix(n, "codex-parley-") || hub.ValidName("agent name", n) != nil {
+		t.Errorf("CODEX_THREAD_ID: %q from %q", n, from)
+	}
+	if o, _, _ := SessionName(env(EnvCodexThread, "01a21a39-e464"), "/r/parley"); o == n {
+		t.Errorf("two Codex threads: both %q", n)
+	}
+	// A thread from a hook's input: what the Codex inherited does not count.
+	inherited := CodexThreadEnv("01a21a39-e463")
+	if o, _, _ := SessionName(inherited, "/r/parley"); o != n || inherited("CLAUDE_CODE_SESSION_ID") != "" || inherited(EnvSession) != "" {
+		t.Errorf("CodexThreadEnv: %q, want %q and no other session", o, n)
+	}
 	if n, _, ok := SessionName(env(), "/r/parley"); ok {
 		t.Errorf("no session: got %q", n)
 	}

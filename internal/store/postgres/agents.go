@@ -164,3 +164,98 @@ func (db *DB) Workspaces(ctx context.Context) ([]string, error) {
 	}
 	return wss, nil
 }
+
+// RenameAgent gives agent old the record to, with old's deliveries, group
+// memberships and reservations, and makes old an alias of to.Name.
+func (db *DB) RenameAgent(ctx context.Context, old string, to *hub.Agent, at time.Time) error {
+	const op = "rename agent"
+	ws, name := to.Workspace, to.Name
+	if ws == "" || name == "" || old == "" || old == name {
+		return hub.Errorf(op, hub.Invalid, "renaming needs a workspace, an old name and a new, other name")
+	}
+	a := *to
+	err := db.inTx(ctx, op, func(tx pgx.Tx) error {
+		if err := db.ensureWorkspace(ctx, tx, ws); err != nil {
+			return err
+		}
+		// The old name's row, locked: a second rename of it waits.
+		var created time.Time
+		var status string
+		switch err := tx.QueryRow(ctx, `SELECT created_at, status FROM agents WHERE workspace = $1 AND name = $2 FOR UPDATE`, ws, old).Scan(&created, &status); {
+		case errors.Is(err, pgx.ErrNoRows):
+			if a.CreatedAt.IsZero() {
+				a.CreatedAt = at
+			}
+		case err != nil:
+			return err
+		default:
+			a.CreatedAt, a.Status = created, hub.Status(status)
+		}
+		var owner string
+		switch err := tx.QueryRow(ctx, `SELECT name FROM agent_aliases WHERE workspace = $1 AND alias = $2`, ws, name).Scan(&owner); {
+		case errors.Is(err, pgx.ErrNoRows):
+		case err != nil:
+			return err
+		case owner != old:
+			return hub.Errorf(op, hub.Conflict, "%q is an old name of agent %q in workspace %q", name, owner, ws)
+		}
+		tag, err := tx.Exec(ctx, `INSERT INTO agents (workspace, name, role, module, status, created_at, last_seen, host, node)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (workspace, name) DO NOTHING`,
+			ws, name, a.Role, a.Module, string(a.Status), a.CreatedAt, ts(a.LastSeen), db.host, nullText(db.node))
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return hub.Errorf(op, hub.Conflict, "agent %q exists already in workspace %q", name, ws)
+		}
+		for _, q := range []struct {
+			sql  string
+			args []any
+		}{
+			// A copy both had stays once, the new name's.
+			{`DELETE FROM deliveries d WHERE d.workspace = $1 AND d.recipient = $2 AND EXISTS
+				(SELECT 1 FROM deliveries e WHERE e.message_seq = d.message_seq AND e.recipient = $3)`, []any{ws, old, name}},
+			{`UPDATE deliveries SET recipient = $3 WHERE workspace = $1 AND recipient = $2`, []any{ws, old, name}},
+			{`DELETE FROM group_members m WHERE m.workspace = $1 AND m.type = $4 AND m.member_id = $2 AND EXISTS
+				(SELECT 1 FROM group_members n WHERE n.workspace = $1 AND n.group_name = m.group_name AND n.type = $4 AND n.member_id = $3)`,
+				[]any{ws, old, name, string(hub.MemberAgent)}},
+			{`UPDATE group_members SET member_id = $3 WHERE workspace = $1 AND type = $4 AND member_id = $2`,
+				[]any{ws, old, name, string(hub.MemberAgent)}},
+			{`UPDATE reservations SET agent = $3 WHERE workspace = $1 AND agent = $2`, []any{ws, old, name}},
+			{`DELETE FROM agents WHERE workspace = $1 AND name = $2`, []any{ws, old}},
+			{`DELETE FROM agent_aliases WHERE workspace = $1 AND alias = $2`, []any{ws, name}},
+			{`UPDATE agent_aliases SET name = $3 WHERE workspace = $1 AND name = $2`, []any{ws, old, name}},
+			{`INSERT INTO agent_aliases (workspace, alias, name, created_at) VALUES ($1, $2, $3, $4)`, []any{ws, old, name, at}},
+		} {
+			if _, err := tx.Exec(ctx, q.sql, q.args...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	db.markKnown(ws)
+	to.CreatedAt, to.Status = a.CreatedAt.UTC(), a.Status
+	return nil
+}
+
+// Aliases returns the old names of ws's agents, each to its agent.
+func (db *DB) Aliases(ctx context.Context, ws string) (map[string]string, error) {
+	const op = "list aliases"
+	rows, err := db.pool.Query(ctx, `SELECT alias, name FROM agent_aliases WHERE workspace = $1`, ws)
+	if err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	out := map[string]string{}
+	var alias, name string
+	_, err = pgx.ForEachRow(rows, []any{&alias, &name}, func() error {
+		out[alias] = name
+		return nil
+	})
+	if err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	return out, nil
+}

@@ -33,6 +33,7 @@ type wireEvent struct {
 	Reader       string            `json:"rd,omitempty"`
 	Count        int               `json:"n,omitempty"`
 	Change       string            `json:"ch,omitempty"`
+	Previous     string            `json:"pv,omitempty"`
 	Text         string            `json:"tx,omitempty"`
 	Reservations []wireReservation `json:"rs,omitempty"`
 	Detail       json.RawMessage   `json:"d,omitempty"`
@@ -105,7 +106,7 @@ type wireReservation struct {
 // encodeEvent is e as it travels, cut to fit maxEvent if need be.
 func encodeEvent(e hub.Event) []byte {
 	w := wireEvent{Kind: string(e.Kind), Workspace: e.Workspace, Time: e.Time, Agent: e.Agent, Role: e.Role, Status: e.Status,
-		Recipients: e.Recipients, Group: e.Group, MessageID: e.MessageID, Reader: e.Reader, Count: e.Count, Change: e.Change,
+		Recipients: e.Recipients, Group: e.Group, MessageID: e.MessageID, Reader: e.Reader, Count: e.Count, Change: e.Change, Previous: e.Previous,
 		Text: e.Text, Detail: e.Detail, Reason: e.Reason, Via: string(e.Via)}
 	if d := e.SessionDoor; d != nil {
 		w.Door = &wireDoor{ID: d.ID, Workspace: d.Workspace, Agent: d.Agent, Kind: string(d.Kind), Session: d.Session,
@@ -168,7 +169,7 @@ func decodeEvent(b []byte) (e hub.Event, cut bool, err error) {
 		return hub.Event{}, false, err
 	}
 	e = hub.Event{Kind: hub.EventKind(w.Kind), Workspace: w.Workspace, Time: w.Time, Agent: w.Agent, Role: w.Role, Status: w.Status,
-		Recipients: w.Recipients, Group: w.Group, MessageID: w.MessageID, Reader: w.Reader, Count: w.Count, Change: w.Change,
+		Recipients: w.Recipients, Group: w.Group, MessageID: w.MessageID, Reader: w.Reader, Count: w.Count, Change: w.Change, Previous: w.Previous,
 		Text: w.Text, Detail: w.Detail, Reason: w.Reason, Via: hub.WakePath(w.Via)}
 	if d := w.Door; d != nil {
 		e.SessionDoor = &hub.SessionDoor{ID: d.ID, Workspace: d.Workspace, Agent: d.Agent, Kind: hub.DoorKind(d.Kind), Session: d.Session,

@@ -158,3 +158,102 @@ func (db *DB) Workspaces(ctx context.Context) ([]string, error) {
 	}
 	return wss, nil
 }
+
+// RenameAgent gives agent old the record to, with old's deliveries, group
+// memberships and reservations, and makes old an alias of to.Name.
+func (db *DB) RenameAgent(ctx context.Context, old string, to *hub.Agent, at time.Time) error {
+	const op = "rename agent"
+	ws, name := to.Workspace, to.Name
+	if ws == "" || name == "" || old == "" || old == name {
+		return hub.Errorf(op, hub.Invalid, "renaming needs a workspace, an old name and a new, other name")
+	}
+	known := db.isKnown(ws)
+	err := db.write(ctx, op, func(ctx context.Context, c *sql.Conn) error {
+		if !known {
+			if _, err := db.stmts.wInsWorkspace.ExecContext(ctx, ws); err != nil {
+				return err
+			}
+		}
+		var n int
+		if err := c.QueryRowContext(ctx, `SELECT count(*) FROM agents WHERE workspace = ? AND name = ?`, ws, name).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			return hub.Errorf(op, hub.Conflict, "agent %q exists already in workspace %q", name, ws)
+		}
+		var owner string
+		switch err := c.QueryRowContext(ctx, `SELECT name FROM agent_aliases WHERE workspace = ? AND alias = ?`, ws, name).Scan(&owner); {
+		case err == sql.ErrNoRows:
+		case err != nil:
+			return err
+		case owner != old:
+			return hub.Errorf(op, hub.Conflict, "%q is an old name of agent %q in workspace %q", name, owner, ws)
+		}
+		a := *to
+		if a.CreatedAt.IsZero() {
+			a.CreatedAt = at
+		}
+		var created int64
+		var status string
+		switch err := c.QueryRowContext(ctx, `SELECT created_at, status FROM agents WHERE workspace = ? AND name = ?`, ws, old).Scan(&created, &status); {
+		case err == sql.ErrNoRows:
+		case err != nil:
+			return err
+		default:
+			a.CreatedAt, a.Status = fromNanos(created), hub.Status(status)
+		}
+		for _, q := range []struct {
+			sql  string
+			args []any
+		}{
+			{`INSERT INTO agents (` + agentCols + `) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+				[]any{ws, name, a.Role, a.Module, string(a.Status), nanos(a.CreatedAt), nanos(a.LastSeen)}},
+			// A copy both had stays once, the new name's.
+			{`DELETE FROM deliveries WHERE workspace = ? AND recipient = ? AND message_seq IN
+				(SELECT message_seq FROM deliveries WHERE workspace = ? AND recipient = ?)`, []any{ws, old, ws, name}},
+			{`UPDATE deliveries SET recipient = ? WHERE workspace = ? AND recipient = ?`, []any{name, ws, old}},
+			{`DELETE FROM group_members WHERE workspace = ? AND type = ? AND member_id = ? AND group_name IN
+				(SELECT group_name FROM group_members WHERE workspace = ? AND type = ? AND member_id = ?)`,
+				[]any{ws, string(hub.MemberAgent), old, ws, string(hub.MemberAgent), name}},
+			{`UPDATE group_members SET member_id = ? WHERE workspace = ? AND type = ? AND member_id = ?`,
+				[]any{name, ws, string(hub.MemberAgent), old}},
+			{`UPDATE reservations SET agent = ? WHERE workspace = ? AND agent = ?`, []any{name, ws, old}},
+			{`DELETE FROM agents WHERE workspace = ? AND name = ?`, []any{ws, old}},
+			{`DELETE FROM agent_aliases WHERE workspace = ? AND alias = ?`, []any{ws, name}},
+			{`UPDATE agent_aliases SET name = ? WHERE workspace = ? AND name = ?`, []any{name, ws, old}},
+			{`INSERT INTO agent_aliases (workspace, alias, name, created_at) VALUES (?, ?, ?, ?)`, []any{ws, old, name, nanos(at)}},
+		} {
+			if _, err := c.ExecContext(ctx, q.sql, q.args...); err != nil {
+				return err
+			}
+		}
+		to.CreatedAt, to.Status = a.CreatedAt, a.Status
+		return nil
+	})
+	if err == nil && !known {
+		db.markKnown(ws)
+	}
+	return err
+}
+
+// Aliases returns the old names of ws's agents, each to its agent.
+func (db *DB) Aliases(ctx context.Context, ws string) (map[string]string, error) {
+	const op = "list aliases"
+	rows, err := db.r.QueryContext(ctx, `SELECT alias, name FROM agent_aliases WHERE workspace = ?`, ws)
+	if err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var alias, name string
+		if err := rows.Scan(&alias, &name); err != nil {
+			return nil, db.mapErr(ctx, op, err)
+		}
+		out[alias] = name
+	}
+	if err := rows.Err(); err != nil {
+		return nil, db.mapErr(ctx, op, err)
+	}
+	return out, nil
+}

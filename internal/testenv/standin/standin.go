@@ -1,6 +1,6 @@
 // Package standin serves scripted stand-ins for the model APIs that the real
-// Claude Code and Codex CLIs call (Anthropic's Messages API and OpenAI's
-// Responses API), so that tests can run those CLIs for real with only the
+// Claude Code, Codex and Gemini CLIs call (Anthropic's Messages API, OpenAI's
+// Responses API, and Google's Gemini API in gemini.go), so that tests can run those CLIs for real with only the
 // model replaced. A test gives a function that picks each reply from the
 // request; the package speaks the wire protocol (JSON or SSE). Only tests
 // import it.

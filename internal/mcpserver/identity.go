@@ -1,0 +1,105 @@
+package mcpserver
+
+import (
+	"context"
+
+	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/hub"
+	"github.com/parley-dev/parley/internal/ops"
+	"github.com/parley-dev/parley/internal/workspace"
+)
+
+// IdentityProfile is the profile of set_identity. A session whose agent name
+// Parley derived for it (api.HeaderAgentFrom: a client package such as the
+// Claude Code plugin bakes in no name) gets it beside native or lean, and
+// no other session does: a name that was given cannot change, and the
+// tool would only take room in the model's context.
+const IdentityProfile = "identity"
+
+func (s *Server) identity() Profile {
+	return Profile{Tools: []Tool{
+		typed(s, "set_identity", "Replace the name Parley derived for this session (claude-myrepo-3f9a1c) with one you choose, and set your role. Mail to the old name follows you.", s.ops.Op("SetIdentity")),
+	}}
+}
+
+// rebind moves sess to the agent it renamed itself to: its later calls
+// speak as it, its presence counts for it, and its reader, whose copies the
+// rename moved, knows their inbox.
+func (s *Server) rebind(ctx context.Context, sess *session, agent, role, module string) {
+	s.mu.Lock()
+	ws, old := sess.caller.Workspace, sess.caller.Agent
+	sess.caller.Agent, sess.caller.Role, sess.caller.Module = agent, role, module
+	counted := sess.ss != nil && !sess.away
+	s.mu.Unlock()
+	if old == agent {
+		return
+	}
+	sess.caller.Reader.Renamed(ws, old, agent)
+	if counted {
+		s.hub.SessionOpened(ws, agent)
+		s.hub.SessionClosed(ws, old)
+	}
+	s.log.Info("an MCP session renamed its agent", "session", sess.id, "from", old, "to", agent)
+}
+
+// threadName gives a session named after its client's process the name of
+// the Codex thread its tool call names (_meta.threadId): Codex starts its
+// MCP servers with no word of the thread, but its hooks get it in their
+// input and its shell commands in CODEX_THREAD_ID, and derive the thread's
+// name from it (workspace.SessionName); from this call on, the session
+// speaks as that name too. The process's name becomes an alias of it
+// (hub.Rename). A thread's name that is an agent already (the thread
+// resumed in another Codex, or its hooks spoke first) is taken as it is, and
+// so is the name it chose for itself (set_identity). The session may still
+// choose its own.
+func (s *Server) threadName(ctx context.Context, sess *session, thread string) {
+	sess.naming.Lock()
+	defer sess.naming.Unlock()
+	s.mu.Lock()
+	c := sess.caller
+	s.mu.Unlock()
+	if c.NameFrom != api.NameProcess || c.Agent == "" || c.Token != "" || sess.proc == "" || sess.root == "" {
+		return
+	}
+	name, _, _ := workspace.SessionName(workspace.CodexThreadEnv(thread), sess.root)
+	to, err := s.threadAgent(ctx, c, sess.proc, name)
+	if err != nil {
+		s.log.Warn("name a Codex session after its thread", "agent", c.Agent, "thread", thread, "err", err)
+		return
+	}
+	s.rebind(ctx, sess, to.Agent, to.Role, to.Module)
+	s.mu.Lock()
+	sess.caller.NameFrom = api.NameSession
+	s.mu.Unlock()
+}
+
+// threadAgent is the agent of the thread's name: the one that has it, or
+// has it as an old name; else the process's agent renamed to it; else, when
+// another session of the same Codex took the process's name to its own
+// thread (one Codex, several threads), a new agent.
+func (s *Server) threadAgent(ctx context.Context, c ops.Caller, proc, name string) (ops.Caller, error) {
+	canon, err := s.hub.Canonical(ctx, c.Workspace, name)
+	if err != nil {
+		return c, err
+	}
+	switch _, err := s.hub.Agent(ctx, c.Workspace, canon); {
+	case err == nil:
+		// It keeps its role: the process's was not chosen for it.
+		c.Agent, c.Role, c.Module = canon, "", ""
+		return c, s.admit(ctx, &c)
+	case !hub.IsNotFound(err):
+		return c, err
+	}
+	if owner, err := s.hub.Canonical(ctx, c.Workspace, proc); err != nil {
+		return c, err
+	} else if owner != proc || c.Agent != proc {
+		c.Agent, c.Role, c.Module = name, "", ""
+		return c, s.admit(ctx, &c)
+	}
+	a, err := s.hub.Rename(ctx, hub.RenameRequest{Workspace: c.Workspace, Old: proc, New: name, Module: c.Module})
+	if err != nil {
+		return c, err
+	}
+	c.Agent, c.Role, c.Module = a.Name, a.Role, a.Module
+	return c, nil
+}
