@@ -374,7 +374,7 @@ func TestInspectorCLI(t *testing.T) {
 func TestInspectorStrict(t *testing.T) {
 	insp, path := inspector(t)
 	e := newEnv(t)
-	for _, p := range []string{"native", "lean", "sidechat", "agentmail", "manager", "self"} {
+	for _, p := range []string{"native", "lean", "identity", "sidechat", "agentmail", "manager", "self", "gateway"} {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		c := exec.CommandContext(ctx, insp, "--cli", "--strict", "-e", "PARLEY_HOME="+e.home,
 			bin, "mcp", "serve", "--workspace", "strict", "--agent", "alice", "--profile", p, "--method", "tools/list")
