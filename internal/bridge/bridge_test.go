@@ -710,8 +710,13 @@ func TestCancelContext(t *testing.T) {
 	cancel()
 	select {
 	case err := <-done:
-		if d := time.Since(start); d > time.Second {
-			t.Errorf("Run took %v to shut down with a blocked call, want well under 1s", d)
+		// Run cancels the call (notifications/cancelled), then DELETEs the
+		// session, bounded by 2 s. Now and then (1 run in 30 under -race)
+		// the go-sdk server has not cancelled the handler when the DELETE
+		// comes, and its DELETE waits for the handler: Run then gives up
+		// after the bound. Past the bound is a bug.
+		if d := time.Since(start); d > 3*time.Second {
+			t.Errorf("Run took %v to shut down with a blocked call, want at most the 2 s bound on its DELETE", d)
 		}
 		if err != nil {
 			t.Errorf("Run: got %v, want nil when ctx is cancelled", err)
