@@ -419,8 +419,11 @@ func TestNotifierWakesOtherHub(t *testing.T) {
 		alone := hub.New(db, nil) // no notifier: sends wake local waiters only
 		waiter := hub.New(db, nil)
 		r.to = []*hub.Hub{waiter}
+		// Subscribers run on the publisher's goroutine: the relay's, and
+		// the waiter's own for its read.
+		var mu sync.Mutex
 		var relayed []hub.Event
-		defer waiter.Subscribe(func(e hub.Event) { relayed = append(relayed, e) })()
+		defer waiter.Subscribe(func(e hub.Event) { mu.Lock(); relayed = append(relayed, e); mu.Unlock() })()
 
 		got := make(chan *hub.Message, 1)
 		go func() {
@@ -459,6 +462,8 @@ func TestNotifierWakesOtherHub(t *testing.T) {
 		// The waiting hub's subscribers heard of the send, as from afar,
 		// and of its own read for the wait, as its own.
 		var kinds []string
+		mu.Lock()
+		defer mu.Unlock()
 		for _, e := range relayed {
 			if e.Kind == hub.EventAgentHealth {
 				continue // the wait's own health, waiting and back (health.go)
