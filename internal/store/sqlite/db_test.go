@@ -698,3 +698,36 @@ func TestLazyWritesRestoreSync(t *testing.T) {
 		t.Errorf("unread after reopen: got %d, want 0", n)
 	}
 }
+
+// TestHandedMessageSkipsExpiryIndex: a message handed at once to the
+// waiting reader of its one recipient is stored with nothing for its time
+// to live to report, so that its commit does not write the expiry index;
+// one that waits in an inbox is in it.
+func TestHandedMessageSkipsExpiryIndex(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	now := time.Now().UTC()
+	send := func(id string, handed ...hub.Handoff) {
+		m := &hub.Message{ID: id, Workspace: "w", From: "a", To: "b", Content: "x", Priority: hub.Normal,
+			CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+		if err := db.CreateMessage(ctx, m, []string{"b"}, handed...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	due := func() int {
+		var n int
+		if err := db.r.QueryRowContext(ctx, `SELECT count(*) FROM messages INDEXED BY messages_expiry_due
+			WHERE expires_at > 0 AND expiry_reported = 0`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	send("handed", hub.Handoff{Recipient: "b", Reader: "r", Now: now, LeaseUntil: now.Add(time.Minute), Via: hub.WakeWait})
+	if n := due(); n != 0 {
+		t.Errorf("after a handed message: %d in the expiry index, want 0", n)
+	}
+	send("queued")
+	if n := due(); n != 1 {
+		t.Errorf("after a queued message: %d in the expiry index, want 1", n)
+	}
+}

@@ -217,6 +217,25 @@ func testExpiryAndBounce(t *testing.T, s hub.Store) {
 	if ds, err := s.DueExpiries(c, m2.ExpiresAt.Add(time.Hour)); err != nil || len(ds) != 0 {
 		t.Errorf("DueExpiries again: got %v, %v; want nothing", states(ds), err)
 	}
+	// Copies handed to waiting readers as they are sent were reached, even
+	// if they come back unread: of a message to fay and gus with fay's
+	// handed out, gus's copy is due; of one handed to fay alone, nothing.
+	handed := func(content string, to ...string) *hub.Message {
+		m := f.msg("ws", "alice", hub.High, content)
+		m.To, m.ExpiresAt = "x", m.CreatedAt.Add(time.Millisecond)
+		h := hub.Handoff{Recipient: "fay", Reader: "rh", Now: m.CreatedAt, LeaseUntil: m.CreatedAt.Add(time.Minute)}
+		if err := s.CreateMessage(c, m, to, h); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	both, alone := handed("to fay and gus", "fay", "gus"), handed("to fay", "fay")
+	if _, err := s.Release(c, hub.ReleaseQuery{Reader: "rh"}); err != nil {
+		t.Fatal(err)
+	}
+	if ds, err := s.DueExpiries(c, alone.ExpiresAt.Add(time.Hour)); err != nil || len(ds) != 1 || ds[0].MessageID != both.ID || ds[0].Recipient != "gus" {
+		t.Errorf("DueExpiries of handed copies: got %v, %v; want gus's copy of %s alone", states(ds), err, both.ID)
+	}
 
 	// A reader takes bob's first copy (m1) before the bounce: a leased
 	// copy is not in the inbox, and stays.
