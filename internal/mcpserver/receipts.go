@@ -58,9 +58,10 @@ func requestID(v any) string {
 // request id: a request that hands messages out is small.
 type capture struct {
 	io.ReadCloser
-	mu   sync.Mutex
-	buf  []byte
-	over bool // longer than captureMax: too large to hand messages out
+	mu     sync.Mutex
+	buf    []byte
+	over   bool   // longer than captureMax: too large to hand messages out
+	parsed string // the id, once found: a request asks for it several times
 }
 
 const captureMax = 64 << 10
@@ -81,13 +82,17 @@ func (c *capture) Read(p []byte) (int, error) {
 func (c *capture) id() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.parsed != "" {
+		return c.parsed
+	}
 	var m struct {
 		ID json.RawMessage `json:"id"`
 	}
 	if json.Unmarshal(c.buf, &m) != nil {
 		return ""
 	}
-	return requestID(m.ID)
+	c.parsed = requestID(m.ID)
+	return c.parsed
 }
 
 // confirmReceipt answers a bridge's confirmation (a POST with
