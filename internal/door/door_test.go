@@ -26,18 +26,25 @@ import (
 type turns struct {
 	mu    sync.Mutex
 	tails []string
+	more  chan struct{} // closed and replaced by each add
 }
 
 func (t *turns) add(tail string) {
 	t.mu.Lock()
 	t.tails = append(t.tails, tail)
+	if t.more != nil {
+		close(t.more)
+	}
+	t.more = make(chan struct{})
 	t.mu.Unlock()
 }
 
-// wait returns the first request tail that contains sub.
+// wait returns the first request tail that contains sub. It looks again at
+// each request the stand-in records, and fails the test after within.
 func (t *turns) wait(tb testing.TB, within time.Duration, sub string, screen func() string) string {
 	tb.Helper()
-	deadline := time.Now().Add(within)
+	timeout := time.NewTimer(within)
+	defer timeout.Stop()
 	for {
 		t.mu.Lock()
 		for _, s := range t.tails {
@@ -46,11 +53,16 @@ func (t *turns) wait(tb testing.TB, within time.Duration, sub string, screen fun
 				return s
 			}
 		}
+		if t.more == nil {
+			t.more = make(chan struct{})
+		}
+		more := t.more
 		t.mu.Unlock()
-		if time.Now().After(deadline) {
+		select {
+		case <-more:
+		case <-timeout.C:
 			tb.Fatalf("no model request carried %q within %s; screen:\n%s", sub, within, screen())
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 
