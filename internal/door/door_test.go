@@ -225,16 +225,13 @@ func TestClaudeInbox(t *testing.T) {
 		if !door.IsGone(err) {
 			t.Errorf("stale socket: got %v, want the session gone", err)
 		}
-		// The session exits and takes its socket with it.
+		// The session exits and takes its socket with it: once its
+		// process is gone, the first letter finds the door gone.
 		cc.Kill()
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			_, err = (&door.Claude{Socket: sess.Socket}).Write(ctx, door.ClaudeLetter{Text: "LETTER-05 too late"})
-			if door.IsGone(err) || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
+		if !cc.WaitExit(20 * time.Second) {
+			t.Fatalf("claude (pid %d) still runs 20 s after its tmux session was killed", cc.PID)
 		}
+		_, err = (&door.Claude{Socket: sess.Socket}).Write(ctx, door.ClaudeLetter{Text: "LETTER-05 too late"})
 		if !door.IsGone(err) || !errors.Is(err, os.ErrNotExist) && !strings.Contains(err.Error(), "refused") {
 			t.Errorf("after the session ended: got %v, want the session gone", err)
 		}

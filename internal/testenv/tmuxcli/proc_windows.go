@@ -5,4 +5,4 @@ package tmuxcli
 import "time"
 
 // waitExit: tmux does not run on Windows; nothing to wait for.
-func waitExit(pid int, within time.Duration) {}
+func waitExit(pid int, within time.Duration) bool { return true }

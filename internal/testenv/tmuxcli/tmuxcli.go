@@ -142,6 +142,10 @@ func (p *Pane) stop() {
 	waitExit(p.PID, 10*time.Second)
 }
 
+// WaitExit waits up to within for the program to exit (after Kill), and
+// reports whether it did.
+func (p *Pane) WaitExit(within time.Duration) bool { return waitExit(p.PID, within) }
+
 // Alive reports whether the program still runs.
 func (p *Pane) Alive() bool {
 	_, err := p.s.run("has-session", "-t", p.name)
