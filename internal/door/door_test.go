@@ -259,18 +259,22 @@ func TestCodexQueue(t *testing.T) {
 	thread := cx.Thread()
 	ctx := context.Background()
 	c := &door.Codex{Home: cx.Home, Thread: thread}
+	// waitIdle waits for the turn the test last started to end. Each
+	// caller has seen that turn's model request (so it runs, or ran), and
+	// queued nothing else: the thread's status on the app-server, which
+	// is what Queue and Steer act on, says idle only once it is over.
 	waitIdle := func(t *testing.T) {
 		t.Helper()
-		// A turn in progress shows "esc to interrupt"; a turn that starts
-		// shows it a moment later, so idle is a second without it.
 		deadline := time.Now().Add(30 * time.Second)
-		for quiet := time.Now(); time.Since(quiet) < time.Second; time.Sleep(100 * time.Millisecond) {
-			if strings.Contains(cx.Screen(), "esc to interrupt") {
-				quiet = time.Now()
+		for {
+			st, err := c.Status(ctx)
+			if err == nil && st == "idle" {
+				return
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("codex still busy:\n%s", cx.Screen())
+				t.Fatalf("codex still busy after 30 s (status %q, %v):\n%s", st, err, cx.Screen())
 			}
+			time.Sleep(100 * time.Millisecond) // a poll: the status has no wait of its own
 		}
 	}
 
