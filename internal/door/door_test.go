@@ -104,7 +104,9 @@ func (t *turns) count(sub string) int {
 	return n
 }
 
-// waitFile waits for a file the model's command creates as it starts.
+// waitFile waits for a file the model's command creates as it starts. The
+// command runs in a process the CLI starts, not ours: the file is the only
+// sign that it runs, so waitFile polls for it, up to a deadline.
 func waitFile(t *testing.T, path string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
