@@ -163,6 +163,13 @@ func (e *env) copyOf(m *hub.Message, who string) *hub.Delivery {
 	return nil
 }
 
+// waitFor polls cond until it holds, and fails the test after 20 s. One
+// loop serves every condition: some (the doorman's Quiet and HasDoor, a
+// hub's waiters) change without an event to wait on.
+// Quiet is what makes the tests' "no letter" checks certain: the hub calls
+// the doorman's subscriber before Send returns, so an event of that send is
+// counted until the doorman has handled it; and a letter's write returns
+// only once the inbox closed the connection, after counting the letter.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
