@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
-	"sync"
 	"time"
+
+	"github.com/parley-dev/parley/internal/codexrpc"
 )
 
 // The Codex app-server protocol (`codex app-server`): JSON-RPC over stdio,
@@ -21,125 +21,20 @@ import (
 // rpcTimeout bounds one request to the app-server.
 const rpcTimeout = 60 * time.Second
 
-// rpcConn is the client side of an app-server's JSON-RPC.
-type rpcConn struct {
-	s *session
-
-	mu      sync.Mutex
-	next    int64
-	pending map[int64]chan rpcReply
-	err     error // set once the process is gone
-}
-
-type rpcReply struct {
-	result json.RawMessage
-	err    error
-}
-
-// rpcMessage is any message from the app-server.
-type rpcMessage struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
-	Result json.RawMessage `json:"result"`
-	Error  *struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
-func newRPCConn(s *session) *rpcConn { return &rpcConn{s: s, pending: map[int64]chan rpcReply{}} }
-
-// call sends a request and waits for its answer.
-func (c *rpcConn) call(ctx context.Context, method string, params any, out any) error {
-	c.mu.Lock()
-	if c.err != nil {
-		c.mu.Unlock()
-		return fmt.Errorf("%s: %w", method, c.err)
-	}
-	c.next++
-	id := c.next
-	ch := make(chan rpcReply, 1)
-	c.pending[id] = ch
-	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		delete(c.pending, id)
-		c.mu.Unlock()
-	}()
-	if err := c.s.writeLine(map[string]any{"id": id, "method": method, "params": params}); err != nil {
-		return fmt.Errorf("%s: %w", method, err)
-	}
-	ctx, cancel := context.WithTimeout(ctx, rpcTimeout)
-	defer cancel()
-	select {
-	case rep := <-ch:
-		if rep.err != nil {
-			return fmt.Errorf("%s: %w", method, rep.err)
-		}
-		if out != nil {
-			if err := json.Unmarshal(rep.result, out); err != nil {
-				return fmt.Errorf("%s: read the answer: %w", method, err)
-			}
-		}
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("%s: no answer from the codex app-server: %w", method, ctx.Err())
-	}
-}
-
-// notify sends a notification.
-func (c *rpcConn) notify(method string) error {
-	return c.s.writeLine(map[string]any{"method": method})
-}
-
-// reply answers one of the app-server's requests.
-func (c *rpcConn) reply(id json.RawMessage, result any) {
-	c.s.writeLine(map[string]any{"id": id, "result": result})
-}
-
-func (c *rpcConn) replyError(id json.RawMessage, code int, msg string) {
-	c.s.writeLine(map[string]any{"id": id, "error": map[string]any{"code": code, "message": msg}})
-}
-
-// answered hands a response to its caller.
-func (c *rpcConn) answered(m *rpcMessage) {
-	id, err := strconv.ParseInt(string(m.ID), 10, 64)
-	if err != nil {
-		return
-	}
-	c.mu.Lock()
-	ch := c.pending[id]
-	c.mu.Unlock()
-	if ch == nil {
-		return
-	}
-	rep := rpcReply{result: m.Result}
-	if m.Error != nil {
-		rep.err = fmt.Errorf("codex app-server: %s (code %d)", m.Error.Message, m.Error.Code)
-	}
-	ch <- rep
-}
-
-// fail ends every call in flight: the process is gone.
-func (c *rpcConn) fail(err error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.err = err
-	for id, ch := range c.pending {
-		ch <- rpcReply{err: err}
-		delete(c.pending, id)
-	}
+// newRPCConn is the client side of s's app-server's JSON-RPC, on its stdin.
+func newRPCConn(s *session) *codexrpc.Conn {
+	return codexrpc.New(func(_ context.Context, msg []byte) error { return s.write(msg) },
+		&codexrpc.Options{Timeout: rpcTimeout, Peer: "codex app-server"})
 }
 
 // openThread does the app-server's handshake and opens the agent's thread:
 // its previous one (thread/resume) when it has a session id, else a new one.
 func (r *Runner) openThread(st *agent, s *session, t *turn) error {
 	ctx := s.ctx
-	if err := s.rpc.call(ctx, "initialize", map[string]any{"clientInfo": map[string]string{"name": "parley", "version": "1"}}, nil); err != nil {
+	if err := s.rpc.Call(ctx, "initialize", map[string]any{"clientInfo": map[string]string{"name": "parley", "version": "1"}}, nil); err != nil {
 		return err
 	}
-	if err := s.rpc.notify("initialized"); err != nil {
+	if err := s.rpc.Notify(ctx, "initialized"); err != nil {
 		return err
 	}
 	sandbox, approval := codexPolicy(t.Agent.Mode, true)
@@ -153,7 +48,7 @@ func (r *Runner) openThread(st *agent, s *session, t *turn) error {
 			ID string `json:"id"`
 		} `json:"thread"`
 	}
-	if err := s.rpc.call(ctx, method, params, &res); err != nil {
+	if err := s.rpc.Call(ctx, method, params, &res); err != nil {
 		return err
 	}
 	if res.Thread.ID == "" {
@@ -178,7 +73,7 @@ func (r *Runner) startTurn(st *agent, s *session, run *Run) error {
 			ID string `json:"id"`
 		} `json:"turn"`
 	}
-	if err := s.rpc.call(s.ctx, "turn/start", map[string]any{"threadId": s.thread, "input": textInput(run.Prompt)}, &res); err != nil {
+	if err := s.rpc.Call(s.ctx, "turn/start", map[string]any{"threadId": s.thread, "input": textInput(run.Prompt)}, &res); err != nil {
 		return err
 	}
 	r.mu.Lock()
@@ -196,7 +91,7 @@ func (r *Runner) steerTurn(s *session, run *Run) error {
 	if turn == "" {
 		return errors.New("no turn in progress")
 	}
-	return s.rpc.call(s.ctx, "turn/steer", map[string]any{"threadId": s.thread, "expectedTurnId": turn, "input": textInput(run.Prompt)}, nil)
+	return s.rpc.Call(s.ctx, "turn/steer", map[string]any{"threadId": s.thread, "expectedTurnId": turn, "input": textInput(run.Prompt)}, nil)
 }
 
 // interruptTurn stops the turn in progress.
@@ -207,20 +102,20 @@ func (r *Runner) interruptTurn(s *session) error {
 	if turn == "" {
 		return errors.New("no turn in progress")
 	}
-	return s.rpc.call(s.ctx, "turn/interrupt", map[string]any{"threadId": s.thread, "turnId": turn}, nil)
+	return s.rpc.Call(s.ctx, "turn/interrupt", map[string]any{"threadId": s.thread, "turnId": turn}, nil)
 }
 
 // appServerLine handles one message from the app-server.
 func (r *Runner) appServerLine(st *agent, s *session, ps **parser, line []byte) {
-	var m rpcMessage
+	var m codexrpc.Message
 	if json.Unmarshal(line, &m) != nil {
 		r.emit(st, &Event{Run: r.runOf(st), Kind: EvText, Text: string(line)})
 		return
 	}
 	switch {
-	case m.Method == "" && len(m.ID) > 0:
-		s.rpc.answered(&m)
-	case m.Method != "" && len(m.ID) > 0:
+	case m.IsAnswer():
+		s.rpc.Answer(&m)
+	case m.IsRequest():
 		// Approvals wait for a person: never on the reading goroutine.
 		r.wg.Add(1)
 		go func() {
@@ -264,7 +159,7 @@ type appItem struct {
 
 // appServerNotification turns the app-server's notifications into timeline
 // events and turn ends.
-func (r *Runner) appServerNotification(st *agent, s *session, ps **parser, m *rpcMessage) {
+func (r *Runner) appServerNotification(st *agent, s *session, ps **parser, m *codexrpc.Message) {
 	p := *ps
 	var evs []*Event
 	switch m.Method {
@@ -376,7 +271,7 @@ func (p *parser) appItem(it *appItem) []*Event {
 // approve answers one of the app-server's requests: approvals go to the
 // permission inbox, where anyone may decide them; what Parley cannot answer
 // gets an error.
-func (r *Runner) approve(st *agent, s *session, m *rpcMessage) {
+func (r *Runner) approve(st *agent, s *session, m *codexrpc.Message) {
 	var p struct {
 		ItemID      string          `json:"itemId"`
 		Command     string          `json:"command"`
@@ -405,12 +300,12 @@ func (r *Runner) approve(st *agent, s *session, m *rpcMessage) {
 	case "mcpServer/elicitation/request":
 		if p.Meta.Kind != "mcp_tool_call" {
 			// A form for a person to fill in: no one here can.
-			s.rpc.reply(m.ID, map[string]any{"action": "decline"})
+			s.rpc.Reply(s.ctx, m.ID, map[string]any{"action": "decline"})
 			return
 		}
 		tool, input = "mcp__"+p.ServerName+"__"+p.Meta.Tool, p.Meta.Params
 	default:
-		s.rpc.replyError(m.ID, -32601, "parley does not handle "+m.Method)
+		s.rpc.ReplyError(s.ctx, m.ID, -32601, "parley does not handle "+m.Method)
 		return
 	}
 	raw, _ := json.Marshal(input)
@@ -428,18 +323,18 @@ func (r *Runner) approve(st *agent, s *session, m *rpcMessage) {
 		if allow {
 			action = "accept"
 		}
-		s.rpc.reply(m.ID, map[string]any{"action": action, "content": map[string]any{}})
+		s.rpc.Reply(s.ctx, m.ID, map[string]any{"action": action, "content": map[string]any{}})
 	case "item/permissions/requestApproval":
 		granted := json.RawMessage("{}")
 		if allow && len(p.Permissions) > 0 {
 			granted = p.Permissions
 		}
-		s.rpc.reply(m.ID, map[string]any{"permissions": granted, "scope": "turn"})
+		s.rpc.Reply(s.ctx, m.ID, map[string]any{"permissions": granted, "scope": "turn"})
 	default:
 		decision := "decline"
 		if allow {
 			decision = "accept"
 		}
-		s.rpc.reply(m.ID, map[string]any{"decision": decision})
+		s.rpc.Reply(s.ctx, m.ID, map[string]any{"decision": decision})
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/parley-dev/parley/internal/codexrpc"
 	"github.com/parley-dev/parley/internal/proc"
 )
 
@@ -52,7 +53,7 @@ type session struct {
 
 	// Codex: the JSON-RPC connection, the thread and the turn in progress
 	// (turn is guarded by Runner.mu).
-	rpc    *rpcConn
+	rpc    *codexrpc.Conn
 	thread string
 	turn   string
 }
@@ -104,7 +105,7 @@ func (r *Runner) startSession(st *agent, p *provider, t *turn) (*session, error)
 		s.err = cmd.Wait()
 		s.cancel()
 		if s.rpc != nil {
-			s.rpc.fail(errors.New("the codex app-server exited"))
+			s.rpc.Fail(errors.New("the codex app-server exited"))
 		}
 		close(s.exited)
 		r.mu.Lock()
@@ -152,9 +153,14 @@ func (s *session) writeLine(v any) error {
 	if err != nil {
 		return err
 	}
+	return s.write(b)
+}
+
+// write writes msg, one JSON object, as a line on the session's stdin.
+func (s *session) write(msg []byte) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	if _, err := s.stdin.Write(append(b, '\n')); err != nil {
+	if _, err := s.stdin.Write(append(msg, '\n')); err != nil {
 		return fmt.Errorf("write to the agent's process: %w", err)
 	}
 	return nil
