@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/parley-dev/parley/internal/codexrpc"
 )
 
 // Codex is one thread of a Codex session (0.171 and later), reached through
@@ -57,18 +59,18 @@ func (c *Codex) Queue(ctx context.Context, text string) (*Queued, error) {
 	}
 	cc, err := c.dial(ctx)
 	if err != nil {
-		return nil, &Error{Op: op, Kind: kindOf(err), Err: err}
+		return nil, codexErr(op, err)
 	}
 	var res struct {
 		QueuedSubmission struct {
 			ID string `json:"id"`
 		} `json:"queuedSubmission"`
 	}
-	err = cc.call(ctx, "thread/queue/add", map[string]any{"threadId": c.Thread, "clientUserMessageId": newID(),
+	err = cc.rpc.Call(ctx, "thread/queue/add", map[string]any{"threadId": c.Thread, "clientUserMessageId": newID(),
 		"input": []any{textInput(text)}}, &res)
 	if err != nil {
 		cc.close()
-		return nil, &Error{Op: op, Kind: kindOf(err), Err: err}
+		return nil, codexErr(op, err)
 	}
 	if res.QueuedSubmission.ID == "" {
 		cc.close()
@@ -85,7 +87,7 @@ func (q *Queued) Started(ctx context.Context) error {
 		ch := q.c.queueChanged()
 		in, err := q.inQueue(ctx)
 		if err != nil {
-			return &Error{Op: op, Kind: kindOf(err), Err: err}
+			return codexErr(op, err)
 		}
 		if !in {
 			return nil
@@ -97,9 +99,9 @@ func (q *Queued) Started(ctx context.Context) error {
 		case <-ctx.Done():
 			t.Stop()
 			return ctx.Err()
-		case <-q.c.done:
+		case <-q.c.rpc.Done():
 			t.Stop()
-			return &Error{Op: op, Kind: ErrGone, Err: q.c.err()}
+			return &Error{Op: op, Kind: ErrGone, Err: q.c.rpc.Err()}
 		case <-ch:
 		case <-t.C:
 		}
@@ -120,7 +122,7 @@ func (q *Queued) inQueue(ctx context.Context) (bool, error) {
 		if cursor != nil {
 			params["cursor"] = *cursor
 		}
-		if err := q.c.call(ctx, "thread/queue/list", params, &res); err != nil {
+		if err := q.c.rpc.Call(ctx, "thread/queue/list", params, &res); err != nil {
 			return false, err
 		}
 		for _, s := range res.Data {
@@ -148,7 +150,7 @@ func (c *Codex) Steer(ctx context.Context, text string) (bool, error) {
 	}
 	cc, err := c.dial(ctx)
 	if err != nil {
-		return false, &Error{Op: op, Kind: kindOf(err), Err: err}
+		return false, codexErr(op, err)
 	}
 	defer cc.close()
 	var turns struct {
@@ -157,20 +159,20 @@ func (c *Codex) Steer(ctx context.Context, text string) (bool, error) {
 			Status string `json:"status"`
 		} `json:"data"`
 	}
-	if err := cc.call(ctx, "thread/turns/list", map[string]any{"threadId": c.Thread, "limit": 1}, &turns); err != nil {
-		return false, &Error{Op: op, Kind: kindOf(err), Err: err}
+	if err := cc.rpc.Call(ctx, "thread/turns/list", map[string]any{"threadId": c.Thread, "limit": 1}, &turns); err != nil {
+		return false, codexErr(op, err)
 	}
 	if len(turns.Data) == 0 || turns.Data[0].Status != "inProgress" {
 		return false, nil
 	}
-	err = cc.call(ctx, "turn/steer", map[string]any{"threadId": c.Thread, "expectedTurnId": turns.Data[0].ID,
+	err = cc.rpc.Call(ctx, "turn/steer", map[string]any{"threadId": c.Thread, "expectedTurnId": turns.Data[0].ID,
 		"clientUserMessageId": newID(), "input": []any{textInput(text)}}, nil)
 	if err != nil {
-		var re *rpcError
+		var re *codexrpc.Error
 		if errors.As(err, &re) {
 			return false, nil // the turn ended meanwhile
 		}
-		return false, &Error{Op: op, Kind: kindOf(err), Err: err}
+		return false, codexErr(op, err)
 	}
 	return true, nil
 }
@@ -193,32 +195,30 @@ func textInput(text string) map[string]any {
 	return map[string]any{"type": "text", "text": text, "text_elements": []any{}}
 }
 
+// codexErr is the door's error of op; an error answer of the app-server
+// is the client's refusal.
+func codexErr(op string, err error) *Error {
+	if errors.As(err, new(*codexrpc.Error)) {
+		return &Error{Op: op, Kind: ErrRefused, Err: refusal{err}}
+	}
+	return &Error{Op: op, Kind: kindOf(err), Err: err}
+}
+
+// refusal is an error answer of the app-server, in the words it gave.
+type refusal struct{ err error }
+
+func (r refusal) Error() string      { return r.err.Error() }
+func (r refusal) Unwrap() error      { return r.err }
+func (refusal) Is(target error) bool { return target == ErrRefused }
+
 // codexConn is one initialized connection to an app-server.
 type codexConn struct {
-	ws *websocket.Conn
+	ws  *websocket.Conn
+	rpc *codexrpc.Conn
 
 	mu      sync.Mutex
-	next    int
-	calls   map[int]chan rpcReply
 	changed chan struct{} // closed and replaced when a thread's queue or status changes
-	done    chan struct{} // closed when the connection ends
-	failure error
 }
-
-type rpcReply struct {
-	Result json.RawMessage `json:"result"`
-	Error  *rpcError       `json:"error"`
-}
-
-// rpcError is an error answer of the app-server: a refusal.
-type rpcError struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-}
-
-func (e *rpcError) Error() string { return fmt.Sprintf("%s (code %d)", e.Message, e.Code) }
-
-func (e *rpcError) Is(target error) bool { return target == ErrRefused }
 
 // dial connects to the app-server of c.Home and initializes the connection.
 func (c *Codex) dial(ctx context.Context) (*codexConn, error) {
@@ -240,7 +240,9 @@ func (c *Codex) dial(ctx context.Context) (*codexConn, error) {
 		return nil, fmt.Errorf("connect to the app-server: %w", err)
 	}
 	ws.SetReadLimit(16 << 20) // thread lists and notifications can be large
-	cc := &codexConn{ws: ws, calls: map[int]chan rpcReply{}, changed: make(chan struct{}), done: make(chan struct{})}
+	cc := &codexConn{ws: ws, changed: make(chan struct{})}
+	cc.rpc = codexrpc.New(func(ctx context.Context, msg []byte) error { return ws.Write(ctx, websocket.MessageText, msg) },
+		&codexrpc.Options{Timeout: codexTimeout})
 	go cc.read()
 	name, version := c.ClientName, c.ClientVersion
 	if name == "" {
@@ -249,10 +251,10 @@ func (c *Codex) dial(ctx context.Context) (*codexConn, error) {
 	if version == "" {
 		version = "dev"
 	}
-	err = cc.call(ctx, "initialize", map[string]any{"clientInfo": map[string]string{"name": name, "version": version},
+	err = cc.rpc.Call(ctx, "initialize", map[string]any{"clientInfo": map[string]string{"name": name, "version": version},
 		"capabilities": map[string]any{"experimentalApi": true}}, nil)
 	if err == nil {
-		err = cc.notify(ctx, "initialized")
+		err = cc.rpc.Notify(ctx, "initialized")
 	}
 	if err != nil {
 		cc.close()
@@ -261,86 +263,22 @@ func (c *Codex) dial(ctx context.Context) (*codexConn, error) {
 	return cc, nil
 }
 
-func (cc *codexConn) call(ctx context.Context, method string, params, result any) error {
-	ctx, cancel := context.WithTimeout(ctx, codexTimeout)
-	defer cancel()
-	cc.mu.Lock()
-	if cc.failure != nil {
-		err := cc.failure
-		cc.mu.Unlock()
-		return err
-	}
-	cc.next++
-	id := cc.next
-	ch := make(chan rpcReply, 1)
-	cc.calls[id] = ch
-	cc.mu.Unlock()
-	defer func() {
-		cc.mu.Lock()
-		delete(cc.calls, id)
-		cc.mu.Unlock()
-	}()
-	b, err := json.Marshal(map[string]any{"id": id, "method": method, "params": params})
-	if err != nil {
-		return err
-	}
-	if err := cc.ws.Write(ctx, websocket.MessageText, b); err != nil {
-		return fmt.Errorf("%s: %w", method, err)
-	}
-	select {
-	case r := <-ch:
-		if r.Error != nil {
-			return fmt.Errorf("%s: %w", method, r.Error)
-		}
-		if result != nil {
-			if err := json.Unmarshal(r.Result, result); err != nil {
-				return fmt.Errorf("%s: bad answer: %w", method, err)
-			}
-		}
-		return nil
-	case <-cc.done:
-		return fmt.Errorf("%s: %w", method, cc.err())
-	case <-ctx.Done():
-		return fmt.Errorf("%s: %w", method, ctx.Err())
-	}
-}
-
-func (cc *codexConn) notify(ctx context.Context, method string) error {
-	b, _ := json.Marshal(map[string]any{"method": method})
-	return cc.ws.Write(ctx, websocket.MessageText, b)
-}
-
 // read dispatches answers to their calls and notes queue changes.
 func (cc *codexConn) read() {
-	defer close(cc.done)
 	for {
 		_, b, err := cc.ws.Read(context.Background())
 		if err != nil {
-			cc.mu.Lock()
-			if cc.failure == nil {
-				cc.failure = fmt.Errorf("app-server connection: %w", err)
-			}
-			cc.mu.Unlock()
+			cc.rpc.Fail(fmt.Errorf("app-server connection: %w", err))
 			return
 		}
-		var m struct {
-			ID     *int            `json:"id"`
-			Method string          `json:"method"`
-			Result json.RawMessage `json:"result"`
-			Error  *rpcError       `json:"error"`
-		}
+		var m codexrpc.Message
 		if json.Unmarshal(b, &m) != nil {
 			continue
 		}
 		switch {
-		case m.ID != nil && m.Method == "":
-			cc.mu.Lock()
-			ch := cc.calls[*m.ID]
-			cc.mu.Unlock()
-			if ch != nil {
-				ch <- rpcReply{Result: m.Result, Error: m.Error}
-			}
-		case m.ID != nil:
+		case m.IsAnswer():
+			cc.rpc.Answer(&m)
+		case m.IsRequest():
 			// A request of the server's (an approval): not ours to
 			// answer; the session's own client does.
 		case m.Method == "thread/queue/changed" || m.Method == "thread/status/changed":
@@ -361,21 +299,8 @@ func (cc *codexConn) queueChanged() <-chan struct{} {
 	return cc.changed
 }
 
-func (cc *codexConn) err() error {
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	if cc.failure == nil {
-		return errors.New("app-server connection closed")
-	}
-	return cc.failure
-}
-
 func (cc *codexConn) close() {
-	cc.mu.Lock()
-	if cc.failure == nil {
-		cc.failure = errors.New("app-server connection closed")
-	}
-	cc.mu.Unlock()
+	cc.rpc.Fail(errors.New("app-server connection closed"))
 	cc.ws.Close(websocket.StatusNormalClosure, "")
 }
 
@@ -404,7 +329,7 @@ func (c *Codex) Status(ctx context.Context) (string, error) {
 	}
 	cc, err := c.dial(ctx)
 	if err != nil {
-		return "", &Error{Op: op, Kind: kindOf(err), Err: err}
+		return "", codexErr(op, err)
 	}
 	defer cc.close()
 	var res struct {
@@ -414,8 +339,8 @@ func (c *Codex) Status(ctx context.Context) (string, error) {
 			} `json:"status"`
 		} `json:"thread"`
 	}
-	if err := cc.call(ctx, "thread/read", map[string]any{"threadId": c.Thread, "includeTurns": false}, &res); err != nil {
-		return "", &Error{Op: op, Kind: kindOf(err), Err: err}
+	if err := cc.rpc.Call(ctx, "thread/read", map[string]any{"threadId": c.Thread, "includeTurns": false}, &res); err != nil {
+		return "", codexErr(op, err)
 	}
 	return res.Thread.Status.Type, nil
 }

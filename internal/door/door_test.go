@@ -350,6 +350,11 @@ func TestCodexQueue(t *testing.T) {
 		if !door.IsRefused(err) {
 			t.Fatalf("unknown thread: got %v, want a refusal", err)
 		}
+		// The app-server's own words, once: its error answer is the refusal.
+		if msg := err.Error(); !strings.HasPrefix(msg, "codex queue: thread/queue/add: ") || !strings.Contains(msg, " (code -32") ||
+			strings.Contains(msg, door.ErrRefused.Error()) {
+			t.Errorf("unknown thread: got %q, want codex queue: thread/queue/add: <the app-server's words> (code -32...)", msg)
+		}
 	})
 
 	t.Run("no app-server is gone", func(t *testing.T) {
