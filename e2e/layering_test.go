@@ -36,6 +36,13 @@ func TestLayering(t *testing.T) {
 	if slices.Contains(deps(t, "../internal/mcpserver"), mod+"bridge") {
 		t.Error("internal/mcpserver imports internal/bridge: wire names belong in internal/api")
 	}
+	// The Codex app-server's client serves the runner and the door alike:
+	// it stands on the standard library alone.
+	for _, d := range deps(t, "../internal/codexrpc") {
+		if strings.HasPrefix(d, mod) && d != mod+"codexrpc" {
+			t.Errorf("internal/codexrpc imports %s: it must stand on the standard library alone", d)
+		}
+	}
 	ds := deps(t, "../cmd/parley")
 	for _, fixture := range []string{"conformance", "testenv", "testenv/standin"} {
 		if slices.Contains(ds, mod+fixture) {
