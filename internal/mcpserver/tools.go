@@ -99,6 +99,10 @@ func typed(s *Server, name, desc string, op ops.Op, opts ...toolOption) Tool {
 	if err != nil {
 		panic(fmt.Sprintf("tool %s: input schema: %v", name, err))
 	}
+	quick := newQuickArgs(in)
+	if WorkaroundOff("quickargs") {
+		quick = nil
+	}
 	t := &mcp.Tool{Name: name, Description: desc, InputSchema: in}
 	var outRes *jsonschema.Resolved
 	if !cfg.noOutput {
@@ -128,12 +132,14 @@ func typed(s *Server, name, desc string, op ops.Op, opts ...toolOption) Tool {
 		if len(args) == 0 || string(args) == "null" {
 			args = []byte("{}")
 		}
-		var generic any
-		if err := json.Unmarshal(args, &generic); err != nil {
-			return toolError(fmt.Errorf("validating \"arguments\": %v", err)), nil
-		}
-		if err := inRes.Validate(generic); err != nil {
-			return toolError(fmt.Errorf("validating \"arguments\": %v", err)), nil
+		if quick == nil || !quick.valid(args) {
+			var generic any
+			if err := json.Unmarshal(args, &generic); err != nil {
+				return toolError(fmt.Errorf("validating \"arguments\": %v", err)), nil
+			}
+			if err := inRes.Validate(generic); err != nil {
+				return toolError(fmt.Errorf("validating \"arguments\": %v", err)), nil
+			}
 		}
 		v := op.NewInput()
 		if err := json.Unmarshal(args, v); err != nil {

@@ -10,9 +10,10 @@ import (
 // The daemon works around costs of the go-sdk, all from one cause (its
 // decoder allocates a 32 KiB buffer for every JSON value it reads), and each
 // is measured on and off in docs/performance.md so that an SDK upgrade can
-// retire what it no longer needs (a quick argument check and a schema cache
-// were measured there and retired):
+// retire what it no longer needs (a schema cache was measured there and
+// retired):
 //
+//	quickargs    arguments checked without the schema validator when sure (quickargs.go)
 //	typed        tools decoded by our adapter, not mcp.AddTool's (tools.go)
 //	hijackget    a session's GET stream on its hijacked connection (getstream.go)
 //	gctuner      the daemon's collector goal (internal/daemon/gc.go)
