@@ -70,6 +70,8 @@ type DB struct {
 	// known holds workspaces already recorded in the workspaces table, so the hot
 	// write paths skip the INSERT OR IGNORE once a workspace has been seen.
 	known sync.Map // string -> struct{}
+
+	expiry expiry // expiry.go
 }
 
 var _ hub.Store = (*DB)(nil)
@@ -157,6 +159,13 @@ func Open(ctx context.Context, path string, opts *Options) (*DB, error) {
 		r.Close()
 		w.Close()
 		return nil, fmt.Errorf("open store: %w", db.mapErr(ctx, "prepare", err))
+	}
+	if err := db.expiry.load(ctx, conn); err != nil {
+		db.stmts.close()
+		conn.Close()
+		r.Close()
+		w.Close()
+		return nil, fmt.Errorf("open store: %w", db.mapErr(ctx, "expiry cursor", err))
 	}
 	if db.wr, err = newWriter(conn, strings.ToUpper(syncMode), db.searchDebt, db.indexPending); err != nil {
 		db.stmts.close()

@@ -6,8 +6,10 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -699,35 +701,113 @@ func TestLazyWritesRestoreSync(t *testing.T) {
 	}
 }
 
-// TestHandedMessageSkipsExpiryIndex: a message handed at once to the
-// waiting reader of its one recipient is stored with nothing for its time
-// to live to report, so that its commit does not write the expiry index;
-// one that waits in an inbox is in it.
-func TestHandedMessageSkipsExpiryIndex(t *testing.T) {
+// TestExpiryIndexOnlyOutOfOrder: a queued message with the default time to
+// live, whose expiry comes after every earlier one's, and a message handed
+// at once to its one recipient's waiting reader leave the expiry index
+// alone (a page of every send's commit); a shorter time to live after a
+// longer one, and a time to live past the default, are in it. All of them
+// are reported when their time comes, across a reopen, and so is a message
+// that reuses the seq of a purged one the cursor has passed.
+func TestExpiryIndexOnlyOutOfOrder(t *testing.T) {
 	ctx := context.Background()
-	db := openTest(t)
-	now := time.Now().UTC()
-	send := func(id string, handed ...hub.Handoff) {
-		m := &hub.Message{ID: id, Workspace: "w", From: "a", To: "b", Content: "x", Priority: hub.Normal,
-			CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
-		if err := db.CreateMessage(ctx, m, []string{"b"}, handed...); err != nil {
+	path := filepath.Join(t.TempDir(), "parley.db")
+	db, err := Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		db.Close()
+		checkIntegrity(t, path)
+	})
+	t0 := time.Now().UTC()
+	n := 0
+	send := func(ttl time.Duration, handed bool) *hub.Message {
+		n++
+		id := fmt.Sprintf("01JEXPIRY%017d", n)
+		created := t0.Add(time.Duration(n) * time.Millisecond)
+		m := &hub.Message{ID: id, ThreadID: id, Workspace: "w", From: "a", To: "b", Content: "x", Priority: hub.Normal,
+			CreatedAt: created, ExpiresAt: created.Add(ttl)}
+		var hs []hub.Handoff
+		if handed {
+			hs = []hub.Handoff{{Recipient: "b", Reader: "r" + id, Now: created, LeaseUntil: created.Add(time.Minute), Via: hub.WakeWait}}
+		}
+		if err := db.CreateMessage(ctx, m, []string{"b"}, hs...); err != nil {
 			t.Fatal(err)
 		}
+		return m
 	}
-	due := func() int {
-		var n int
+	indexed := func() int {
+		var k int
 		if err := db.r.QueryRowContext(ctx, `SELECT count(*) FROM messages INDEXED BY messages_expiry_due
-			WHERE expires_at > 0 AND expiry_reported = 0`).Scan(&n); err != nil {
+			WHERE expires_at > 0 AND expiry_reported = 0`).Scan(&k); err != nil {
 			t.Fatal(err)
 		}
-		return n
+		return k
 	}
-	send("handed", hub.Handoff{Recipient: "b", Reader: "r", Now: now, LeaseUntil: now.Add(time.Minute), Via: hub.WakeWait})
-	if n := due(); n != 0 {
-		t.Errorf("after a handed message: %d in the expiry index, want 0", n)
+	due := func(at time.Time, want ...*hub.Message) {
+		t.Helper()
+		ds, err := db.DueExpiries(ctx, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got, ids []string
+		for _, d := range ds {
+			got = append(got, d.MessageID)
+		}
+		for _, m := range want {
+			ids = append(ids, m.ID)
+		}
+		slices.Sort(got)
+		slices.Sort(ids)
+		if !slices.Equal(got, ids) {
+			t.Errorf("due at +%s: %v, want %v", at.Sub(t0), got, ids)
+		}
 	}
-	send("queued")
-	if n := due(); n != 1 {
-		t.Errorf("after a queued message: %d in the expiry index, want 1", n)
+
+	day := hub.DefaultTTL
+	d1 := send(day, false)
+	send(day, true)
+	d2 := send(day, false)
+	if k := indexed(); k != 0 {
+		t.Errorf("queued and handed messages of the default time to live: %d in the expiry index, want 0", k)
 	}
+	short := send(time.Hour, false)
+	long := send(2*day, false)
+	if k := indexed(); k != 2 {
+		t.Errorf("a shorter time to live after a longer one, and one past the default: %d in the expiry index, want 2", k)
+	}
+	due(short.ExpiresAt, short)
+	due(d1.ExpiresAt, d1)
+
+	// The cursor is kept: after a reopen, d2 is reported once, and a
+	// message expiring before d2 still goes to the index.
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if db, err = Open(ctx, path, nil); err != nil {
+		t.Fatal(err)
+	}
+	before := send(day-time.Hour, false)
+	if k := indexed(); k != 2 { // long and before
+		t.Errorf("after reopen: %d in the expiry index, want 2", k)
+	}
+	due(d2.ExpiresAt, before, d2)
+	due(d2.ExpiresAt.Add(time.Hour))
+
+	// The newest messages purged, the next insert may reuse a seq the
+	// cursor has passed: that message is found through the index.
+	d3 := send(day, false)
+	due(d3.ExpiresAt, d3)
+	execWriter(t, db, `DELETE FROM deliveries WHERE message_seq >= (SELECT seq FROM messages WHERE id = ?)`, d3.ID)
+	execWriter(t, db, `DELETE FROM messages WHERE seq >= (SELECT seq FROM messages WHERE id = ?)`, d3.ID)
+	reused := send(day, false)
+	var seq, cursor int64
+	if err := db.r.QueryRowContext(ctx, `SELECT (SELECT seq FROM messages WHERE id = ?), (SELECT seq FROM expiry_cursor)`, reused.ID).Scan(&seq, &cursor); err != nil {
+		t.Fatal(err)
+	}
+	if seq > cursor {
+		t.Fatalf("seq %d was not reused (cursor at %d): the test does not test what it says", seq, cursor)
+	}
+	due(reused.ExpiresAt, reused)
+	due(long.ExpiresAt, long)
 }

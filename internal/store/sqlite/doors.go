@@ -134,49 +134,6 @@ func (db *DB) MarkSeen(ctx context.Context, ws, recipient string, via hub.WakePa
 	return out, nil
 }
 
-// maxExpiries bounds one sweep's expired messages; the next sweep takes
-// the rest.
-const maxExpiries = 1000
-
-// DueExpiries reports, once each, the messages whose time to live ended,
-// with their copies that nothing reached.
-func (db *DB) DueExpiries(ctx context.Context, now time.Time) ([]*hub.Delivery, error) {
-	const op = "due expiries"
-	var out []*hub.Delivery
-	err := db.write(ctx, op, func(ctx context.Context, c *sql.Conn) error {
-		rows, err := c.QueryContext(ctx, `UPDATE messages SET expiry_reported = 1
-			WHERE seq IN (SELECT seq FROM messages WHERE expires_at > 0 AND expiry_reported = 0 AND expires_at <= ?
-				ORDER BY expires_at LIMIT ?)
-			RETURNING seq`, nanos(now), maxExpiries)
-		if err != nil {
-			return err
-		}
-		var seqs []int64
-		for rows.Next() {
-			var s int64
-			if err := rows.Scan(&s); err != nil {
-				rows.Close()
-				return err
-			}
-			seqs = append(seqs, s)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil || len(seqs) == 0 {
-			out = nil
-			return err
-		}
-		_, out, err = queryDeliveries(ctx, stmtOn{c, `SELECT d.id, ` + delCols + `, ` + msgCols + `
-			FROM deliveries d JOIN messages m ON m.seq = d.message_seq
-			WHERE d.message_seq IN (SELECT value FROM json_each(?)) AND d.read_at IS NULL AND d.reader IS NULL
-			AND d.delivery_count = 0 AND d.woke_via = '' ORDER BY d.workspace, d.recipient, d.id`}, true, jsonList(seqs))
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
 // Bounce takes copies still in the inbox out of it, bounced.
 func (db *DB) Bounce(ctx context.Context, ws, recipient string, messageIDs []string, reason string, at time.Time) ([]*hub.Delivery, error) {
 	const op = "bounce"

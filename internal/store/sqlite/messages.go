@@ -297,16 +297,12 @@ func (in *insert) exec(ctx context.Context, c *sql.Conn) error {
 			return err
 		}
 	}
-	// A message whose every copy is handed to a waiting reader leaves
-	// nothing for its time to live to report (DueExpiries reports only
-	// copies nothing reached): it is stored reported already, so that the
-	// wake-up path does not write the expiry index (one page of about
-	// twelve its commit writes).
+	mark := db.expiry.mark(m, len(handed) == len(recipients))
 	res, err := db.stmts.wInsMessage.ExecContext(ctx,
 		m.ID, m.Workspace, m.From, m.To, m.Content, payloadArg(m.Payload), string(m.Priority),
 		m.ReplyTo, m.ThreadID, in.md, nanos(m.CreatedAt), m.AckRequired, nanos(m.AckDeadline),
 		m.Origin.Role, m.Origin.Host, string(m.Origin.Door), m.Origin.Task, nullable(m.IdempotencyKey), nanos(m.ExpiresAt), string(m.Deliver),
-		len(handed) == len(recipients))
+		mark)
 	if err != nil {
 		if hub.KindOf(db.mapErr(ctx, in.op, err)) == hub.Conflict {
 			if m.IdempotencyKey != "" {
@@ -319,6 +315,13 @@ func (in *insert) exec(ctx context.Context, c *sql.Conn) error {
 	seq, err := res.LastInsertId()
 	if err != nil {
 		return err
+	}
+	if mark == expiryByCursor && !db.expiry.ahead(seq) {
+		// A reused seq (the newest messages were purged) that the cursor
+		// has passed: the index finds it instead.
+		if _, err := c.ExecContext(ctx, `UPDATE messages SET expiry_reported = 0 WHERE seq = ?`, seq); err != nil {
+			return err
+		}
 	}
 	switch {
 	case len(recipients) == 0:

@@ -163,6 +163,74 @@ func testMarkSeen(t *testing.T, s hub.Store) {
 	}
 }
 
+// testExpiryOrder: each message's expiry is reported once, when its time
+// comes, whatever the order of the times to live: the default one (whose
+// expiries rise with the order of sending), a shorter one after it, one
+// past hub.DefaultTTL, none, and handed copies between them.
+func testExpiryOrder(t *testing.T, s hub.Store) {
+	c := ctx(t)
+	f := newFixture(t, s)
+	mk := func(ttl time.Duration, handed bool) *hub.Message {
+		m := f.msg("ws", "alice", hub.Normal, "ttl "+ttl.String())
+		m.To = "bob"
+		if ttl > 0 {
+			m.ExpiresAt = m.CreatedAt.Add(ttl)
+		}
+		var hs []hub.Handoff
+		if handed {
+			hs = []hub.Handoff{{Recipient: "bob", Reader: "r-" + m.ID, Now: m.CreatedAt, LeaseUntil: m.CreatedAt.Add(time.Minute)}}
+		}
+		if err := s.CreateMessage(c, m, []string{"bob"}, hs...); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	day := hub.DefaultTTL
+	d1 := mk(day, false)
+	short := mk(time.Hour, false) // expires long before d1
+	mk(day, true)                 // handed: nothing to report
+	long := mk(3*day, false)
+	none := mk(0, false)
+	d2 := mk(day, false)
+	shorter := mk(time.Minute, false)
+	d3 := mk(day, false)
+	_ = none
+
+	// Each step's time reports exactly the messages whose time came since
+	// the step before, whatever their order of sending.
+	steps := []struct {
+		at   time.Time
+		want []*hub.Message
+	}{
+		{shorter.ExpiresAt.Add(-time.Millisecond), nil},
+		{shorter.ExpiresAt, []*hub.Message{shorter}},
+		{short.ExpiresAt, []*hub.Message{short}},
+		{d1.ExpiresAt.Add(-time.Millisecond), nil},
+		{d2.ExpiresAt, []*hub.Message{d1, d2}},
+		{d3.ExpiresAt, []*hub.Message{d3}},
+		{long.ExpiresAt.Add(-time.Millisecond), nil},
+		{long.ExpiresAt.Add(365 * day), []*hub.Message{long}},
+	}
+	for i, st := range steps {
+		ds, err := s.DueExpiries(c, st.at)
+		if err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		var got, want []string
+		for _, d := range ds {
+			got = append(got, d.MessageID)
+		}
+		for _, m := range st.want {
+			want = append(want, m.ID)
+		}
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("step %d (at %s): due %v, want %v", i, st.at.Format(time.RFC3339Nano), got, want)
+		}
+	}
+}
+
 // testExpiryAndBounce: a message's time to live and delivery mode are kept;
 // once the time to live ends, the copies nothing reached are reported once,
 // and Bounce takes those still in the inbox out of it.

@@ -102,6 +102,7 @@ func runHub(t *testing.T, open func(t *testing.T) hub.Store) {
 		{"Doors", testDoors},
 		{"MarkSeen", testMarkSeen},
 		{"ExpiryAndBounce", testExpiryAndBounce},
+		{"ExpiryOrder", testExpiryOrder},
 		{"RenameAgent", testRenameAgent},
 	})
 }
