@@ -246,6 +246,22 @@ func (h *Hub) presence(ctx context.Context, ws string, names []string, known []*
 		return out
 	}
 	lookup := func(name string) (*Agent, error) { return h.store.Agent(ctx, ws, name) }
+	if _, ok := h.store.(PresenceStore); !ok {
+		// The send that just resolved a plain name read its record
+		// (checkRecipient): when the store is this daemon's alone, what
+		// changes in it later (its last sighting) is in memory (overlaySeen).
+		lookup = func(name string) (*Agent, error) {
+			r, _, ok := h.recipients.get(inboxKey{ws, name}, h.now())
+			switch {
+			case !ok:
+				return h.store.Agent(ctx, ws, name)
+			case r.agent == nil:
+				return nil, errNotJoined
+			}
+			a := *r.agent
+			return &a, nil
+		}
+	}
 	if known == nil && pending > 1 {
 		as, err := h.store.Agents(ctx, ws)
 		if err != nil {
@@ -287,6 +303,9 @@ func (h *Hub) presence(ctx context.Context, ws string, names []string, known []*
 	}
 	return out
 }
+
+// errNotJoined is a recipient's record that a send found missing.
+var errNotJoined = Errorf("", NotFound, "not joined")
 
 // Connected reports whether the agent has an open MCP session or a blocked
 // wait right now, from memory alone.

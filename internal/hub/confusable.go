@@ -133,35 +133,52 @@ func checkNewName(name string) error {
 }
 
 // recipientCache remembers the plain names that a send reached without a
-// look-alike problem (checkRecipient), for recipientTTL, so that a send
-// reads no agent record in the common case. A join here clears it; one
-// through another daemon sharing the store shows within the TTL.
+// look-alike problem (checkRecipient), with their agent records, for
+// recipientTTL, so that a send reads no agent record in the common case:
+// neither to check the name nor for its presence. A join or a rename here
+// clears it; one through another daemon sharing the store shows within the
+// TTL.
 type recipientCache struct {
-	mu sync.Mutex
-	m  map[inboxKey]time.Time
+	mu  sync.Mutex
+	m   map[inboxKey]recipient
+	gen uint64 // counts forgets: a read begun before one is not kept
+}
+
+// recipient is what a send learned of a plain name: when, and its agent
+// record (nil: the name has not joined).
+type recipient struct {
+	at    time.Time
+	agent *Agent
 }
 
 const recipientTTL = 10 * time.Second
 
-func (c *recipientCache) ok(k inboxKey, now time.Time) bool {
+// get returns what is known of k, and the generation to set it with.
+func (c *recipientCache) get(k inboxKey, now time.Time) (recipient, uint64, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	at, ok := c.m[k]
-	return ok && now.Sub(at) < recipientTTL
+	r, ok := c.m[k]
+	return r, c.gen, ok && now.Sub(r.at) < recipientTTL
 }
 
-func (c *recipientCache) set(k inboxKey, now time.Time) {
+// set records what a read begun at generation gen found, unless a forget
+// came since.
+func (c *recipientCache) set(k inboxKey, now time.Time, a *Agent, gen uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.m == nil || len(c.m) >= maxRoles {
-		c.m = make(map[inboxKey]time.Time)
+	if c.gen != gen {
+		return
 	}
-	c.m[k] = now
+	if c.m == nil || len(c.m) >= maxRoles {
+		c.m = make(map[inboxKey]recipient)
+	}
+	c.m[k] = recipient{now, a}
 }
 
 func (c *recipientCache) forget() {
 	c.mu.Lock()
 	c.m = nil
+	c.gen++
 	c.mu.Unlock()
 }
 
@@ -171,12 +188,13 @@ func (c *recipientCache) forget() {
 // existing agent.
 func (h *Hub) checkRecipient(ctx context.Context, ws, name string) error {
 	k, now := inboxKey{ws, name}, h.now()
-	if h.recipients.ok(k, now) {
+	_, gen, ok := h.recipients.get(k, now)
+	if ok {
 		return nil
 	}
-	switch _, err := h.store.Agent(ctx, ws, name); {
+	switch a, err := h.store.Agent(ctx, ws, name); {
 	case err == nil:
-		h.recipients.set(k, now)
+		h.recipients.set(k, now, a, gen)
 		return nil
 	case !IsNotFound(err):
 		return err
@@ -189,7 +207,7 @@ func (h *Hub) checkRecipient(ctx context.Context, ws, name string) error {
 		return Errorf("", NotFound, "no agent %q here, but %q is (%s): did you mean %s? A message to a name that has not joined waits for it; this one looks like an impostor's",
 			name, other, describeRunes(name, other), other)
 	}
-	h.recipients.set(k, now)
+	h.recipients.set(k, now, nil, gen)
 	return nil
 }
 

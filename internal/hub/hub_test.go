@@ -381,6 +381,21 @@ func TestSendPresence(t *testing.T) {
 		if want := []hub.Presence{hub.PresenceOffline, hub.PresenceActive}; !slices.Equal(res.Presence, want) {
 			t.Errorf("broadcast to %v: presence %v, want %v", res.Recipients, res.Presence, want)
 		}
+
+		// A send reads a plain name's record once in a while, not each
+		// time; what changes meanwhile still shows at the next send.
+		h.Touch(ctx, "w", "idle")
+		if got := send("idle").Presence; !slices.Equal(got, []hub.Presence{hub.PresenceActive}) {
+			t.Errorf("send to idle after it was seen: presence %v, want active", got)
+		}
+		join(t, h, "w", "ghost", "dev")
+		if got := send("ghost").Presence; !slices.Equal(got, []hub.Presence{hub.PresenceActive}) {
+			t.Errorf("send to ghost after it joined: presence %v, want active", got)
+		}
+		time.Sleep(hub.ActiveWindow)
+		if got := send("ghost").Presence; !slices.Equal(got, []hub.Presence{hub.PresenceOffline}) {
+			t.Errorf("send to ghost gone quiet: presence %v, want offline", got)
+		}
 	})
 }
 
