@@ -27,6 +27,7 @@ import (
 	"github.com/parley-dev/parley/internal/supervise"
 	"github.com/parley-dev/parley/internal/token"
 	"github.com/parley-dev/parley/internal/web"
+	"github.com/parley-dev/parley/internal/workaround"
 )
 
 // Config configures a daemon; zero values mean defaults.
@@ -218,7 +219,7 @@ func (d *Daemon) MCP() *mcpserver.Server { return d.mcp }
 // Run serves until ctx is cancelled, then shuts down gracefully.
 func (d *Daemon) Run(ctx context.Context) error {
 	d.log.Info("daemon started", "pid", os.Getpid(), "socket", d.paths.Socket, "version", d.cfg.Version)
-	if !mcpserver.WorkaroundOff("gctuner") {
+	if !workaround.Off("gctuner") {
 		tuneGC()
 	}
 	errc := make(chan error, 2)

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"sync"
+
+	"github.com/parley-dev/parley/internal/workaround"
 )
 
 // A session's GET stream (its standalone SSE stream) stays open as long as
@@ -27,7 +29,7 @@ import (
 // ends, as it would over net/http.
 func (s *Server) hijackStream(w http.ResponseWriter, r *http.Request, sess *session) bool {
 	wc := connOf(r.Context())
-	if wc == nil || wc.base == nil || !r.ProtoAtLeast(1, 1) || WorkaroundOff("hijackget") {
+	if wc == nil || wc.base == nil || !r.ProtoAtLeast(1, 1) || workaround.Off("hijackget") {
 		return false
 	}
 	conn, _, err := http.NewResponseController(w).Hijack()

@@ -16,6 +16,7 @@ import (
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/ops"
+	"github.com/parley-dev/parley/internal/workaround"
 )
 
 // Tool is one tool of a profile: what tools/list shows, and its handler.
@@ -100,7 +101,7 @@ func typed(s *Server, name, desc string, op ops.Op, opts ...toolOption) Tool {
 		panic(fmt.Sprintf("tool %s: input schema: %v", name, err))
 	}
 	quick := newQuickArgs(in)
-	if WorkaroundOff("quickargs") {
+	if workaround.Off("quickargs") {
 		quick = nil
 	}
 	t := &mcp.Tool{Name: name, Description: desc, InputSchema: in}
@@ -121,7 +122,7 @@ func typed(s *Server, name, desc string, op ops.Op, opts ...toolOption) Tool {
 		}
 	}
 	agentMay := op.Access == ops.Agent
-	if WorkaroundOff("typed") {
+	if workaround.Off("typed") {
 		return sdkTyped(s, t, cfg, agentMay, op)
 	}
 	h := func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
