@@ -22,7 +22,7 @@ func deps(t *testing.T, pkg string) []string {
 // fixture, whatever its environment.
 func TestLayering(t *testing.T) {
 	const mod = "github.com/parley-dev/parley/internal/"
-	wire := []string{"api", "ops", "httpapi", "mcpserver", "client", "daemon", "web"}
+	wire := []string{"api", "ops", "httpapi", "mcpserver", "profile", "client", "daemon", "web"}
 	for _, domain := range []string{"hub", "runner", "gateway"} {
 		ds := deps(t, "../internal/"+domain)
 		for _, w := range wire {
@@ -35,6 +35,25 @@ func TestLayering(t *testing.T) {
 	// through each other.
 	if slices.Contains(deps(t, "../internal/mcpserver"), mod+"bridge") {
 		t.Error("internal/mcpserver imports internal/bridge: wire names belong in internal/api")
+	}
+	// The tool surfaces (profiles) sit below the transport that serves them:
+	// they know no HTTP (the go-sdk below them does, for its own handler),
+	// and nothing of the doors above.
+	pd := deps(t, "../internal/profile")
+	for _, up := range []string{"mcpserver", "httpapi", "bridge", "daemon"} {
+		if slices.Contains(pd, mod+up) {
+			t.Errorf("internal/profile imports internal/%s: the transport registers profiles, not the other way round", up)
+		}
+	}
+	if !slices.Contains(deps(t, "../internal/mcpserver"), mod+"profile") {
+		t.Error("go list -deps ../internal/mcpserver lists no internal/profile: is the package path right?")
+	}
+	imports, err := exec.Command("go", "list", "-f", `{{join .Imports " "}}`, "../internal/profile").Output()
+	if err != nil {
+		t.Fatalf("go list -f {{.Imports}} ../internal/profile: %v", err)
+	}
+	if slices.Contains(strings.Fields(string(imports)), "net/http") {
+		t.Error("internal/profile imports net/http: HTTP is the transport's (internal/mcpserver)")
 	}
 	// The Codex app-server's client serves the runner and the door alike:
 	// it stands on the standard library alone.

@@ -22,6 +22,7 @@ import (
 	"github.com/parley-dev/parley/internal/mcpserver"
 	"github.com/parley-dev/parley/internal/ops"
 	"github.com/parley-dev/parley/internal/permission"
+	"github.com/parley-dev/parley/internal/profile"
 	"github.com/parley-dev/parley/internal/runner"
 	"github.com/parley-dev/parley/internal/safefile"
 	"github.com/parley-dev/parley/internal/supervise"
@@ -173,9 +174,9 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		Version: cfg.Version, Process: d.process})
 	d.mcp = mcpserver.New(d.ops, &mcpserver.Options{Logger: d.log.With("subsystem", "mcp"), Version: cfg.Version,
 		Revocations: &d.revocations, Idle: cfg.SessionIdle})
-	d.mcp.Register("manager", d.mcp.Manager)
-	d.mcp.Register("self", d.mcp.Self)
-	d.mcp.Register("gateway", func() mcpserver.Profile { return mcpserver.Profile{Attach: d.gw.mgr.Profile} })
+	d.mcp.Register("manager", profile.Manager)
+	d.mcp.Register("self", profile.Self)
+	d.mcp.Register("gateway", func(*profile.Host) profile.Profile { return profile.Profile{Attach: d.gw.mgr.Profile} })
 	d.startNotifier()
 
 	// We hold the lock, so a socket file left behind is stale.

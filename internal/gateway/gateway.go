@@ -231,7 +231,7 @@ func baseStatus(c config.Upstream) Status {
 
 // ---- the gateway profile ----
 
-// Profile is the gateway profile (an mcpserver.Profile): it adds the upstreams'
+// Profile is the gateway profile (the Attach of a profile.Profile): it adds the upstreams'
 // tools to srv now and keeps srv's tools in step with them from then on.
 func (m *Manager) Profile(srv *mcp.Server) {
 	m.mu.Lock()

@@ -15,8 +15,8 @@ import (
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/bridge"
 	"github.com/parley-dev/parley/internal/hub"
-	"github.com/parley-dev/parley/internal/mcpserver"
 	"github.com/parley-dev/parley/internal/ops"
+	"github.com/parley-dev/parley/internal/profile"
 	"github.com/parley-dev/parley/internal/workspace"
 )
 
@@ -54,8 +54,8 @@ func TestIdentityProfileOnlyForDerivedNames(t *testing.T) {
 			}
 		})
 	}
-	if !slices.Contains(e.mcp.Profiles(), mcpserver.IdentityProfile) {
-		t.Errorf("profiles %v lack %s", e.mcp.Profiles(), mcpserver.IdentityProfile)
+	if !slices.Contains(e.mcp.Profiles(), profile.IdentityName) {
+		t.Errorf("profiles %v lack %s", e.mcp.Profiles(), profile.IdentityName)
 	}
 }
 
@@ -66,7 +66,7 @@ func TestSetIdentity(t *testing.T) {
 	boss := e.session(ops.Caller{Workspace: "w", Agent: "boss"}, nil)
 	old := "claude-w-3f9a1c"
 	me := e.session(ops.Caller{Workspace: "w", Agent: old, NameFrom: api.NameSession}, nil)
-	fixed := e.session(ops.Caller{Workspace: "w", Agent: "fixed", Profiles: []string{"native", mcpserver.IdentityProfile}}, nil)
+	fixed := e.session(ops.Caller{Workspace: "w", Agent: "fixed", Profiles: []string{"native", profile.IdentityName}}, nil)
 
 	var who api.WhoamiResult
 	call(t, me, "whoami", nil, &who)

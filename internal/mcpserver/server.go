@@ -1,9 +1,14 @@
-// Package mcpserver serves Parley's MCP tools over Streamable HTTP, grouped in
-// profiles (native, sidechat, agentmail, and the ones the daemon registers).
-// It binds each session to a caller when the session starts and has no tool
-// logic of its own: every tool is an operation of package ops, registered
-// through one typed adapter (or, for agentmail's JSON-RPC error codes, one
-// raw adapter). The daemon imports it; it imports ops, hub and api.
+// Package mcpserver is the transport of Parley's MCP tools: it serves
+// sessions over Streamable HTTP (server.go, getstream.go) and the bridge's
+// stream session (stream.go), binds each session to a caller when it starts
+// (and rebinds it when the agent renames itself: identity.go), tells when a
+// client is gone (live.go, conns*.go), registers its client's doors
+// (doors.go), and drives the session's hub.Reader so that what a call hands
+// out is confirmed or put back (receipts.go). Which tools a session offers
+// is not its business: those are the profiles of package profile, which it
+// registers by name (Register) and hands, through a profile.Host, the
+// operations and the caller of each tool call. The daemon imports it; it
+// imports profile, ops, hub and api.
 package mcpserver
 
 import (
@@ -25,26 +30,12 @@ import (
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/ops"
+	"github.com/parley-dev/parley/internal/profile"
 	"github.com/parley-dev/parley/internal/token"
 )
 
 // TmuxPane locates a tmux pane: the server's socket and the pane id.
 type TmuxPane struct{ Socket, Pane string }
-
-// Profile is a named set of tools, with what else a profile needs of the
-// servers that carry it.
-type Profile struct {
-	// Tools are the profile's fixed tools.
-	Tools []Tool
-	// Attach, if set, adds to each server of the profile what is not a fixed
-	// tool: tools that come and go (the gateway's, whose names all hold "__"
-	// and so never clash with a fixed tool), prompts, resources.
-	Attach func(*mcp.Server)
-	// Options, if set, adjusts the options of each server of the profile.
-	Options func(*mcp.ServerOptions)
-	// Middleware, if set, wraps the requests each server of the profile receives.
-	Middleware mcp.Middleware
-}
 
 // Options configure a Server; nil means defaults.
 type Options struct {
@@ -76,7 +67,8 @@ type Server struct {
 	log      *slog.Logger
 	opts     Options
 	handler  *mcp.StreamableHTTPHandler
-	profiles map[string]func() Profile // built on first use (Register)
+	host     *profile.Host
+	profiles map[string]func() profile.Profile // built on first use (Register)
 
 	mu       sync.Mutex
 	servers  map[string]*mcp.Server // by sorted profile list
@@ -187,16 +179,15 @@ func New(o *ops.Ops, opts *Options) *Server {
 	}
 	s := &Server{
 		ops: o, hub: o.Hub(), log: op.Logger, opts: op,
-		profiles: map[string]func() Profile{},
+		profiles: map[string]func() profile.Profile{},
 		servers:  map[string]*mcp.Server{},
 		sessions: map[*mcp.ServerSession]*session{},
 		byID:     map[string]*session{},
 	}
-	s.Register("native", s.native)
-	s.Register("sidechat", s.sidechat)
-	s.Register("agentmail", s.agentmail)
-	s.Register("lean", s.lean)
-	s.Register(IdentityProfile, s.identity)
+	s.host = &profile.Host{Ops: o, Caller: s.callerOf}
+	for name, build := range profile.Builtin {
+		s.Register(name, build)
+	}
 	s.handler = mcp.NewStreamableHTTPHandler(s.serverFor, &mcp.StreamableHTTPOptions{
 		SessionTimeout:      sessionTimeout,
 		MaxRequestBodyBytes: maxRequestBytes,
@@ -206,17 +197,18 @@ func New(o *ops.Ops, opts *Options) *Server {
 	return s
 }
 
-// Register adds a profile. Call it before the server serves.
+// Register adds a profile (package profile). Call it before the server
+// serves.
 //
 // build runs when a session first asks for the profile: building a profile
 // infers and resolves the JSON schemas of its tools, which an idle daemon
 // need not hold (they were a fifth of its memory).
-func (s *Server) Register(name string, build func() Profile) {
-	s.profiles[name] = sync.OnceValue(build)
+func (s *Server) Register(name string, build func(*profile.Host) profile.Profile) {
+	s.profiles[name] = sync.OnceValue(func() profile.Profile { return build(s.host) })
 }
 
 // profile returns the registered profile name, building it the first time.
-func (s *Server) profile(name string) Profile { return s.profiles[name]() }
+func (s *Server) profile(name string) profile.Profile { return s.profiles[name]() }
 
 // Profiles lists the registered profile names.
 func (s *Server) Profiles() []string {
@@ -387,9 +379,9 @@ func (s *Server) admit(ctx context.Context, c *ops.Caller) error {
 	if len(profiles) == 0 {
 		profiles = []string{"native"}
 	}
-	if c.NameFrom != "" && !slices.Contains(profiles, IdentityProfile) &&
+	if c.NameFrom != "" && !slices.Contains(profiles, profile.IdentityName) &&
 		(slices.Contains(profiles, "native") || slices.Contains(profiles, "lean")) {
-		profiles = append(profiles, IdentityProfile)
+		profiles = append(profiles, profile.IdentityName)
 	}
 	sort.Strings(profiles)
 	c.Profiles = profiles
@@ -480,11 +472,7 @@ func (s *Server) server(profiles []string) *mcp.Server {
 	for _, p := range profiles {
 		prof := s.profile(p)
 		for _, t := range prof.Tools {
-			if t.add != nil {
-				t.add(srv)
-			} else {
-				srv.AddTool(t.Tool, t.Handler)
-			}
+			t.AddTo(srv)
 		}
 		if prof.Attach != nil {
 			prof.Attach(srv)

@@ -4,15 +4,15 @@
 // docs/performance.md so that an SDK upgrade can retire what it no longer
 // needs (a schema cache was measured there and retired):
 //
-//	quickargs    arguments checked without the schema validator when sure (internal/mcpserver/quickargs.go)
-//	typed        tools decoded by our adapter, not mcp.AddTool's (internal/mcpserver/tools.go)
+//	quickargs    arguments checked without the schema validator when sure (internal/profile/quickargs.go)
+//	typed        tools decoded by our adapter, not mcp.AddTool's (internal/profile/tools.go)
 //	hijackget    a session's GET stream on its hijacked connection (internal/mcpserver/getstream.go)
 //	gctuner      the daemon's collector goal (internal/daemon/gc.go)
 //	stream       the bridge's stream session (internal/mcpserver/stream.go, internal/bridge)
 //
 // PARLEY_SDK_WORKAROUNDS=-name[,-name] turns the named ones off, for that
 // measurement only. It is a package of its own so that the transport
-// (mcpserver), the tool surfaces and the daemon read it alike.
+// (mcpserver), the tool surfaces (profile) and the daemon read it alike.
 package workaround
 
 import (

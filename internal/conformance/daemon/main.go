@@ -19,7 +19,7 @@ import (
 
 	"github.com/parley-dev/parley/internal/conformance"
 	"github.com/parley-dev/parley/internal/daemon"
-	"github.com/parley-dev/parley/internal/mcpserver"
+	"github.com/parley-dev/parley/internal/profile"
 )
 
 func main() {
@@ -33,8 +33,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, "conformance daemon:", err)
 		os.Exit(1)
 	}
-	d.MCP().Register(conformance.Name, func() mcpserver.Profile {
-		return mcpserver.Profile{Attach: conformance.Profile, Options: conformance.Options}
+	d.MCP().Register(conformance.Name, func(*profile.Host) profile.Profile {
+		return profile.Profile{Attach: conformance.Profile, Options: conformance.Options}
 	})
 	fmt.Println(d.TCPAddr())
 	err = d.Run(ctx)

@@ -1,4 +1,4 @@
-package mcpserver
+package profile
 
 import (
 	"context"
@@ -85,7 +85,7 @@ type texter interface{ Text() string }
 // allocates a 32 KiB buffer for every value it decodes, and a typed call
 // decodes several. Through mcp.AddTool a send_message call allocates about
 // 100 KB more (docs/performance.md, "The go-sdk workarounds").
-func typed(s *Server, name, desc string, op ops.Op, opts ...toolOption) Tool {
+func typed(h *Host, name, desc string, op ops.Op, opts ...toolOption) Tool {
 	var cfg toolConfig
 	for _, o := range opts {
 		o(&cfg)
@@ -123,9 +123,9 @@ func typed(s *Server, name, desc string, op ops.Op, opts ...toolOption) Tool {
 	}
 	agentMay := op.Access == ops.Agent
 	if workaround.Off("typed") {
-		return sdkTyped(s, t, cfg, agentMay, op)
+		return sdkTyped(h, t, cfg, agentMay, op)
 	}
-	h := func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	handler := func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		if !agentMay && req.Extra != nil && req.Extra.Header.Get(api.HeaderAgentToken) != "" {
 			return toolError(fmt.Errorf("tool %s is not open to an agent token; use the admin token", name)), nil
 		}
@@ -146,8 +146,8 @@ func typed(s *Server, name, desc string, op ops.Op, opts ...toolOption) Tool {
 		if err := json.Unmarshal(args, v); err != nil {
 			return toolError(fmt.Errorf("validating \"arguments\": %v", err)), nil
 		}
-		c := s.callerOf(ctx, req)
-		defer s.ops.ToolCall(c)() // in flight, for the agent's health
+		c := h.Caller(ctx, req)
+		defer h.Ops.ToolCall(c)() // in flight, for the agent's health
 		out, err := op.Call(ctx, c, v)
 		if err != nil {
 			var rpcErr *jsonrpc.Error
@@ -179,14 +179,14 @@ func typed(s *Server, name, desc string, op ops.Op, opts ...toolOption) Tool {
 		}
 		return res, nil
 	}
-	return Tool{Tool: t, Handler: h}
+	return Tool{Tool: t, Handler: handler}
 }
 
 // sdkTyped is typed through mcp.AddTool: its decoder, validation and
 // output, for measuring what typed saves. (The SDK decodes the arguments
 // into a map, which is encoded again for the operation's input: one encode
 // more than a typed mcp.AddTool would cost.)
-func sdkTyped(s *Server, t *mcp.Tool, cfg toolConfig, agentMay bool, op ops.Op) Tool {
+func sdkTyped(h *Host, t *mcp.Tool, cfg toolConfig, agentMay bool, op ops.Op) Tool {
 	if cfg.noOutput {
 		t.OutputSchema = nil
 	}
@@ -200,8 +200,8 @@ func sdkTyped(s *Server, t *mcp.Tool, cfg toolConfig, agentMay bool, op ops.Op) 
 			if err := json.Unmarshal(b, v); err != nil {
 				return nil, nil, err
 			}
-			c := s.callerOf(ctx, req)
-			defer s.ops.ToolCall(c)()
+			c := h.Caller(ctx, req)
+			defer h.Ops.ToolCall(c)()
 			out, err := op.Call(ctx, c, v)
 			if tx, ok := out.(texter); ok && err == nil {
 				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: tx.Text()}}}, out, nil
@@ -215,10 +215,10 @@ func sdkTyped(s *Server, t *mcp.Tool, cfg toolConfig, agentMay bool, op ops.Op) 
 // raw makes a tool whose handler reads its own arguments and builds its own
 // result: agentmail's, which answers bad arguments with JSON-RPC -32602
 // (the typed adapter validates first and reports a tool error).
-func raw(s *Server, t *mcp.Tool, fn func(context.Context, *ops.Caller, *mcp.CallToolRequest) (*mcp.CallToolResult, error)) Tool {
+func raw(h *Host, t *mcp.Tool, fn func(context.Context, *ops.Caller, *mcp.CallToolRequest) (*mcp.CallToolResult, error)) Tool {
 	return Tool{Tool: t, Handler: func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		c := s.callerOf(ctx, req)
-		defer s.ops.ToolCall(c)()
+		c := h.Caller(ctx, req)
+		defer h.Ops.ToolCall(c)()
 		return fn(ctx, c, req)
 	}}
 }

@@ -1,4 +1,4 @@
-package mcpserver
+package profile
 
 import (
 	"bytes"
@@ -60,18 +60,18 @@ const sidechatSummary = 200
 // sidechat is seed 001's tools and its "future" has_messages and clear_messages.
 // They name their session and agent in their arguments: not for agent
 // tokens (ops.Admin), whose door does not offer this profile either.
-func (s *Server) sidechat() Profile {
+func Sidechat(h *Host) Profile {
 	return Profile{Tools: []Tool{
-		typed(s, "send_message", "Send a message (any JSON object) to an agent's inbox in a session. The agent need not exist yet: its inbox keeps the message until it is received.",
-			ops.Define("sidechat send_message", ops.Admin, s.scSend), editInput(func(in *jsonschema.Schema) {
+		typed(h, "send_message", "Send a message (any JSON object) to an agent's inbox in a session. The agent need not exist yet: its inbox keeps the message until it is received.",
+			ops.Define("sidechat send_message", ops.Admin, h.scSend), editInput(func(in *jsonschema.Schema) {
 				in.Properties["message"] = &jsonschema.Schema{Type: "object", Description: "message payload (any JSON object)"}
 			})),
 		// receive_message returns null on timeout, which an output schema
 		// cannot say.
-		typed(s, "receive_message", "Receive the next message from an agent's inbox, oldest first, and remove it from the inbox. Blocks until a message arrives or the timeout (milliseconds) passes; returns null on timeout. Without a timeout it blocks until a message arrives.",
-			ops.Define("sidechat receive_message", ops.Admin, s.scReceive), noOutputSchema()),
-		typed(s, "has_messages", "Report whether an agent's inbox in a session holds messages, without receiving them.", ops.Define("sidechat has_messages", ops.Admin, s.scHas)),
-		typed(s, "clear_messages", "Delete every pending message of an agent's inbox in a session.", ops.Define("sidechat clear_messages", ops.Admin, s.scClear)),
+		typed(h, "receive_message", "Receive the next message from an agent's inbox, oldest first, and remove it from the inbox. Blocks until a message arrives or the timeout (milliseconds) passes; returns null on timeout. Without a timeout it blocks until a message arrives.",
+			ops.Define("sidechat receive_message", ops.Admin, h.scReceive), noOutputSchema()),
+		typed(h, "has_messages", "Report whether an agent's inbox in a session holds messages, without receiving them.", ops.Define("sidechat has_messages", ops.Admin, h.scHas)),
+		typed(h, "clear_messages", "Delete every pending message of an agent's inbox in a session.", ops.Define("sidechat clear_messages", ops.Admin, h.scClear)),
 	}}
 }
 
@@ -92,11 +92,11 @@ func scCaller(c *ops.Caller, op, session, what, agent string) (*ops.Caller, erro
 		return nil, hub.Errorf(op, hub.Invalid, "%v", err)
 	}
 	// The session's reader too: what a read hands this session is
-	// confirmed or put back as for any other read (receipts.go).
+	// confirmed or put back as for any other read (internal/mcpserver/receipts.go).
 	return &ops.Caller{Workspace: ws, Agent: agent, Reader: c.Reader, Call: c.Call, Progress: c.Progress}, nil
 }
 
-func (s *Server) scSend(ctx context.Context, c *ops.Caller, in scSendIn) (scSendOut, error) {
+func (h *Host) scSend(ctx context.Context, c *ops.Caller, in scSendIn) (scSendOut, error) {
 	const op = "send_message"
 	sc, err := scCaller(c, op, in.Session, "to", in.To)
 	if err != nil {
@@ -110,7 +110,7 @@ func (s *Server) scSend(ctx context.Context, c *ops.Caller, in scSendIn) (scSend
 	if from == "" {
 		from = sidechatSender
 	}
-	res, err := s.ops.Send(ctx, &ops.Caller{Workspace: sc.Workspace, Agent: from},
+	res, err := h.Ops.Send(ctx, &ops.Caller{Workspace: sc.Workspace, Agent: from},
 		api.SendRequest{To: in.To, Content: summarize(msg), Payload: json.RawMessage(msg), Metadata: map[string]string{"profile": "sidechat"}})
 	if err != nil {
 		return scSendOut{}, err
@@ -137,7 +137,7 @@ func summarize(payload []byte) string {
 	return s[:cut] + "…"
 }
 
-func (s *Server) scReceive(ctx context.Context, c *ops.Caller, in scReceiveIn) (*scReceiveOut, error) {
+func (h *Host) scReceive(ctx context.Context, c *ops.Caller, in scReceiveIn) (*scReceiveOut, error) {
 	const op = "receive_message"
 	rc, err := scCaller(c, op, in.Session, "as", in.As)
 	if err != nil {
@@ -153,7 +153,7 @@ func (s *Server) scReceive(ctx context.Context, c *ops.Caller, in scReceiveIn) (
 			timeout = max(timeout, time.Millisecond)
 		}
 	}
-	m, err := s.ops.Receive(ctx, rc, timeout)
+	m, err := h.Ops.Receive(ctx, rc, timeout)
 	if err != nil || m == nil {
 		return nil, err
 	}
@@ -170,24 +170,24 @@ func sidechatMessage(m *api.MessageInfo) json.RawMessage {
 	return b
 }
 
-func (s *Server) scHas(ctx context.Context, c *ops.Caller, in scAgentIn) (scHasOut, error) {
+func (h *Host) scHas(ctx context.Context, c *ops.Caller, in scAgentIn) (scHasOut, error) {
 	ac, err := scCaller(c, "has_messages", in.Session, "agent", in.Agent)
 	if err != nil {
 		return scHasOut{}, err
 	}
-	n, err := s.ops.Unread(ctx, ac)
+	n, err := h.Ops.Unread(ctx, ac)
 	if err != nil {
 		return scHasOut{}, err
 	}
 	return scHasOut{HasMessages: n > 0, Count: n}, nil
 }
 
-func (s *Server) scClear(ctx context.Context, c *ops.Caller, in scAgentIn) (scClearOut, error) {
+func (h *Host) scClear(ctx context.Context, c *ops.Caller, in scAgentIn) (scClearOut, error) {
 	ac, err := scCaller(c, "clear_messages", in.Session, "agent", in.Agent)
 	if err != nil {
 		return scClearOut{}, err
 	}
-	n, err := s.ops.Clear(ctx, ac)
+	n, err := h.Ops.Clear(ctx, ac)
 	if err != nil {
 		return scClearOut{}, err
 	}

@@ -1,4 +1,4 @@
-package mcpserver
+package profile
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package mcpserver_test
+package profile_test
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package mcpserver
+package profile
 
 import (
 	"bytes"
@@ -38,7 +38,7 @@ type amReceiveOut struct {
 }
 
 // agentmail is seed 002's tools, over ops, with raw handlers for its error codes.
-func (s *Server) agentmail() Profile {
+func Agentmail(h *Host) Profile {
 	str := func(desc string) *jsonschema.Schema { return &jsonschema.Schema{Type: "string", Description: desc} }
 	obj := func(props map[string]*jsonschema.Schema, required ...string) *jsonschema.Schema {
 		if props == nil {
@@ -50,17 +50,17 @@ func (s *Server) agentmail() Profile {
 	status.Enum = []any{"ready", "work", "offline"}
 	return Profile{
 		Tools: []Tool{
-			raw(s, &mcp.Tool{Name: "send", Description: "Send a message to another agent (by name: a tmux window name, or any agent of this workspace). Returns the message id.",
+			raw(h, &mcp.Tool{Name: "send", Description: "Send a message to another agent (by name: a tmux window name, or any agent of this workspace). Returns the message id.",
 				InputSchema: obj(map[string]*jsonschema.Schema{
 					"recipient": str("the receiving agent's name"),
 					"message":   str("message text"),
-				}, "recipient", "message")}, s.amSend),
-			raw(s, &mcp.Tool{Name: "receive", Description: `Read your oldest unread message (higher priorities first) and mark it read; "No unread messages" when there is none.`,
-				InputSchema: obj(nil)}, s.amReceive),
-			raw(s, &mcp.Tool{Name: "status", Description: "Set your status: ready, work or offline.",
-				InputSchema: obj(map[string]*jsonschema.Schema{"status": status}, "status")}, s.amStatus),
-			raw(s, &mcp.Tool{Name: "list-recipients", Description: "List the agents you can send to (every agent of this workspace but you).",
-				InputSchema: obj(nil)}, s.amRecipients),
+				}, "recipient", "message")}, h.amSend),
+			raw(h, &mcp.Tool{Name: "receive", Description: `Read your oldest unread message (higher priorities first) and mark it read; "No unread messages" when there is none.`,
+				InputSchema: obj(nil)}, h.amReceive),
+			raw(h, &mcp.Tool{Name: "status", Description: "Set your status: ready, work or offline.",
+				InputSchema: obj(map[string]*jsonschema.Schema{"status": status}, "status")}, h.amStatus),
+			raw(h, &mcp.Tool{Name: "list-recipients", Description: "List the agents you can send to (every agent of this workspace but you).",
+				InputSchema: obj(nil)}, h.amRecipients),
 		},
 		Middleware: unknownToolNotFound,
 	}
@@ -135,7 +135,7 @@ func textResult(text string, v any) *mcp.CallToolResult {
 	return r
 }
 
-func (s *Server) amSend(ctx context.Context, c *ops.Caller, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (h *Host) amSend(ctx context.Context, c *ops.Caller, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	args, err := amArgs(req, "recipient", "message")
 	if err != nil {
 		return nil, err
@@ -147,21 +147,21 @@ func (s *Server) amSend(ctx context.Context, c *ops.Caller, req *mcp.CallToolReq
 	if r := amSelf(c, "send"); r != nil {
 		return r, nil
 	}
-	res, err := s.ops.Send(ctx, c, api.SendRequest{To: rcpt, Content: args["message"]})
+	res, err := h.Ops.Send(ctx, c, api.SendRequest{To: rcpt, Content: args["message"]})
 	if err != nil {
 		return toolError(err), nil
 	}
 	return textResult(fmt.Sprintf("Message #%s sent", res.MessageID), map[string]string{"message_id": res.MessageID}), nil
 }
 
-func (s *Server) amReceive(ctx context.Context, c *ops.Caller, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (h *Host) amReceive(ctx context.Context, c *ops.Caller, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	if _, err := amArgs(req); err != nil {
 		return nil, err
 	}
 	if r := amSelf(c, "receive"); r != nil {
 		return r, nil
 	}
-	m, err := s.ops.Receive(ctx, c, 0)
+	m, err := h.Ops.Receive(ctx, c, 0)
 	if err != nil {
 		return toolError(err), nil
 	}
@@ -175,7 +175,7 @@ func (s *Server) amReceive(ctx context.Context, c *ops.Caller, req *mcp.CallTool
 	return textResult(fmt.Sprintf("From: %s\nID: %s\n\n%s", m.From, m.MessageID, out.Message), out), nil
 }
 
-func (s *Server) amStatus(ctx context.Context, c *ops.Caller, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (h *Host) amStatus(ctx context.Context, c *ops.Caller, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	args, err := amArgs(req, "status")
 	if err != nil {
 		return nil, err
@@ -186,18 +186,18 @@ func (s *Server) amStatus(ctx context.Context, c *ops.Caller, req *mcp.CallToolR
 	if r := amSelf(c, "status"); r != nil {
 		return r, nil
 	}
-	res, err := s.ops.SetStatus(ctx, c, api.StatusRequest{Status: args["status"]})
+	res, err := h.Ops.SetStatus(ctx, c, api.StatusRequest{Status: args["status"]})
 	if err != nil {
 		return toolError(err), nil
 	}
 	return textResult(fmt.Sprintf("Status set to %s", res.Status), map[string]string{"status": res.Status, "agent": res.Agent}), nil
 }
 
-func (s *Server) amRecipients(ctx context.Context, c *ops.Caller, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (h *Host) amRecipients(ctx context.Context, c *ops.Caller, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	if _, err := amArgs(req); err != nil {
 		return nil, err
 	}
-	res, err := s.ops.ListAgents(ctx, c, api.ListAgentsRequest{})
+	res, err := h.Ops.ListAgents(ctx, c, api.ListAgentsRequest{})
 	if err != nil {
 		return toolError(err), nil
 	}

@@ -1,4 +1,4 @@
-package mcpserver_test
+package profile_test
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/parley-dev/parley/internal/api"
-	"github.com/parley-dev/parley/internal/mcpserver"
 	"github.com/parley-dev/parley/internal/ops"
+	"github.com/parley-dev/parley/internal/profile"
 )
 
 // toolBudgets bound each profile's tools/list (the tools array as JSON, which
@@ -29,7 +29,7 @@ var toolBudgets = map[string]int{
 
 func TestToolListBudgets(t *testing.T) {
 	e := newEnv(t)
-	for _, p := range []string{"lean", "native", "sidechat", "agentmail", "manager", "self", mcpserver.IdentityProfile} {
+	for _, p := range []string{"lean", "native", "sidechat", "agentmail", "manager", "self", profile.IdentityName} {
 		s := e.session(ops.Caller{Workspace: "w", Agent: "a", Profiles: []string{p}}, nil)
 		res, err := s.ListTools(context.Background(), nil)
 		if err != nil {
