@@ -24,15 +24,19 @@ import (
 
 const env = "PARLEY_SDK_WORKAROUNDS"
 
-var off = sync.OnceValue(func() []string {
+var off = sync.OnceValue(func() []string { return parse(os.Getenv(env)) })
+
+// parse reads the value of PARLEY_SDK_WORKAROUNDS: the names prefixed with
+// "-", comma-separated.
+func parse(v string) []string {
 	var off []string
-	for _, f := range strings.Split(os.Getenv(env), ",") {
+	for _, f := range strings.Split(v, ",") {
 		if name, ok := strings.CutPrefix(strings.TrimSpace(f), "-"); ok {
 			off = append(off, name)
 		}
 	}
 	return off
-})
+}
 
 // Off reports whether PARLEY_SDK_WORKAROUNDS turned the named workaround
 // off.
