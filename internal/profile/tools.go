@@ -100,10 +100,7 @@ func typed(h *Host, name, desc string, op ops.Op, opts ...toolOption) Tool {
 	if err != nil {
 		panic(fmt.Sprintf("tool %s: input schema: %v", name, err))
 	}
-	quick := newQuickArgs(in)
-	if workaround.Off("quickargs") {
-		quick = nil
-	}
+	quick := quickFor(in)
 	t := &mcp.Tool{Name: name, Description: desc, InputSchema: in}
 	var outRes *jsonschema.Resolved
 	if !cfg.noOutput {
@@ -180,6 +177,15 @@ func typed(h *Host, name, desc string, op ops.Op, opts ...toolOption) Tool {
 		return res, nil
 	}
 	return Tool{Tool: t, Handler: handler}
+}
+
+// quickFor is the quick check of an input schema (quickargs.go), unless
+// PARLEY_SDK_WORKAROUNDS turned it off.
+func quickFor(in *jsonschema.Schema) *quickArgs {
+	if workaround.Off("quickargs") {
+		return nil
+	}
+	return newQuickArgs(in)
 }
 
 // sdkTyped is typed through mcp.AddTool: its decoder, validation and
