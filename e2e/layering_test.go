@@ -63,7 +63,7 @@ func TestLayering(t *testing.T) {
 		}
 	}
 	ds := deps(t, "../cmd/parley")
-	for _, fixture := range []string{"conformance", "testenv", "testenv/standin"} {
+	for _, fixture := range []string{"conformance", "testenv", "testenv/standin", "mcpserver/mcptest"} {
 		if slices.Contains(ds, mod+fixture) {
 			t.Errorf("the parley binary links internal/%s, a test fixture", fixture)
 		}

@@ -22,7 +22,7 @@ import (
 
 func toolNames(t *testing.T, e *env, c ops.Caller) []string {
 	t.Helper()
-	res, err := e.session(c, nil).ListTools(context.Background(), nil)
+	res, err := e.Session(c, nil).ListTools(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,8 +54,8 @@ func TestIdentityProfileOnlyForDerivedNames(t *testing.T) {
 			}
 		})
 	}
-	if !slices.Contains(e.mcp.Profiles(), profile.IdentityName) {
-		t.Errorf("profiles %v lack %s", e.mcp.Profiles(), profile.IdentityName)
+	if !slices.Contains(e.MCP.Profiles(), profile.IdentityName) {
+		t.Errorf("profiles %v lack %s", e.MCP.Profiles(), profile.IdentityName)
 	}
 }
 
@@ -63,10 +63,10 @@ func TestIdentityProfileOnlyForDerivedNames(t *testing.T) {
 // either name arrives, whoami says the new name, and the refusals say why.
 func TestSetIdentity(t *testing.T) {
 	e := newEnv(t)
-	boss := e.session(ops.Caller{Workspace: "w", Agent: "boss"}, nil)
+	boss := e.Session(ops.Caller{Workspace: "w", Agent: "boss"}, nil)
 	old := "claude-w-3f9a1c"
-	me := e.session(ops.Caller{Workspace: "w", Agent: old, NameFrom: api.NameSession}, nil)
-	fixed := e.session(ops.Caller{Workspace: "w", Agent: "fixed", Profiles: []string{"native", profile.IdentityName}}, nil)
+	me := e.Session(ops.Caller{Workspace: "w", Agent: old, NameFrom: api.NameSession}, nil)
+	fixed := e.Session(ops.Caller{Workspace: "w", Agent: "fixed", Profiles: []string{"native", profile.IdentityName}}, nil)
 
 	var who api.WhoamiResult
 	call(t, me, "whoami", nil, &who)
@@ -229,7 +229,7 @@ func TestCodexSessionTakesItsThreadsName(t *testing.T) {
 	if again := whoamiIn(t, one, t1); again.Agent != who.Agent {
 		t.Errorf("whoami again: %s, want %s", again.Agent, who.Agent)
 	}
-	if name, _ := e.hub.Canonical(context.Background(), ws, proc); name != who.Agent {
+	if name, _ := e.Hub.Canonical(context.Background(), ws, proc); name != who.Agent {
 		t.Errorf("the process's name stands for %s, want %s", name, who.Agent)
 	}
 
@@ -244,7 +244,7 @@ func TestCodexSessionTakesItsThreadsName(t *testing.T) {
 
 	// Thread 3's name is an agent already (its hooks spoke first, or the
 	// thread came back in another Codex): it keeps its role.
-	if _, err := e.hub.Join(context.Background(), hub.JoinRequest{Workspace: ws, Name: threadName(t3, root), Role: "reviewer"}); err != nil {
+	if _, err := e.Hub.Join(context.Background(), hub.JoinRequest{Workspace: ws, Name: threadName(t3, root), Role: "reviewer"}); err != nil {
 		t.Fatal(err)
 	}
 	three := codexSession(t, sock, ws, "session-proj-0d0e0f", root)

@@ -1,149 +1,36 @@
 package mcpserver_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/parley-dev/parley/internal/api"
-	"github.com/parley-dev/parley/internal/httpapi"
 	"github.com/parley-dev/parley/internal/hub"
-	"github.com/parley-dev/parley/internal/mcpserver"
+	"github.com/parley-dev/parley/internal/mcpserver/mcptest"
 	"github.com/parley-dev/parley/internal/ops"
-	"github.com/parley-dev/parley/internal/permission"
-	"github.com/parley-dev/parley/internal/profile"
-	"github.com/parley-dev/parley/internal/runner"
-	"github.com/parley-dev/parley/internal/store/sqlite"
 )
 
-// env is a real hub on a SQLite file, with a runner of managed agents and
-// a permission inbox over the same file, and the operations served through
-// both doors: MCP sessions over in-memory transports, and the JSON API.
-type env struct {
-	t      *testing.T
-	hub    *hub.Hub
-	ops    *ops.Ops
-	runner *runner.Runner
-	mcp    *mcpserver.Server
-	api    *httptest.Server
-}
+// env is the tests' environment (mcptest.Env), under short names.
+type env = mcptest.Env
 
-func newEnv(t *testing.T) *env {
-	t.Helper()
-	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "p.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	h := hub.New(db, nil)
-	perms := permission.New(db, nil)
-	// Managed agents run real processes: the command provider's shell
-	// commands. A cancelled run gets a short grace before its SIGKILL.
-	rn, err := runner.New(h, db, runner.Options{Home: t.TempDir(), Permissions: perms, CancelGrace: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rn.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rn.Close() })
-	o := ops.New(h, &ops.Options{ProgressEvery: 10 * time.Millisecond, Runner: rn, Permissions: perms})
-	srv := mcpserver.New(o, nil)
-	srv.Register("manager", profile.Manager)
-	srv.Register("self", profile.Self)
-	mux := http.NewServeMux()
-	httpapi.Routes(mux, o, httpapi.Endpoints{MCP: srv})
-	hs := httptest.NewServer(mux)
-	t.Cleanup(hs.Close)
-	return &env{t: t, hub: h, ops: o, runner: rn, mcp: srv, api: hs}
-}
-
-// session opens an MCP session of caller over in-memory transports.
-func (e *env) session(c ops.Caller, opts *mcp.ClientOptions) *mcp.ClientSession {
-	e.t.Helper()
-	st, ct := mcp.NewInMemoryTransports()
-	ctx := context.Background()
-	ss, err := e.mcp.Connect(ctx, st, c)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, opts).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	e.t.Cleanup(func() {
-		cs.Close()
-		ss.Wait()
-	})
-	return cs
-}
-
-// call calls a tool and decodes its structured result into out; it returns
-// the result, whose IsError the caller checks.
-func call(t *testing.T, s *mcp.ClientSession, name string, args any, out any) *mcp.CallToolResult {
-	t.Helper()
-	res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	if out != nil && !res.IsError {
-		b, _ := json.Marshal(res.StructuredContent)
-		if err := json.Unmarshal(b, out); err != nil {
-			t.Fatalf("%s: decode %s: %v", name, b, err)
-		}
-	}
-	return res
-}
-
-func text(res *mcp.CallToolResult) string {
-	if len(res.Content) == 0 {
-		return ""
-	}
-	if tc, ok := res.Content[0].(*mcp.TextContent); ok {
-		return tc.Text
-	}
-	return ""
-}
-
-// do makes a JSON API request as agent of ws; it returns the status and body.
-func (e *env) do(method, path, ws, agent string, body any) (int, []byte) {
-	e.t.Helper()
-	var rd *bytes.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	} else {
-		rd = bytes.NewReader(nil)
-	}
-	req, _ := http.NewRequest(method, e.api.URL+api.Prefix+path, rd)
-	req.Header.Set(api.HeaderWorkspace, ws)
-	if agent != "" {
-		req.Header.Set(api.HeaderAgent, agent)
-	}
-	resp, err := e.api.Client().Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var buf bytes.Buffer
-	buf.ReadFrom(resp.Body)
-	return resp.StatusCode, buf.Bytes()
-}
+var (
+	newEnv  = mcptest.New
+	call    = mcptest.Call
+	text    = mcptest.Text
+	waitFor = mcptest.WaitFor
+)
 
 // TestDoorsAgree runs each operation's refusals through /mcp and /api/v1:
 // both doors give the same error, word for word (they once disagreed).
 func TestDoorsAgree(t *testing.T) {
 	e := newEnv(t)
-	s := e.session(ops.Caller{Workspace: "w", Agent: "alice"}, nil)
+	s := e.Session(ops.Caller{Workspace: "w", Agent: "alice"}, nil)
 	for _, tc := range []struct {
 		name         string
 		tool         string
@@ -168,7 +55,7 @@ func TestDoorsAgree(t *testing.T) {
 				t.Fatalf("mcp %s: got success %s, want an error", tc.tool, text(res))
 			}
 			mcpErr := text(res)
-			code, body := e.do(tc.method, tc.path, "w", "alice", tc.body)
+			code, body := e.Do(tc.method, tc.path, "w", "alice", tc.body)
 			var eb api.ErrorBody
 			if code/100 == 2 || json.Unmarshal(body, &eb) != nil {
 				t.Fatalf("api %s %s: got %d %s, want an error", tc.method, tc.path, code, body)
@@ -187,9 +74,9 @@ func TestDoorsAgree(t *testing.T) {
 // recipient is, over either door; group creators are named the same way.
 func TestSendThroughBothDoors(t *testing.T) {
 	e := newEnv(t)
-	alice := e.session(ops.Caller{Workspace: "w", Agent: "alice", Role: "planner"}, nil)
-	e.session(ops.Caller{Workspace: "w", Agent: "bob", Role: "dev"}, nil) // bob is connected
-	if code, body := e.do("POST", "/agents", "w", "", api.JoinRequest{Name: "dave"}); code != 200 {
+	alice := e.Session(ops.Caller{Workspace: "w", Agent: "alice", Role: "planner"}, nil)
+	e.Session(ops.Caller{Workspace: "w", Agent: "bob", Role: "dev"}, nil) // bob is connected
+	if code, body := e.Do("POST", "/agents", "w", "", api.JoinRequest{Name: "dave"}); code != 200 {
 		t.Fatalf("join dave: %d %s", code, body)
 	}
 
@@ -202,7 +89,7 @@ func TestSendThroughBothDoors(t *testing.T) {
 		if res := call(t, alice, "send_message", map[string]any{"to": tc.to, "content": "hi"}, &viaMCP); res.IsError {
 			t.Fatalf("send to %s: %s", tc.to, text(res))
 		}
-		code, body := e.do("POST", "/messages", "w", "alice", api.SendRequest{To: tc.to, Content: "hi"})
+		code, body := e.Do("POST", "/messages", "w", "alice", api.SendRequest{To: tc.to, Content: "hi"})
 		var viaAPI api.SendResult
 		if code != 200 || json.Unmarshal(body, &viaAPI) != nil {
 			t.Fatalf("api send to %s: %d %s", tc.to, code, body)
@@ -218,7 +105,7 @@ func TestSendThroughBothDoors(t *testing.T) {
 	}
 
 	call(t, alice, "create_group", map[string]any{"name": "g1"}, nil)
-	if code, body := e.do("POST", "/groups", "w", "alice", api.GroupRequest{Name: "g2"}); code != 200 {
+	if code, body := e.Do("POST", "/groups", "w", "alice", api.GroupRequest{Name: "g2"}); code != 200 {
 		t.Fatalf("api create group: %d %s", code, body)
 	}
 	want := hub.CompositeID("w", "planner", "alice")
@@ -237,14 +124,14 @@ func TestWaitWakesAndKeepsAlive(t *testing.T) {
 	e := newEnv(t)
 	var mu sync.Mutex
 	progress := 0
-	bob := e.session(ops.Caller{Workspace: "w", Agent: "bob"}, &mcp.ClientOptions{
+	bob := e.Session(ops.Caller{Workspace: "w", Agent: "bob"}, &mcp.ClientOptions{
 		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) {
 			mu.Lock()
 			progress++
 			mu.Unlock()
 		},
 	})
-	alice := e.session(ops.Caller{Workspace: "w", Agent: "alice"}, nil)
+	alice := e.Session(ops.Caller{Workspace: "w", Agent: "alice"}, nil)
 	done := make(chan api.WaitResult)
 	go func() {
 		params := &mcp.CallToolParams{Name: "wait_for_message", Arguments: map[string]any{"timeout": 30}}
@@ -260,7 +147,7 @@ func TestWaitWakesAndKeepsAlive(t *testing.T) {
 	waitFor(t, "bob's wait and two keep-alives", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return e.hub.Waiters("w", "bob") == 1 && progress >= 2
+		return e.Hub.Waiters("w", "bob") == 1 && progress >= 2
 	})
 	call(t, alice, "send_message", map[string]any{"to": "bob", "content": "wake"}, nil)
 	w := <-done
@@ -275,14 +162,14 @@ func TestWaitWakesAndKeepsAlive(t *testing.T) {
 func TestAbandonedWaitEnds(t *testing.T) {
 	e := newEnv(t)
 	post := func(ctx context.Context, sid, body string) (*http.Response, error) {
-		req, _ := http.NewRequestWithContext(ctx, "POST", e.api.URL+"/mcp?workspace=w&agent=bob", strings.NewReader(body))
+		req, _ := http.NewRequestWithContext(ctx, "POST", e.API.URL+"/mcp?workspace=w&agent=bob", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
 		if sid != "" {
 			req.Header.Set("Mcp-Session-Id", sid)
 		}
-		return e.api.Client().Do(req)
+		return e.API.Client().Do(req)
 	}
 	ctx := context.Background()
 	resp, err := post(ctx, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
@@ -308,21 +195,11 @@ func TestAbandonedWaitEnds(t *testing.T) {
 			resp.Body.Close()
 		}
 	}()
-	waitFor(t, "bob's wait", func() bool { return e.hub.Waiters("w", "bob") == 1 })
+	waitFor(t, "bob's wait", func() bool { return e.Hub.Waiters("w", "bob") == 1 })
 	cancel()
 	<-done
-	waitFor(t, "the abandoned wait to end", func() bool { return e.hub.Waiters("w", "bob") == 0 })
+	waitFor(t, "the abandoned wait to end", func() bool { return e.Hub.Waiters("w", "bob") == 0 })
 }
 
 // TestSidechatAndAgentmail: the seed profiles are renamings of the same
 // operations, with their own shapes and error codes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}

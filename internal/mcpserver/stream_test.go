@@ -38,7 +38,7 @@ func streamServer(t testing.TB, e *env) (sock string, posts *atomic.Int64) {
 		if r.Header.Get("Upgrade") == "" {
 			posts.Add(1)
 		}
-		e.mcp.ServeHTTP(w, r)
+		e.MCP.ServeHTTP(w, r)
 	})), posts
 }
 
@@ -76,7 +76,7 @@ func upgrade(t testing.TB, sock, ws, agent string) (net.Conn, *bufio.Reader) {
 func joinAll(t *testing.T, e *env, ws string, names ...string) {
 	t.Helper()
 	for _, n := range names {
-		if _, err := e.hub.Join(context.Background(), hub.JoinRequest{Workspace: ws, Name: n, Role: "dev"}); err != nil {
+		if _, err := e.Hub.Join(context.Background(), hub.JoinRequest{Workspace: ws, Name: n, Role: "dev"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -84,7 +84,7 @@ func joinAll(t *testing.T, e *env, ws string, names ...string) {
 
 func sendTo(t *testing.T, e *env, ws, to, content string) string {
 	t.Helper()
-	res, err := e.hub.Send(context.Background(), hub.SendRequest{Workspace: ws, From: "alice", To: to, Content: content})
+	res, err := e.Hub.Send(context.Background(), hub.SendRequest{Workspace: ws, From: "alice", To: to, Content: content})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func sendTo(t *testing.T, e *env, ws, to, content string) string {
 
 func deliveryOf(t *testing.T, e *env, ws, id string) *hub.Delivery {
 	t.Helper()
-	st, err := e.hub.MessageStatus(context.Background(), ws, "", id)
+	st, err := e.Hub.MessageStatus(context.Background(), ws, "", id)
 	if err != nil || len(st.Deliveries) != 1 {
 		t.Fatalf("message status of %s: %v, %v", id, st, err)
 	}
@@ -140,14 +140,14 @@ func TestStreamSession(t *testing.T) {
 	if n := posts.Load(); n != 0 {
 		t.Errorf("plain HTTP requests: got %d, want 0 (everything on the stream)", n)
 	}
-	if e.mcp.Sessions() != 1 {
-		t.Errorf("sessions: got %d, want 1", e.mcp.Sessions())
+	if e.MCP.Sessions() != 1 {
+		t.Errorf("sessions: got %d, want 1", e.MCP.Sessions())
 	}
 	cs.Close()
 	if err := <-done; err != nil {
 		t.Errorf("bridge: %v", err)
 	}
-	waitFor(t, "the session to end with its stream", func() bool { return e.mcp.Sessions() == 0 })
+	waitFor(t, "the session to end with its stream", func() bool { return e.MCP.Sessions() == 0 })
 	if d := deliveryOf(t, e, ws, id); d.State != hub.Read {
 		t.Errorf("a confirmed message after the session ended: state %s, want read", d.State)
 	}
@@ -165,7 +165,7 @@ func TestStreamSessionOverTLS(t *testing.T) {
 		if r.Header.Get("Upgrade") == "" {
 			posts.Add(1)
 		}
-		e.mcp.ServeHTTP(w, r)
+		e.MCP.ServeHTTP(w, r)
 	}))
 	ts.StartTLS()
 	defer ts.Close()
@@ -236,7 +236,7 @@ func TestStreamUnconfirmedGoesBack(t *testing.T) {
 	}
 	c.Close()
 	waitFor(t, "the message back in the inbox", func() bool { return deliveryOf(t, e, ws, id).State == hub.Redelivered })
-	waitFor(t, "the session to end", func() bool { return e.mcp.Sessions() == 0 })
+	waitFor(t, "the session to end", func() bool { return e.MCP.Sessions() == 0 })
 }
 
 // pushStream opens a stream session of agent that asks for pushes, and
@@ -308,7 +308,7 @@ func TestStreamPush(t *testing.T) {
 	}
 	c.Close()
 	waitFor(t, "the unconfirmed push back in the inbox", func() bool { return deliveryOf(t, e, ws, second).State == hub.Redelivered })
-	waitFor(t, "the session to end", func() bool { return e.mcp.Sessions() == 0 })
+	waitFor(t, "the session to end", func() bool { return e.MCP.Sessions() == 0 })
 
 	_, br = pushStream(t, sock, ws, "bob")
 	if m, _ := pushedLine(t, br); m.MessageID != second || !m.Redelivered || m.DeliveryCount != 2 {
@@ -412,7 +412,7 @@ func TestBridgePush(t *testing.T) {
 				// As a daemon that does not know api.HeaderPush.
 				sock = serveUnix(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					r.Header.Del(api.HeaderPush)
-					e.mcp.ServeHTTP(w, r)
+					e.MCP.ServeHTTP(w, r)
 				}))
 			}
 			ext := &pusher{started: make(chan struct{})}
@@ -543,7 +543,7 @@ func benchServer(b *testing.B) (sock string) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { db.Close() })
-	sock, _ = streamServer(b, &env{mcp: mcpserver.New(ops.New(hub.New(db, nil), nil), nil)})
+	sock, _ = streamServer(b, &env{MCP: mcpserver.New(ops.New(hub.New(db, nil), nil), nil)})
 	return sock
 }
 

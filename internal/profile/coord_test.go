@@ -30,7 +30,7 @@ var toolBudgets = map[string]int{
 func TestToolListBudgets(t *testing.T) {
 	e := newEnv(t)
 	for _, p := range []string{"lean", "native", "sidechat", "agentmail", "manager", "self", profile.IdentityName} {
-		s := e.session(ops.Caller{Workspace: "w", Agent: "a", Profiles: []string{p}}, nil)
+		s := e.Session(ops.Caller{Workspace: "w", Agent: "a", Profiles: []string{p}}, nil)
 		res, err := s.ListTools(context.Background(), nil)
 		if err != nil {
 			t.Fatal(err)
@@ -80,8 +80,8 @@ func callJSON(t *testing.T, s *mcp.ClientSession, name string, args map[string]a
 
 func TestLeanReply(t *testing.T) {
 	e := newEnv(t)
-	alice := e.session(ops.Caller{Workspace: "w", Agent: "alice", Profiles: []string{"lean"}}, nil)
-	bob := e.session(ops.Caller{Workspace: "w", Agent: "bob", Profiles: []string{"lean"}}, nil)
+	alice := e.Session(ops.Caller{Workspace: "w", Agent: "alice", Profiles: []string{"lean"}}, nil)
+	bob := e.Session(ops.Caller{Workspace: "w", Agent: "bob", Profiles: []string{"lean"}}, nil)
 	var sent struct {
 		MessageID string `json:"message_id"`
 	}
@@ -105,8 +105,8 @@ func TestLeanReply(t *testing.T) {
 // TestReservationTools drives the reservation and search tools as two agents.
 func TestReservationTools(t *testing.T) {
 	e := newEnv(t)
-	alice := e.session(ops.Caller{Workspace: "w", Agent: "alice", Profiles: []string{"native"}}, nil)
-	bob := e.session(ops.Caller{Workspace: "w", Agent: "bob", Profiles: []string{"native"}}, nil)
+	alice := e.Session(ops.Caller{Workspace: "w", Agent: "alice", Profiles: []string{"native"}}, nil)
+	bob := e.Session(ops.Caller{Workspace: "w", Agent: "bob", Profiles: []string{"native"}}, nil)
 	var res struct {
 		Status  string `json:"status"`
 		Granted []struct {
@@ -174,8 +174,8 @@ func TestReservationTools(t *testing.T) {
 // exclusive ones another agent's change runs into.
 func TestReservationRenewAndList(t *testing.T) {
 	e := newEnv(t)
-	alice := e.session(ops.Caller{Workspace: "w", Agent: "alice"}, nil)
-	bob := e.session(ops.Caller{Workspace: "w", Agent: "bob"}, nil)
+	alice := e.Session(ops.Caller{Workspace: "w", Agent: "alice"}, nil)
+	bob := e.Session(ops.Caller{Workspace: "w", Agent: "bob"}, nil)
 	mustCall(t, alice, "reserve_paths", map[string]any{"paths": []string{"docs/**", "go.mod"}, "ttl_seconds": 60}, nil)
 	mustCall(t, bob, "reserve_paths", map[string]any{"paths": []string{"README.md"}, "exclusive": false}, nil)
 
@@ -199,7 +199,7 @@ func TestReservationRenewAndList(t *testing.T) {
 		t.Errorf("renew for 1 s: got %q", msg)
 	}
 
-	code, body := e.do("POST", "/reservations/check", "w", "bob", api.CheckPathsRequest{Paths: []string{"docs/api.md", "README.md", "main.go"}})
+	code, body := e.Do("POST", "/reservations/check", "w", "bob", api.CheckPathsRequest{Paths: []string{"docs/api.md", "README.md", "main.go"}})
 	var check api.CheckPathsResult
 	if code != 200 || json.Unmarshal(body, &check) != nil {
 		t.Fatalf("POST /reservations/check: %d %s", code, body)

@@ -25,7 +25,7 @@ func TestToolsGolden(t *testing.T) {
 	e := newEnv(t)
 	for _, p := range []string{"native", "lean", "sidechat", "agentmail", "manager", "self", profile.IdentityName} {
 		t.Run(p, func(t *testing.T) {
-			s := e.session(ops.Caller{Workspace: "w", Agent: "a", Profiles: []string{p}}, nil)
+			s := e.Session(ops.Caller{Workspace: "w", Agent: "a", Profiles: []string{p}}, nil)
 			res, err := s.ListTools(context.Background(), nil)
 			if err != nil {
 				t.Fatal(err)
@@ -60,7 +60,7 @@ func golden(t *testing.T, name string, got []byte) {
 
 func TestSidechatAndAgentmail(t *testing.T) {
 	e := newEnv(t)
-	sc := e.session(ops.Caller{Workspace: "w", Profiles: []string{"sidechat"}}, nil)
+	sc := e.Session(ops.Caller{Workspace: "w", Profiles: []string{"sidechat"}}, nil)
 	var sent struct {
 		MessageID string `json:"message_id"`
 	}
@@ -83,7 +83,7 @@ func TestSidechatAndAgentmail(t *testing.T) {
 		t.Fatalf("receive_message on an empty inbox: got %s, want null", got)
 	}
 
-	am := e.session(ops.Caller{Workspace: "w", Agent: "win1", Profiles: []string{"agentmail"}}, nil)
+	am := e.Session(ops.Caller{Workspace: "w", Agent: "win1", Profiles: []string{"agentmail"}}, nil)
 	if res := call(t, am, "send", map[string]any{"recipient": "win2", "message": "hello"}, nil); res.IsError || !strings.HasPrefix(text(res), "Message #") {
 		t.Fatalf("agentmail send: %s", text(res))
 	}
@@ -137,7 +137,7 @@ func TestTranscriptGolden(t *testing.T) {
 			e := newEnv(t)
 			st, ct := mcp.NewInMemoryTransports()
 			ctx := context.Background()
-			ss, err := e.mcp.Connect(ctx, st, ops.Caller{Workspace: "w", Agent: "alice", Role: "dev", Profiles: []string{tc.profile}})
+			ss, err := e.MCP.Connect(ctx, st, ops.Caller{Workspace: "w", Agent: "alice", Role: "dev", Profiles: []string{tc.profile}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -34,7 +34,7 @@ func toolError(t *testing.T, s *mcp.ClientSession, name string, args map[string]
 }
 
 func manager(e *env, ws string) *mcp.ClientSession {
-	return e.session(ops.Caller{Workspace: ws, Agent: "boss", Profiles: []string{"manager"}}, nil)
+	return e.Session(ops.Caller{Workspace: ws, Agent: "boss", Profiles: []string{"manager"}}, nil)
 }
 
 // waitAgent waits for the agent's current run to end.
@@ -209,7 +209,7 @@ func TestManagerPermissions(t *testing.T) {
 	e := newEnv(t)
 	m := manager(e, "w")
 	mustCall(t, m, "create_agent", map[string]any{"provider": "command", "command": "exec sleep 60", "cwd": t.TempDir(), "name": "w1", "prompt": "work"}, nil)
-	self := e.session(ops.Caller{Workspace: "w", Agent: "w1", Profiles: []string{"self"}}, nil)
+	self := e.Session(ops.Caller{Workspace: "w", Agent: "w1", Profiles: []string{"self"}}, nil)
 
 	mustCall(t, self, "set_title", map[string]any{"title": "renamed by itself"}, nil)
 	if msg := toolError(t, self, "set_branch", map[string]any{"branch": "feature"}); !strings.Contains(msg, "worktree") {
@@ -277,7 +277,7 @@ func TestManagerPermissions(t *testing.T) {
 	}
 
 	// The self profile is for agents Parley launched.
-	outsider := e.session(ops.Caller{Workspace: "w", Agent: "outsider", Profiles: []string{"self"}}, nil)
+	outsider := e.Session(ops.Caller{Workspace: "w", Agent: "outsider", Profiles: []string{"self"}}, nil)
 	for tool, args := range map[string]map[string]any{
 		"set_title":          {"title": "x"},
 		"request_permission": {"tool_name": "Bash", "input": map[string]any{}},

@@ -16,8 +16,8 @@ import (
 // message_status, ack_message, list_overdue, wait_for_reply, get_thread.
 func TestMessageOperations(t *testing.T) {
 	e := newEnv(t)
-	alice := e.session(ops.Caller{Workspace: "w", Agent: "alice"}, nil)
-	bob := e.session(ops.Caller{Workspace: "w", Agent: "bob"}, nil)
+	alice := e.Session(ops.Caller{Workspace: "w", Agent: "alice"}, nil)
+	bob := e.Session(ops.Caller{Workspace: "w", Agent: "bob"}, nil)
 	send := func(s *mcp.ClientSession, to, content string, extra map[string]any) string {
 		t.Helper()
 		args := map[string]any{"to": to, "content": content}
@@ -96,8 +96,8 @@ func TestMessageOperations(t *testing.T) {
 // TestGroupOperations walks a group's life: create, add, list, remove, delete.
 func TestGroupOperations(t *testing.T) {
 	e := newEnv(t)
-	alice := e.session(ops.Caller{Workspace: "w", Agent: "alice"}, nil)
-	e.session(ops.Caller{Workspace: "w", Agent: "bob"}, nil)
+	alice := e.Session(ops.Caller{Workspace: "w", Agent: "alice"}, nil)
+	e.Session(ops.Caller{Workspace: "w", Agent: "bob"}, nil)
 	must := func(name string, args map[string]any, out any) {
 		t.Helper()
 		if res := call(t, alice, name, args, out); res.IsError {
@@ -137,7 +137,7 @@ func TestGroupOperations(t *testing.T) {
 // list-recipients.
 func TestSeedProfileExtras(t *testing.T) {
 	e := newEnv(t)
-	sc := e.session(ops.Caller{Workspace: "w", Profiles: []string{"sidechat"}}, nil)
+	sc := e.Session(ops.Caller{Workspace: "w", Profiles: []string{"sidechat"}}, nil)
 	for i := range 2 {
 		if res := call(t, sc, "send_message", map[string]any{"session": "s1", "to": "scribe", "message": map[string]any{"n": i}}, nil); res.IsError {
 			t.Fatalf("sidechat send: %s", text(res))
@@ -154,8 +154,8 @@ func TestSeedProfileExtras(t *testing.T) {
 		t.Errorf("has_messages after clear_messages: got true")
 	}
 
-	e.session(ops.Caller{Workspace: "w", Agent: "win2"}, nil)
-	am := e.session(ops.Caller{Workspace: "w", Agent: "win1", Profiles: []string{"agentmail"}}, nil)
+	e.Session(ops.Caller{Workspace: "w", Agent: "win2"}, nil)
+	am := e.Session(ops.Caller{Workspace: "w", Agent: "win1", Profiles: []string{"agentmail"}}, nil)
 	got := text(call(t, am, "list-recipients", map[string]any{}, nil))
 	if !strings.Contains(got, "win2") || strings.Contains(got, "win1") {
 		t.Errorf("list-recipients: got %q, want win2 and not the caller", got)

@@ -14,8 +14,8 @@ import (
 // result to the task's sender as a reply in its thread.
 func TestQueueTools(t *testing.T) {
 	e := newEnv(t)
-	boss := e.session(ops.Caller{Workspace: "w", Agent: "boss"}, nil)
-	worker := e.session(ops.Caller{Workspace: "w", Agent: "worker"}, nil)
+	boss := e.Session(ops.Caller{Workspace: "w", Agent: "boss"}, nil)
+	worker := e.Session(ops.Caller{Workspace: "w", Agent: "worker"}, nil)
 	var ids []string
 	for _, c := range []string{"build a", "build b"} {
 		var r api.SendResult
@@ -24,7 +24,7 @@ func TestQueueTools(t *testing.T) {
 	}
 	queue := func() api.QueueResult {
 		t.Helper()
-		code, body := e.do("GET", "/queues/builds", "w", "", nil)
+		code, body := e.Do("GET", "/queues/builds", "w", "", nil)
 		var q api.QueueResult
 		if code != 200 || json.Unmarshal(body, &q) != nil {
 			t.Fatalf("GET /queues/builds: %d %s", code, body)
