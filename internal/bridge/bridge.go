@@ -1,17 +1,22 @@
 // Package bridge connects an MCP client that speaks stdio (newline-delimited
 // JSON-RPC on stdin and stdout) to an MCP server that speaks Streamable HTTP,
-// over a Unix socket or a URL; or, with Options.Stream, to a Parley daemon's
-// stream session, where one connection carries the lines as they are
-// (stream.go). What follows is about Streamable HTTP.
+// over a Unix socket or a URL (streamable.go); or, with Options.Stream, to a
+// Parley daemon's stream session, where one connection carries the lines as
+// they are (stream.go).
 //
-// It owns the transport only: framing, the HTTP session (Mcp-Session-Id,
-// MCP-Protocol-Version), the server-to-client GET stream, re-initialization
-// after the server lost the session or was restarted, and turning transport
-// failures into JSON-RPC errors so that no request is left without an answer.
-// It treats JSON-RPC payloads as opaque apart from their id and method, and one
-// key of a result's _meta: the messages a Parley daemon handed out in it, which
-// the bridge confirms once it has written the response to the client (see
-// api.MetaDelivered).
+// The client's side is written once, whatever carries the session (this
+// file): reading the client's lines, remembering its initialize and
+// notifications/initialized to replay them on a new session (swallowing the
+// replayed answer), the table of requests in flight (answered with an error
+// when the session is lost, so that no request is left without an answer),
+// notifications/cancelled, starting the Extension, writing to the client,
+// and confirming what a response handed out once it is written: one key of a
+// result's _meta lists the messages a Parley daemon handed out in it, which
+// the bridge confirms (see api.MetaDelivered). A transport only moves
+// messages: it sends what the client wrote, passes what the server sends to
+// receive, makes a new session when it lost one, and confirms on the session
+// that carried a message. It treats JSON-RPC payloads as opaque apart from
+// their id and method.
 //
 // It is imported by internal/cli (`parley mcp serve` and `parley bridge`).
 package bridge
@@ -30,9 +35,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/parley-dev/parley/internal/api"
@@ -128,8 +131,8 @@ const (
 // and the server until in reaches EOF or ctx is cancelled. It writes every message
 // for the client to out as one line.
 //
-// On return it has cancelled every request still in flight and sent DELETE for
-// the session. If ctx is cancelled while a Read on in is blocked, the goroutine
+// On return it has cancelled every request still in flight and ended the
+// session. If ctx is cancelled while a Read on in is blocked, the goroutine
 // reading in exits only when that Read returns.
 func Run(ctx context.Context, in io.Reader, out io.Writer, opts *Options) error {
 	b, err := newBridge(opts, out)
@@ -140,12 +143,13 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, opts *Options) error 
 	defer cancel(nil)
 	b.ctx = runCtx
 	b.cancel = cancel
-
-	handle, shutdown := b.handleLine, b.shutdown
 	if opts.Stream {
 		if st := b.openStream(); st != nil {
-			handle, shutdown = st.handleLine, st.shutdown
+			b.t = st
 		}
+	}
+	if b.t == nil {
+		b.t = newStreamable(b)
 	}
 
 	lines := make(chan line)
@@ -163,12 +167,12 @@ loop:
 				}
 				break loop
 			}
-			handle(l)
+			b.handleLine(l)
 		case <-runCtx.Done():
 			break loop
 		}
 	}
-	shutdown(ctx)
+	b.shutdown(ctx)
 	if cause := context.Cause(runCtx); result == nil && cause != nil && ctx.Err() == nil && !errors.Is(cause, context.Canceled) {
 		// The only cause set from inside is a failed write to the client.
 		result = cause
@@ -176,15 +180,34 @@ loop:
 	return result
 }
 
-// bridge is the state of one Run.
+// A transport carries the session between the bridge and the server.
+type transport interface {
+	// send passes m from the client to the server, in the order the client
+	// wrote it. What the server sends back goes to bridge.receive; a request
+	// the transport could not pass on or that got no answer it answers with
+	// bridge.fail. False means the server did not get m.
+	send(ctx context.Context, m *message) bool
+	// pushes reports whether the server pushes the agent's messages (Pusher).
+	pushes() bool
+	// close ends the session once nothing else uses it; abandoned are the
+	// requests still in flight, which nobody waits for now.
+	close(ctx context.Context, abandoned []json.RawMessage)
+}
+
+// A carrier is the session (or connection) a message from the server came
+// on: the messages it handed out are confirmed on it.
+type carrier interface {
+	confirm(ids []string)
+}
+
+// bridge is the client's side of one Run.
 type bridge struct {
-	opts      *Options
-	log       *slog.Logger
-	endpoint  string
-	target    string // where the server is, for error messages
-	transport *http.Transport
-	client    *http.Client
-	base      http.Header // opts.Header, cloned once
+	opts     *Options
+	log      *slog.Logger
+	endpoint string
+	target   string      // where the server is, for error messages
+	base     http.Header // opts.Header, cloned once
+	t        transport
 
 	ctx    context.Context // cancelled on shutdown
 	cancel context.CancelCauseFunc
@@ -194,34 +217,32 @@ type bridge struct {
 	outErr  error
 	compact bytes.Buffer // scratch for compacting multi-line messages; guarded by outMu
 
-	sess atomic.Pointer[session]
-
 	mu             sync.Mutex
 	closing        bool
-	initMsg        []byte // the client's initialize, replayed on re-initialization
+	inflight       map[string]*flight // by id key
+	initMsg        []byte             // the client's initialize, replayed on a new session
 	initID         json.RawMessage
 	initializedMsg []byte // the client's notifications/initialized
-	getCancel      context.CancelFunc
-	inflight       map[string]*inflightReq // by id key, for notifications/cancelled
+	rewrite        string // id key of the client's initialize until it is answered: the extension may rewrite the answer
+	replaying      *replay
 	wg             sync.WaitGroup
 	extOnce        sync.Once // starts Options.Extension
-
-	// recoverMu serializes reconnects and re-initializations, so that many
-	// requests failing at once cause one of each.
-	recoverMu     sync.Mutex
-	reconnErr     error
-	reconnErrSess *session
-	reconnErrAt   time.Time
 }
 
-// session is one HTTP session with the server. It is immutable; a new session
-// replaces it atomically, and pointer identity tells requests whether the
-// session they failed on is still the current one.
-type session struct {
-	id      string
-	version string
-	post    http.Header // shared by concurrent requests: never written after creation
-	get     http.Header
+// flight is a request awaiting its answer.
+type flight struct {
+	id     json.RawMessage
+	m      *message
+	cancel context.CancelFunc // stops the transport waiting for the answer, if it waits
+	via    carrier            // what it was sent on, if the transport loses sessions as a whole
+}
+
+// replay is a replayed initialize awaiting its answer, which the client
+// already had once.
+type replay struct {
+	key  string
+	via  carrier
+	done chan error
 }
 
 func newBridge(opts *Options, out io.Writer) (*bridge, error) {
@@ -232,8 +253,10 @@ func newBridge(opts *Options, out io.Writer) (*bridge, error) {
 		opts:     opts,
 		log:      opts.Logger,
 		out:      bufio.NewWriterSize(out, 64<<10),
-		inflight: make(map[string]*inflightReq),
+		inflight: make(map[string]*flight),
 		base:     opts.Header.Clone(),
+		endpoint: "http://parley/mcp",
+		target:   opts.SocketPath,
 	}
 	if b.log == nil {
 		b.log = slog.New(slog.DiscardHandler)
@@ -241,23 +264,7 @@ func newBridge(opts *Options, out io.Writer) (*bridge, error) {
 	if b.base == nil {
 		b.base = http.Header{}
 	}
-	if opts.SocketPath != "" {
-		b.endpoint = "http://parley/mcp"
-		b.target = opts.SocketPath
-		sock := opts.SocketPath
-		var d net.Dialer
-		b.transport = &http.Transport{
-			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-				return d.DialContext(ctx, "unix", sock)
-			},
-			// Enough idle connections that many concurrent blocked calls plus the
-			// GET stream never force a fresh dial on the hot path.
-			MaxIdleConns:        64,
-			MaxIdleConnsPerHost: 64,
-			IdleConnTimeout:     90 * time.Second,
-			DisableCompression:  true, // a local socket gains nothing from gzip
-		}
-	} else {
+	if opts.URL != "" {
 		u, err := url.Parse(opts.URL)
 		if err != nil {
 			return nil, fmt.Errorf("bridge: parse url: %w", err)
@@ -265,41 +272,9 @@ func newBridge(opts *Options, out io.Writer) (*bridge, error) {
 		if u.Scheme != "http" && u.Scheme != "https" {
 			return nil, fmt.Errorf("bridge: url %q: scheme must be http or https", opts.URL)
 		}
-		b.endpoint = opts.URL
-		b.target = opts.URL
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.MaxIdleConns = 64
-		t.MaxIdleConnsPerHost = 64
-		if opts.TLSConfig != nil {
-			t.TLSClientConfig = opts.TLSConfig.Clone()
-		}
-		b.transport = t
+		b.endpoint, b.target = opts.URL, opts.URL
 	}
-	// No Timeout: a tools/call may legitimately block for ten minutes.
-	b.client = &http.Client{Transport: b.transport}
-	b.sess.Store(b.newSession("", ""))
 	return b, nil
-}
-
-func (b *bridge) newSession(id, version string) *session {
-	s := &session{id: id, version: version}
-	s.post = b.base.Clone()
-	s.post["Content-Type"] = []string{"application/json"}
-	// This client confirms what it hands on (see api.MetaDelivered), so the
-	// daemon need not take a later request for a confirmation.
-	s.post[api.HeaderReceipts] = []string{"1"}
-	s.post["Accept"] = []string{"application/json, text/event-stream"}
-	s.get = b.base.Clone()
-	s.get["Accept"] = []string{"text/event-stream"}
-	for _, h := range []http.Header{s.post, s.get} {
-		if id != "" {
-			h[headerSessionID] = []string{id}
-		}
-		if version != "" {
-			h[headerProtocolVersion] = []string{version}
-		}
-	}
-	return s
 }
 
 // spawn runs f in a goroutine that shutdown waits for, unless shutdown began.
@@ -318,14 +293,26 @@ func (b *bridge) spawn(f func()) bool {
 	return true
 }
 
-// handleLine dispatches one line from the client. Initialize, notifications and
-// responses are sent in order before the next line is read, because the server
-// must see them in the order the client wrote them (initialize before
-// notifications/initialized before anything else). Requests run concurrently so
-// a call that blocks for minutes never holds up the others.
+// handleLine passes one line from the client to the transport, which sends
+// it before the next line is read: the server must see messages in the
+// order the client wrote them (initialize before notifications/initialized
+// before anything else).
 func (b *bridge) handleLine(l line) {
 	m := b.parse(l)
 	if m == nil {
+		return
+	}
+	if ext := b.opts.Extension; len(m.ids) == 0 && ext != nil && ext.Intercept(b.ctx, m.method, m.raw, b.writeOut) {
+		return
+	}
+	if m.isInit {
+		// A second initialize replaces the first; it is not replayed before
+		// itself.
+		b.mu.Lock()
+		b.initMsg, b.initializedMsg, b.rewrite = nil, nil, idKey(m.ids[0])
+		b.mu.Unlock()
+	}
+	if !b.t.send(b.ctx, m) {
 		return
 	}
 	switch {
@@ -333,51 +320,13 @@ func (b *bridge) handleLine(l line) {
 		b.mu.Lock()
 		b.initMsg, b.initID = m.raw, m.ids[0]
 		b.mu.Unlock()
-		b.call(b.ctx, m)
-	case len(m.ids) == 0:
-		if ext := b.opts.Extension; ext != nil && ext.Intercept(b.ctx, m.method, m.raw, b.writeOut) {
-			return
-		}
-		if m.method == "notifications/initialized" {
-			b.mu.Lock()
-			b.initializedMsg = m.raw
-			b.mu.Unlock()
-		}
-		b.call(b.ctx, m)
-		if m.method == "notifications/initialized" {
-			b.startGET(b.sess.Load())
-			if ext := b.opts.Extension; ext != nil {
-				b.extOnce.Do(func() { b.spawn(func() { ext.Start(b.ctx, b.writeOut) }) })
-			}
-		}
-		if m.method == "notifications/cancelled" {
-			b.cancelInflight(m.raw)
-		}
-	default:
-		ctx, cancel := context.WithCancel(b.ctx)
-		var key string
-		var req *inflightReq
-		if len(m.ids) == 1 && !m.batch {
-			key, req = idKey(m.ids[0]), &inflightReq{id: m.ids[0], cancel: cancel}
-			b.mu.Lock()
-			b.inflight[key] = req
-			b.mu.Unlock()
-		}
-		ok := b.spawn(func() {
-			defer cancel()
-			b.call(ctx, m)
-			if req != nil {
-				b.mu.Lock()
-				// A later request may have reused the id; remove only our own entry.
-				if b.inflight[key] == req {
-					delete(b.inflight, key)
-				}
-				b.mu.Unlock()
-			}
-		})
-		if !ok {
-			cancel()
-		}
+	case m.method == "notifications/initialized":
+		b.mu.Lock()
+		b.initializedMsg = m.raw
+		b.mu.Unlock()
+		b.startExtension()
+	case m.method == "notifications/cancelled":
+		b.cancelled(m.raw)
 	}
 }
 
@@ -402,577 +351,265 @@ func (b *bridge) parse(l line) *message {
 	return m
 }
 
-// cancelInflight stops waiting for the request named by a notifications/cancelled
-// the client sent: the server has been told, and the client expects no answer.
-func (b *bridge) cancelInflight(raw []byte) {
-	id := cancelledID(raw)
-	if id == "" {
+// startExtension starts the extension once the client has initialized,
+// unless the server pushes what it would fetch.
+func (b *bridge) startExtension() {
+	ext := b.opts.Extension
+	b.mu.Lock()
+	initialized := b.initializedMsg != nil
+	b.mu.Unlock()
+	if ext == nil || !initialized {
+		return
+	}
+	if _, ok := ext.(Pusher); ok && b.t.pushes() {
+		return
+	}
+	b.extOnce.Do(func() { b.spawn(func() { ext.Start(b.ctx, b.writeOut) }) })
+}
+
+// track adds the requests in m to the table of requests in flight.
+func (b *bridge) track(m *message, cancel context.CancelFunc, via carrier) {
+	if len(m.ids) == 0 {
 		return
 	}
 	b.mu.Lock()
-	req := b.inflight[id]
+	for _, id := range m.ids {
+		b.inflight[idKey(id)] = &flight{id: id, m: m, cancel: cancel, via: via}
+	}
 	b.mu.Unlock()
-	if req != nil {
-		req.cancel()
+}
+
+// untrack removes the requests in m that are still in flight, unanswered.
+func (b *bridge) untrack(m *message) {
+	b.fail(m, 0, "")
+}
+
+// waiting reports whether a request in m awaits its answer.
+func (b *bridge) waiting(m *message) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, id := range m.ids {
+		if f := b.inflight[idKey(id)]; f != nil && f.m == m {
+			return true
+		}
+	}
+	return false
+}
+
+// fail answers every request in m still in flight with an error (with code
+// 0, removes them unanswered).
+func (b *bridge) fail(m *message, code int, text string) {
+	if len(m.ids) == 0 {
+		return
+	}
+	var ids []json.RawMessage
+	b.mu.Lock()
+	for _, id := range m.ids {
+		// A later request may have reused the id: only m's own entry goes.
+		if k := idKey(id); b.inflight[k] != nil && b.inflight[k].m == m {
+			delete(b.inflight, k)
+			ids = append(ids, id)
+			if k == b.rewrite {
+				b.rewrite = ""
+			}
+		}
+	}
+	b.mu.Unlock()
+	if code != 0 {
+		for _, id := range ids {
+			b.writeError(id, code, text)
+		}
 	}
 }
 
-// cancelledID is the id key of the request a notifications/cancelled names.
-func cancelledID(raw []byte) string {
+// lost answers the requests in flight on via with an error, now that the
+// server lost them with the session or connection: the server may have
+// acted on them, so only the client may retry.
+func (b *bridge) lost(via carrier, err error) {
+	var ids []json.RawMessage
+	b.mu.Lock()
+	for k, f := range b.inflight {
+		if f.via == via {
+			delete(b.inflight, k)
+			ids = append(ids, f.id)
+		}
+	}
+	if r := b.replaying; r != nil && r.via == via {
+		b.replaying = nil
+		r.done <- err
+	}
+	closing := b.closing
+	b.mu.Unlock()
+	if closing {
+		return
+	}
+	b.log.Warn("connection to the server lost", "err", err, "in_flight", len(ids))
+	for _, id := range ids {
+		b.writeError(id, codeInternalError, "parley: "+msgLost)
+	}
+}
+
+// cancelled stops waiting for the request named by a notifications/cancelled
+// the client sent: the server has been told, and the client expects no
+// answer.
+func (b *bridge) cancelled(raw []byte) {
 	var n struct {
 		Params struct {
 			RequestID json.RawMessage `json:"requestId"`
 		} `json:"params"`
 	}
 	if json.Unmarshal(raw, &n) != nil || len(n.Params.RequestID) == 0 {
-		return ""
-	}
-	return idKey(n.Params.RequestID)
-}
-
-// inflightReq is a request awaiting its response.
-type inflightReq struct {
-	id     json.RawMessage
-	cancel context.CancelFunc
-}
-
-// call sends m to the server and delivers what comes back, recovering the
-// session once if it expired or the server had to be reconnected.
-func (b *bridge) call(ctx context.Context, m *message) {
-	for attempt := 0; ; attempt++ {
-		s := b.sess.Load()
-		hs := s
-		if m.isInit {
-			// An initialize always starts a new session.
-			hs = b.newSession("", "")
-		}
-		resp, err := b.do(ctx, http.MethodPost, m.raw, hs.post)
-		if err != nil {
-			if ctx.Err() != nil {
-				return // cancelled by the client or by shutdown: nobody waits for an answer
-			}
-			if !isDialError(err) {
-				// The server had the request and may have acted on it (a sent
-				// message), so retrying is not safe: let the client decide. The
-				// next request finds out whether the server is still there.
-				b.log.Warn("connection lost", "method", m.method, "err", err)
-				b.fail(m, "parley: "+msgLost)
-				return
-			}
-			if attempt == 0 && b.opts.Reconnect != nil {
-				rerr := b.recover(s, true, !m.isInit)
-				if rerr == nil {
-					continue
-				}
-				b.log.Warn("reconnect failed", "err", rerr)
-				err = fmt.Errorf("%w (%w)", err, rerr)
-			}
-			b.log.Warn("server unreachable", "method", m.method, "err", err)
-			b.fail(m, fmt.Sprintf("parley: server unreachable at %s: %v", b.target, err))
-			return
-		}
-		if resp.StatusCode == http.StatusNotFound && s.id != "" && !m.isInit && attempt == 0 {
-			drain(resp)
-			b.log.Info("session expired; re-initializing", "session", s.id)
-			if err := b.recover(s, false, true); err != nil {
-				if ctx.Err() != nil {
-					return
-				}
-				b.log.Warn("re-initialize failed", "err", err)
-				b.fail(m, fmt.Sprintf("parley: session expired and re-initializing it failed: %v", err))
-				return
-			}
-			continue
-		}
-		b.deliver(ctx, m, resp)
 		return
 	}
-}
-
-// do sends one HTTP request. Its errors are reasons the server could not be
-// reached, without the method and URL that net/http adds.
-func (b *bridge) do(ctx context.Context, method string, body []byte, h http.Header) (*http.Response, error) {
-	var r io.Reader
-	if body != nil {
-		r = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, b.endpoint, r)
-	if err != nil {
-		return nil, fmt.Errorf("new request: %w", err)
-	}
-	req.Header = h
-	resp, err := b.client.Do(req)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return nil, err
-	}
-	return resp, nil
-}
-
-// deliver writes the messages of one POST response to the client, and answers
-// m with an error if the response carries none for it.
-func (b *bridge) deliver(ctx context.Context, m *message, resp *http.Response) {
-	defer resp.Body.Close()
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		b.httpError(m, resp)
-		return
-	}
-	if len(m.ids) == 0 {
-		// Notifications and responses are answered with 202 and no body.
-		drain(resp)
-		return
-	}
-	var init *initCapture
-	if m.isInit {
-		init = &initCapture{sessionID: resp.Header.Get(headerSessionID), id: idKey(m.ids[0])}
-	}
-	pending := newPending(m.ids)
-	ct := resp.Header.Get("Content-Type")
-	switch {
-	case resp.StatusCode == http.StatusAccepted || resp.StatusCode == http.StatusNoContent:
-		b.fail(m, fmt.Sprintf("parley: server answered HTTP %d with no response to the request", resp.StatusCode))
-		return
-	case hasMediaType(ct, "text/event-stream"):
-		lastID, retry, err := b.readEvents(resp.Body, pending, init, false)
-		for tries := 0; err == nil && !pending.done() && lastID != "" && tries < 3; tries++ {
-			// The server ended the stream early on purpose (SEP-1699); resume it
-			// after the delay it asked for.
-			if !sleep(ctx, retry) {
-				return
-			}
-			lastID, retry, err = b.resume(ctx, lastID, pending, init)
-		}
-		if pending.done() || ctx.Err() != nil {
-			break
-		}
-		if err != nil {
-			b.log.Warn("response stream broken", "method", m.method, "err", err)
-		}
-		b.failPending(m, pending, "parley: "+msgLost)
-		return
-	default:
-		body, err := readBody(resp)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			b.log.Warn("response body broken", "method", m.method, "err", err)
-			b.fail(m, "parley: "+msgLost)
-			return
-		}
-		body = bytes.TrimSpace(body)
-		if len(body) == 0 {
-			b.fail(m, fmt.Sprintf("parley: server answered HTTP %d with an empty body", resp.StatusCode))
-			return
-		}
-		if init != nil {
-			init.observe(body)
-			body = b.initResult(body)
-		}
-		if err := b.writeMsg(body); err != nil {
-			b.log.Warn("bad response from server", "err", err)
-			b.fail(m, fmt.Sprintf("parley: server sent a malformed response: %v", err))
-		}
-	}
-	if init != nil {
-		b.establish(init)
-	}
-}
-
-// initResult lets the extension rewrite the initialize response.
-func (b *bridge) initResult(msg []byte) []byte {
-	if ext := b.opts.Extension; ext != nil {
-		return ext.InitResult(msg)
-	}
-	return msg
-}
-
-// resume reopens a response stream the server closed before it was complete.
-func (b *bridge) resume(ctx context.Context, lastID string, p *pending, init *initCapture) (string, time.Duration, error) {
-	h := b.sess.Load().get.Clone()
-	h[headerLastEventID] = []string{lastID}
-	resp, err := b.do(ctx, http.MethodGet, nil, h)
-	if err != nil {
-		return "", 0, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		drain(resp)
-		return "", 0, fmt.Errorf("resume stream: HTTP %d", resp.StatusCode)
-	}
-	return b.readEvents(resp.Body, p, init, false)
-}
-
-// initCapture picks the session out of the initialize exchange.
-type initCapture struct {
-	id        string
-	sessionID string
-	version   string
-	ok        bool
-}
-
-func (c *initCapture) observe(msg []byte) {
-	var r struct {
-		ID     json.RawMessage `json:"id"`
-		Result *struct {
-			ProtocolVersion string `json:"protocolVersion"`
-		} `json:"result"`
-	}
-	if json.Unmarshal(msg, &r) == nil && r.Result != nil && idKey(r.ID) == c.id {
-		c.version, c.ok = r.Result.ProtocolVersion, true
-	}
-}
-
-// establish makes the session from a successful initialize current. The old
-// session's GET stream ends on its own once it sees it is no longer current.
-func (b *bridge) establish(c *initCapture) {
-	if !c.ok {
-		return
-	}
-	b.sess.Store(b.newSession(c.sessionID, c.version))
-	b.log.Debug("session established", "session", c.sessionID, "version", c.version)
-}
-
-// recover brings back the session that failed, unless another request already
-// did: it calls Reconnect (if reconnect and set) and then, if reinit, replays the
-// client's initialize.
-func (b *bridge) recover(failed *session, reconnect, reinit bool) error {
-	b.recoverMu.Lock()
-	defer b.recoverMu.Unlock()
-	if b.sess.Load() != failed {
-		return nil
-	}
-	if reconnect && b.opts.Reconnect != nil {
-		// Many requests fail together when the server dies; let one attempt
-		// answer all of them instead of restarting the server once per request.
-		if b.reconnErrSess == failed && time.Since(b.reconnErrAt) < time.Second {
-			return b.reconnErr
-		}
-		if err := b.opts.Reconnect(b.ctx); err != nil {
-			b.reconnErr, b.reconnErrSess, b.reconnErrAt = fmt.Errorf("reconnect: %w", err), failed, time.Now()
-			return b.reconnErr
-		}
-	}
+	k := idKey(n.Params.RequestID)
 	b.mu.Lock()
-	initMsg, initID, initializedMsg := b.initMsg, b.initID, b.initializedMsg
+	f := b.inflight[k]
+	delete(b.inflight, k)
 	b.mu.Unlock()
-	if !reinit || initMsg == nil {
-		// Nothing to replay; a fresh pointer still tells the others that
-		// recovery happened.
-		b.sess.Store(b.newSession(failed.id, failed.version))
-		return nil
+	if f != nil && f.cancel != nil && !f.m.batch {
+		f.cancel() // a batch goes on for its other requests
 	}
-	return b.reinitialize(initMsg, initID, initializedMsg)
 }
 
-// reinitialize replays the client's initialize and notifications/initialized,
-// swallowing the server's answer, which the client already had once.
-func (b *bridge) reinitialize(initMsg []byte, initID json.RawMessage, initializedMsg []byte) error {
-	fresh := b.newSession("", "")
-	resp, err := b.do(b.ctx, http.MethodPost, initMsg, fresh.post)
+// replay sends the client's initialize again on a new session (write sends
+// one message on it, and the answers come via via), swallows the answer,
+// which the client already had once, and then sends
+// notifications/initialized.
+func (b *bridge) replay(via carrier, write func(msg []byte) error) error {
+	done := make(chan error, 1)
+	b.mu.Lock()
+	initMsg, initializedMsg := b.initMsg, b.initializedMsg
+	if initMsg != nil {
+		b.replaying = &replay{key: idKey(b.initID), via: via, done: done}
+	}
+	b.mu.Unlock()
+	if initMsg == nil {
+		return nil
+	}
+	defer func() {
+		b.mu.Lock()
+		if b.replaying != nil && b.replaying.done == done {
+			b.replaying = nil
+		}
+		b.mu.Unlock()
+	}()
+	err := write(initMsg)
+	if err == nil {
+		// The server must have answered initialize before it takes
+		// notifications/initialized.
+		t := time.NewTimer(dialTimeout)
+		select {
+		case err = <-done:
+		case <-t.C:
+			err = errors.New("no answer")
+		}
+		t.Stop()
+	}
+	if err == nil && initializedMsg != nil {
+		err = write(initializedMsg)
+	}
 	if err != nil {
 		return fmt.Errorf("re-initialize: %w", err)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("re-initialize: HTTP %d: %s", resp.StatusCode, readErrBody(resp))
-	}
-	init := &initCapture{sessionID: resp.Header.Get(headerSessionID), id: idKey(initID)}
-	p := newPending([]json.RawMessage{initID})
-	if hasMediaType(resp.Header.Get("Content-Type"), "text/event-stream") {
-		if _, _, err := b.readEvents(resp.Body, p, init, true); err != nil && !p.done() {
-			return fmt.Errorf("re-initialize: read response: %w", err)
-		}
-	} else {
-		body, err := readBody(resp)
-		if err != nil {
-			return fmt.Errorf("re-initialize: read response: %w", err)
-		}
-		init.observe(bytes.TrimSpace(body))
-	}
-	if !init.ok {
-		return errors.New("re-initialize: server did not accept the replayed initialize")
-	}
-	s := b.newSession(init.sessionID, init.version)
-	if initializedMsg != nil {
-		resp, err := b.do(b.ctx, http.MethodPost, initializedMsg, s.post)
-		if err != nil {
-			return fmt.Errorf("re-initialize: send initialized: %w", err)
-		}
-		if resp.StatusCode/100 != 2 {
-			return fmt.Errorf("re-initialize: send initialized: HTTP %d: %s", resp.StatusCode, readErrBody(resp))
-		}
-		drain(resp)
-	}
-	b.sess.Store(s)
-	b.log.Info("session re-initialized", "session", s.id)
-	if initializedMsg != nil {
-		b.startGET(s)
-	}
+	b.log.Info("session re-initialized")
 	return nil
 }
 
-// pending tracks which request ids of one POST still await a response.
-type pending struct {
-	keys []string
-	left int
-}
-
-func newPending(ids []json.RawMessage) *pending {
-	p := &pending{keys: make([]string, len(ids)), left: len(ids)}
-	for i, id := range ids {
-		p.keys[i] = idKey(id)
-	}
-	return p
-}
-
-func (p *pending) see(id json.RawMessage) {
-	if p == nil || len(id) == 0 || p.left == 0 {
-		return
-	}
-	k := idKey(id)
-	for i, want := range p.keys {
-		if want == k {
-			p.keys[i] = "\x00" // cannot be an id key
-			p.left--
+// receive passes one message from the server on to the client: an answer
+// settles its request, the answer to a replayed initialize is swallowed,
+// and the messages a result or a push handed out are confirmed via the
+// carrier once written.
+func (b *bridge) receive(msg []byte, via carrier) {
+	var env envelope
+	if err := json.Unmarshal(msg, &env); err != nil {
+		// A batch of responses, or garbage: look at each element.
+		var batch []envelope
+		if json.Unmarshal(msg, &batch) != nil {
+			b.log.Warn("dropping malformed message from server", "err", err, "data", truncate(msg, errTextLimit))
 			return
 		}
-	}
-}
-
-func (p *pending) done() bool { return p != nil && p.left == 0 }
-
-// readEvents forwards every JSON-RPC message of an SSE stream to the client, in
-// order, marking responses in p. With swallow, the response to init is not
-// forwarded. It returns the last event id seen, the reconnection delay the
-// server asked for, and nil at a clean end of stream or the read error.
-func (b *bridge) readEvents(r io.Reader, p *pending, init *initCapture, swallow bool) (string, time.Duration, error) {
-	sr := newSSEReader(r)
-	defer sr.release()
-	for {
-		data, err := sr.next()
-		if err != nil {
-			if err == io.EOF {
-				err = nil
-			}
-			return sr.lastID, sr.retry, err
-		}
-		var env envelope
-		if err := json.Unmarshal(data, &env); err != nil {
-			// A batch of responses, or garbage: look at each element.
-			var batch []envelope
-			if json.Unmarshal(data, &batch) != nil {
-				b.log.Warn("dropping malformed message from server", "err", err, "data", truncate(data, errTextLimit))
-				continue
-			}
-			for _, e := range batch {
-				if e.Method == "" {
-					p.see(e.ID)
-				}
-			}
-		} else if env.Method == "" {
-			p.see(env.ID)
-			if init != nil && idKey(env.ID) == init.id {
-				init.observe(data)
-				if swallow {
-					continue
-				}
-				data = b.initResult(data)
+		b.mu.Lock()
+		for _, e := range batch {
+			if k := idKey(e.ID); e.Method == "" && b.inflight[k] != nil {
+				delete(b.inflight, k)
 			}
 		}
-		// Reading on to the end of the stream after the last response (which the
-		// server sends right away) lets the connection go back to the pool.
-		if err := b.writeMsg(data); err != nil {
-			b.log.Warn("dropping message from server", "err", err)
-		}
-	}
-}
-
-// startGET opens the stream of server-initiated messages for s, replacing the
-// one of an earlier session.
-func (b *bridge) startGET(s *session) {
-	b.mu.Lock()
-	if b.closing {
 		b.mu.Unlock()
+	} else if env.Method == "" {
+		k := idKey(env.ID)
+		b.mu.Lock()
+		delete(b.inflight, k)
+		r := b.replaying
+		swallow := r != nil && r.key == k && r.via == via
+		rewrite := !swallow && k == b.rewrite
+		if swallow {
+			b.replaying = nil
+		} else if rewrite {
+			b.rewrite = ""
+		}
+		b.mu.Unlock()
+		if swallow {
+			if len(env.Error) > 0 {
+				r.done <- fmt.Errorf("the server refused it: %s", truncate(env.Error, errTextLimit))
+			} else {
+				r.done <- nil
+			}
+			return
+		}
+		if rewrite && b.opts.Extension != nil {
+			msg = b.opts.Extension.InitResult(msg)
+		}
+	} else if env.Method == api.MethodMessage {
+		b.push(msg, via)
 		return
 	}
-	if b.getCancel != nil {
-		b.getCancel()
+	if err := b.writeOut(msg); err != nil {
+		b.log.Warn("dropping message from server", "err", err)
+		return // the client is gone: the run ends, and so does the session
 	}
-	ctx, cancel := context.WithCancel(b.ctx)
-	b.getCancel = cancel
-	b.mu.Unlock()
-	if !b.spawn(func() { defer cancel(); b.getLoop(ctx, s) }) {
-		cancel()
+	if ids := deliveredIDs(msg); len(ids) > 0 {
+		via.confirm(ids)
 	}
 }
 
-// getLoop keeps the GET stream of session s open while s is current.
-func (b *bridge) getLoop(ctx context.Context, s *session) {
-	const minBackoff, maxBackoff = 50 * time.Millisecond, 5 * time.Second
-	backoff := minBackoff
-	var lastID string
-	for ctx.Err() == nil && b.sess.Load() == s {
-		h := s.get
-		if lastID != "" {
-			h = s.get.Clone()
-			h[headerLastEventID] = []string{lastID}
-		}
-		resp, err := b.do(ctx, http.MethodGet, nil, h)
-		var wait time.Duration
-		switch {
-		case err != nil:
-			if ctx.Err() != nil {
-				return
-			}
-			b.log.Debug("GET stream: server unreachable", "err", err)
-			wait = backoff
-		case resp.StatusCode == http.StatusMethodNotAllowed:
-			drain(resp)
-			b.log.Debug("GET stream not offered by the server")
-			return
-		case resp.StatusCode == http.StatusNotFound && s.id != "":
-			drain(resp)
-			// The server forgot the session (restart, expiry): make a new one now
-			// rather than at the next request, so that server notifications keep
-			// flowing to a client that is only listening.
-			b.log.Info("GET stream: session expired; re-initializing", "session", s.id)
-			if err := b.recover(s, false, true); err != nil {
-				b.log.Warn("GET stream: re-initialize failed", "err", err)
-				wait = backoff
-				break
-			}
-			return
-		case resp.StatusCode == http.StatusBadRequest && lastID != "":
-			// Servers without an event store refuse Last-Event-ID; start afresh.
-			drain(resp)
-			lastID = ""
-			continue
-		case resp.StatusCode != http.StatusOK:
-			b.log.Debug("GET stream refused", "status", resp.StatusCode, "body", readErrBody(resp))
-			wait = backoff
-		default:
-			id, retry, err := b.readEvents(resp.Body, nil, nil, false)
-			resp.Body.Close()
-			if id != "" {
-				lastID = id
-			}
-			if ctx.Err() != nil {
-				return
-			}
-			b.log.Debug("GET stream ended", "err", err)
-			backoff, wait = minBackoff, minBackoff
-			if retry > 0 {
-				wait = retry
-			}
-		}
-		if !sleep(ctx, wait) {
-			return
-		}
-		backoff = min(backoff*2, maxBackoff)
+// push passes a message the daemon pushed to the extension, writes what it
+// renders to the client, and confirms it.
+func (b *bridge) push(msg []byte, via carrier) {
+	p, ok := b.opts.Extension.(Pusher)
+	var n struct {
+		Params json.RawMessage `json:"params"`
+	}
+	if !ok || json.Unmarshal(msg, &n) != nil {
+		b.log.Warn("dropping a pushed message", "bytes", len(msg))
+		return
+	}
+	var meta delivered
+	json.Unmarshal(n.Params, &meta)
+	out := p.Push(n.Params)
+	if out == nil {
+		return
+	}
+	if b.writeOut(out) != nil {
+		return // the client is gone: the session ends, and puts it back
+	}
+	if ids := meta.ids(); len(ids) > 0 {
+		via.confirm(ids)
 	}
 }
 
-// shutdown ends the run: the client is gone, so in-flight requests are
-// cancelled, and the server is told to drop the session.
-func (b *bridge) shutdown(parent context.Context) {
+// shutdown ends the run: the client is gone, so the requests in flight are
+// abandoned, and the transport ends the session once nothing else runs.
+func (b *bridge) shutdown(ctx context.Context) {
 	b.mu.Lock()
 	b.closing = true
-	var pending []json.RawMessage
-	for _, r := range b.inflight {
-		pending = append(pending, r.id)
+	var abandoned []json.RawMessage
+	for _, f := range b.inflight {
+		abandoned = append(abandoned, f.id)
 	}
 	b.mu.Unlock()
 	b.cancel(nil)
 	b.wg.Wait()
-	defer b.transport.CloseIdleConnections()
-	s := b.sess.Load()
-	if s.id == "" {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), deleteTimeout)
-	defer cancel()
-	// Tell the server to stop working on the abandoned calls: a server may end
-	// the session only once its handlers return, and a wait can last minutes.
-	for _, id := range pending {
-		msg := make([]byte, 0, 96+len(id))
-		msg = append(msg, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`...)
-		msg = append(msg, id...)
-		msg = append(msg, `,"reason":"client disconnected"}}`...)
-		if resp, err := b.do(ctx, http.MethodPost, msg, s.post); err == nil {
-			drain(resp)
-		}
-	}
-	h := b.base.Clone()
-	h[headerSessionID] = []string{s.id}
-	if s.version != "" {
-		h[headerProtocolVersion] = []string{s.version}
-	}
-	resp, err := b.do(ctx, http.MethodDelete, nil, h)
-	if err != nil {
-		b.log.Debug("delete session", "err", err)
-		return
-	}
-	drain(resp)
-}
-
-// httpError answers m after the server refused it with an HTTP error status.
-func (b *bridge) httpError(m *message, resp *http.Response) {
-	body := readErrBody(resp)
-	b.log.Warn("server refused message", "method", m.method, "status", resp.StatusCode, "body", body)
-	if len(m.ids) == 0 {
-		return
-	}
-	// If the server explained itself with a JSON-RPC error, pass that on. Other
-	// JSON error bodies (Parley's own {"error":{"kind","message"}}, e.g. a 401
-	// from its TCP listener) have no code: passed on, they would not be a
-	// valid JSON-RPC error and the client would wait for an answer forever.
-	var rpc struct {
-		Error json.RawMessage `json:"error"`
-	}
-	var rpcErr struct {
-		Code *int64 `json:"code"`
-	}
-	if len(m.ids) == 1 && json.Unmarshal([]byte(body), &rpc) == nil && len(rpc.Error) > 0 && rpc.Error[0] == '{' &&
-		json.Unmarshal(rpc.Error, &rpcErr) == nil && rpcErr.Code != nil {
-		msg := make([]byte, 0, 64+len(rpc.Error))
-		msg = append(msg, `{"jsonrpc":"2.0","id":`...)
-		msg = append(msg, m.ids[0]...)
-		msg = append(msg, `,"error":`...)
-		msg = append(msg, rpc.Error...)
-		msg = append(msg, '}')
-		if b.writeMsg(msg) == nil {
-			return
-		}
-	}
-	text := strings.TrimSpace(body)
-	// The go-sdk refuses a method it does not know with a plain HTTP 400.
-	if resp.StatusCode == http.StatusBadRequest && strings.HasPrefix(text, "JSON RPC not handled") {
-		for _, id := range m.ids {
-			b.writeError(id, codeMethodNotFound, fmt.Sprintf("method not found: %s", m.method))
-		}
-		return
-	}
-	b.fail(m, fmt.Sprintf("parley: server answered HTTP %d %s: %s", resp.StatusCode, http.StatusText(resp.StatusCode), truncate([]byte(text), errTextLimit)))
-}
-
-// fail answers every request in m with an internal error.
-func (b *bridge) fail(m *message, text string) {
-	for _, id := range m.ids {
-		b.writeError(id, codeInternalError, text)
-	}
-}
-
-// failPending answers the requests in m that got no response.
-func (b *bridge) failPending(m *message, p *pending, text string) {
-	for i, id := range m.ids {
-		if p.keys[i] != "\x00" {
-			b.writeError(id, codeInternalError, text)
-		}
-	}
+	b.t.close(ctx, abandoned)
 }
 
 // writeError writes a JSON-RPC error response; a nil id is written as null.
@@ -990,22 +627,9 @@ func (b *bridge) writeError(id json.RawMessage, code int, text string) {
 	msg = append(msg, `,"message":`...)
 	msg = append(msg, quoted...)
 	msg = append(msg, "}}"...)
-	if err := b.writeMsg(msg); err != nil {
+	if err := b.writeOut(msg); err != nil {
 		b.log.Warn("write error response", "err", err)
 	}
-}
-
-// writeMsg writes one message to the client as one line. Writers share one
-// lock, so lines never interleave; the flush after each message is what wakes
-// a client blocked on its stdin.
-func (b *bridge) writeMsg(msg []byte) error {
-	if err := b.writeOut(msg); err != nil {
-		return err
-	}
-	if ids := deliveredIDs(msg); len(ids) > 0 {
-		b.confirm(ids)
-	}
-	return nil
 }
 
 // deliveredIDs returns the message ids a response lists under
@@ -1035,32 +659,6 @@ func (d delivered) ids() []string {
 	return ids
 }
 
-// confirm tells the server that the client has the messages with the ids: the
-// response that carried them is written. It runs on the goroutine that wrote
-// the response, so shutdown (which ends the session, putting back whatever is
-// unconfirmed) waits for it, and it is not cut short by shutdown: the client
-// has these messages. A confirmation that fails is only logged: the messages
-// stay leased to the session and come back, marked as repeats, if it ends.
-func (b *bridge) confirm(ids []string) {
-	s := b.sess.Load()
-	if s.id == "" {
-		return
-	}
-	h := s.post.Clone()
-	h[api.HeaderDelivered] = []string{strings.Join(ids, ",")}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(b.ctx), receiptTimeout)
-	defer cancel()
-	resp, err := b.do(ctx, http.MethodPost, receiptMsg(ids), h)
-	if err != nil {
-		b.log.Warn("confirm delivered messages", "err", err, "count", len(ids))
-		return
-	}
-	drain(resp)
-	if resp.StatusCode/100 != 2 {
-		b.log.Warn("confirm delivered messages", "status", resp.StatusCode, "count", len(ids))
-	}
-}
-
 // receiptMsg is the api.MethodDelivered notification that confirms the
 // messages with the ids.
 func receiptMsg(ids []string) []byte {
@@ -1070,6 +668,8 @@ func receiptMsg(ids []string) []byte {
 }
 
 // writeOut writes one message to the client as one line and flushes it.
+// Writers share one lock, so lines never interleave; the flush after each
+// message is what wakes a client blocked on its stdin.
 func (b *bridge) writeOut(msg []byte) error {
 	msg = bytes.TrimSpace(msg)
 	b.outMu.Lock()
@@ -1101,51 +701,6 @@ func (b *bridge) writeOut(msg []byte) error {
 func isDialError(err error) bool {
 	var op *net.OpError
 	return errors.As(err, &op) && op.Op == "dial"
-}
-
-// sleep waits for d and reports whether ctx is still live.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
-func readBody(resp *http.Response) ([]byte, error) {
-	if n := resp.ContentLength; n > 0 && n <= maxEvent {
-		buf := make([]byte, n)
-		_, err := io.ReadFull(resp.Body, buf)
-		return buf, err
-	}
-	return io.ReadAll(io.LimitReader(resp.Body, maxEvent))
-}
-
-// readErrBody reads the start of an error body and closes it.
-func readErrBody(resp *http.Response) string {
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, errBodyLimit))
-	resp.Body.Close()
-	return string(body)
-}
-
-// drain reads what is left of a small body and closes it, so that the
-// connection can be reused.
-func drain(resp *http.Response) {
-	io.Copy(io.Discard, io.LimitReader(resp.Body, errBodyLimit))
-	resp.Body.Close()
-}
-
-func hasMediaType(ct, want string) bool {
-	if i := strings.IndexByte(ct, ';'); i >= 0 {
-		ct = ct[:i]
-	}
-	return strings.EqualFold(strings.TrimSpace(ct), want)
 }
 
 func truncate(b []byte, n int) string {

@@ -40,25 +40,21 @@ import (
 // dialTimeout bounds connecting and upgrading: a local round trip.
 const dialTimeout = 10 * time.Second
 
-// stream is the state of a Run over a stream session.
+// stream carries the session on one connection at a time.
 type stream struct {
 	b *bridge
 
-	mu        sync.Mutex
-	conn      net.Conn      // nil while disconnected
-	w         *bufio.Writer // on conn
-	closing   bool
-	inflight  map[string]json.RawMessage // requests sent on conn awaiting answers, by idKey
-	rewrite   string                     // idKey of the client's initialize: the extension may rewrite its answer
-	swallow   string                     // idKey of a replayed initialize: its answer is not the client's
-	swallowed chan error                 // gets the replayed initialize's fate
-	pushing   bool                       // conn's daemon pushes the agent's messages (api.HeaderPush)
-
-	// The main loop's alone.
-	initMsg, initializedMsg []byte
-	initKey                 string
-
+	mu      sync.Mutex
+	conn    *streamConn // nil while disconnected
 	readers sync.WaitGroup
+}
+
+// streamConn is one connection of a stream, and the session it carries.
+type streamConn struct {
+	st     *stream
+	c      net.Conn
+	w      *bufio.Writer
+	pushes bool // its daemon pushes the agent's messages (api.HeaderPush)
 }
 
 // RefusedError is a server's answer other than 101 to a stream upgrade.
@@ -76,7 +72,7 @@ func (e *RefusedError) Error() string {
 // says why in the client's own terms). A server that cannot be reached yet
 // is reconnected with the first message.
 func (b *bridge) openStream() *stream {
-	st := &stream{b: b, inflight: map[string]json.RawMessage{}}
+	st := &stream{b: b}
 	c, br, pushes, err := b.dialStream(b.ctx)
 	var refused *RefusedError
 	switch {
@@ -162,111 +158,72 @@ func dialStream(ctx context.Context, network, addr, endpoint string, h http.Head
 
 // attach makes c the stream's connection and starts reading it. st.mu is
 // held, or nothing else runs yet.
-func (st *stream) attach(c net.Conn, br *bufio.Reader, pushes bool) {
-	st.conn, st.w, st.pushing = c, bufio.NewWriterSize(c, 64<<10), pushes
+func (st *stream) attach(c net.Conn, br *bufio.Reader, pushes bool) *streamConn {
+	sc := &streamConn{st: st, c: c, w: bufio.NewWriterSize(c, 64<<10), pushes: pushes}
+	st.conn = sc
 	st.readers.Add(1)
-	go st.read(c, br)
+	go sc.read(br)
+	return sc
 }
 
-// writeLine writes msg to the server as one line. st.mu is held, and there
-// is a connection.
-func (st *stream) writeLine(msg []byte) error {
-	st.w.Write(msg)
-	st.w.WriteByte('\n')
-	return st.w.Flush()
+// write writes msg to the server as one line on sc, if sc is still the
+// stream's connection.
+func (sc *streamConn) write(msg []byte) error {
+	sc.st.mu.Lock()
+	defer sc.st.mu.Unlock()
+	if sc.st.conn != sc {
+		return errors.New("connection lost")
+	}
+	return sc.writeLine(msg)
 }
 
-// handleLine forwards one line from the client, in order.
-func (st *stream) handleLine(l line) {
-	b := st.b
-	m := b.parse(l)
-	if m == nil {
-		return
-	}
-	if len(m.ids) == 0 {
-		if ext := b.opts.Extension; ext != nil && ext.Intercept(b.ctx, m.method, m.raw, b.writeOut) {
-			return
-		}
-	}
-	if m.isInit {
-		// A second initialize replaces the first; it is not replayed before
-		// itself.
-		st.initMsg, st.initializedMsg = nil, nil
-	}
-	if err := st.send(m); err != nil {
-		b.log.Warn("server unreachable", "method", m.method, "err", err)
-		b.fail(m, fmt.Sprintf("parley: server unreachable at %s: %v", b.target, err))
-		return
-	}
-	switch {
-	case m.isInit:
-		st.initMsg, st.initKey = m.raw, idKey(m.ids[0])
-	case m.method == "notifications/initialized":
-		st.initializedMsg = m.raw
-		st.startExtension()
-	case m.method == "notifications/cancelled":
-		// The server answers a cancelled call, or not; the client expects
-		// nothing either way.
-		if id := cancelledID(m.raw); id != "" {
-			st.mu.Lock()
-			delete(st.inflight, id)
-			st.mu.Unlock()
-		}
-	}
+// writeLine writes msg as one line. st.mu is held.
+func (sc *streamConn) writeLine(msg []byte) error {
+	sc.w.Write(msg)
+	sc.w.WriteByte('\n')
+	return sc.w.Flush()
 }
 
-// startExtension starts the extension once the client has initialized,
-// unless the daemon pushes what it would fetch. Main loop only.
-func (st *stream) startExtension() {
-	b := st.b
-	ext := b.opts.Extension
-	if ext == nil || st.initializedMsg == nil {
-		return
-	}
+func (st *stream) pushes() bool {
 	st.mu.Lock()
-	pushing := st.pushing
-	st.mu.Unlock()
-	if _, ok := ext.(Pusher); ok && pushing {
-		return
-	}
-	b.extOnce.Do(func() { b.spawn(func() { ext.Start(b.ctx, b.writeOut) }) })
+	defer st.mu.Unlock()
+	return st.conn != nil && st.conn.pushes
 }
 
 // send writes m to the server, connecting first if there is no connection.
 // A request written is answered by the server, or with an error if the
 // connection is lost first.
-func (st *stream) send(m *message) error {
+func (st *stream) send(_ context.Context, m *message) bool {
+	b := st.b
 	for attempt := 0; ; attempt++ {
 		st.mu.Lock()
-		c := st.conn
-		if c != nil {
-			err := st.writeLine(m.raw)
-			if err == nil {
-				for _, id := range m.ids {
-					st.inflight[idKey(id)] = id
-				}
-				if m.isInit {
-					st.rewrite = idKey(m.ids[0])
-				}
-			}
+		if sc := st.conn; sc != nil {
+			b.track(m, nil, sc)
+			err := sc.writeLine(m.raw)
 			st.mu.Unlock()
 			if err == nil {
-				return nil
+				return true
 			}
 			// The server went away before it could read m: safe to send again.
-			st.lost(c, err)
+			b.untrack(m)
+			sc.lost(err)
 		} else {
 			st.mu.Unlock()
 		}
-		if attempt > 0 {
-			return errors.New("connection lost again")
+		err := errors.New("connection lost again")
+		if attempt == 0 {
+			err = st.reconnect()
 		}
-		if err := st.reconnect(); err != nil {
-			return err
+		if err != nil {
+			b.log.Warn("server unreachable", "method", m.method, "err", err)
+			for _, id := range m.ids {
+				b.writeError(id, codeInternalError, fmt.Sprintf("parley: server unreachable at %s: %v", b.target, err))
+			}
+			return false
 		}
 		// A daemon that does not push (an older one, restarted) leaves it
 		// to the extension.
-		st.startExtension()
+		b.startExtension()
 	}
 }
 
@@ -284,203 +241,73 @@ func (st *stream) reconnect() error {
 	if err != nil {
 		return err
 	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if st.closing {
+	b.mu.Lock()
+	closing := b.closing
+	b.mu.Unlock()
+	if closing {
 		c.Close()
 		return errors.New("shutting down")
 	}
-	st.attach(c, br, pushes)
-	if st.initMsg == nil {
-		return nil
-	}
-	done := make(chan error, 1)
-	st.swallow, st.swallowed = st.initKey, done
-	if err := st.writeLine(st.initMsg); err != nil {
-		st.swallow = ""
-		c.Close()
-		return fmt.Errorf("re-initialize: %w", err)
-	}
-	// The server must have answered initialize before it takes
-	// notifications/initialized.
-	st.mu.Unlock()
-	t := time.NewTimer(dialTimeout)
-	select {
-	case err = <-done:
-	case <-t.C:
-		err = errors.New("no answer")
-	}
-	t.Stop()
 	st.mu.Lock()
-	if err == nil && st.conn != c {
-		err = errors.New("connection lost")
-	}
-	if err == nil && st.initializedMsg != nil {
-		err = st.writeLine(st.initializedMsg)
-	}
-	if err != nil {
+	sc := st.attach(c, br, pushes)
+	st.mu.Unlock()
+	if err := b.replay(sc, sc.write); err != nil {
 		// A session that did not initialize serves nothing: the next
 		// message starts again.
-		st.swallow = ""
 		c.Close()
-		return fmt.Errorf("re-initialize: %w", err)
+		return err
 	}
-	b.log.Info("session re-initialized on a new stream")
 	return nil
 }
 
-// read forwards what the server sends on c to the client until c ends.
-func (st *stream) read(c net.Conn, br *bufio.Reader) {
-	defer st.readers.Done()
+// read passes what the server sends on sc to the bridge until sc ends.
+func (sc *streamConn) read(br *bufio.Reader) {
+	defer sc.st.readers.Done()
 	lr := &lineReader{r: br, max: maxEvent}
 	for {
 		l, err := lr.next()
 		if err != nil {
-			st.lost(c, err)
+			sc.lost(err)
 			return
 		}
 		if l.tooLong {
-			st.b.log.Warn("dropping a message from the server", "err", errEventTooLarge)
+			sc.st.b.log.Warn("dropping a message from the server", "err", errEventTooLarge)
 			continue
 		}
-		st.receive(c, l.data)
-	}
-}
-
-// receive passes one message from the server on to the client, then
-// confirms what it handed out.
-func (st *stream) receive(c net.Conn, msg []byte) {
-	b := st.b
-	if msg[0] == '[' {
-		var batch []envelope
-		if json.Unmarshal(msg, &batch) == nil {
-			st.mu.Lock()
-			for _, e := range batch {
-				if e.Method == "" {
-					delete(st.inflight, idKey(e.ID))
-				}
-			}
-			st.mu.Unlock()
-		}
-	} else if env := (envelope{}); json.Unmarshal(msg, &env) == nil && env.Method == "" {
-		k := idKey(env.ID)
-		st.mu.Lock()
-		delete(st.inflight, k)
-		swallow, done := k == st.swallow && c == st.conn, st.swallowed
-		if swallow {
-			st.swallow = ""
-		}
-		rewrite := k == st.rewrite
-		if rewrite {
-			st.rewrite = ""
-		}
-		st.mu.Unlock()
-		if swallow {
-			if len(env.Error) > 0 {
-				done <- fmt.Errorf("the server refused it: %s", truncate(env.Error, errTextLimit))
-			} else {
-				done <- nil
-			}
-			return
-		}
-		if rewrite {
-			msg = b.initResult(msg)
-		}
-	} else if env.Method == api.MethodMessage {
-		st.push(c, msg)
-		return
-	}
-	if b.writeOut(msg) != nil {
-		return // the client is gone: the run ends, and so does the session
-	}
-	if ids := deliveredIDs(msg); len(ids) > 0 {
-		st.confirm(c, ids)
-	}
-}
-
-// push passes a message the daemon pushed to the extension, writes what it
-// renders to the client, and confirms it.
-func (st *stream) push(c net.Conn, msg []byte) {
-	b := st.b
-	p, ok := b.opts.Extension.(Pusher)
-	var n struct {
-		Params json.RawMessage `json:"params"`
-	}
-	if !ok || json.Unmarshal(msg, &n) != nil {
-		b.log.Warn("dropping a pushed message", "bytes", len(msg))
-		return
-	}
-	var meta delivered
-	json.Unmarshal(n.Params, &meta)
-	out := p.Push(n.Params)
-	if out == nil {
-		return
-	}
-	if b.writeOut(out) != nil {
-		return // the client is gone: the session ends, and puts it back
-	}
-	if ids := meta.ids(); len(ids) > 0 {
-		st.confirm(c, ids)
+		sc.st.b.receive(l.data, sc)
 	}
 }
 
 // confirm tells the server, on the connection that carried them, that the
 // client has the messages.
-func (st *stream) confirm(c net.Conn, ids []string) {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if st.conn != c {
-		return // that session ended, and put them back
-	}
-	if err := st.writeLine(receiptMsg(ids)); err != nil {
-		st.b.log.Warn("confirm delivered messages", "err", err, "count", len(ids))
+func (sc *streamConn) confirm(ids []string) {
+	if err := sc.write(receiptMsg(ids)); err != nil {
+		sc.st.b.log.Warn("confirm delivered messages", "err", err, "count", len(ids))
 	}
 }
 
-// lost drops c, answering the requests in flight on it with an error: the
-// server may have acted on them, so only the client may retry.
-func (st *stream) lost(c net.Conn, err error) {
-	st.mu.Lock()
-	if st.conn != c {
-		st.mu.Unlock()
-		return
+// lost drops sc, answering the requests in flight on it with an error.
+func (sc *streamConn) lost(err error) {
+	sc.st.mu.Lock()
+	current := sc.st.conn == sc
+	if current {
+		sc.st.conn = nil
 	}
-	st.conn, st.w = nil, nil
-	ids := make([]json.RawMessage, 0, len(st.inflight))
-	for k, id := range st.inflight {
-		ids = append(ids, id)
-		delete(st.inflight, k)
-	}
-	if st.swallow != "" {
-		st.swallow = ""
-		st.swallowed <- err
-	}
-	closing := st.closing
-	st.mu.Unlock()
-	c.Close()
-	if closing {
-		return
-	}
-	st.b.log.Warn("connection to the server lost", "err", err, "in_flight", len(ids))
-	for _, id := range ids {
-		st.b.writeError(id, codeInternalError, "parley: "+msgLost)
+	sc.st.mu.Unlock()
+	if current {
+		sc.c.Close()
+		sc.st.b.lost(sc, err)
 	}
 }
 
-// shutdown ends the run: the connection closes once the message being
-// passed on is confirmed, and the session ends with it.
-func (st *stream) shutdown(context.Context) {
-	st.b.mu.Lock()
-	st.b.closing = true // no extension starts now
-	st.b.mu.Unlock()
+// close ends the run: the connection closes once the message being passed
+// on is confirmed, and the session ends with it.
+func (st *stream) close(context.Context, []json.RawMessage) {
 	st.mu.Lock()
-	st.closing = true
-	c := st.conn
+	sc := st.conn
 	st.mu.Unlock()
-	st.b.cancel(nil)
-	if c != nil {
-		c.SetReadDeadline(time.Now())
+	if sc != nil {
+		sc.c.SetReadDeadline(time.Now())
 	}
 	st.readers.Wait()
-	st.b.wg.Wait()
 }
