@@ -21,21 +21,10 @@ import (
 // A Parley daemon serves a session on one connection: the bridge opens a
 // WebSocket on the endpoint with the subprotocol api.StreamProtocol, and the
 // connection then carries the client's newline-delimited JSON-RPC as it is
-// (WebSocket text), both ways. The
-// bridge forwards lines; what it adds is what only it can do:
-//
-//   - it confirms the messages a response handed out once it has written the
-//     response to its client (api.MethodDelivered); the session ends with the
-//     connection, and the daemon puts back whatever was not confirmed;
-//   - with a Pusher extension (`mcp serve --channel`), it asks the daemon to
-//     push the agent's messages on the stream (api.HeaderPush): the daemon hands
-//     each one to the session, leased, as it arrives and sends it as a
-//     api.MethodMessage; the bridge passes it to the extension, writes what that
-//     renders to its client, and confirms it like a result's api.MetaDelivered;
-//   - when the connection is lost (the daemon restarts), the requests in
-//     flight get an error, and the next message reconnects (Options.Reconnect),
-//     replays the client's initialize and notifications/initialized, and
-//     swallows their answer, which the client already had.
+// (WebSocket text), both ways. The session ends with the connection, and the
+// daemon puts back whatever was not confirmed on it; the bridge then answers
+// the requests in flight on it with an error, and the next message from the
+// client connects anew (Options.Reconnect) and replays the initialization.
 
 // dialTimeout bounds connecting and upgrading: a local round trip.
 const dialTimeout = 10 * time.Second
