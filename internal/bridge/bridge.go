@@ -313,6 +313,11 @@ func (b *bridge) handleLine(l line) {
 		b.mu.Unlock()
 	}
 	if !b.t.send(b.ctx, m) {
+		if m.isInit {
+			b.mu.Lock()
+			b.rewrite = ""
+			b.mu.Unlock()
+		}
 		return
 	}
 	switch {

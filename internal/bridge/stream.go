@@ -35,15 +35,15 @@ type stream struct {
 
 	mu      sync.Mutex
 	conn    *streamConn // nil while disconnected
+	pushing bool        // the last connection's daemon pushes the agent's messages (api.HeaderPush)
 	readers sync.WaitGroup
 }
 
 // streamConn is one connection of a stream, and the session it carries.
 type streamConn struct {
-	st     *stream
-	c      net.Conn
-	w      *bufio.Writer
-	pushes bool // its daemon pushes the agent's messages (api.HeaderPush)
+	st *stream
+	c  net.Conn
+	w  *bufio.Writer
 }
 
 // RefusedError is a server's answer other than 101 to a stream upgrade.
@@ -148,8 +148,8 @@ func dialStream(ctx context.Context, network, addr, endpoint string, h http.Head
 // attach makes c the stream's connection and starts reading it. st.mu is
 // held, or nothing else runs yet.
 func (st *stream) attach(c net.Conn, br *bufio.Reader, pushes bool) *streamConn {
-	sc := &streamConn{st: st, c: c, w: bufio.NewWriterSize(c, 64<<10), pushes: pushes}
-	st.conn = sc
+	sc := &streamConn{st: st, c: c, w: bufio.NewWriterSize(c, 64<<10)}
+	st.conn, st.pushing = sc, pushes
 	st.readers.Add(1)
 	go sc.read(br)
 	return sc
@@ -176,7 +176,7 @@ func (sc *streamConn) writeLine(msg []byte) error {
 func (st *stream) pushes() bool {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return st.conn != nil && st.conn.pushes
+	return st.pushing
 }
 
 // send writes m to the server, connecting first if there is no connection.
@@ -229,13 +229,6 @@ func (st *stream) reconnect() error {
 	}
 	if err != nil {
 		return err
-	}
-	b.mu.Lock()
-	closing := b.closing
-	b.mu.Unlock()
-	if closing {
-		c.Close()
-		return errors.New("shutting down")
 	}
 	st.mu.Lock()
 	sc := st.attach(c, br, pushes)
