@@ -180,12 +180,16 @@ loop:
 	return result
 }
 
-// A transport carries the session between the bridge and the server.
+// A transport carries the session between the bridge and the server; it
+// moves messages, and the bridge does the rest.
 type transport interface {
 	// send passes m from the client to the server, in the order the client
-	// wrote it. What the server sends back goes to bridge.receive; a request
-	// the transport could not pass on or that got no answer it answers with
-	// bridge.fail. False means the server did not get m.
+	// wrote it, tracking its requests (bridge.track). What the server sends
+	// back goes to bridge.receive. A request that cannot be sent, or that the
+	// server leaves unanswered, the transport answers with an error
+	// (bridge.fail, bridge.lost). When the server lost the session, the
+	// transport makes a new one and calls bridge.replay on it. False means
+	// the server did not get m.
 	send(ctx context.Context, m *message) bool
 	// pushes reports whether the server pushes the agent's messages (Pusher).
 	pushes() bool
