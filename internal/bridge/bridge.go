@@ -241,6 +241,14 @@ type flight struct {
 	via    carrier            // what it was sent on, if the transport loses sessions as a whole
 }
 
+// reply is the part of a message from the server that the bridge reads:
+// enough to match an answer to its request. A result is skipped, not copied.
+type reply struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Error  json.RawMessage `json:"error"`
+}
+
 // replay is a replayed initialize awaiting its answer, which the client
 // already had once.
 type replay struct {
@@ -529,10 +537,10 @@ func (b *bridge) replay(via carrier, write func(msg []byte) error) error {
 // and the messages a result or a push handed out are confirmed via the
 // carrier once written.
 func (b *bridge) receive(msg []byte, via carrier) {
-	var env envelope
+	var env reply
 	if err := json.Unmarshal(msg, &env); err != nil {
 		// A batch of responses, or garbage: look at each element.
-		var batch []envelope
+		var batch []reply
 		if json.Unmarshal(msg, &batch) != nil {
 			b.log.Warn("dropping malformed message from server", "err", err, "data", truncate(msg, errTextLimit))
 			return
