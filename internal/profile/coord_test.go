@@ -7,9 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/mcpserver/mcptest"
 	"github.com/parley-dev/parley/internal/ops"
 	"github.com/parley-dev/parley/internal/profile"
 )
@@ -63,21 +62,6 @@ func TestToolListBudgets(t *testing.T) {
 	}
 }
 
-func callJSON(t *testing.T, s *mcp.ClientSession, name string, args map[string]any, out any) *mcp.CallToolResult {
-	t.Helper()
-	res, err := s.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	if out != nil && !res.IsError {
-		b, _ := json.Marshal(res.StructuredContent)
-		if err := json.Unmarshal(b, out); err != nil {
-			t.Fatalf("%s: decode %s: %v", name, b, err)
-		}
-	}
-	return res
-}
-
 func TestLeanReply(t *testing.T) {
 	e := newEnv(t)
 	alice := e.Session(ops.Caller{Workspace: "w", Agent: "alice", Profiles: []string{"lean"}}, nil)
@@ -85,19 +69,19 @@ func TestLeanReply(t *testing.T) {
 	var sent struct {
 		MessageID string `json:"message_id"`
 	}
-	callJSON(t, alice, "send_message", map[string]any{"to": "bob", "content": "ping"}, &sent)
-	callJSON(t, bob, "reply", map[string]any{"message_id": sent.MessageID, "content": "pong"}, nil)
+	mcptest.Call(t, alice, "send_message", map[string]any{"to": "bob", "content": "ping"}, &sent)
+	mcptest.Call(t, bob, "reply", map[string]any{"message_id": sent.MessageID, "content": "pong"}, nil)
 	var got struct {
 		Messages []struct {
 			From, Content string
 			ReplyTo       string `json:"reply_to"`
 		} `json:"messages"`
 	}
-	callJSON(t, alice, "check_messages", nil, &got)
+	mcptest.Call(t, alice, "check_messages", nil, &got)
 	if len(got.Messages) != 1 || got.Messages[0].From != "bob" || got.Messages[0].Content != "pong" || got.Messages[0].ReplyTo != sent.MessageID {
 		t.Errorf("alice's inbox after bob's reply: %+v", got.Messages)
 	}
-	if res := callJSON(t, bob, "reply", map[string]any{"message_id": "nope", "content": "x"}, nil); !res.IsError {
+	if res := mcptest.Call(t, bob, "reply", map[string]any{"message_id": "nope", "content": "x"}, nil); !res.IsError {
 		t.Errorf("reply to an unknown message: got no error")
 	}
 }
@@ -121,11 +105,11 @@ func TestReservationTools(t *testing.T) {
 			} `json:"held_by"`
 		} `json:"conflicts"`
 	}
-	callJSON(t, alice, "reserve_paths", map[string]any{"paths": []string{"internal/store/**"}, "reason": "pgx port"}, &res)
+	mcptest.Call(t, alice, "reserve_paths", map[string]any{"paths": []string{"internal/store/**"}, "reason": "pgx port"}, &res)
 	if res.Status != "granted" || len(res.Granted) != 1 {
 		t.Fatalf("alice reserves: %+v", res)
 	}
-	callJSON(t, bob, "reserve_paths", map[string]any{"paths": []string{"internal/store/sqlite/db.go"}, "exclusive": false}, &res)
+	mcptest.Call(t, bob, "reserve_paths", map[string]any{"paths": []string{"internal/store/sqlite/db.go"}, "exclusive": false}, &res)
 	if res.Status != "conflict" || len(res.Conflicts) != 1 || res.Conflicts[0].HeldBy.Agent != "alice" ||
 		res.Conflicts[0].HeldBy.Reason != "pgx port" || res.Conflicts[0].HeldBy.ExpiresAt == "" {
 		t.Fatalf("bob runs into alice's reservation: %+v", res)
@@ -133,37 +117,37 @@ func TestReservationTools(t *testing.T) {
 	var who struct {
 		Reservations []struct{ Agent string } `json:"reservations"`
 	}
-	callJSON(t, bob, "who_has", map[string]any{"path": "internal/store/x.go"}, &who)
+	mcptest.Call(t, bob, "who_has", map[string]any{"path": "internal/store/x.go"}, &who)
 	if len(who.Reservations) != 1 || who.Reservations[0].Agent != "alice" {
 		t.Errorf("who_has: %+v", who)
 	}
-	if r := callJSON(t, bob, "reserve_paths", map[string]any{"paths": []string{"/abs"}}, nil); !r.IsError {
+	if r := mcptest.Call(t, bob, "reserve_paths", map[string]any{"paths": []string{"/abs"}}, nil); !r.IsError {
 		t.Errorf("an absolute path: got no error")
 	}
-	if r := callJSON(t, bob, "reserve_paths", map[string]any{"paths": []string{"a"}, "ttl_seconds": 5}, nil); !r.IsError {
+	if r := mcptest.Call(t, bob, "reserve_paths", map[string]any{"paths": []string{"a"}, "ttl_seconds": 5}, nil); !r.IsError {
 		t.Errorf("ttl 5 s: got no error")
 	}
-	callJSON(t, alice, "release_reservations", nil, &who)
+	mcptest.Call(t, alice, "release_reservations", nil, &who)
 	if len(who.Reservations) != 1 {
 		t.Errorf("alice releases all: %+v", who)
 	}
-	callJSON(t, bob, "reserve_paths", map[string]any{"paths": []string{"internal/store/sqlite/db.go"}}, &res)
+	mcptest.Call(t, bob, "reserve_paths", map[string]any{"paths": []string{"internal/store/sqlite/db.go"}}, &res)
 	if res.Status != "granted" {
 		t.Errorf("bob after alice released: %+v", res)
 	}
 
-	callJSON(t, alice, "send_message", map[string]any{"to": "bob", "content": "the flaky migration test is fixed"}, nil)
-	callJSON(t, alice, "send_message", map[string]any{"to": "carol", "content": "flaky, but private to carol"}, nil)
+	mcptest.Call(t, alice, "send_message", map[string]any{"to": "bob", "content": "the flaky migration test is fixed"}, nil)
+	mcptest.Call(t, alice, "send_message", map[string]any{"to": "carol", "content": "flaky, but private to carol"}, nil)
 	var found struct {
 		Results []struct {
 			From, Content, Snippet string
 		} `json:"results"`
 	}
-	callJSON(t, bob, "search_messages", map[string]any{"query": "flaky"}, &found)
+	mcptest.Call(t, bob, "search_messages", map[string]any{"query": "flaky"}, &found)
 	if len(found.Results) != 1 || !strings.Contains(found.Results[0].Snippet, "**flaky**") {
 		t.Errorf("bob searches flaky: %+v; want his one message with a marked snippet", found.Results)
 	}
-	if r := callJSON(t, bob, "search_messages", map[string]any{"query": "flaky", "since": "yesterday"}, nil); !r.IsError {
+	if r := mcptest.Call(t, bob, "search_messages", map[string]any{"query": "flaky", "since": "yesterday"}, nil); !r.IsError {
 		t.Errorf("since=yesterday: got no error")
 	}
 }
