@@ -97,7 +97,7 @@ Quick start:
 	// format unless given a template, and a template links text/template,
 	// whose reflection keeps every exported method of the program in the
 	// binary (3.2 MB of 36.4, and 1.3 MB more of an idle daemon's resident
-	// pages). TestNoTemplates keeps it out.
+	// pages). e2e TestNoDynamicMethodLookup keeps it out.
 	version := root.Flags().BoolP("version", "v", false, "print the version and exit")
 	help := root.RunE
 	root.RunE = func(cmd *cobra.Command, args []string) error {
