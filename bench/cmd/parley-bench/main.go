@@ -113,6 +113,7 @@ type bench struct {
 	lat        []latRow
 	val        []valRow
 	org        []orgResult
+	vs         []vsRow
 	targets    []target
 	failed     []string // scenarios that failed, with their error
 	cleanups   []func()
@@ -131,8 +132,10 @@ func (b *bench) print(w *os.File, took time.Duration) {
 	fmt.Fprintf(w, "Measured %s on %s (%s, %d CPUs, %s); load average before: %s, after (the bench's own load included): %s\n\n",
 		time.Now().UTC().Format("2006-01-02 15:04 MST"), host, cpuModel(), runtime.NumCPU(), runtime.Version(),
 		b.load0, strings.Join(strings.Fields(string(load))[:3], " "))
-	fmt.Fprintln(w, "| scenario | parley p50 | p99 | p999 | redis floor p50 | floor p99 | ratio p50 | target | met |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---|---|")
+	if len(b.lat) > 0 {
+		fmt.Fprintln(w, "| scenario | parley p50 | p99 | p999 | redis floor p50 | floor p99 | ratio p50 | target | met |")
+		fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---|---|")
+	}
 	for _, r := range b.lat {
 		p := percentiles(r.parley)
 		fl := [3]string{"-", "-", "-"}
@@ -145,9 +148,11 @@ func (b *bench) print(w *os.File, took time.Duration) {
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 			r.name, ms(p[0]), ms(p[1]), ms(p[2]), fl[0], fl[1], ratio, dash(r.target), dash(r.met))
 	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| scenario | parley | floor | floor is | target | met | note |")
-	fmt.Fprintln(w, "|---|---:|---:|---|---|---|---|")
+	if len(b.val) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "| scenario | parley | floor | floor is | target | met | note |")
+		fmt.Fprintln(w, "|---|---:|---:|---|---|---|---|")
+	}
 	for _, r := range b.val {
 		fl := "-"
 		if r.floor > 0 {
@@ -183,6 +188,7 @@ func (b *bench) print(w *os.File, took time.Duration) {
 		}
 	}
 	printOrg(w, b.org)
+	b.printVs(w)
 	for _, f := range b.failed {
 		fmt.Fprintf(w, "\n**Failed:** %s\n", f)
 	}

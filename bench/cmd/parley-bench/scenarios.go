@@ -38,6 +38,7 @@ var scenarios = []scenario{
 	{name: "cold-start", run: coldStartScenario},
 	{name: "rss", run: rssScenario},
 	{name: "org", run: orgScenario, explicit: true},
+	{name: "wake-vs", run: sendWakeVsScenario, explicit: true},
 }
 
 const wakeTarget = "p50 <= 0.5 ms and <= 3x floor"

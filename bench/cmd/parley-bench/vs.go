@@ -1,0 +1,195 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+var (
+	flagVs    = flag.String("vs", "", "wake-vs scenario: another parley binary (an older build) to interleave with -parley")
+	flagVsEnv = flag.String("vs-env", "", "wake-vs scenario: KEY=VALUE in the environment of the -vs build's daemon and `mcp serve` only (with -vs naming the same binary: one setting on and off)")
+)
+
+// vsBlock is how many cycles of each build make one block: the blocks'
+// ratios show how much the comparison moves within one run.
+const vsBlock = 100
+
+// A vsRow is one transport of the wake-vs scenario: both builds'
+// samples, taken in alternating cycles.
+type vsRow struct {
+	name        string
+	this, other []time.Duration
+}
+
+// sendWakeVsScenario measures send->wake on two builds at once: both
+// daemons, and both builds' `parley mcp serve` for the stdio row, run side
+// by side, and the cycles alternate between them, the same client driving
+// both. Whatever else the machine does (another build, a slower minute)
+// falls on both builds alike; two runs of send-wake one after the other
+// differ by far more than the builds do (docs/performance.md, "The gate,
+// fifth time").
+func sendWakeVsScenario(ctx context.Context, b *bench) error {
+	if *flagVs == "" {
+		return fmt.Errorf("-vs PATH names the other parley binary")
+	}
+	if _, err := os.Stat(*flagVs); err != nil {
+		return fmt.Errorf("-vs: %w", err)
+	}
+	if *flagVsEnv != "" && !strings.Contains(*flagVsEnv, "=") {
+		return fmt.Errorf("-vs-env %q: want KEY=VALUE", *flagVsEnv)
+	}
+	var ds [2]*daemon
+	for i, bin := range []string{b.bin, *flagVs} {
+		d, err := b.newHome()
+		if err != nil {
+			return err
+		}
+		d.bin = bin
+		if i == 1 && *flagVsEnv != "" {
+			d.env = append(d.env, *flagVsEnv)
+		}
+		if err := d.start(); err != nil {
+			return err
+		}
+		ds[i] = d
+	}
+	for _, tr := range []struct {
+		name string
+		open func(d *daemon, ctx context.Context, ws, agent string) (*mcp.ClientSession, error)
+	}{
+		{"send->wake, stdio (2x parley mcp serve)", (*daemon).stdioSession},
+		{"send->wake, Streamable HTTP on the socket", (*daemon).httpSession},
+	} {
+		var pairs [2][2]*mcp.ClientSession // [build][sender, waiter]
+		for i, d := range ds {
+			ws := "vs" + strconv.Itoa(len(b.vs))
+			for j, agent := range []string{"a", "b"} {
+				s, err := tr.open(d, ctx, ws, agent)
+				if err != nil {
+					return err
+				}
+				defer s.Close()
+				pairs[i][j] = s
+			}
+			if _, err := sendWake(ctx, pairs[i][0], pairs[i][1], 50); err != nil { // warm up
+				return err
+			}
+		}
+		row := vsRow{name: tr.name}
+		for n := 0; n < *flagN; n++ {
+			// Alternate which build goes first, so that neither always
+			// follows the other.
+			for k := range 2 {
+				i := (n + k) % 2
+				lat, err := sendWake(ctx, pairs[i][0], pairs[i][1], 1)
+				if err != nil {
+					return fmt.Errorf("%s: %w", tr.name, err)
+				}
+				if i == 0 {
+					row.this = append(row.this, lat[0])
+				} else {
+					row.other = append(row.other, lat[0])
+				}
+			}
+		}
+		b.addVs(row)
+	}
+	// A call's round trip through `parley mcp serve`, the way a client
+	// calls a tool.
+	for _, call := range []struct {
+		tool string
+		args func(n int) map[string]any
+	}{
+		{"whoami", func(int) map[string]any { return nil }},
+		{"send_message", func(n int) map[string]any { return map[string]any{"to": "b", "content": "call " + strconv.Itoa(n)} }},
+	} {
+		var ss [2]*mcp.ClientSession
+		for i, d := range ds {
+			s, err := d.stdioSession(ctx, "vscalls", "c")
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			ss[i] = s
+		}
+		row := vsRow{name: call.tool + " through parley mcp serve (one call)"}
+		for n := -50; n < *flagN; n++ { // the first 50 warm up
+			for k := range 2 {
+				i := (n + 100 + k) % 2
+				start := time.Now()
+				if _, err := callOK(ctx, ss[i], call.tool, call.args(n)); err != nil {
+					return fmt.Errorf("%s: %w", row.name, err)
+				}
+				if n < 0 {
+					continue
+				}
+				if i == 0 {
+					row.this = append(row.this, time.Since(start))
+				} else {
+					row.other = append(row.other, time.Since(start))
+				}
+			}
+		}
+		b.addVs(row)
+	}
+	return nil
+}
+
+func (b *bench) addVs(row vsRow) {
+	b.vs = append(b.vs, row)
+	r := row.ratio()
+	logf("   %s: p50 %s ms against %s ms (%.2f)", row.name, ms(r.this), ms(r.other), r.ratio)
+}
+
+// vsRatio sums up a vsRow.
+type vsRatio struct {
+	this, other time.Duration // p50s
+	ratio       float64       // this over other
+	blockMedian float64       // the median of the blocks' p50 ratios
+	worse, of   int           // blocks where this build's p50 is higher, of all blocks
+}
+
+func (r vsRow) ratio() vsRatio {
+	p := func(ds []time.Duration) time.Duration { return percentiles(slices.Clone(ds))[0] }
+	out := vsRatio{this: p(r.this), other: p(r.other)}
+	out.ratio = float64(out.this) / float64(max(out.other, 1))
+	var blocks []float64
+	for i := 0; i+vsBlock <= len(r.this); i += vsBlock {
+		a, o := p(r.this[i:i+vsBlock]), p(r.other[i:i+vsBlock])
+		blocks = append(blocks, float64(a)/float64(max(o, 1)))
+		if a > o {
+			out.worse++
+		}
+	}
+	out.of = len(blocks)
+	if len(blocks) > 0 {
+		slices.Sort(blocks)
+		out.blockMedian = blocks[len(blocks)/2]
+	}
+	return out
+}
+
+func (b *bench) printVs(w *os.File) {
+	if len(b.vs) == 0 {
+		return
+	}
+	vs := *flagVs
+	if *flagVsEnv != "" {
+		vs += " with " + *flagVsEnv
+	}
+	fmt.Fprintf(w, "\nInterleaved with -vs %s (alternating cycles; ratio is this build over -vs, above 1 is slower):\n\n", vs)
+	fmt.Fprintln(w, "| scenario | this p50 | -vs p50 | ratio | median of block ratios | blocks slower |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|")
+	for _, row := range b.vs {
+		r := row.ratio()
+		fmt.Fprintf(w, "| %s | %s | %s | %.3f | %.3f | %d of %d |\n", row.name, ms(r.this), ms(r.other), r.ratio, r.blockMedian, r.worse, r.of)
+	}
+}

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"testing"
+	"time"
+)
+
+func TestVsRatio(t *testing.T) {
+	fill := func(n int, f func(i int) time.Duration) []time.Duration {
+		ds := make([]time.Duration, n)
+		for i := range ds {
+			ds[i] = f(i)
+		}
+		return ds
+	}
+	// 250 cycles: two whole blocks and a partial one, which no block counts.
+	// This build is twice as slow in the first block and as fast in the
+	// second; the partial block would make it slower again.
+	this := fill(250, func(i int) time.Duration {
+		if i < vsBlock || i >= 2*vsBlock {
+			return 2 * time.Millisecond
+		}
+		return time.Millisecond
+	})
+	other := fill(250, func(int) time.Duration { return time.Millisecond })
+	r := vsRow{this: this, other: other}.ratio()
+	if r.of != 2 || r.worse != 1 {
+		t.Errorf("blocks: %d slower of %d, want 1 of 2", r.worse, r.of)
+	}
+	if r.blockMedian != 2 { // the upper middle of {1, 2}
+		t.Errorf("median of block ratios %v, want 2", r.blockMedian)
+	}
+	if r.this != 2*time.Millisecond || r.other != time.Millisecond || r.ratio != 2 {
+		t.Errorf("p50s %v against %v, ratio %v; want 2ms against 1ms, 2", r.this, r.other, r.ratio)
+	}
+	// The samples are not reordered: a later block still sees its own.
+	if this[vsBlock] != time.Millisecond {
+		t.Error("ratio sorted the samples in place")
+	}
+}
