@@ -16,6 +16,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
@@ -55,7 +56,12 @@ func main() {
 		os.Exit(2)
 	}
 	load0, _ := os.ReadFile("/proc/loadavg")
-	b := &bench{bin: *flagParley, redis: *flagRedis, load0: strings.Join(strings.Fields(string(load0))[:3], " ")}
+	bin, err := filepath.Abs(*flagParley) // the daemons' commands run in their state directories
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "parley-bench: -parley: %v\n", err)
+		os.Exit(2)
+	}
+	b := &bench{bin: bin, redis: *flagRedis, load0: strings.Join(strings.Fields(string(load0))[:3], " ")}
 	ctx := context.Background()
 	start := time.Now()
 	for _, s := range scenarios {

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,25 +30,29 @@ type vsRow struct {
 	this, other []time.Duration
 }
 
-// sendWakeVsScenario measures send->wake on two builds at once: both
-// daemons, and both builds' `parley mcp serve` for the stdio row, run side
-// by side, and the cycles alternate between them, the same client driving
-// both. Whatever else the machine does (another build, a slower minute)
-// falls on both builds alike; two runs of send-wake one after the other
-// differ by far more than the builds do (docs/performance.md, "The gate,
-// fifth time").
+// sendWakeVsScenario measures send->wake, and one call through `parley mcp
+// serve`, on two builds at once: both daemons, and both builds' `parley mcp
+// serve`, run side by side, and the cycles alternate between them, the same
+// client driving both. Whatever else the machine does (another build, a
+// slower minute) falls on both builds alike; two runs of send-wake one after
+// the other differ by far more than the builds do (docs/performance.md,
+// "The gate, sixth time").
 func sendWakeVsScenario(ctx context.Context, b *bench) error {
 	if *flagVs == "" {
 		return fmt.Errorf("-vs PATH names the other parley binary")
 	}
-	if _, err := os.Stat(*flagVs); err != nil {
+	other, err := filepath.Abs(*flagVs) // its commands run in their state directory
+	if err != nil {
+		return fmt.Errorf("-vs: %w", err)
+	}
+	if _, err := os.Stat(other); err != nil {
 		return fmt.Errorf("-vs: %w", err)
 	}
 	if *flagVsEnv != "" && !strings.Contains(*flagVsEnv, "=") {
 		return fmt.Errorf("-vs-env %q: want KEY=VALUE", *flagVsEnv)
 	}
 	var ds [2]*daemon
-	for i, bin := range []string{b.bin, *flagVs} {
+	for i, bin := range []string{b.bin, other} {
 		d, err := b.newHome()
 		if err != nil {
 			return err
