@@ -30,6 +30,15 @@ type vsRow struct {
 	this, other []time.Duration
 }
 
+// add records a sample of build i (0: this build, 1: -vs).
+func (r *vsRow) add(i int, d time.Duration) {
+	if i == 0 {
+		r.this = append(r.this, d)
+	} else {
+		r.other = append(r.other, d)
+	}
+}
+
 // sendWakeVsScenario measures send->wake, and one call through `parley mcp
 // serve`, on two builds at once: both daemons, and both builds' `parley mcp
 // serve`, run side by side, and the cycles alternate between them, the same
@@ -66,29 +75,29 @@ func sendWakeVsScenario(ctx context.Context, b *bench) error {
 		}
 		ds[i] = d
 	}
-	for _, tr := range []struct {
-		name string
-		open func(d *daemon, ctx context.Context, ws, agent string) (*mcp.ClientSession, error)
-	}{
-		{"send->wake, stdio (2x parley mcp serve)", (*daemon).stdioSession},
-		{"send->wake, Streamable HTTP on the socket", (*daemon).httpSession},
-	} {
+	for _, p := range vsPaths {
+		ws := "vs" + strconv.Itoa(len(b.vs))
 		var pairs [2][2]*mcp.ClientSession // [build][sender, waiter]
-		for i, d := range ds {
-			ws := "vs" + strconv.Itoa(len(b.vs))
-			for j, agent := range []string{"a", "b"} {
-				s, err := tr.open(d, ctx, ws, agent)
-				if err != nil {
-					return err
-				}
-				defer s.Close()
-				pairs[i][j] = s
+		for j, agent := range []string{"a", "b"} {
+			ss, err := p.openBoth(ctx, ds, ws, agent)
+			if err != nil {
+				return err
 			}
+			if ss == nil {
+				break
+			}
+			defer closeAll(ss)
+			pairs[0][j], pairs[1][j] = ss[0], ss[1]
+		}
+		if pairs[1][1] == nil {
+			continue
+		}
+		for i := range pairs {
 			if _, err := sendWake(ctx, pairs[i][0], pairs[i][1], 50); err != nil { // warm up
 				return err
 			}
 		}
-		row := vsRow{name: tr.name}
+		row := vsRow{name: "send->wake, " + p.name}
 		for n := 0; n < *flagN; n++ {
 			// Alternate which build goes first, so that neither always
 			// follows the other.
@@ -96,19 +105,14 @@ func sendWakeVsScenario(ctx context.Context, b *bench) error {
 				i := (n + k) % 2
 				lat, err := sendWake(ctx, pairs[i][0], pairs[i][1], 1)
 				if err != nil {
-					return fmt.Errorf("%s: %w", tr.name, err)
+					return fmt.Errorf("%s: %w", row.name, err)
 				}
-				if i == 0 {
-					row.this = append(row.this, lat[0])
-				} else {
-					row.other = append(row.other, lat[0])
-				}
+				row.add(i, lat[0])
 			}
 		}
 		b.addVs(row)
 	}
-	// A call's round trip through `parley mcp serve`, the way a client
-	// calls a tool.
+	// One call's round trip, the way a client calls a tool.
 	for _, call := range []struct {
 		tool string
 		args func(n int) map[string]any
@@ -116,36 +120,73 @@ func sendWakeVsScenario(ctx context.Context, b *bench) error {
 		{"whoami", func(int) map[string]any { return nil }},
 		{"send_message", func(n int) map[string]any { return map[string]any{"to": "b", "content": "call " + strconv.Itoa(n)} }},
 	} {
-		var ss [2]*mcp.ClientSession
-		for i, d := range ds {
-			s, err := d.stdioSession(ctx, "vscalls", "c")
+		for _, p := range []vsPath{vsPaths[0], vsPaths[2]} {
+			ss, err := p.openBoth(ctx, ds, "vscalls", "c")
 			if err != nil {
 				return err
 			}
-			defer s.Close()
-			ss[i] = s
-		}
-		row := vsRow{name: call.tool + " through parley mcp serve (one call)"}
-		for n := -50; n < *flagN; n++ { // the first 50 warm up
-			for k := range 2 {
-				i := (n + 100 + k) % 2
-				start := time.Now()
-				if _, err := callOK(ctx, ss[i], call.tool, call.args(n)); err != nil {
-					return fmt.Errorf("%s: %w", row.name, err)
-				}
-				if n < 0 {
-					continue
-				}
-				if i == 0 {
-					row.this = append(row.this, time.Since(start))
-				} else {
-					row.other = append(row.other, time.Since(start))
+			if ss == nil {
+				continue
+			}
+			defer closeAll(ss)
+			row := vsRow{name: call.tool + ", one call, " + p.name}
+			for n := -50; n < *flagN; n++ { // the first 50 warm up
+				for k := range 2 {
+					i := (n + 100 + k) % 2
+					start := time.Now()
+					if _, err := callOK(ctx, ss[i], call.tool, call.args(n)); err != nil {
+						return fmt.Errorf("%s: %w", row.name, err)
+					}
+					if n >= 0 {
+						row.add(i, time.Since(start))
+					}
 				}
 			}
+			b.addVs(row)
 		}
-		b.addVs(row)
 	}
 	return nil
+}
+
+// A vsPath is one way a client reaches a daemon.
+type vsPath struct {
+	name string
+	open func(d *daemon, ctx context.Context, ws, agent string) (*mcp.ClientSession, error)
+	// optional: a daemon may not offer it (an older one's stream speaks
+	// another protocol); its rows are left out then.
+	optional bool
+}
+
+var vsPaths = []vsPath{
+	{name: "stdio (2x parley mcp serve)", open: (*daemon).stdioSession},
+	{name: "Streamable HTTP on the socket", open: (*daemon).httpSession},
+	{name: "stream on the socket (no bridge process)", open: (*daemon).streamSession, optional: true},
+}
+
+func closeAll(ss []*mcp.ClientSession) {
+	for _, s := range ss {
+		s.Close()
+	}
+}
+
+// openBoth opens a session of agent on each daemon, closed with the
+// scenario. It returns nil, and no error, when an optional path is not
+// offered by one of them.
+func (p vsPath) openBoth(ctx context.Context, ds [2]*daemon, ws, agent string) ([]*mcp.ClientSession, error) {
+	var ss []*mcp.ClientSession
+	for _, d := range ds {
+		s, err := p.open(d, ctx, ws, agent)
+		if err != nil {
+			closeAll(ss)
+			if p.optional {
+				logf("   %s: left out: %s: %v", p.name, d.bin, err)
+				return nil, nil
+			}
+			return nil, err
+		}
+		ss = append(ss, s)
+	}
+	return ss, nil
 }
 
 func (b *bench) addVs(row vsRow) {

@@ -38,3 +38,13 @@ func TestVsRatio(t *testing.T) {
 		t.Error("ratio sorted the samples in place")
 	}
 }
+
+func TestVsRowAdd(t *testing.T) {
+	var r vsRow
+	r.add(0, time.Millisecond)
+	r.add(1, 2*time.Millisecond)
+	r.add(1, 3*time.Millisecond)
+	if len(r.this) != 1 || r.this[0] != time.Millisecond || len(r.other) != 2 || r.other[1] != 3*time.Millisecond {
+		t.Errorf("this %v, other %v: build 0 is this build, 1 is -vs", r.this, r.other)
+	}
+}
