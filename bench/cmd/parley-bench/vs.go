@@ -23,8 +23,8 @@ var (
 // ratios show how much the comparison moves within one run.
 const vsBlock = 100
 
-// A vsRow is one transport of the wake-vs scenario: both builds'
-// samples, taken in alternating cycles.
+// A vsRow is one row of the wake-vs scenario: both builds' samples,
+// taken in alternating cycles.
 type vsRow struct {
 	name        string
 	this, other []time.Duration
@@ -76,73 +76,91 @@ func sendWakeVsScenario(ctx context.Context, b *bench) error {
 		ds[i] = d
 	}
 	for _, p := range vsPaths {
-		ws := "vs" + strconv.Itoa(len(b.vs))
-		var pairs [2][2]*mcp.ClientSession // [build][sender, waiter]
-		for j, agent := range []string{"a", "b"} {
-			ss, err := p.openBoth(ctx, ds, ws, agent)
-			if err != nil {
-				return err
-			}
-			if ss == nil {
-				break
-			}
-			defer closeAll(ss)
-			pairs[0][j], pairs[1][j] = ss[0], ss[1]
+		if err := b.vsWake(ctx, ds, p); err != nil {
+			return err
 		}
-		if pairs[1][1] == nil {
-			continue
-		}
-		for i := range pairs {
-			if _, err := sendWake(ctx, pairs[i][0], pairs[i][1], 50); err != nil { // warm up
-				return err
-			}
-		}
-		row := vsRow{name: "send->wake, " + p.name}
-		for n := 0; n < *flagN; n++ {
-			// Alternate which build goes first, so that neither always
-			// follows the other.
-			for k := range 2 {
-				i := (n + k) % 2
-				lat, err := sendWake(ctx, pairs[i][0], pairs[i][1], 1)
-				if err != nil {
-					return fmt.Errorf("%s: %w", row.name, err)
-				}
-				row.add(i, lat[0])
-			}
-		}
-		b.addVs(row)
 	}
-	// One call's round trip, the way a client calls a tool.
-	for _, call := range []struct {
-		tool string
-		args func(n int) map[string]any
-	}{
-		{"whoami", func(int) map[string]any { return nil }},
-		{"send_message", func(n int) map[string]any { return map[string]any{"to": "b", "content": "call " + strconv.Itoa(n)} }},
-	} {
+	for _, tool := range []string{"whoami", "send_message"} {
 		for _, p := range []vsPath{vsPaths[0], vsPaths[2]} {
-			ss, err := p.openBoth(ctx, ds, "vscalls", "c")
-			if err != nil {
+			if err := b.vsCall(ctx, ds, p, tool); err != nil {
 				return err
 			}
-			if ss == nil {
-				continue
+		}
+	}
+	return nil
+}
+
+// vsWake adds the row of send->wake on path p.
+func (b *bench) vsWake(ctx context.Context, ds [2]*daemon, p vsPath) error {
+	ws := "vs" + strconv.Itoa(len(b.vs))
+	senders, err := p.openBoth(ctx, ds, ws, "a")
+	if err != nil || senders == nil {
+		return err
+	}
+	defer closeAll(senders)
+	waiters, err := p.openBoth(ctx, ds, ws, "b")
+	if err != nil || waiters == nil {
+		return err
+	}
+	defer closeAll(waiters)
+	row := vsRow{name: "send->wake, " + p.name}
+	err = interleave(&row, func(i, _ int) (time.Duration, error) {
+		lat, err := sendWake(ctx, senders[i], waiters[i], 1)
+		if err != nil {
+			return 0, err
+		}
+		return lat[0], nil
+	})
+	if err != nil {
+		return err
+	}
+	b.addVs(row)
+	return nil
+}
+
+// vsCall adds the row of one call of tool on path p, the way a client
+// calls a tool.
+func (b *bench) vsCall(ctx context.Context, ds [2]*daemon, p vsPath, tool string) error {
+	ss, err := p.openBoth(ctx, ds, "vscalls", "c")
+	if err != nil || ss == nil {
+		return err
+	}
+	defer closeAll(ss)
+	row := vsRow{name: tool + ", one call, " + p.name}
+	err = interleave(&row, func(i, n int) (time.Duration, error) {
+		var args map[string]any
+		if tool == "send_message" {
+			args = map[string]any{"to": "b", "content": "call " + strconv.Itoa(n)}
+		}
+		start := time.Now()
+		_, err := callOK(ctx, ss[i], tool, args)
+		return time.Since(start), err
+	})
+	if err != nil {
+		return err
+	}
+	b.addVs(row)
+	return nil
+}
+
+// vsWarm is how many samples of each build come first and are not kept.
+const vsWarm = 50
+
+// interleave takes -n samples of each build into row with measure (i: 0 for
+// this build, 1 for -vs; n: the sample's number, negative while warming
+// up), alternating which build goes first, so that neither always follows
+// the other.
+func interleave(row *vsRow, measure func(i, n int) (time.Duration, error)) error {
+	for n := -vsWarm; n < *flagN; n++ {
+		for k := range 2 {
+			i := (n + vsWarm + k) % 2
+			d, err := measure(i, n)
+			if err != nil {
+				return fmt.Errorf("%s: %w", row.name, err)
 			}
-			defer closeAll(ss)
-			row := vsRow{name: call.tool + ", one call, " + p.name}
-			for n := -50; n < *flagN; n++ { // the first 50 warm up
-				for k := range 2 {
-					i := (n + 100 + k) % 2
-					start := time.Now()
-					if _, err := callOK(ctx, ss[i], call.tool, call.args(n)); err != nil {
-						return fmt.Errorf("%s: %w", row.name, err)
-					}
-					if n >= 0 {
-						row.add(i, time.Since(start))
-					}
-				}
+			if n >= 0 {
+				row.add(i, d)
 			}
-			b.addVs(row)
 		}
 	}
 	return nil
@@ -169,8 +187,7 @@ func closeAll(ss []*mcp.ClientSession) {
 	}
 }
 
-// openBoth opens a session of agent on each daemon, closed with the
-// scenario. It returns nil, and no error, when an optional path is not
+// openBoth opens a session of agent on each daemon. It returns nil, and no error, when an optional path is not
 // offered by one of them.
 func (p vsPath) openBoth(ctx context.Context, ds [2]*daemon, ws, agent string) ([]*mcp.ClientSession, error) {
 	var ss []*mcp.ClientSession

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+	"slices"
 	"testing"
 	"time"
 )
@@ -46,5 +48,35 @@ func TestVsRowAdd(t *testing.T) {
 	r.add(1, 3*time.Millisecond)
 	if len(r.this) != 1 || r.this[0] != time.Millisecond || len(r.other) != 2 || r.other[1] != 3*time.Millisecond {
 		t.Errorf("this %v, other %v: build 0 is this build, 1 is -vs", r.this, r.other)
+	}
+}
+
+func TestInterleave(t *testing.T) {
+	defer func(n int) { *flagN = n }(*flagN)
+	*flagN = 4
+	var order []int
+	row := vsRow{name: "row"}
+	err := interleave(&row, func(i, n int) (time.Duration, error) {
+		order = append(order, i)
+		return time.Duration(n+vsWarm) * time.Millisecond, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(order) != 2*(vsWarm+4) {
+		t.Fatalf("%d samples taken, want %d: %d warm-up and 4 kept of each build", len(order), 2*(vsWarm+4), vsWarm)
+	}
+	for c := 0; c < len(order); c += 2 {
+		if order[c] == order[c+1] || (c > 0 && order[c] == order[c-2]) {
+			t.Fatalf("order %v: each cycle takes both builds, and the first alternates", order)
+		}
+	}
+	want := []time.Duration{50 * time.Millisecond, 51 * time.Millisecond, 52 * time.Millisecond, 53 * time.Millisecond}
+	if !slices.Equal(row.this, want) || !slices.Equal(row.other, want) {
+		t.Errorf("kept %v and %v, want the samples after the warm-up, %v", row.this, row.other, want)
+	}
+	bad := vsRow{name: "bad"}
+	if err := interleave(&bad, func(int, int) (time.Duration, error) { return 0, errors.New("gone") }); err == nil || err.Error() != "bad: gone" {
+		t.Errorf("error %v, want %q", err, "bad: gone")
 	}
 }
