@@ -1,0 +1,44 @@
+package e2e
+
+// Tests of issue 40, "trust at the edge": each row of its attacks, tried
+// against the real binary.
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestGroupCannotTakeARole: an agent token cannot make a group named for a
+// role in use, so @reviewer still reaches the reviewers; a group made
+// before its name became a role is never taken over silently: @NAME says
+// it is both, and @group:NAME, @role:NAME say which.
+func TestGroupCannotTakeARole(t *testing.T) {
+	e := newEnv(t, "PARLEY_WORKSPACE=team")
+	e.Must("daemon", "start", "--listen", "127.0.0.1:0")
+	addr := listenAddr(t, e)
+	e.Must("join", "--name", "rita", "--role", "reviewer")
+	eve := agentToken(t, e, "eve")
+	if code, body := tcpCall(t, addr, eve, "POST", "/api/v1/groups", `{"name":"reviewer"}`); code != 409 || !strings.Contains(body, "role in use") {
+		t.Errorf("eve's token makes a group named reviewer: %d %s, want 409, a role in use", code, body)
+	}
+	tcpCall(t, addr, eve, "POST", "/api/v1/groups/reviewer/members", `{"member_type":"agent","member_id":"eve"}`)
+	if code, body := tcpCall(t, addr, eve, "POST", "/api/v1/messages", `{"to":"@reviewer","content":"please review"}`); code != 200 || !strings.Contains(body, `"rita"`) || strings.Contains(body, `"eve"`) {
+		t.Errorf("@reviewer: %d %s, want it to reach rita alone", code, body)
+	}
+
+	// A group that came first: when the role comes, @lead is both.
+	if code, body := tcpCall(t, addr, eve, "POST", "/api/v1/groups", `{"name":"lead"}`); code != 200 {
+		t.Fatalf("eve makes group lead before anyone has the role: %d %s", code, body)
+	}
+	tcpCall(t, addr, eve, "POST", "/api/v1/groups/lead/members", `{"member_type":"agent","member_id":"eve"}`)
+	e.Must("join", "--name", "lou", "--role", "lead")
+	if _, errs, code := e.Run("send", "@lead", "ship it?", "--agent", "rita"); code == 0 || !strings.Contains(errs, "both a group and a role") || !strings.Contains(errs, "@role:lead") {
+		t.Errorf("@lead when it is a group and a role: exit %d %q, want it refused, naming @group:lead and @role:lead", code, errs)
+	}
+	if out := e.Must("send", "@role:lead", "ship it?", "--agent", "rita", "--json"); !strings.Contains(out, `"lou"`) || strings.Contains(out, `"eve"`) {
+		t.Errorf("@role:lead reached %s, want lou alone", out)
+	}
+	if out := e.Must("send", "@group:lead", "for the group", "--agent", "rita", "--json"); !strings.Contains(out, `"eve"`) || strings.Contains(out, `"lou"`) {
+		t.Errorf("@group:lead reached %s, want eve alone", out)
+	}
+}
