@@ -4,6 +4,8 @@ package e2e
 // against the real binary.
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -41,4 +43,34 @@ func TestGroupCannotTakeARole(t *testing.T) {
 	if out := e.Must("send", "@group:lead", "for the group", "--agent", "rita", "--json"); !strings.Contains(out, `"eve"`) || strings.Contains(out, `"lou"`) {
 		t.Errorf("@group:lead reached %s, want eve alone", out)
 	}
+}
+
+// TestTokenNamesAreJoinNames: `token create` holds a name to the rules of a
+// name that joins: "parley" is reserved, an all-Cyrillic аре would squat
+// ape, and an old name of an agent that renamed itself is that agent's.
+func TestTokenNamesAreJoinNames(t *testing.T) {
+	e := newEnv(t)
+	proj := filepath.Join(e.home, "proj")
+	os.MkdirAll(filepath.Join(proj, ".git"), 0o755)
+	e.extra = []string{"CLAUDE_CODE_SESSION_ID=6f1c9a52-0d3e-4b7a-9c1e-2f4b5d6e7a80"}
+	me := e.SessionIn(proj, nil)
+	e.extra = nil
+	var who struct{ Agent string }
+	mustCall(t, me, "whoami", nil, &who)
+	mustCall(t, me, "set_identity", map[string]any{"name": "ana"}, nil)
+	for _, tc := range []struct{ agent, want string }{
+		{"parley", "reserved"},
+		{"аре", "look like Latin ones"},
+		{who.Agent, `old name of "ana"`},
+	} {
+		if _, errs, code := e.Run("token", "create", "--agent", tc.agent, "--workspace", proj); code == 0 || !strings.Contains(errs, tc.want) {
+			t.Errorf("token create --agent %s: exit %d %q, want it refused: %s", tc.agent, code, errs, tc.want)
+		}
+	}
+	e.Must("token", "create", "--agent", "ana", "--workspace", proj)
+	e.Must("token", "create", "--agent", "ape", "--workspace", proj)
+	if _, errs, code := e.Run("join", "--name", "аре", "--workspace", "fresh"); code == 0 || !strings.Contains(errs, "look like Latin ones") {
+		t.Errorf("join аре (all Cyrillic) before ape: exit %d %q, want it refused", code, errs)
+	}
+	e.Must("join", "--name", "ape", "--workspace", "fresh")
 }
