@@ -4,10 +4,12 @@ package e2e
 // against the real binary.
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestGroupCannotTakeARole: an agent token cannot make a group named for a
@@ -73,4 +75,30 @@ func TestTokenNamesAreJoinNames(t *testing.T) {
 		t.Errorf("join аре (all Cyrillic) before ape: exit %d %q, want it refused", code, errs)
 	}
 	e.Must("join", "--name", "ape", "--workspace", "fresh")
+}
+
+// TestCertificateOutOfValidity: a team server whose certificate has
+// expired, or is not valid yet, does not start, and says why.
+func TestCertificateOutOfValidity(t *testing.T) {
+	e := newEnv(t)
+	for _, tc := range []struct {
+		name     string
+		from, to time.Time
+		want     string
+	}{
+		{"expired", time.Now().Add(-48 * time.Hour), time.Now().Add(-time.Hour), "expired on"},
+		{"not yet valid", time.Now().Add(time.Hour), time.Now().Add(48 * time.Hour), "is not valid until"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cert, key, _ := selfSignedFor(t, t.TempDir(), tc.from, tc.to)
+			conf := fmt.Sprintf("listen = \"127.0.0.1:0\"\ntls_cert = %q\ntls_key = %q\n", cert, key)
+			if err := os.WriteFile(filepath.Join(e.home, "config.toml"), []byte(conf), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if _, errs, code := e.Run("daemon", "start"); code == 0 || !strings.Contains(errs, tc.want) || !strings.Contains(errs, cert) {
+				t.Errorf("daemon start with a certificate %s: exit %d %q, want it refused: %s", tc.name, code, errs, tc.want)
+				e.Run("daemon", "stop")
+			}
+		})
+	}
 }
