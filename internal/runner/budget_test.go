@@ -113,7 +113,9 @@ func TestProviderCostIsValidated(t *testing.T) {
 	e := newEnv(t, opts{config: "[budgets]\nworkspace_max_cost = 0.5\n"})
 	m := e.manager()
 	dir := t.TempDir()
-	result := func(cost string) string { return `echo '{"type":"result","subtype":"success","cost_usd":` + cost + `}'` }
+	result := func(cost string) string {
+		return `echo '{"type":"result","subtype":"success","cost_usd":` + cost + `}'`
+	}
 	mustCall(t, m, "create_agent", map[string]any{"provider": "command", "command": result("-100"), "cwd": dir, "name": "neg", "prompt": "go"}, nil)
 	if w := waitRun(t, m, "neg", 1); w.Run.CostUSD != 0 {
 		t.Errorf("a negative cost_usd: the run costs %v, want 0", w.Run.CostUSD)
