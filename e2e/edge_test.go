@@ -102,3 +102,39 @@ func TestCertificateOutOfValidity(t *testing.T) {
 		})
 	}
 }
+
+// TestInterruptIsManagement: deliver interrupt cancels a managed agent's
+// turn and starts another, spending its budget: an agent token may not
+// (as it may not manage agents), nor may an agent that did not create it;
+// its owner may.
+func TestInterruptIsManagement(t *testing.T) {
+	e := newEnv(t, "PARLEY_WORKSPACE=team")
+	e.Must("daemon", "start", "--listen", "127.0.0.1:0")
+	addr := listenAddr(t, e)
+	e.Must("join", "--name", "carol", "--role", "dev")
+	e.Must("agent", "create", "--provider", "command", "--command", "sleep 60", "--name", "w", "--max-turns", "5", "--agent", "boss", "work")
+	var a struct {
+		Status string `json:"status"`
+		Runs   int    `json:"runs"`
+	}
+	running := func() bool {
+		e.MustJSON(&a, "agent", "show", "w")
+		return a.Status == "running" && a.Runs == 1
+	}
+	waitUntil(t, "w's first turn", running)
+	eve := agentToken(t, e, "eve")
+	if code, body := tcpCall(t, addr, eve, "POST", "/api/v1/messages", `{"to":"w","content":"stop","deliver":"interrupt"}`); code != 403 || !strings.Contains(body, "agent token may not") {
+		t.Errorf("eve's token interrupts w: %d %s, want 403", code, body)
+	}
+	if _, errs, code := e.Run("send", "w", "stop", "--deliver", "interrupt", "--agent", "carol"); code == 0 || !strings.Contains(errs, "only its owner (boss)") {
+		t.Errorf("carol interrupts w: exit %d %q, want it refused, naming its owner", code, errs)
+	}
+	if !running() {
+		t.Fatalf("after the refused interrupts w is %s with %d runs, want its first turn still running", a.Status, a.Runs)
+	}
+	e.Must("send", "w", "stop, and read this", "--deliver", "interrupt", "--agent", "boss")
+	waitUntil(t, "boss's interrupt to start w's second turn", func() bool {
+		e.MustJSON(&a, "agent", "show", "w")
+		return a.Runs == 2
+	})
+}
