@@ -13,12 +13,13 @@
 // in its place, marked redelivered, for the next read). A [Reader] is that
 // reader's ledger, written once for every door: which calls handed out which
 // messages, which answers were written, which the client confirmed, which
-// tasks it claimed. A door opens one per reader (an MCP session, a stream
-// session, one JSON API request, a client door's delivery), passes it to
-// the operations beside the caller's identity, and only tells it what
-// happened:
+// tasks it claimed, which confirmations are not written yet. A door opens
+// one per reader (an MCP session, a stream session, one JSON API request, a
+// client door's delivery), passes it to the operations beside the caller's
+// identity, and only tells it what happened. The hub's reads (Receive,
+// Next, WaitForReply) take the reader and record themselves what each call
+// hands out; the door says the rest:
 //
-//   - [Reader.Handed]: a call handed messages out (the operations say so);
 //   - [Reader.Written]: the call's answer was written, or could not be;
 //   - [Reader.Receipt], [Reader.NextRequest]: the client says what it has,
 //     or asks again (which says it has what came before);
@@ -38,8 +39,7 @@
 // thread queue) is one reader policy and no bookkeeping of its own:
 //
 //	r := h.OpenReader(hub.ReaderOptions{Workspace: ws, Agent: agent, Confirm: hub.ConfirmOnWrite})
-//	ds, _, err := h.Receive(ctx, hub.ReceiveRequest{Workspace: ws, Agent: agent, Reader: r.Key(), Lease: r.Lease()})
-//	r.Handed(ctx, call, ds...)          // the operations do this when given r
+//	ds, _, err := h.Receive(ctx, hub.ReceiveRequest{Workspace: ws, Agent: agent, Reader: r, Call: call})
 //	err = write(ds)                     // the door's own transport
 //	r.Written(ctx, call, err, nil)      // read if written, back in the inbox if not
 //

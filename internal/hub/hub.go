@@ -87,10 +87,11 @@ type Hub struct {
 	// leftMu orders the writes of a PresenceStore's left times (agents.go).
 	leftMu sync.Mutex
 
-	// confirms holds, per reader, the ids of messages it is known to have
-	// whose confirmation is not written yet (ConfirmLater).
+	// owed indexes, by key, the readers whose confirmations are not
+	// written yet (each holds its own: Reader.pending). confirmMu guards
+	// it and every reader's pending list.
 	confirmMu sync.Mutex
-	confirms  map[string][]string
+	owed      map[string]*Reader
 
 	entropyMu sync.Mutex
 	entropy   *ulid.MonotonicEntropy
@@ -177,7 +178,7 @@ func New(store Store, opts *Options) *Hub {
 		left:       make(map[inboxKey]time.Time),
 		unseen:     make(map[inboxKey]struct{}),
 		early:      make(map[inboxKey]time.Time),
-		confirms:   make(map[string][]string),
+		owed:       make(map[string]*Reader),
 		acts:       make(map[inboxKey]*activity),
 		stallAfter: o.StallAfter,
 		asks:       make(map[inboxKey][]ask),

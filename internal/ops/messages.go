@@ -80,8 +80,7 @@ func (o *Ops) Check(ctx context.Context, c *Caller, in api.CheckRequest) (api.Ch
 		return api.CheckResult{}, err
 	}
 	ds, remaining, err := o.hub.Receive(ctx, hub.ReceiveRequest{Workspace: c.Workspace, Agent: c.Agent,
-		Reader: r.Key(), Limit: in.Limit, Via: c.Via, Lease: r.Lease()})
-	r.Handed(ctx, c.Call, ds...)
+		Reader: r, Call: c.Call, Limit: in.Limit, Via: c.Via})
 	if err != nil {
 		return api.CheckResult{}, err
 	}
@@ -154,8 +153,7 @@ func (o *Ops) Receive(ctx context.Context, c *Caller, timeout time.Duration) (*a
 			return nil, err
 		}
 		var ds []*hub.Delivery
-		ds, _, err = o.hub.Receive(ctx, hub.ReceiveRequest{Workspace: c.Workspace, Agent: c.Agent, Reader: r.Key(), Limit: 1, Via: c.Via, Lease: r.Lease()})
-		r.Handed(ctx, c.Call, ds...)
+		ds, _, err = o.hub.Receive(ctx, hub.ReceiveRequest{Workspace: c.Workspace, Agent: c.Agent, Reader: r, Call: c.Call, Limit: 1, Via: c.Via})
 		if len(ds) > 0 {
 			d = ds[0]
 		}
@@ -202,22 +200,19 @@ func (o *Ops) receive(ctx context.Context, c *Caller, total time.Duration, filte
 		var d *hub.Delivery
 		var err error
 		if replyTo != "" {
-			rr := hub.ReplyWaitRequest{Workspace: c.Workspace, Agent: c.Agent, Reader: r.Key(), MessageID: replyTo, Timeout: chunk, Via: c.Via, Lease: r.Lease()}
+			rr := hub.ReplyWaitRequest{Workspace: c.Workspace, Agent: c.Agent, Reader: r, Call: c.Call, MessageID: replyTo, Timeout: chunk, Via: c.Via}
 			if progress != nil {
 				rr.ProgressEvery = o.progressEvery
 				rr.Progress = func(time.Duration) { progress(time.Since(start)) }
 			}
 			d, err = o.hub.WaitForReply(ctx, rr)
 		} else {
-			wr := hub.WaitRequest{Workspace: c.Workspace, Agent: c.Agent, Reader: r.Key(), Timeout: chunk, Filter: filter, Via: c.Via, Lease: r.Lease()}
+			wr := hub.WaitRequest{Workspace: c.Workspace, Agent: c.Agent, Reader: r, Call: c.Call, Timeout: chunk, Filter: filter, Via: c.Via}
 			if progress != nil {
 				wr.ProgressEvery = o.progressEvery
 				wr.Progress = func(time.Duration) { progress(time.Since(start)) }
 			}
 			d, err = o.hub.Next(ctx, wr)
-		}
-		if d != nil {
-			r.Handed(ctx, c.Call, d)
 		}
 		if err != nil || d != nil {
 			return d, err
