@@ -319,6 +319,11 @@ func (g *globals) hookIdentity(ctx context.Context, dir, clientName, session str
 	name := os.Getenv(runner.EnvManagedAgent)
 	if name == "" {
 		id, err = h.identityIn(ctx, dir, false)
+		if err == nil {
+			if paths, perr := home.Resolve(""); perr == nil {
+				h.settleName(ctx, client.New(paths), &id)
+			}
+		}
 		return id, false, err
 	}
 	h.agent = name
