@@ -102,6 +102,9 @@ type Hub struct {
 	recipients recipientCache
 	// aliases are agents' old names, per workspace (alias.go).
 	aliases aliasCache
+	// holders are the client sessions whose live sessions speak as each
+	// agent (holders.go).
+	holders holders
 
 	// acts are what the agents are doing, for their health (health.go).
 	actMu      sync.Mutex
