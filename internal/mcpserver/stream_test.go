@@ -355,7 +355,7 @@ func TestStreamPushOnlyWhenAsked(t *testing.T) {
 // --channel` does.
 type pusher struct{}
 
-func (p *pusher) InitResult(msg []byte) []byte { return msg }
+func (p *pusher) InitResult(msg []byte) []byte                                       { return msg }
 func (p *pusher) Intercept(context.Context, string, []byte, func([]byte) error) bool { return false }
 func (p *pusher) Push(params json.RawMessage) []byte {
 	var n struct {
