@@ -143,11 +143,16 @@ func TestForeignIdentityWorkspace(t *testing.T) {
 		}
 		return out.String(), errb.String(), 0
 	}
-	for _, args := range [][]string{{"mcp", "serve"}, {"whoami"}, {"agents"}} {
+	for _, args := range [][]string{{"whoami"}, {"agents"}} {
 		_, errOut, code := run(nil, args...)
 		if code == 0 || !strings.Contains(errOut, `names workspace "their-team"`) || !strings.Contains(errOut, "PARLEY_TRUST_IDENTITY_WORKSPACE=1") {
 			t.Errorf("parley %v: exit %d %q, want a refusal that says how to allow it", args, code, errOut)
 		}
+	}
+	// A client session there takes no person's file at all: it speaks as
+	// its own name, in this repository's workspace, and says why.
+	if _, errOut, code := run(nil, "mcp", "serve"); code != 0 || !strings.Contains(errOut, "bob is a person's") || strings.Contains(errOut, "their-team") {
+		t.Errorf("parley mcp serve: exit %d %q, want it to leave bob's file alone and say so", code, errOut)
 	}
 	e.Must("join", "--workspace", "their-team", "--name", "carol")
 	out, errOut, code := run([]string{"PARLEY_TRUST_IDENTITY_WORKSPACE=1"}, "agents", "--json")

@@ -31,13 +31,19 @@ import (
 // trusts it.
 func selfSigned(t *testing.T, dir string) (certPath, keyPath string, pool *x509.CertPool) {
 	t.Helper()
+	return selfSignedFor(t, dir, time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour))
+}
+
+// selfSignedFor is selfSigned, valid from notBefore to notAfter.
+func selfSignedFor(t *testing.T, dir string, notBefore, notAfter time.Time) (certPath, keyPath string, pool *x509.CertPool) {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: "parley team server (test)"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		NotBefore: notBefore, NotAfter: notAfter,
 		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		IsCA: true, BasicConstraintsValid: true,
 		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"},

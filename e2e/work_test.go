@@ -66,7 +66,7 @@ func TestWorkingSetSurvivesCompaction(t *testing.T) {
 	}
 	pre := e.hookRaw(t, "claude", "PreCompact", map[string]any{"trigger": "auto", "custom_instructions": nil}, as("dev")...)
 	names("PreCompact's output", pre)
-	if json.Valid([]byte(pre)) || !strings.HasPrefix(pre, "Keep this in the summary") {
+	if json.Valid([]byte(pre)) || !strings.HasPrefix(pre, "Keep in the summary") {
 		t.Errorf("PreCompact's output: want plain text instructions for the summary, got %q", pre)
 	}
 	var start struct {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/parley-dev/parley/internal/door"
 	"github.com/parley-dev/parley/internal/hub"
+	"github.com/parley-dev/parley/internal/quote"
 )
 
 // Letter is what a letter says: which agent has mail, from whom. Each
@@ -44,7 +45,7 @@ func letterOf(k key, id string, fresh []*hub.Delivery) Letter {
 			break
 		}
 		m := c.Message
-		l.Messages = append(l.Messages, LetterItem{From: m.From, Origin: m.Origin, Priority: m.Priority, FirstLine: firstLine(m.Content, letterRunes)})
+		l.Messages = append(l.Messages, LetterItem{From: m.From, Origin: m.Origin, Priority: m.Priority, FirstLine: quote.FirstLine(m.Content, letterRunes)})
 	}
 	return l
 }
@@ -72,19 +73,26 @@ func Render(l Letter) string {
 	return b.String()
 }
 
-// sender names a message's sender as the daemon attested it.
+// sender names a message's sender as the daemon attested it: by the door
+// it came in (hub.Origin), never by its name. Only the daemon's own
+// notices are Parley's, only the dashboard's sign-ins are a person's; a
+// name such as "parley" or "human:ann" that came in another way is named
+// with the way it came.
 func sender(m LetterItem) string {
 	o := m.Origin
-	switch {
-	case m.From == hub.NoticeSender || o.Door == hub.DoorDaemon:
+	switch o.Door {
+	case hub.DoorDaemon:
 		return m.From + " (Parley itself)"
-	case o.Door == hub.DoorDashboard || strings.HasPrefix(m.From, "human:"):
+	case hub.DoorDashboard:
 		return m.From + " (a person, at the dashboard)"
 	}
 	var what []string
-	if o.Role != "" {
+	switch {
+	case strings.HasPrefix(m.From, hub.HumanPrefix):
+		what = append(what, "a person's name")
+	case o.Role != "":
 		what = append(what, "agent, role "+o.Role)
-	} else {
+	default:
 		what = append(what, "agent")
 	}
 	switch o.Door {
@@ -101,27 +109,10 @@ func sender(m LetterItem) string {
 	return m.From + " (" + strings.Join(what, ", ") + ")"
 }
 
-// firstLine is the first non-empty line of s, cut to n runes.
-func firstLine(s string, n int) string {
-	for _, l := range strings.Split(s, "\n") {
-		if l = strings.TrimSpace(l); l != "" {
-			if r := []rune(l); len(r) > n {
-				return string(r[:n]) + "…"
-			}
-			return l
-		}
-	}
-	return ""
-}
-
-// quoteLine keeps a sender's words recognisable as quoted: they cannot
-// close the letter's frame or pose as another line of it.
+// quoteLine quotes a sender's first line by the one rule (package quote),
+// and keeps the letter's own marker out of it: the words cannot close the
+// quote, pose as another line of the letter, or as another letter.
 func quoteLine(s string) string {
-	s = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return ' '
-		}
-		return r
-	}, s)
-	return "“" + strings.ReplaceAll(s, door.LetterMarker, "[…") + "”"
+	// After quoting: a marker split by a line break is whole by then.
+	return strings.ReplaceAll(quote.Line(s), door.LetterMarker, "[…")
 }

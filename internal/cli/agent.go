@@ -24,6 +24,13 @@ func joinCmd(g *globals) *cobra.Command {
 directory's git worktree, so that later commands and ` + "`parley mcp serve`" + ` find it.
 Joining again updates the role and module and keeps the inbox.
 
+The file is for whoever joined: run at a terminal, it is a person's, which
+commands outside any client session take; run inside a client session (a
+Claude Code session's shell, $CLAUDE_CODE_SESSION_ID; a Codex thread's,
+$CODEX_THREAD_ID; $PARLEY_SESSION), it records that session, and only that
+session's MCP server, hooks and commands take it. A session never speaks as
+an identity file made for someone else.
+
 A new name that looks like an existing agent's (Bob beside bob) is refused,
 and so is one built to look like another (bоb with a Cyrillic о, fullwidth
 ｂｏｂ). If a look-alike took a name first, --allow-lookalike lets you, the
@@ -51,12 +58,16 @@ admin, claim it.`,
 			}
 			path, err := workspace.SaveIdentity(id.Root, paths.Home, workspace.Identity{
 				Name: a.Name, Role: a.Role, Module: a.Module, Workspace: id.Workspace, AgentID: a.AgentID, JoinedAt: time.Now().UTC(),
+				Session: id.Session.Key(),
 			})
 			if err != nil {
 				return err
 			}
 			return g.out(a, func(w io.Writer) {
 				fmt.Fprintf(w, "joined %s as %s (role %s) in workspace %s\nidentity: %s\n", a.Name, a.AgentID, a.Role, id.Workspace, path)
+				if id.Session.ID != "" {
+					fmt.Fprintf(w, "The identity is this client session's (%s, from %s): only it speaks as %s; other sessions here keep names of their own.\n", id.Session.Client, id.Session.Env, a.Name)
+				}
 			})
 		},
 	}

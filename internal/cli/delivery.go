@@ -7,6 +7,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+
+	"github.com/parley-dev/parley/internal/quote"
 )
 
 // deliveryCmd is `parley delivery MESSAGE_ID`: where each copy of a message
@@ -131,7 +133,7 @@ func overdueCmd(g *globals) *cobra.Command {
 				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "MESSAGE\tFROM\tTO\tDEADLINE\tNOT ACKED BY\tTEXT")
 				for _, o := range res.Overdue {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", o.MessageID, o.From, o.To, o.AckDeadline, strings.Join(o.Pending, ","), firstLine(o.Preview, 60))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", o.MessageID, o.From, o.To, o.AckDeadline, strings.Join(o.Pending, ","), quote.FirstLine(o.Preview, 60))
 				}
 				tw.Flush()
 			})

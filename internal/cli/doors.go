@@ -7,6 +7,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+
+	"github.com/parley-dev/parley/internal/quote"
 )
 
 // doorsCmd is `parley doors`: the client sessions' doors of this agent or
@@ -110,7 +112,7 @@ Each was also told to its sender once, as a message from parley.
 				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "MESSAGE\tFROM\tTO\tRECIPIENT\tSTATE\tSENT\tBOUNCED\tREASON\tTEXT")
 				for _, b := range res.Bounced {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", b.MessageID, b.From, b.To, b.Recipient, b.State, b.SentAt, b.BouncedAt, b.Reason, firstLine(b.Preview, 60))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", b.MessageID, b.From, b.To, b.Recipient, b.State, b.SentAt, b.BouncedAt, b.Reason, quote.FirstLine(b.Preview, 60))
 				}
 				tw.Flush()
 			})

@@ -19,6 +19,7 @@ import (
 	"github.com/parley-dev/parley/internal/client"
 	"github.com/parley-dev/parley/internal/door"
 	"github.com/parley-dev/parley/internal/home"
+	"github.com/parley-dev/parley/internal/runner"
 	"github.com/parley-dev/parley/internal/tmux"
 	"github.com/parley-dev/parley/internal/workspace"
 )
@@ -43,27 +44,35 @@ and --role, or found in .parley/identities), and forwards MCP traffic to the
 daemon's /mcp endpoint with the agent's identity. stdout carries only the
 protocol; logs go to stderr.
 
-Identity: --agent, else $PARLEY_AGENT, else the single identity file in
-.parley/identities/, else (inside tmux) the window's name, else a name of the
-client session's own, such as claude-myrepo-3f9a1c: from $PARLEY_SESSION, or
-Claude Code's $CLAUDE_CODE_SESSION_ID (its hooks take the same name), or the
-client process that started this server. Codex names its thread only in its
-tool calls: at the first, such a session takes the thread's name,
-codex-myrepo-3f9a1c, which Codex's hooks (from their input's session_id) and
-shell commands ($CODEX_THREAD_ID) derive too. So a client package that bakes
-in no name (the Claude Code plugin, the Gemini CLI extension) gives each
-session an agent of its own, and two sessions in one checkout are two
-agents. Such a session may choose a readable name and role with the
-set_identity tool; its old name stays an alias (mail to it, and hooks that
-still derive it, reach the new one). Role: --role, else $PARLEY_ROLE, else
-the identity file.
+Identity, most explicit first: --agent, else $PARLEY_AGENT, else an
+identity file that ` + "`parley join`" + ` made inside this client session, else a
+name of the client session's own, such as claude-myrepo-3f9a1c: from
+$PARLEY_SESSION, or Claude Code's $CLAUDE_CODE_SESSION_ID (its hooks take
+the same name), or the client process that started this server; last,
+inside tmux, the window's name (first, for the agentmail profile, whose
+agents are their windows). An identity file a person joined at a terminal,
+or one made for another session, is not this session's: it says so on
+stderr and keeps its own name. Codex names its thread only in its tool
+calls: at the first, such a session takes the thread's name,
+codex-myrepo-3f9a1c, which Codex's hooks (from their input's session_id)
+and shell commands ($CODEX_THREAD_ID) derive too. So a client package that
+bakes in no name (the Claude Code plugin, the Gemini CLI extension) gives
+each session an agent of its own, and two sessions in one checkout are two
+agents. A name given to this session that a live session of another client
+session holds is not shared: this session speaks as its own name, says so,
+and keeps it while it lives. A session named after itself may choose a
+readable name and role with the set_identity tool; its old name stays an
+alias (mail to it, and hooks that still derive it, reach the new one).
+Role: --role, else $PARLEY_ROLE, else the identity file.
 Workspace: --workspace, else $PARLEY_WORKSPACE, else this git repository.
 
-Profiles (comma-separated): native (default), sidechat, agentmail, and those the
-daemon adds.
+Profiles (comma-separated): native (default), lean (at most six tools),
+sidechat, agentmail, identity (set_identity, which a session named after
+itself gets beside native or lean), manager (managed agents), self (a
+managed agent's own tools), and gateway (the upstream servers' tools); two
+that define a tool of the same name do not go in one session.
 
-Inside tmux, an agent with no other name takes the tmux window's name (as in
-AgentMail), and the server exits when its tmux session goes away.
+Inside tmux, the server exits when its tmux session goes away.
 
 Doors: started by Claude Code, it registers the session's inbox socket
 ($CLAUDE_CODE_MESSAGING_SOCKET) for the agent; started by Codex, the thread
@@ -95,14 +104,17 @@ whose certificate a private CA signed needs --ca-file.`,
 				return fmt.Errorf("--token-file and --ca-file are for --server URL")
 			}
 			tenv, inTmux := tmux.FromEnv()
-			byProcess := false
-			if _, _, ok := workspace.SessionName(os.Getenv, ""); !ok && !withChannel {
+			if _, ok := workspace.FindSession(os.Getenv); !ok && !withChannel {
 				// A client that names no session (Gemini CLI, Codex): the
 				// client process that started this server is the session.
 				// (A channel is Claude Code's, which names its sessions.)
-				os.Setenv(workspace.EnvSession, fmt.Sprintf("client-pid-%d", os.Getppid()))
-				byProcess = true
+				g.fallback = &workspace.Session{Client: "session", ID: fmt.Sprintf("client-pid-%d", os.Getppid()), Env: "the client's process"}
 			}
+			if profile == "" {
+				profile = os.Getenv("PARLEY_PROFILE")
+			}
+			// AgentMail's agents are their tmux windows (seed 002).
+			g.tmuxFirst = slices.Contains(strings.Split(strings.ReplaceAll(profile, " ", ""), ","), "agentmail")
 			id, err := g.identity(cmd.Context(), false)
 			if err != nil {
 				return err
@@ -113,22 +125,11 @@ whose certificate a private CA signed needs --ca-file.`,
 			if module != "" {
 				id.Module = module
 			}
-			if profile == "" {
-				profile = os.Getenv("PARLEY_PROFILE")
-			}
 			if nudge == "" {
 				nudge = os.Getenv("PARLEY_NUDGE")
 			}
 			if withChannel && id.Agent == "" {
 				return fmt.Errorf("--channel pushes an agent's messages: give it one with --agent NAME, PARLEY_AGENT, or `parley join` here")
-			}
-			if strings.HasPrefix(id.Source, "session") {
-				fmt.Fprintf(g.stderr, "parley mcp serve: speaking as %s, a name of this client session's own (from %s); --agent NAME or PARLEY_AGENT sets a fixed one\n", id.Agent, strings.TrimSuffix(strings.TrimPrefix(id.Source, "session ("), ")"))
-			}
-			if id.Agent == "" && needsIdentity(profile) {
-				// The client shows the server connected either way; say why
-				// every send will fail where its user can see it.
-				fmt.Fprintln(g.stderr, "parley mcp serve: no agent identity: this session cannot send or receive messages (\"no sender\"); pass --agent NAME, set PARLEY_AGENT, or run `parley join --name NAME --role ROLE` here")
 			}
 			paths, err := home.Resolve("")
 			if err != nil {
@@ -144,6 +145,21 @@ whose certificate a private CA signed needs --ca-file.`,
 			defer cancel(nil)
 			if err := c.EnsureDaemon(ctx); err != nil {
 				return err
+			}
+			// A given name that another live client session holds is not
+			// this session's: it speaks as its own (and keeps that one, over
+			// reconnects, in its headers).
+			g.settleName(ctx, c, &id)
+			if note := skippedNote(id); note != "" {
+				fmt.Fprintf(g.stderr, "parley mcp serve: %s\n", note)
+			}
+			if strings.HasPrefix(id.Source, "session") {
+				fmt.Fprintf(g.stderr, "parley mcp serve: speaking as %s, a name of this client session's own (from %s); --agent NAME or PARLEY_AGENT sets a fixed one\n", id.Agent, strings.TrimSuffix(strings.TrimPrefix(id.Source, "session ("), ")"))
+			}
+			if id.Agent == "" && needsIdentity(profile) {
+				// The client shows the server connected either way; say why
+				// every send will fail where its user can see it.
+				fmt.Fprintln(g.stderr, "parley mcp serve: no agent identity: this session cannot send or receive messages (\"no sender\"); pass --agent NAME, set PARLEY_AGENT, or run `parley join --name NAME --role ROLE` here")
 			}
 			// A bad flag is said now, on stderr: once the client connects,
 			// all it shows is "Failed to connect".
@@ -166,11 +182,21 @@ whose certificate a private CA signed needs --ca-file.`,
 				// A name of the session's own, not given: it may choose
 				// another (set_identity).
 				from := api.NameSession
-				if byProcess {
+				if g.fallback != nil && id.Session == *g.fallback {
 					from = api.NameProcess
 					set(api.HeaderSessionRoot, id.Root)
 				}
 				set(api.HeaderAgentFrom, from)
+			}
+			if key := id.Session.Key(); key != "" {
+				// Which client session this is, and its own name: the
+				// daemon keeps two live sessions from sharing a name.
+				set(api.HeaderClientSession, key)
+				set(api.HeaderSessionName, id.Session.Name(id.Root))
+			}
+			set(api.HeaderAskedAgent, id.Asked)
+			if m := os.Getenv(runner.EnvManagedAgent); m != "" && m == id.Agent {
+				set(api.HeaderFixedName, "1")
 			}
 			set(api.HeaderRole, id.Role)
 			set(api.HeaderModule, id.Module)
@@ -194,9 +220,7 @@ whose certificate a private CA signed needs --ca-file.`,
 				Header:     h,
 				Logger:     log,
 				Reconnect:  c.EnsureDaemon,
-				// PARLEY_SDK_WORKAROUNDS=-stream measures the bridge without
-				// it (see internal/mcpserver/workarounds.go).
-				Stream: !strings.Contains(os.Getenv("PARLEY_SDK_WORKAROUNDS"), "-stream"),
+				Stream:     true,
 			}
 			if withChannel {
 				opts.Extension = &channel{c: c.As(id.Workspace, id.Agent).Via("channel"), log: log}
@@ -227,9 +251,12 @@ func bridgeCmd(g *globals) *cobra.Command {
 		Use:   "bridge (--socket PATH | --url URL) [--header 'K: V']...",
 		Short: "Bridge stdio to any MCP Streamable HTTP server",
 		Long: `Bridge an MCP client that speaks stdio to an MCP server that speaks
-Streamable HTTP, on a Unix socket (--socket, path /mcp) or at a URL (--url).
-It keeps the session, follows SSE responses and the server's GET stream, and
-re-initializes when the server forgets the session.`,
+Streamable HTTP, on a Unix socket (--socket, path /mcp) or at a URL (--url),
+through the go-sdk's Streamable HTTP client: it keeps the session, reads SSE
+and JSON answers, and re-initializes when the server forgets the session.
+It opens no standalone GET stream (the spec makes it optional): the server
+reaches the client on the streams of its requests, so a notification sent
+between requests (tools/list_changed) does not arrive.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if (socket == "") == (url == "") {

@@ -26,8 +26,9 @@ func sendCmd(g *globals) *cobra.Command {
 		Use:   "send TO TEXT",
 		Short: "Send a message to a name, @role, @group or @everyone",
 		Long: `Send a message as this agent. TO is an agent name (it need not have joined
-yet), @role, @group, @everyone or a composite id agent:role:hash. TEXT is
-markdown; "-" reads it from standard input.
+yet), @role, @group, @everyone or a composite id agent:role:hash. Where a
+role and a group have one name, @NAME is refused: @role:NAME and
+@group:NAME say which. TEXT is markdown; "-" reads it from standard input.
 
 A recipient blocked in a wait gets it at once. One that is not, but whose
 Claude Code or Codex session registered its door (parley mcp serve does),
@@ -36,7 +37,8 @@ gets a short letter through the door, as --deliver says:
   idle       when the session is idle (a busy one: when its turn ends)
   steer      now: a busy session gets it in its running turn, between tool
              calls; an idle one starts a turn
-  interrupt  managed agents: stop the turn in progress; through a door, steer
+  interrupt  managed agents: stop the turn in progress (its owner, the
+             escalation lead or a person only); through a door, steer
 The default follows --priority: critical and high steer, normal waits for
 idle, low queues. parley delivery ID shows where each copy stands.
 

@@ -36,6 +36,12 @@ type globals struct {
 	// (workspace.SessionName) in place of the environment: a Codex hook
 	// gets its thread in its input, not its environment.
 	getenv func(string) string
+	// tmuxFirst puts the tmux window's name before the client session's
+	// own (mcp serve of the AgentMail profile).
+	tmuxFirst bool
+	// fallback is the session of a client that names none (mcp serve:
+	// the client process), named last (workspace.Lookup.Fallback).
+	fallback *workspace.Session
 }
 
 // Main runs the command line and returns the process exit code.
@@ -78,7 +84,7 @@ Quick start:
 		SilenceErrors: true,
 	}
 	pf := root.PersistentFlags()
-	pf.StringVar(&g.agent, "agent", "", "agent name to act as (default $PARLEY_AGENT, or the single identity in .parley/identities)")
+	pf.StringVar(&g.agent, "agent", "", "agent name to act as (default $PARLEY_AGENT, else the identity in .parley/identities made for you, else your client session's own name)")
 	pf.StringVar(&g.workspace, "workspace", "", "workspace (default $PARLEY_WORKSPACE, or this git repository)")
 
 	root.AddCommand(
@@ -154,7 +160,7 @@ func (g *globals) identity(ctx context.Context, needAgent bool) (workspace.Resol
 // MCP server and hooks run there.
 func (g *globals) identityIn(ctx context.Context, dir string, needAgent bool) (workspace.Resolved, error) {
 	l := workspace.Lookup{
-		Dir: dir, FlagAgent: g.agent, FlagWS: g.workspace, RequireName: needAgent,
+		Dir: dir, FlagAgent: g.agent, FlagWS: g.workspace, RequireName: needAgent, TmuxFirst: g.tmuxFirst, Fallback: g.fallback,
 	}.FromEnv()
 	if g.getenv != nil {
 		l.Getenv = g.getenv
@@ -183,6 +189,9 @@ func (g *globals) client(ctx context.Context, needAgent bool) (*client.Client, w
 	c := client.New(paths).As(id.Workspace, id.Agent)
 	if err := c.EnsureDaemon(ctx); err != nil {
 		return nil, id, err
+	}
+	if g.settleName(ctx, c, &id) {
+		c = c.As(id.Workspace, id.Agent)
 	}
 	return c, id, nil
 }

@@ -54,6 +54,14 @@ func (c *certFiles) reload() error {
 	if err != nil {
 		return fmt.Errorf("tls_cert %s and tls_key %s: %w", c.certPath, c.keyPath, err)
 	}
+	// A certificate out of its validity is refused by every client: it
+	// stops the daemon at start (and a renewal that is, is not taken up).
+	switch now := time.Now(); {
+	case now.After(cert.Leaf.NotAfter):
+		return fmt.Errorf("tls_cert %s expired on %s: renew it (clients refuse an expired certificate)", c.certPath, cert.Leaf.NotAfter.UTC().Format(time.RFC3339))
+	case now.Before(cert.Leaf.NotBefore):
+		return fmt.Errorf("tls_cert %s is not valid until %s: check this machine's clock, or use a certificate valid now", c.certPath, cert.Leaf.NotBefore.UTC().Format(time.RFC3339))
+	}
 	c.cert, c.certMod, c.keyMod = &cert, ci.ModTime(), ki.ModTime()
 	return nil
 }

@@ -9,9 +9,18 @@ type AddressKind int
 const (
 	AddrName      AddressKind = iota // an agent name (maybe not registered yet)
 	AddrEveryone                     // @everyone
-	AddrGroupRole                    // @name: a group of that name, else a role
+	AddrGroupRole                    // @name: a group of that name, or a role; never both
 	AddrComposite                    // agent:ROLE:HASH
 	AddrQueue                        // queue:NAME, a work queue
+	AddrGroup                        // @group:name, a group only
+	AddrRole                         // @role:name, a role only
+)
+
+// The prefixes of an address that says which it means: @group:NAME is
+// the group, @role:NAME the agents of the role, whatever else has the name.
+const (
+	GroupPrefix = "@group:"
+	RolePrefix  = "@role:"
 )
 
 // HumanPrefix starts a person's address: someone at the dashboard sends as
@@ -29,8 +38,9 @@ type Address struct {
 }
 
 // ParseAddress parses a recipient address: a name, @role, @group, @everyone,
-// a composite id agent:ROLE:HASH, a person, human:NAME, or a work queue,
-// queue:NAME. It checks syntax only; Resolve looks the address up.
+// @group:NAME or @role:NAME (which say which they mean), a composite id
+// agent:ROLE:HASH, a person, human:NAME, or a work queue, queue:NAME. It
+// checks syntax only; Resolve looks the address up.
 func ParseAddress(addr string) (Address, error) {
 	addr = strings.TrimSpace(addr)
 	switch {
@@ -53,6 +63,18 @@ func ParseAddress(addr string) (Address, error) {
 			return Address{}, Errorf("", Invalid, "invalid composite id %q: want agent:ROLE:HASH", addr)
 		}
 		return Address{Kind: AddrComposite, Role: parts[1], Name: parts[2]}, nil
+	case strings.HasPrefix(addr, GroupPrefix):
+		name := addr[len(GroupPrefix):]
+		if err := ValidName("group name", name); err != nil {
+			return Address{}, err
+		}
+		return Address{Kind: AddrGroup, Name: name}, nil
+	case strings.HasPrefix(addr, RolePrefix):
+		name := addr[len(RolePrefix):]
+		if err := ValidName("role", name); err != nil {
+			return Address{}, err
+		}
+		return Address{Kind: AddrRole, Name: name}, nil
 	case strings.HasPrefix(addr, "@"):
 		name := addr[1:]
 		if err := ValidName("address", name); err != nil {
@@ -75,6 +97,10 @@ func (a Address) String() string {
 	switch a.Kind {
 	case AddrEveryone, AddrGroupRole:
 		return "@" + a.Name
+	case AddrGroup:
+		return GroupPrefix + a.Name
+	case AddrRole:
+		return RolePrefix + a.Name
 	case AddrComposite:
 		return "agent:" + a.Role + ":" + a.Name
 	case AddrQueue:

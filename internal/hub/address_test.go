@@ -15,6 +15,8 @@ func TestParseAddress(t *testing.T) {
 		{in: "  bob ", want: Address{Kind: AddrName, Name: "bob"}},
 		{in: "@everyone", want: Address{Kind: AddrEveryone, Name: "everyone"}},
 		{in: "@reviewers", want: Address{Kind: AddrGroupRole, Name: "reviewers"}},
+		{in: "@group:reviewers", want: Address{Kind: AddrGroup, Name: "reviewers"}},
+		{in: "@role:reviewer", want: Address{Kind: AddrRole, Name: "reviewer"}},
 		{in: "agent:planner:abc123", want: Address{Kind: AddrComposite, Role: "planner", Name: "abc123"}},
 		{in: "human:alice", want: Address{Kind: AddrName, Name: "human:alice"}},
 		{in: "human:", wantErr: true},
@@ -47,7 +49,7 @@ func TestParseAddress(t *testing.T) {
 // FuzzParseAddress: any input parses or gives an Invalid error, never a panic;
 // what parses renders back to an address that parses to the same thing.
 func FuzzParseAddress(f *testing.F) {
-	for _, s := range []string{"bob", "@everyone", "@team", "agent:r:h", "agent::h", " @x ", "@@", "agent:", "\u00e9l\u00e8ve", "a b", "human:ann", "human::"} {
+	for _, s := range []string{"bob", "@everyone", "@team", "@group:team", "@role:dev", "@role:", "agent:r:h", "agent::h", " @x ", "@@", "agent:", "\u00e9l\u00e8ve", "a b", "human:ann", "human::"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {

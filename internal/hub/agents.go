@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"strings"
 	"time"
 )
 
@@ -403,4 +404,34 @@ func (h *Hub) TouchConnected(ctx context.Context) {
 	for _, k := range keys {
 		h.Touch(ctx, k.ws, k.name)
 	}
+}
+
+// CheckTokenName refuses an agent token for a name that could not join:
+// reserved ("parley", a person's human:NAME), an old name of another agent
+// (an alias: mail to it reaches that agent), one built to look like another,
+// or one that looks like an agent of ws. A token for an agent that has
+// joined is fine.
+func (h *Hub) CheckTokenName(ctx context.Context, ws, name string) error {
+	const op = "create token"
+	if strings.HasPrefix(name, HumanPrefix) {
+		return Errorf(op, Invalid, "%q is a person's address: a token speaks for an agent", name)
+	}
+	if err := ValidName("agent name", name); err != nil {
+		return withOp(op, err)
+	}
+	switch _, err := h.store.Agent(ctx, ws, name); {
+	case err == nil && name != NoticeSender:
+		return nil
+	case err != nil && !IsNotFound(err):
+		return withOp(op, err)
+	}
+	if owner, err := h.aliasOwner(ctx, ws, name); err != nil {
+		return withOp(op, err)
+	} else if owner != "" {
+		return Errorf(op, Conflict, "agent name %q is an old name of %q, which renamed itself: a token for it would speak as %s's old name; make the token for %s", name, owner, owner, owner)
+	}
+	if err := checkNewName(name); err != nil {
+		return withOp(op, err)
+	}
+	return withOp(op, h.checkConfusable(ctx, ws, name))
 }

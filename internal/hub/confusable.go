@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/mtibben/confusables"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -15,52 +16,37 @@ import (
 // о) invite messages to the wrong one; an impostor would choose such a name
 // on purpose. Join refuses a name whose skeleton equals an existing agent's.
 //
-// The skeleton follows the idea of Unicode TS #39 with a small table rather
-// than the full confusables file: compatibility decomposition (NFKD, which
-// folds fullwidth, mathematical and ligature forms), combining marks dropped
-// (é is e), the table below, then lower case (Bob is bob). The table covers
-// the Cyrillic and Greek letters that are drawn like Latin ones in common
-// fonts, a few Latin look-alikes (dotless ı, ɑ, ɡ, ǀ), and the digits 0 and 1.
-// Scripts beyond Latin, Cyrillic and Greek are compared only as NFKD and case
-// make them equal.
-
-var homoglyphs = map[rune]rune{
-	// Cyrillic lower case.
-	'а': 'a', 'в': 'b', 'е': 'e', 'ѕ': 's', 'і': 'i', 'ј': 'j', 'к': 'k', 'м': 'm', 'н': 'h',
-	'о': 'o', 'р': 'p', 'с': 'c', 'т': 't', 'у': 'y', 'х': 'x', 'ԁ': 'd', 'ԛ': 'q', 'ԝ': 'w',
-	'һ': 'h', 'ӏ': 'l', 'ь': 'b', 'ү': 'y', 'г': 'r', 'п': 'n',
-	// Cyrillic upper case.
-	'А': 'a', 'В': 'b', 'Е': 'e', 'Ѕ': 's', 'І': 'l', 'Ј': 'j', 'К': 'k', 'М': 'm', 'Н': 'h',
-	'О': 'o', 'Р': 'p', 'С': 'c', 'Т': 't', 'У': 'y', 'Х': 'x', 'Ԛ': 'q', 'Ԝ': 'w', 'Ӏ': 'l',
-	// Greek lower case.
-	'α': 'a', 'β': 'b', 'γ': 'y', 'ε': 'e', 'ι': 'i', 'κ': 'k', 'ν': 'v', 'ο': 'o', 'ρ': 'p',
-	'τ': 't', 'υ': 'u', 'χ': 'x', 'ω': 'w',
-	// Greek upper case.
-	'Α': 'a', 'Β': 'b', 'Ε': 'e', 'Ζ': 'z', 'Η': 'h', 'Ι': 'l', 'Κ': 'k', 'Μ': 'm', 'Ν': 'n',
-	'Ο': 'o', 'Ρ': 'p', 'Τ': 't', 'Υ': 'y', 'Χ': 'x',
-	// Latin and digits.
-	'ı': 'i', 'ɑ': 'a', 'ɡ': 'g', 'ǀ': 'l', 'I': 'l', '1': 'l', '0': 'o',
-}
+// The skeleton is Unicode's (TS #39, confusables.txt, through
+// github.com/mtibben/confusables), with what names also should not tell
+// apart: compatibility decomposition first (NFKD folds fullwidth,
+// mathematical and ligature forms), combining marks dropped (é is e), and
+// case (Bob is bob), taken to a fixed point.
 
 // Skeleton returns the form of name that two confusable names share.
 func Skeleton(name string) string {
-	var b strings.Builder
-	b.Grow(len(name))
 	// Invalid UTF-8 is made valid first, so the skeleton is a fixed point of
 	// itself (the normaliser and the range loop treat stray bytes differently).
-	for _, r := range norm.NFKD.String(strings.ToValidUTF8(name, "\uFFFD")) {
-		if unicode.Is(unicode.Mn, r) {
-			continue
+	s := strings.ToValidUTF8(name, "\uFFFD")
+	// Mapped before lower case (I is l, not i), and after (Ω lowers to ω),
+	// until nothing changes.
+	for range 4 {
+		next := strings.ToLower(unmarked(confusables.Skeleton(unmarked(s))))
+		if next == s {
+			break
 		}
-		// Mapped before lower case (I is l, not i), and after (Ω lowers to ω).
-		if m, ok := homoglyphs[r]; ok {
-			r = m
+		s = next
+	}
+	return s
+}
+
+// unmarked is s in compatibility decomposition, without combining marks.
+func unmarked(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range norm.NFKD.String(s) {
+		if !unicode.Is(unicode.Mn, r) {
+			b.WriteRune(r)
 		}
-		r = unicode.ToLower(r)
-		if m, ok := homoglyphs[r]; ok {
-			r = m
-		}
-		b.WriteRune(r)
 	}
 	return b.String()
 }
@@ -129,7 +115,36 @@ func checkNewName(name string) error {
 	if scripts["Latin"] && (scripts["Cyrillic"] || scripts["Greek"]) {
 		return Errorf("", Invalid, "agent name %q mixes Latin letters with Cyrillic or Greek ones (%s), which look alike: write it in one script", name, describeRunes(name))
 	}
+	if latin := wholeScriptLatin(name); latin != "" {
+		return Errorf("", Invalid, "agent name %q is written in letters that all look like Latin ones (%s): it reads as %q, and would squat that name; write it in Latin letters, or with a letter that looks like none", name, describeRunes(name), latin)
+	}
 	return nil
+}
+
+// wholeScriptLatin returns the plain Latin name that name, written wholly
+// in another script, cannot be told from (аре, all Cyrillic, is ape), or
+// "" if it is written in Latin letters or has a letter that looks like no
+// Latin one (борис: и and б's skeletons are not ASCII letters).
+func wholeScriptLatin(name string) string {
+	letters := false
+	for _, r := range name {
+		if unicode.IsLetter(r) {
+			if unicode.Is(unicode.Latin, r) {
+				return ""
+			}
+			letters = true
+		}
+	}
+	if !letters {
+		return ""
+	}
+	sk := Skeleton(name)
+	for _, r := range sk {
+		if r >= 0x80 {
+			return ""
+		}
+	}
+	return sk
 }
 
 // recipientCache remembers the plain names that a send reached without a

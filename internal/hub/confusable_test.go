@@ -53,8 +53,8 @@ func FuzzSkeleton(f *testing.F) {
 		if hub.Skeleton(a) != sa {
 			t.Fatalf("Skeleton(%q) not deterministic", a)
 		}
-		// Plain lower-case ASCII names without 0 and 1 are their own skeleton.
-		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyz._-23456789") == "" && sa != a {
+		// Plain lower-case ASCII names without 0, 1 and m (rn) are their own skeleton.
+		if a != "" && strings.Trim(a, "abcdefghijklnopqrstuvwxyz._-23456789") == "" && sa != a {
 			t.Fatalf("Skeleton(%q) = %q, want it unchanged", a, sa)
 		}
 		// A skeleton is a canonical form: it is its own skeleton.
@@ -77,6 +77,9 @@ func TestJoinRefusesSquatting(t *testing.T) {
 		{"ｂｏｂ", "compatibility forms"},
 		{"𝐛𝐨𝐛", "compatibility forms"},
 		{"parley", "reserved"},
+		{"аре", "all look like Latin ones"},   // all Cyrillic: ape
+		{"ορα", "all look like Latin ones"},   // all Greek: opa
+		{"АРЕ-2", "all look like Latin ones"}, // upper case, with a digit
 	} {
 		_, err := h.Join(ctx, hub.JoinRequest{Workspace: "w", Name: tt.name})
 		if hub.KindOf(err) != hub.Invalid || !strings.Contains(err.Error(), tt.want) {
@@ -129,5 +132,40 @@ func TestSendToUnjoinedLookalike(t *testing.T) {
 	}
 	if _, err := h.Send(ctx, hub.SendRequest{Workspace: "w", From: "alice", To: "Bob", Content: "for Bob"}); err != nil {
 		t.Errorf("send to Bob, who joined: %v", err)
+	}
+}
+
+// TestCheckTokenName: a token cannot be made for a name that could not
+// join: Parley's own, a person's, an alias of another agent, a name built
+// to look like another, one that looks like an agent of the workspace. An
+// agent that has joined gets its token.
+func TestCheckTokenName(t *testing.T) {
+	h := newHub(t, nil)
+	ctx := context.Background()
+	join(t, h, "w", "ape", "dev")
+	join(t, h, "w", "claude-w-1", "dev")
+	if _, err := h.Rename(ctx, hub.RenameRequest{Workspace: "w", Old: "claude-w-1", New: "ana"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		kind hub.Kind
+		want string
+	}{
+		{"parley", hub.Invalid, "reserved"},
+		{"human:ann", hub.Invalid, "person's address"},
+		{"claude-w-1", hub.Conflict, "old name of \"ana\""},
+		{"аре", hub.Invalid, "look like Latin ones"},
+		{"bоb", hub.Invalid, "mixes Latin"},
+		{"Ape", hub.Conflict, "looks like the existing agent"},
+	} {
+		if err := h.CheckTokenName(ctx, "w", tc.name); hub.KindOf(err) != tc.kind || err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("token for %q: got %v, want a %v error: %s", tc.name, err, tc.kind, tc.want)
+		}
+	}
+	for _, name := range []string{"ape", "ana", "newcomer"} {
+		if err := h.CheckTokenName(ctx, "w", name); err != nil {
+			t.Errorf("token for %q: %v", name, err)
+		}
 	}
 }

@@ -13,12 +13,13 @@
 // in its place, marked redelivered, for the next read). A [Reader] is that
 // reader's ledger, written once for every door: which calls handed out which
 // messages, which answers were written, which the client confirmed, which
-// tasks it claimed. A door opens one per reader (an MCP session, a stream
-// session, one JSON API request, a client door's delivery), passes it to
-// the operations beside the caller's identity, and only tells it what
-// happened:
+// tasks it claimed, which confirmations are not written yet. A door opens
+// one per reader (an MCP session, a stream session, one JSON API request, a
+// client door's delivery), passes it to the operations beside the caller's
+// identity, and only tells it what happened. The hub's reads (Receive,
+// Next, WaitForReply) take the reader and record themselves what each call
+// hands out; the door says the rest:
 //
-//   - [Reader.Handed]: a call handed messages out (the operations say so);
 //   - [Reader.Written]: the call's answer was written, or could not be;
 //   - [Reader.Receipt], [Reader.NextRequest]: the client says what it has,
 //     or asks again (which says it has what came before);
@@ -38,8 +39,7 @@
 // thread queue) is one reader policy and no bookkeeping of its own:
 //
 //	r := h.OpenReader(hub.ReaderOptions{Workspace: ws, Agent: agent, Confirm: hub.ConfirmOnWrite})
-//	ds, _, err := h.Receive(ctx, hub.ReceiveRequest{Workspace: ws, Agent: agent, Reader: r.Key(), Lease: r.Lease()})
-//	r.Handed(ctx, call, ds...)          // the operations do this when given r
+//	ds, _, err := h.Receive(ctx, hub.ReceiveRequest{Workspace: ws, Agent: agent, Reader: r, Call: call})
 //	err = write(ds)                     // the door's own transport
 //	r.Written(ctx, call, err, nil)      // read if written, back in the inbox if not
 //
@@ -56,11 +56,15 @@
 // Codex thread) carries a short letter that tells the agent it has mail;
 // the agent then reads through its MCP session's reader as above. A letter
 // hands nothing out, so it holds no lease and is no reader: it is a wake
-// path, like a hook or a tmux notice ([Hub.NoteWake] with the door's
-// [DoorKind.WakePath]). What it adds is the attention receipt: a copy a
-// letter told of is seen ([Hub.MarkSeen], [Hub.LetterSeen],
-// [Hub.SessionActive]) once the session shows it started a turn with it;
-// and a copy nothing reached within its message's time to live, while its
-// recipient had no reader and no door, bounces ([Hub.Sweep]). Doors open
-// and close here; internal/attention decides when to write one.
+// path, like a hook or a tmux notice ([Hub.Handed] records it with the
+// door's [DoorKind.WakePath] and the letter's id). What it adds is the
+// attention receipt, from what the client says of the letter and nothing
+// else ([Hub.MarkLetter], letter.go): held for a person, released,
+// declined (out of the inbox, the sender told), bounced, unconfirmed (the
+// session went idle without a word of it), or seen ([Hub.LetterSeen]) when
+// the session's turn carried it; and a copy nothing reached within its
+// message's time to live, while its recipient had no reader and no door,
+// bounces ([Hub.Sweep]). [Hub.Redeliver] sends a bounced or declined copy
+// again. Doors open and close here; internal/attention decides when to
+// write one.
 package hub

@@ -5,7 +5,9 @@ import (
 	"strings"
 )
 
-// CreateGroup makes an empty group. @everyone is built in and cannot be made.
+// CreateGroup makes an empty group. @everyone is built in and cannot be
+// made, and a group may not take the name of a role that an agent of the
+// workspace has.
 func (h *Hub) CreateGroup(ctx context.Context, ws, name, description, by string) (*Group, error) {
 	const op = "create group"
 	name = strings.TrimPrefix(name, "@")
@@ -17,6 +19,17 @@ func (h *Hub) CreateGroup(ctx context.Context, ws, name, description, by string)
 	}
 	if len(description) > 1024 {
 		return nil, Errorf(op, Invalid, "description is too long: at most 1024 bytes")
+	}
+	// @NAME reaches a group or a role: a group named for a role in use
+	// would take that role's mail.
+	as, err := h.store.Agents(ctx, ws)
+	if err != nil {
+		return nil, withOp(op, err)
+	}
+	for _, a := range as {
+		if a.Role == name {
+			return nil, Errorf(op, Conflict, "%q is a role in use (agent %s has it): @%s reaches that role's agents, so a group may not take its name; choose another", name, a.Name, name)
+		}
 	}
 	g := &Group{Workspace: ws, Name: name, Description: description, CreatedBy: by, CreatedAt: h.now().UTC()}
 	if err := h.store.CreateGroup(ctx, g); err != nil {

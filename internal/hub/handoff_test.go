@@ -14,7 +14,7 @@ import (
 // where its outcome arrives.
 func next(ctx context.Context, h *hub.Hub, reader string, r hub.WaitRequest) <-chan *hub.Delivery {
 	out := make(chan *hub.Delivery, 1)
-	r.Workspace, r.Agent, r.Reader = "w", "b", reader
+	r.Workspace, r.Agent, r.Reader = "w", "b", hub.KeyedReader(h, reader)
 	if r.Timeout == 0 {
 		r.Timeout = time.Minute
 	}
@@ -179,7 +179,7 @@ func TestHandoffRaces(t *testing.T) {
 				t.Errorf("cancelled wait: got %v, want nothing", d.Message)
 			}
 			st.gate = nil
-			d, err := h.Next(context.Background(), hub.WaitRequest{Workspace: "w", Agent: "b", Reader: "s2", Timeout: time.Second})
+			d, err := h.Next(context.Background(), hub.WaitRequest{Workspace: "w", Agent: "b", Reader: hub.KeyedReader(h, "s2"), Timeout: time.Second})
 			if err != nil || d == nil || d.Message.Content != "orphan" || !d.Repeat() || d.Count != 2 {
 				t.Errorf("next wait: got %+v, %v; want orphan again, marked as a repeat (count 2)", d, err)
 			}
@@ -218,7 +218,7 @@ func TestHandoffRaces(t *testing.T) {
 			if sd := state(t, h, second, "b"); sd.State != hub.Queued {
 				t.Errorf("second message: got %s, want queued", sd.State)
 			}
-			d, err := h.Next(context.Background(), hub.WaitRequest{Workspace: "w", Agent: "b", Reader: "s2", Timeout: time.Second})
+			d, err := h.Next(context.Background(), hub.WaitRequest{Workspace: "w", Agent: "b", Reader: hub.KeyedReader(h, "s2"), Timeout: time.Second})
 			if err != nil || d == nil || d.MessageID != second.ID || d.Repeat() {
 				t.Errorf("next wait: got %+v, %v; want second, first time", d, err)
 			}
@@ -239,7 +239,7 @@ func TestHandoffBroadcast(t *testing.T) {
 		for _, n := range []string{"b", "c"} {
 			got := make(chan *hub.Message, 1)
 			go func() {
-				m, _ := h.Wait(ctx, hub.WaitRequest{Workspace: "w", Agent: n, Reader: "s-" + n, Timeout: time.Minute})
+				m, _ := h.Wait(ctx, hub.WaitRequest{Workspace: "w", Agent: n, Reader: hub.KeyedReader(h, "s-"+n), Timeout: time.Minute})
 				got <- m
 			}()
 			waits[n] = got

@@ -86,10 +86,11 @@ type Hub struct {
 	// leftMu orders the writes of a PresenceStore's left times (agents.go).
 	leftMu sync.Mutex
 
-	// confirms holds, per reader, the ids of messages it is known to have
-	// whose confirmation is not written yet (ConfirmLater).
+	// owed indexes, by key, the readers whose confirmations are not
+	// written yet (each holds its own: Reader.pending). confirmMu guards
+	// it and every reader's pending list.
 	confirmMu sync.Mutex
-	confirms  map[string][]string
+	owed      map[string]*Reader
 
 	entropyMu sync.Mutex
 	entropy   *ulid.MonotonicEntropy
@@ -100,6 +101,9 @@ type Hub struct {
 	recipients recipientCache
 	// aliases are agents' old names, per workspace (alias.go).
 	aliases aliasCache
+	// holders are the client sessions whose live sessions speak as each
+	// agent (holders.go).
+	holders holders
 
 	// acts are what the agents are doing, for their health (health.go).
 	actMu      sync.Mutex
@@ -172,7 +176,7 @@ func New(store Store, opts *Options) *Hub {
 		written:    make(map[inboxKey]time.Time),
 		left:       make(map[inboxKey]time.Time),
 		early:      make(map[string]time.Time),
-		confirms:   make(map[string][]string),
+		owed:       make(map[string]*Reader),
 		acts:       make(map[inboxKey]*activity),
 		stallAfter: o.StallAfter,
 		asks:       make(map[inboxKey][]ask),

@@ -44,10 +44,19 @@ func TestResolve(t *testing.T) {
 	h.AddGroupMember(ctx, "w", "backend", hub.Member{Type: hub.MemberRole, ID: "reviewer"})
 	h.AddGroupMember(ctx, "w", "backend", hub.Member{Type: hub.MemberAgent, ID: "dave"})
 	h.AddGroupMember(ctx, "w", "backend", hub.Member{Type: hub.MemberAgent, ID: "bob"})
-	// A group named like a role wins over the role.
-	h.CreateGroup(ctx, "w", "planner", "", "")
-	h.AddGroupMember(ctx, "w", "planner", hub.Member{Type: hub.MemberAgent, ID: "dave"})
+	// A group may not take the name of a role in use: it would take the
+	// role's mail.
+	if _, err := h.CreateGroup(ctx, "w", "planner", "", ""); hub.KindOf(err) != hub.Conflict || !strings.Contains(err.Error(), "role in use") {
+		t.Fatalf("a group named for a role in use: got %v, want a conflict", err)
+	}
+	h.CreateGroup(ctx, "w", "solo", "", "")
+	h.AddGroupMember(ctx, "w", "solo", hub.Member{Type: hub.MemberAgent, ID: "dave"})
 	h.CreateGroup(ctx, "w", "empty", "", "")
+	// A group made before its name became a role: @leads is then both,
+	// and says so; @group: and @role: say which.
+	h.CreateGroup(ctx, "w", "leads", "", "")
+	h.AddGroupMember(ctx, "w", "leads", hub.Member{Type: hub.MemberAgent, ID: "alice"})
+	join(t, h, "w", "zoe", "leads")
 
 	tests := []struct {
 		name, addr, from string
@@ -61,20 +70,25 @@ func TestResolve(t *testing.T) {
 		{"role", "@reviewer", "alice", []string{"bob", "carol"}, 0, ""},
 		{"role without sender", "@reviewer", "bob", []string{"carol"}, 0, ""},
 		{"group, deduplicated", "@backend", "alice", []string{"bob", "carol", "dave"}, 0, ""},
-		{"group over role", "@planner", "bob", []string{"dave"}, 0, ""},
-		{"everyone", "@everyone", "alice", []string{"bob", "carol", "dave"}, 0, ""},
+		{"group and role of one name", "@leads", "bob", nil, hub.Conflict, "both a group and a role"},
+		{"the group, said", "@group:leads", "bob", []string{"alice"}, 0, ""},
+		{"the role, said", "@role:leads", "bob", []string{"zoe"}, 0, ""},
+		{"a role, said", "@role:reviewer", "alice", []string{"bob", "carol"}, 0, ""},
+		{"a group, said, that is not", "@group:reviewer", "alice", nil, hub.NotFound, "no group named reviewer"},
+		{"a role, said, that is not", "@role:backend", "alice", nil, hub.NotFound, "no agent has role backend"},
+		{"everyone", "@everyone", "alice", []string{"bob", "carol", "dave", "zoe"}, 0, ""},
 		{"composite id", hub.CompositeID("w", "reviewer", "carol"), "alice", []string{"carol"}, 0, ""},
 		{"composite id with a stale role", hub.CompositeID("w", "old", "carol"), "alice", []string{"carol"}, 0, ""},
 		{"composite id from another workspace", hub.CompositeID("other", "reviewer", "eve"), "alice", nil, hub.NotFound, "no agent with id"},
 		{"unknown role", "@ghosts", "alice", nil, hub.NotFound, "matches no group"},
 		{"empty group", "@empty", "alice", nil, hub.NotFound, "reaches no agent"},
-		{"only the sender", "@planner", "dave", nil, hub.NotFound, "reaches no agent other than the sender"},
+		{"only the sender", "@solo", "dave", nil, hub.NotFound, "reaches no agent other than the sender"},
 		{"empty", " ", "alice", nil, hub.Invalid, "no recipient"},
 		{"bad name", "a b", "alice", nil, hub.Invalid, "invalid recipient"},
 		{"bad composite", "agent:x", "alice", nil, hub.Invalid, "invalid composite id"},
 		{"bad role", "@a/b", "alice", nil, hub.Invalid, "invalid address"},
 		{"person", "human:ann", "alice", []string{"human:ann"}, 0, ""},
-		{"person left out of everyone", "@everyone", "human:ann", []string{"alice", "bob", "carol", "dave"}, 0, ""},
+		{"person left out of everyone", "@everyone", "human:ann", []string{"alice", "bob", "carol", "dave", "zoe"}, 0, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

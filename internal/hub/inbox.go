@@ -10,18 +10,18 @@ import (
 type ReceiveRequest struct {
 	Workspace string
 	Agent     string
-	// Reader is who the messages are handed to: an MCP session id or another
-	// key its front door picks. They stay leased to it until it confirms
-	// them (Confirm), and go back to the inbox if it releases them (Release)
-	// or its lease runs out. Empty marks them read at once: only for readers
-	// that have a message the moment the call returns.
-	Reader string
+	// Reader is who the messages are handed to (a door's Reader): they
+	// stay leased to it, and it records what Call was handed, until its
+	// client is known to have them or not. Nil marks them read at once:
+	// only for readers that have a message the moment the call returns.
+	Reader *Reader
+	// Call names the request of the reader's client that reads (its
+	// JSON-RPC id), within the reader.
+	Call   string
 	Limit  int // 0: DefaultCheckLimit; at most MaxCheckLimit
 	Filter PriorityFilter
 	// Via is the wake path the read records (default WakeCheck).
 	Via WakePath
-	// Lease, if set, replaces DefaultLease (see WaitRequest.Lease).
-	Lease time.Duration
 }
 
 // Receive hands up to r.Limit of the agent's messages to r.Reader in inbox
@@ -39,8 +39,9 @@ func (h *Hub) Receive(ctx context.Context, r ReceiveRequest) (ds []*Delivery, re
 	if via == "" {
 		via = WakeCheck
 	}
-	ds, drained, err := h.takeBudgeted(ctx, TakeQuery{Workspace: r.Workspace, Recipient: r.Agent, Reader: r.Reader,
-		MaxRank: r.Filter.MaxRank(), Limit: min(r.Limit, MaxCheckLimit), Via: via, lease: r.Lease})
+	ds, drained, err := h.takeBudgeted(ctx, TakeQuery{Workspace: r.Workspace, Recipient: r.Agent, Reader: r.Reader.Key(),
+		MaxRank: r.Filter.MaxRank(), Limit: min(r.Limit, MaxCheckLimit), Via: via, lease: r.Reader.leaseOf()})
+	r.Reader.handed(ctx, r.Call, ds...)
 	if err != nil {
 		return nil, 0, withOp(op, err)
 	}
@@ -67,8 +68,9 @@ func (h *Hub) Check(ctx context.Context, ws, agent string, limit int) (msgs []*M
 // when there is no reader), and takes them back if ctx ended meanwhile: a
 // caller that is gone must not take anything with it.
 func (h *Hub) take(ctx context.Context, q TakeQuery) ([]*Delivery, error) {
+	var owed *Reader
 	if q.Reader != "" {
-		q.Confirm, q.Now = h.pendingConfirms(q.Reader)
+		owed, q.Confirm, q.Now = h.pendingConfirms(q.Reader)
 		lease := h.lease
 		if q.lease > 0 {
 			lease = q.lease
@@ -80,7 +82,7 @@ func (h *Hub) take(ctx context.Context, q TakeQuery) ([]*Delivery, error) {
 	ds, confirmed, err := h.store.Take(ctx, q)
 	h.publishDeliveries(EventMessageRead, confirmed)
 	if err != nil && len(q.Confirm) > 0 {
-		h.ConfirmLater(q.Reader, q.Confirm) // not written: try again later
+		owed.confirmLater(q.Confirm) // not written: try again later
 	}
 	if err != nil || len(ds) == 0 {
 		return nil, err
@@ -101,16 +103,14 @@ func (h *Hub) take(ctx context.Context, q TakeQuery) ([]*Delivery, error) {
 type WaitRequest struct {
 	Workspace string
 	Agent     string
-	// Reader holds the delivery; see ReceiveRequest.
-	Reader  string
+	// Reader holds the delivery, and Call names the request; see
+	// ReceiveRequest.
+	Reader  *Reader
+	Call    string
 	Timeout time.Duration // 0: DefaultWaitTimeout; at most MaxWaitTimeout
 	Filter  PriorityFilter
 	// Via is the wake path the read records (default WakeWait).
 	Via WakePath
-	// Lease, if set, is how long the reader holds the delivery unconfirmed
-	// instead of DefaultLease: for a reader that confirms by itself at once,
-	// so that what a reader that died held comes back soon.
-	Lease time.Duration
 	// Progress, if set, is called about every ProgressEvery while waiting.
 	Progress      func(waited time.Duration)
 	ProgressEvery time.Duration // 0: 5s
@@ -159,10 +159,13 @@ func (h *Hub) Next(ctx context.Context, r WaitRequest) (*Delivery, error) {
 	if via == "" {
 		via = WakeWait
 	}
-	q := TakeQuery{Workspace: r.Workspace, Recipient: r.Agent, Reader: r.Reader,
+	q := TakeQuery{Workspace: r.Workspace, Recipient: r.Agent, Reader: r.Reader.Key(),
 		MaxRank: r.Filter.MaxRank(), Thread: r.thread, After: r.after, Repliers: r.repliers, ResultOf: r.resultOf,
-		Limit: 1, Via: via, lease: r.Lease}
+		Limit: 1, Via: via, lease: r.Reader.leaseOf()}
 	d, err := h.block(ctx, key, key, r.Timeout, r.Progress, r.ProgressEvery, q)
+	if d != nil {
+		r.Reader.handed(ctx, r.Call, d)
+	}
 	return d, withOp(op, err)
 }
 

@@ -37,63 +37,48 @@ func (h *Hub) Confirm(ctx context.Context, reader string, messageIDs []string) (
 	return len(ds), nil
 }
 
-// ConfirmLater is Confirm for a reader that reads on: the reader is known to
-// have the messages, and nothing waits for the store to record it. The
-// confirmation is written with the reader's next hand-out, in the same
-// transaction; or before anything puts the reader's leases back; or by the
-// next sweep, whichever comes first. It speaks only for what the reader held
-// when it was made. A daemon that dies before it is written hands the
-// messages out again, marked redelivered, which at-least-once allows: in
-// exchange, a read costs one store write instead of two.
-func (h *Hub) ConfirmLater(reader string, messageIDs []string) {
-	if reader == "" || len(messageIDs) == 0 {
-		return
-	}
-	h.confirmMu.Lock()
-	h.confirms[reader] = append(h.confirms[reader], messageIDs...)
-	h.confirmMu.Unlock()
-}
-
-// pendingConfirms takes reader's confirmations not yet written, and the
-// time to write them (and to hand out with them) at. The time is read under
-// the same lock, so a hand-out of a later take is always later than it: a
-// confirmation taken here never confirms a lease made after it.
-func (h *Hub) pendingConfirms(reader string) (ids []string, now time.Time) {
+// pendingConfirms takes the confirmations not yet written of the reader
+// with the key (its own ledger, Reader.pending), and the time to write them
+// (and to hand out with them) at. The time is read under the same lock, so
+// a hand-out of a later take is always later than it: a confirmation taken
+// here never confirms a lease made after it.
+func (h *Hub) pendingConfirms(key string) (r *Reader, ids []string, now time.Time) {
 	h.confirmMu.Lock()
 	defer h.confirmMu.Unlock()
-	ids = h.confirms[reader]
-	delete(h.confirms, reader)
-	return ids, h.now().UTC()
+	if r = h.owed[key]; r != nil {
+		ids, r.pending = r.pending, nil
+		delete(h.owed, key)
+	}
+	return r, ids, h.now().UTC()
 }
 
-// flushConfirms writes the confirmations not yet written of reader, or of
-// every reader if reader is "".
-func (h *Hub) flushConfirms(ctx context.Context, reader string) {
+// flushConfirms writes the confirmations not yet written of the reader with
+// the key, or of every reader if key is "".
+func (h *Hub) flushConfirms(ctx context.Context, key string) {
 	var (
-		pending map[string][]string
-		at      time.Time
+		owed = map[*Reader][]string{}
+		at   time.Time
 	)
-	if reader != "" {
-		ids, now := h.pendingConfirms(reader)
+	if key != "" {
+		r, ids, now := h.pendingConfirms(key)
 		if len(ids) == 0 {
 			return
 		}
-		pending, at = map[string][]string{reader: ids}, now
+		owed[r], at = ids, now
 	} else {
 		h.confirmMu.Lock()
-		if len(h.confirms) == 0 {
-			h.confirmMu.Unlock()
-			return
+		for _, r := range h.owed {
+			owed[r], r.pending = r.pending, nil
 		}
-		pending, at = h.confirms, h.now().UTC()
-		h.confirms = make(map[string][]string)
+		clear(h.owed)
+		at = h.now().UTC()
 		h.confirmMu.Unlock()
 	}
-	for r, ids := range pending {
-		ds, err := h.store.Confirm(ctx, r, ids, at)
+	for r, ids := range owed {
+		ds, err := h.store.Confirm(ctx, r.key, ids, at)
 		if err != nil {
-			h.log.Warn("confirm delivered messages", "reader", r, "err", err)
-			h.ConfirmLater(r, ids) // try again at the next sweep
+			h.log.Warn("confirm delivered messages", "reader", r.key, "err", err)
+			r.confirmLater(ids) // try again at the next sweep
 			continue
 		}
 		h.publishDeliveries(EventMessageRead, ds)
@@ -238,11 +223,11 @@ func (h *Hub) Overdue(ctx context.Context, ws, sender string) ([]*Overdue, error
 type ReplyWaitRequest struct {
 	Workspace string
 	Agent     string
-	Reader    string   // holds the delivery; see ReceiveRequest
+	Reader    *Reader // holds the delivery; see ReceiveRequest
+	Call      string
 	MessageID string   // the message replied to
 	Via       WakePath // default WakeWait
 	Timeout   time.Duration
-	Lease     time.Duration // see WaitRequest.Lease
 	// Progress, if set, is called about every ProgressEvery while waiting.
 	Progress      func(waited time.Duration)
 	ProgressEvery time.Duration
@@ -269,7 +254,7 @@ func (h *Hub) WaitForReply(ctx context.Context, r ReplyWaitRequest) (*Delivery, 
 	// Remembered until the reply comes, whether this wait sees it or not:
 	// the agent's working set names what it still waits for.
 	h.noteAsk(r.Workspace, r.Agent, m, repliers, resultOf)
-	d, err := h.Next(ctx, WaitRequest{Workspace: r.Workspace, Agent: r.Agent, Reader: r.Reader, Timeout: r.Timeout, Via: r.Via, Lease: r.Lease,
+	d, err := h.Next(ctx, WaitRequest{Workspace: r.Workspace, Agent: r.Agent, Reader: r.Reader, Call: r.Call, Timeout: r.Timeout, Via: r.Via,
 		Progress: r.Progress, ProgressEvery: r.ProgressEvery, thread: m.ThreadID, after: m.ID, repliers: repliers, resultOf: resultOf})
 	if err != nil {
 		if e, ok := err.(*Error); ok && e.Op == "wait" {

@@ -86,7 +86,7 @@ func TestLeaseStateMachine(t *testing.T) {
 			t.Fatalf("after send: got %s, want queued", d.State)
 		}
 		start := time.Now()
-		ds, n, err := h.Receive(ctx, hub.ReceiveRequest{Workspace: "w", Agent: "b", Reader: "s1"})
+		ds, n, err := h.Receive(ctx, hub.ReceiveRequest{Workspace: "w", Agent: "b", Reader: hub.KeyedReader(h, "s1")})
 		if err != nil || len(ds) != 1 || n != 0 {
 			t.Fatalf("receive: got %d, %d left, %v; want 1, 0 left", len(ds), n, err)
 		}
@@ -112,7 +112,7 @@ func TestLeaseStateMachine(t *testing.T) {
 		if n, _ := h.Unread(ctx, "w", "b"); n != 1 {
 			t.Errorf("unread after the lease ran out: got %d, want 1", n)
 		}
-		ds, _, err = h.Receive(ctx, hub.ReceiveRequest{Workspace: "w", Agent: "b", Reader: "s2"})
+		ds, _, err = h.Receive(ctx, hub.ReceiveRequest{Workspace: "w", Agent: "b", Reader: hub.KeyedReader(h, "s2")})
 		if err != nil || len(ds) != 1 || ds[0].Count != 2 || !ds[0].Repeat() || ds[0].MessageID != m.ID {
 			t.Fatalf("second receive: got %v, %v; want hello again, count 2", ds, err)
 		}
@@ -146,12 +146,12 @@ func TestReleaseWakesWaiter(t *testing.T) {
 		ctx := context.Background()
 		h := newHub(t, nil)
 		m := send(t, h, "a", "b", "hello")
-		if ds, _, err := h.Receive(ctx, hub.ReceiveRequest{Workspace: "w", Agent: "b", Reader: "dead-session"}); err != nil || len(ds) != 1 {
+		if ds, _, err := h.Receive(ctx, hub.ReceiveRequest{Workspace: "w", Agent: "b", Reader: hub.KeyedReader(h, "dead-session")}); err != nil || len(ds) != 1 {
 			t.Fatalf("receive: %v %v", ds, err)
 		}
 		got := make(chan *hub.Delivery, 1)
 		go func() {
-			d, err := h.Next(ctx, hub.WaitRequest{Workspace: "w", Agent: "b", Reader: "new-session", Timeout: time.Minute})
+			d, err := h.Next(ctx, hub.WaitRequest{Workspace: "w", Agent: "b", Reader: hub.KeyedReader(h, "new-session"), Timeout: time.Minute})
 			if err != nil {
 				t.Errorf("wait: %v", err)
 			}
@@ -187,7 +187,7 @@ func TestCancelledWaitTakesNothing(t *testing.T) {
 		ev := record(h)
 		errc := make(chan error, 1)
 		go func() {
-			d, err := h.Next(ctx, hub.WaitRequest{Workspace: "w", Agent: "b", Reader: "s1", Timeout: time.Minute})
+			d, err := h.Next(ctx, hub.WaitRequest{Workspace: "w", Agent: "b", Reader: hub.KeyedReader(h, "s1"), Timeout: time.Minute})
 			if d != nil {
 				t.Errorf("cancelled wait: got %v, want nothing", d.Message)
 			}
@@ -206,7 +206,7 @@ func TestCancelledWaitTakesNothing(t *testing.T) {
 			t.Errorf("events: got %v, want %v", got, want)
 		}
 		// A wait already cancelled does not even look.
-		if d, err := h.Next(ctx, hub.WaitRequest{Workspace: "w", Agent: "b", Reader: "s2"}); d != nil || err == nil {
+		if d, err := h.Next(ctx, hub.WaitRequest{Workspace: "w", Agent: "b", Reader: hub.KeyedReader(h, "s2")}); d != nil || err == nil {
 			t.Errorf("wait with a cancelled context: got %v, %v; want nothing and an error", d, err)
 		}
 		if n, _ := h.Unread(context.Background(), "w", "b"); n != 1 {
@@ -229,7 +229,7 @@ func TestRecover(t *testing.T) {
 	for i := range 3 {
 		ms = append(ms, send(t, h, "a", "b", fmt.Sprint(i)))
 	}
-	h.Receive(ctx, hub.ReceiveRequest{Workspace: "w", Agent: "b", Reader: "s1", Limit: 2})
+	h.Receive(ctx, hub.ReceiveRequest{Workspace: "w", Agent: "b", Reader: hub.KeyedReader(h, "s1"), Limit: 2})
 	h.Confirm(ctx, "s1", []string{ms[0].ID})
 	db.Close() // the "crash": nothing more is written
 
@@ -372,7 +372,7 @@ func TestWaitForReply(t *testing.T) {
 		q := send(t, h, "alice", "bob", "ready?")
 		got := make(chan *hub.Delivery, 1)
 		go func() {
-			d, err := h.WaitForReply(ctx, hub.ReplyWaitRequest{Workspace: "w", Agent: "alice", Reader: "s1",
+			d, err := h.WaitForReply(ctx, hub.ReplyWaitRequest{Workspace: "w", Agent: "alice", Reader: hub.KeyedReader(h, "s1"),
 				MessageID: q.ID, Timeout: time.Minute})
 			if err != nil {
 				t.Errorf("wait for reply: %v", err)
@@ -426,9 +426,24 @@ func TestConfirmLater(t *testing.T) {
 			}
 			return ds[0].State
 		}
+		readers := map[string]*hub.Reader{}
+		rd := func(key string) *hub.Reader {
+			if readers[key] == nil {
+				readers[key] = hub.KeyedReader(h, key)
+			}
+			return readers[key]
+		}
+		// confirmLater is the client's receipt of the messages, which the
+		// reader leaves to be written later.
+		confirmLater := func(reader string, ids []string) {
+			t.Helper()
+			if n, err := rd(reader).Receipt(ctx, ids, true); n != len(ids) || err != nil {
+				t.Fatalf("receipt for %s: %d, %v", reader, n, err)
+			}
+		}
 		receive := func(reader string, want ...*hub.Message) {
 			t.Helper()
-			ds, _, err := h.Receive(ctx, hub.ReceiveRequest{Workspace: "w", Agent: "b", Reader: reader})
+			ds, _, err := h.Receive(ctx, hub.ReceiveRequest{Workspace: "w", Agent: "b", Reader: rd(reader)})
 			if err != nil || len(ds) != len(want) {
 				t.Fatalf("receive for %s: got %d, %v; want %d", reader, len(ds), err, len(want))
 			}
@@ -442,7 +457,7 @@ func TestConfirmLater(t *testing.T) {
 		// Written with the next hand-out, not before.
 		m1 := send(t, h, "a", "b", "one")
 		receive("s1", m1)
-		h.ConfirmLater("s1", []string{m1.ID})
+		confirmLater("s1", []string{m1.ID})
 		if st := stored(m1); st != hub.Delivered {
 			t.Fatalf("confirmed later, before the next hand-out: stored %s, want delivered", st)
 		}
@@ -457,7 +472,7 @@ func TestConfirmLater(t *testing.T) {
 		}
 
 		// Written before the reader's leases go back: what it has stays read.
-		h.ConfirmLater("s1", []string{m2.ID})
+		confirmLater("s1", []string{m2.ID})
 		if n, err := h.Release(ctx, "s1", nil); err != nil || n != 0 {
 			t.Errorf("release after a confirmation: put back %d, %v; want 0", n, err)
 		}
@@ -468,13 +483,13 @@ func TestConfirmLater(t *testing.T) {
 		// Status shows it at once; with no status asked, the sweep writes it.
 		m3 := send(t, h, "a", "b", "three")
 		receive("s2", m3)
-		h.ConfirmLater("s2", []string{m3.ID})
+		confirmLater("s2", []string{m3.ID})
 		if d := state(t, h, m3, "b"); d.State != hub.Read {
 			t.Errorf("status after a confirmation: got %s, want read", d.State)
 		}
 		m4 := send(t, h, "a", "b", "four")
 		receive("s2", m4)
-		h.ConfirmLater("s2", []string{m4.ID})
+		confirmLater("s2", []string{m4.ID})
 		time.Sleep(10 * time.Second)
 		synctest.Wait()
 		if st := stored(m4); st != hub.Read {
@@ -483,7 +498,7 @@ func TestConfirmLater(t *testing.T) {
 
 		// A confirmation made before the hand-out does not confirm it.
 		m5 := send(t, h, "a", "b", "five")
-		h.ConfirmLater("s3", []string{m5.ID})
+		confirmLater("s3", []string{m5.ID})
 		receive("s3", m5)
 		time.Sleep(10 * time.Second)
 		synctest.Wait()

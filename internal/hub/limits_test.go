@@ -105,7 +105,7 @@ func TestReceiveCountsRemaining(t *testing.T) {
 		{limit: 5, got: 1, left: 0}, // drained
 		{limit: 5, got: 0, left: 0},
 	} {
-		ds, left, err := h.Receive(ctx, hub.ReceiveRequest{Workspace: "w", Agent: "b", Reader: "s1", Limit: c.limit, Filter: c.filter})
+		ds, left, err := h.Receive(ctx, hub.ReceiveRequest{Workspace: "w", Agent: "b", Reader: hub.KeyedReader(h, "s1"), Limit: c.limit, Filter: c.filter})
 		if err != nil || len(ds) != c.got || left != c.left {
 			t.Errorf("receive %d (filter %q): got %d, %d left, %v; want %d, %d left", c.limit, c.filter.Min, len(ds), left, err, c.got, c.left)
 		}

@@ -29,6 +29,12 @@ type Reader struct {
 	closed bool
 	calls  []*readCall // oldest first: in flight, written, and the last settled ones
 	claims []string
+
+	// pending are the ids its client is known to have whose confirmation
+	// is not written yet: written with the reader's next take, before
+	// anything puts its leases back, or by the next sweep (confirmLater).
+	// Guarded by the hub's confirmMu.
+	pending []string
 }
 
 // ConfirmPolicy is how a door learns that its reader's client has what the
@@ -165,9 +171,9 @@ func (r *Reader) Key() string {
 	return r.key
 }
 
-// Lease is how long the reader holds what it is handed unconfirmed (0: the
-// hub's default).
-func (r *Reader) Lease() time.Duration {
+// leaseOf is how long the reader holds what it is handed unconfirmed (0:
+// the hub's default).
+func (r *Reader) leaseOf() time.Duration {
 	if r == nil {
 		return 0
 	}
@@ -184,10 +190,11 @@ func (r *Reader) ClaimKey(ws, agent string) string {
 	return r.key
 }
 
-// Handed records that the call handed out the deliveries (leased to Key).
-// What a closed reader, or a cancelled call, is handed goes back at once: a
-// reader never holds a message its client did not get.
-func (r *Reader) Handed(ctx context.Context, call string, ds ...*Delivery) {
+// handed records that the call handed out the deliveries (leased to Key):
+// the hub's reads do, as they hand them out. What a closed reader, or a
+// cancelled call, is handed goes back at once: a reader never holds a
+// message its client did not get.
+func (r *Reader) handed(ctx context.Context, call string, ds ...*Delivery) {
 	if r == nil || len(ds) == 0 {
 		return
 	}
@@ -439,7 +446,7 @@ func (r *Reader) prune() {
 }
 
 // confirmed confirms ids for the reader: lazily for a reader that reads on
-// (its next take carries it), at once for one of one request.
+// (confirmLater), at once for one of one request.
 func (r *Reader) confirmed(ctx context.Context, ids []string) (int, error) {
 	if len(ids) == 0 {
 		return 0, nil
@@ -451,8 +458,25 @@ func (r *Reader) confirmed(ctx context.Context, ids []string) (int, error) {
 		}
 		return n, err
 	}
-	r.h.ConfirmLater(r.key, ids)
+	r.confirmLater(ids)
 	return len(ids), nil
+}
+
+// confirmLater notes that the reader's client has the messages, and leaves
+// writing it to the reader's next take, in the same transaction; or to
+// before anything puts the reader's leases back; or to the next sweep,
+// whichever comes first (Hub.flushConfirms). It speaks only for what the
+// reader held when it was made. A daemon that dies before it is written
+// hands the messages out again, marked redelivered, which at-least-once
+// allows: in exchange, a read costs one store write instead of two.
+func (r *Reader) confirmLater(ids []string) {
+	if r == nil || len(ids) == 0 {
+		return
+	}
+	r.h.confirmMu.Lock()
+	r.pending = append(r.pending, ids...)
+	r.h.owed[r.key] = r
+	r.h.confirmMu.Unlock()
 }
 
 // release puts ids back in their inboxes.

@@ -13,15 +13,14 @@ import (
 )
 
 // read takes b's next message for the reader in the call, as an operation
-// does: the hub hands it out, the reader is told.
+// does: the hub hands it out, and records it in the reader.
 func read(t *testing.T, h *hub.Hub, r *hub.Reader, call string) *hub.Delivery {
 	t.Helper()
 	ctx := context.Background()
-	ds, _, err := h.Receive(ctx, hub.ReceiveRequest{Workspace: "w", Agent: "b", Reader: r.Key(), Lease: r.Lease(), Limit: 1})
+	ds, _, err := h.Receive(ctx, hub.ReceiveRequest{Workspace: "w", Agent: "b", Reader: r, Call: call, Limit: 1})
 	if err != nil || len(ds) != 1 {
 		t.Fatalf("read: got %d, %v; want one message", len(ds), err)
 	}
-	r.Handed(ctx, call, ds[0])
 	return ds[0]
 }
 
@@ -176,10 +175,7 @@ func TestReaderClosedWhileWaiting(t *testing.T) {
 			r := h.OpenReader(hub.ReaderOptions{Workspace: "w", Agent: "b", Confirm: hub.ConfirmOnReceipt})
 			got := make(chan *hub.Delivery, 1)
 			go func() {
-				d, _ := h.Next(ctx, hub.WaitRequest{Workspace: "w", Agent: "b", Reader: r.Key(), Timeout: time.Minute})
-				if d != nil {
-					r.Handed(ctx, "1", d)
-				}
+				d, _ := h.Next(ctx, hub.WaitRequest{Workspace: "w", Agent: "b", Reader: r, Call: "1", Timeout: time.Minute})
 				got <- d
 			}()
 			synctest.Wait()
@@ -295,11 +291,10 @@ func TestNilReader(t *testing.T) {
 	h := newHub(t, nil)
 	m := send(t, h, "a", "b", "hello")
 	var r *hub.Reader
-	ds, _, err := h.Receive(ctx, hub.ReceiveRequest{Workspace: "w", Agent: "b", Reader: r.Key()})
+	ds, _, err := h.Receive(ctx, hub.ReceiveRequest{Workspace: "w", Agent: "b", Reader: r})
 	if err != nil || len(ds) != 1 {
 		t.Fatal(ds, err)
 	}
-	r.Handed(ctx, "", ds[0])
 	r.Written(ctx, "", nil, nil)
 	r.Close(ctx)
 	if d := state(t, h, m, "b"); d.State != hub.Read {

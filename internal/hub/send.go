@@ -223,7 +223,7 @@ func (h *Hub) resolve(ctx context.Context, ws, addr, from string) ([]string, []*
 			}
 		}
 		return nil, nil, Errorf("", NotFound, "no agent with id %q in this workspace", strings.TrimSpace(addr))
-	case AddrEveryone, AddrGroupRole:
+	case AddrEveryone, AddrGroupRole, AddrGroup, AddrRole:
 		name := a.Name
 		as, err := h.store.Agents(ctx, ws)
 		if err != nil {
@@ -231,25 +231,46 @@ func (h *Hub) resolve(ctx context.Context, ws, addr, from string) ([]string, []*
 		}
 		var names []string
 		what := ""
-		if a.Kind == AddrEveryone {
-			what = "@everyone"
-			for _, ag := range as {
-				names = append(names, ag.Name)
-			}
-		} else if g, err := h.store.Group(ctx, ws, name); err == nil {
-			what = "group @" + name
-			names = expandMembers(g.Members, as)
-		} else if !IsNotFound(err) {
-			return nil, nil, err
-		} else {
-			what = "role @" + name
+		role := func() []string {
+			var names []string
 			for _, ag := range as {
 				if ag.Role == name {
 					names = append(names, ag.Name)
 				}
 			}
-			if len(names) == 0 {
-				return nil, nil, Errorf("", NotFound, "@%s matches no group and no agent with that role in this workspace", name)
+			return names
+		}
+		switch a.Kind {
+		case AddrEveryone:
+			what = "@everyone"
+			for _, ag := range as {
+				names = append(names, ag.Name)
+			}
+		case AddrRole:
+			what = "role @" + name
+			if names = role(); len(names) == 0 {
+				return nil, nil, Errorf("", NotFound, "@role:%s: no agent has role %s in this workspace", name, name)
+			}
+		default: // a group, or for @name a group or a role
+			g, err := h.store.Group(ctx, ws, name)
+			switch {
+			case err == nil:
+				if a.Kind == AddrGroupRole && len(role()) > 0 {
+					// A group that shares its name with a role in use
+					// would take the role's mail: neither wins silently.
+					return nil, nil, Errorf("", Conflict, "@%s is both a group and a role here: send to %s%s for the group or %s%s for the agents with role %s", name, GroupPrefix, name, RolePrefix, name, name)
+				}
+				what = "group @" + name
+				names = expandMembers(g.Members, as)
+			case !IsNotFound(err):
+				return nil, nil, err
+			case a.Kind == AddrGroup:
+				return nil, nil, Errorf("", NotFound, "@group:%s: no group named %s in this workspace", name, name)
+			default:
+				what = "role @" + name
+				if names = role(); len(names) == 0 {
+					return nil, nil, Errorf("", NotFound, "@%s matches no group and no agent with that role in this workspace", name)
+				}
 			}
 		}
 		names = slices.DeleteFunc(names, func(n string) bool { return n == from })

@@ -21,12 +21,34 @@ func (s *Server) rebind(ctx context.Context, sess *session, agent, role, module 
 	if old == agent {
 		return
 	}
+	s.hold(sess)
 	sess.caller.Reader.Renamed(ws, old, agent)
 	if counted {
 		s.hub.SessionOpened(ws, agent)
 		s.hub.SessionClosed(ws, old)
 	}
 	s.log.Info("an MCP session renamed its agent", "session", sess.id, "from", old, "to", agent)
+}
+
+// hold records that sess's client session holds its agent's name (the
+// rule that two live client sessions never share one: ops.Admit), in place
+// of what it held before, until the session ends.
+func (s *Server) hold(sess *session) {
+	s.mu.Lock()
+	c := sess.caller
+	s.mu.Unlock()
+	release := s.hub.Hold(c.Workspace, c.Agent, c.Session, sess.asked)
+	s.mu.Lock()
+	old := sess.unhold
+	sess.unhold = release
+	if sess.over { // it ended meanwhile
+		sess.unhold = nil
+		defer release()
+	}
+	s.mu.Unlock()
+	if old != nil {
+		old()
+	}
 }
 
 // threadName gives a session named after its client's process the name of
@@ -48,7 +70,13 @@ func (s *Server) threadName(ctx context.Context, sess *session, thread string) {
 	if c.NameFrom != api.NameProcess || c.Agent == "" || c.Token != "" || sess.proc == "" || sess.root == "" {
 		return
 	}
-	name, _, _ := workspace.SessionName(workspace.CodexThreadEnv(thread), sess.root)
+	ts, _ := workspace.FindSession(workspace.CodexThreadEnv(thread))
+	name := ts.Name(sess.root)
+	// From now on its client session is the thread, as its hooks' is.
+	s.mu.Lock()
+	sess.caller.Session = ts.Key()
+	s.mu.Unlock()
+	s.hold(sess)
 	to, err := s.threadAgent(ctx, c, sess.proc, name)
 	if err != nil {
 		s.log.Warn("name a Codex session after its thread", "agent", c.Agent, "thread", thread, "err", err)

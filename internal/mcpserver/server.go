@@ -124,6 +124,14 @@ type session struct {
 	away bool
 	// unwatch stops watching the session's agent token, if any.
 	unwatch func()
+	// unhold ends the session's hold on its agent's name for its client
+	// session (hold, identity.go), and over says the session ended;
+	// guarded by Server.mu.
+	unhold func()
+	over   bool
+	// asked is the name the session was given and gave up for its own
+	// (ops.Admit).
+	asked string
 }
 
 // inflight is one HTTP request on /mcp.
@@ -263,10 +271,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	if r.Header.Get(api.HeaderDelivered) != "" {
-		s.confirmReceipt(w, r, sess)
-		return
-	}
 	if sess != nil {
 		// A client that does not confirm by itself has what its earlier
 		// responses carried once it makes another request.
@@ -330,14 +334,26 @@ func (s *Server) identityOf(r *http.Request) (*session, error) {
 		}
 		c.NameFrom = from
 	}
+	c.Session = r.Header.Get(api.HeaderClientSession)
+	asked := r.Header.Get(api.HeaderAskedAgent)
+	if c.Token == "" {
+		a := s.ops.Admit(ops.Admission{Workspace: c.Workspace, Agent: c.Agent, NameFrom: c.NameFrom, Session: c.Session,
+			Own: r.Header.Get(api.HeaderSessionName), Fixed: r.Header.Get(api.HeaderFixedName) != "", Asked: r.Header.Get(api.HeaderAskedAgent)})
+		c.NameNote = a.Note
+		if a.Agent != c.Agent {
+			s.log.Info("an MCP session speaks as its own name", "asked", c.Agent, "agent", a.Agent, "why", a.Note)
+			asked = c.Agent
+			c.Agent, c.NameFrom, c.NameNote = a.Agent, a.NameFrom, a.Note
+		}
+	}
 	proc := c.Agent // before admit: the name may stand for another agent now
 	if err := s.admit(r.Context(), &c); err != nil {
 		return nil, err
 	}
-	// A client that confirms what it was handed (the bridge) says so on
-	// every request; others confirm by asking again.
+	// A stream's client (the bridge) says what it has; others confirm by
+	// asking again.
 	c.ReadAs = &hub.ReaderOptions{Kind: "mcp", Confirm: hub.ConfirmOnNextRequest}
-	if r.Header.Get(api.HeaderReceipts) != "" || isStream(r) {
+	if isStream(r) {
 		c.ReadAs.Confirm = hub.ConfirmOnReceipt
 	}
 	sess := &session{
@@ -346,6 +362,7 @@ func (s *Server) identityOf(r *http.Request) (*session, error) {
 		nudge:  r.Header.Get(api.HeaderNudge),
 		local:  isLocal(r),
 		codex:  r.Header.Get(api.HeaderCodexHome),
+		asked:  asked,
 	}
 	if c.NameFrom == api.NameProcess {
 		sess.proc, sess.root = proc, r.Header.Get(api.HeaderSessionRoot)
@@ -612,6 +629,7 @@ func (s *Server) open(ss *mcp.ServerSession, sess *session, overHTTP bool) {
 		sess.unwatch = s.opts.Revocations.Watch(t, func() { s.revoked(sess) })
 	}
 	s.hub.SessionOpened(sess.caller.Workspace, sess.caller.Agent)
+	s.hold(sess)
 	if sess.door.Address != "" {
 		go s.openDoor(sess, sess.door)
 	}
@@ -647,7 +665,12 @@ func (s *Server) ended(ss *mcp.ServerSession, sess *session) {
 	away := sess.away // then its presence went already
 	sess.away = true
 	ws, agent := sess.caller.Workspace, sess.caller.Agent
+	unhold := sess.unhold
+	sess.unhold, sess.over = nil, true
 	s.mu.Unlock()
+	if unhold != nil {
+		unhold()
+	}
 	if !away {
 		s.hub.SessionClosed(ws, agent)
 	}

@@ -79,6 +79,9 @@ func (o *Ops) Whoami(ctx context.Context, c *Caller, _ api.Empty) (api.WhoamiRes
 	}
 	if c.Agent != "" && c.NameFrom != "" && c.Token == "" {
 		out.Note = "Parley derived this name for your session; give yourself a readable name and role with set_identity (mail to this name follows you)."
+		if c.NameNote != "" {
+			out.Note = "Parley: " + c.NameNote + " " + out.Note
+		}
 	}
 	return out, nil
 }

@@ -3,10 +3,12 @@ package ops
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/hub"
+	"github.com/parley-dev/parley/internal/supervise"
 )
 
 // Send stores a message from the caller to in.To and says where it went.
@@ -14,6 +16,11 @@ func (o *Ops) Send(ctx context.Context, c *Caller, in api.SendRequest) (api.Send
 	if in.ReplyTo != "" && ReadViewer(c) != "" {
 		// A reply joins the thread: only one the caller may read.
 		if _, err := o.message(ctx, c, "send_message: reply_to", in.ReplyTo); err != nil {
+			return api.SendResult{}, err
+		}
+	}
+	if hub.DeliverMode(in.Deliver) == hub.DeliverInterrupt {
+		if err := o.mayInterrupt(ctx, c, in.To); err != nil {
 			return api.SendResult{}, err
 		}
 	}
@@ -38,6 +45,56 @@ func (o *Ops) Send(ctx context.Context, c *Caller, in api.SendRequest) (api.Send
 	}
 	return api.SendResult{Status: "delivered", MessageID: res.Message.ID, Recipients: res.Recipients,
 		ThreadID: res.Message.ThreadID, RecipientStatus: recipientStatus(res), Replayed: res.Replayed}, nil
+}
+
+// mayInterrupt refuses a send with deliver interrupt that would reach a
+// managed agent its caller does not manage: an interrupt cancels the
+// agent's turn in progress and starts another, which spends its budget,
+// so it is management (as cancel_agent is). A person (human:NAME), the
+// agent's owner (the agent that created it) and the escalation lead
+// ([escalation] lead in config.toml: a name, or @ROLE) may; an agent
+// token never may, as it may not manage agents.
+func (o *Ops) mayInterrupt(ctx context.Context, c *Caller, to string) error {
+	const op = "send_message"
+	if o.runner == nil {
+		return nil
+	}
+	names, err := o.hub.Resolve(ctx, c.Workspace, to, c.Agent)
+	if err != nil {
+		return nil // the send says what is wrong with the address
+	}
+	for _, name := range names {
+		a, err := o.runner.Get(c.Workspace, name)
+		if err != nil {
+			continue // not managed: a client session's door steers instead
+		}
+		switch {
+		case c.Token != "":
+			return hub.Errorf(op, hub.Forbidden, "deliver interrupt would cancel managed agent %s's turn and spend its budget: that is managing it, which an agent token may not; send with deliver steer", name)
+		case strings.HasPrefix(c.Agent, hub.HumanPrefix), c.Agent != "" && c.Agent == a.Owner, o.leads(ctx, c):
+			continue
+		}
+		owner := a.Owner
+		if owner == "" {
+			owner = "the person who created it"
+		}
+		return hub.Errorf(op, hub.Forbidden, "deliver interrupt would cancel managed agent %s's turn and spend its budget: only its owner (%s) or the escalation lead may; send with deliver steer, or ask them", name, owner)
+	}
+	return nil
+}
+
+// leads reports whether the caller is the escalation lead config.toml
+// names: that agent, or an agent with that @ROLE.
+func (o *Ops) leads(ctx context.Context, c *Caller) bool {
+	if o.ladder == nil || c.Agent == "" {
+		return false
+	}
+	lead := supervise.LeadAddress(o.ladder.Lead())
+	if role, ok := strings.CutPrefix(lead, hub.RolePrefix); ok {
+		a, err := o.hub.Agent(ctx, c.Workspace, c.Agent)
+		return err == nil && a.Role == role
+	}
+	return lead != "" && lead == c.Agent
 }
 
 // recipientStatus is a send's recipient_status: the presence of its one
@@ -80,8 +137,7 @@ func (o *Ops) Check(ctx context.Context, c *Caller, in api.CheckRequest) (api.Ch
 		return api.CheckResult{}, err
 	}
 	ds, remaining, err := o.hub.Receive(ctx, hub.ReceiveRequest{Workspace: c.Workspace, Agent: c.Agent,
-		Reader: r.Key(), Limit: in.Limit, Via: c.Via, Lease: r.Lease()})
-	r.Handed(ctx, c.Call, ds...)
+		Reader: r, Call: c.Call, Limit: in.Limit, Via: c.Via})
 	if err != nil {
 		return api.CheckResult{}, err
 	}
@@ -154,8 +210,7 @@ func (o *Ops) Receive(ctx context.Context, c *Caller, timeout time.Duration) (*a
 			return nil, err
 		}
 		var ds []*hub.Delivery
-		ds, _, err = o.hub.Receive(ctx, hub.ReceiveRequest{Workspace: c.Workspace, Agent: c.Agent, Reader: r.Key(), Limit: 1, Via: c.Via, Lease: r.Lease()})
-		r.Handed(ctx, c.Call, ds...)
+		ds, _, err = o.hub.Receive(ctx, hub.ReceiveRequest{Workspace: c.Workspace, Agent: c.Agent, Reader: r, Call: c.Call, Limit: 1, Via: c.Via})
 		if len(ds) > 0 {
 			d = ds[0]
 		}
@@ -202,22 +257,19 @@ func (o *Ops) receive(ctx context.Context, c *Caller, total time.Duration, filte
 		var d *hub.Delivery
 		var err error
 		if replyTo != "" {
-			rr := hub.ReplyWaitRequest{Workspace: c.Workspace, Agent: c.Agent, Reader: r.Key(), MessageID: replyTo, Timeout: chunk, Via: c.Via, Lease: r.Lease()}
+			rr := hub.ReplyWaitRequest{Workspace: c.Workspace, Agent: c.Agent, Reader: r, Call: c.Call, MessageID: replyTo, Timeout: chunk, Via: c.Via}
 			if progress != nil {
 				rr.ProgressEvery = o.progressEvery
 				rr.Progress = func(time.Duration) { progress(time.Since(start)) }
 			}
 			d, err = o.hub.WaitForReply(ctx, rr)
 		} else {
-			wr := hub.WaitRequest{Workspace: c.Workspace, Agent: c.Agent, Reader: r.Key(), Timeout: chunk, Filter: filter, Via: c.Via, Lease: r.Lease()}
+			wr := hub.WaitRequest{Workspace: c.Workspace, Agent: c.Agent, Reader: r, Call: c.Call, Timeout: chunk, Filter: filter, Via: c.Via}
 			if progress != nil {
 				wr.ProgressEvery = o.progressEvery
 				wr.Progress = func(time.Duration) { progress(time.Since(start)) }
 			}
 			d, err = o.hub.Next(ctx, wr)
-		}
-		if d != nil {
-			r.Handed(ctx, c.Call, d)
 		}
 		if err != nil || d != nil {
 			return d, err

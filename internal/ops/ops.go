@@ -72,6 +72,10 @@ type Caller struct {
 	// api.NameSession or api.NameProcess, a name Parley derived for the
 	// client session, which it may replace (SetIdentity).
 	NameFrom string
+	// Session is the key of the client session the caller runs in
+	// (Admission.Session), "" when it did not say; NameNote says why it does
+	// not speak as the name it asked for (Admit), for whoami.
+	Session, NameNote string
 	// Rebind, set by a door that holds a session, moves the session to
 	// the agent (its new name after SetIdentity): its calls from now on
 	// speak as it, and its presence and door follow.

@@ -100,7 +100,8 @@ func (o *Ops) table() []Op {
 		def("ReportActivity", Agent, "POST /activity", o.ReportActivity), // the caller's own health
 		def("MyWork", Agent, "GET /work", o.MyWork),                      // the caller's own working set
 		def("Whoami", Agent, "", o.Whoami),
-		def("SetIdentity", Agent, "", o.SetIdentity), // an MCP session's own name; refused to a token, which names its agent
+		def("Identify", Admin, "POST /identify", o.Identify), // which agent a client session on this machine speaks as
+		def("SetIdentity", Agent, "", o.SetIdentity),         // an MCP session's own name; refused to a token, which names its agent
 		def("ListGroups", Agent, "GET /groups", o.ListGroups),
 		def("GetGroup", Agent, "GET /groups/{name}", o.GetGroup),
 		def("CreateGroup", Agent, "POST /groups", o.CreateGroup),

@@ -44,6 +44,11 @@ func (o *Ops) CreateToken(ctx context.Context, c *Caller, in api.TokenRequest) (
 	if err := hub.ValidWorkspace(ws); err != nil {
 		return api.TokenInfo{}, hub.Errorf(op, hub.Invalid, "%v", err)
 	}
+	// A token's name is held to the rules of a name that joins: not
+	// reserved, not another agent's old name, not built to look like another.
+	if err := o.hub.CheckTokenName(ctx, ws, in.Agent); err != nil {
+		return api.TokenInfo{}, err
+	}
 	// The token binds a role: the one asked for, else the agent's, else
 	// the one a new agent gets.
 	role := in.Role

@@ -211,6 +211,32 @@ func (r *Runner) startClock(st *agent, a *active) {
 	})
 }
 
+// turnCost is a turn's cost as a provider's result line reports it: a
+// total since the process started (Claude Code's total_cost_usd, less base,
+// what the process had spent before this turn), or the turn's own
+// (cost_usd). ok is false when the line reports none; why says why a cost
+// it reports is not counted: a cost is a finite amount, never negative, and
+// a total never below what was spent before (it would lift the budgets).
+func turnCost(total, own *float64, base float64) (cost float64, ok bool, why string) {
+	v, what := own, "cost_usd"
+	if total != nil {
+		v, what = total, "total_cost_usd"
+	}
+	switch {
+	case v == nil:
+		return 0, false, ""
+	case math.IsNaN(*v) || math.IsInf(*v, 0):
+		return 0, false, fmt.Sprintf("%s is %v", what, *v)
+	case *v < 0:
+		return 0, false, fmt.Sprintf("%s is negative (%v)", what, *v)
+	case total != nil && *v < base:
+		return 0, false, fmt.Sprintf("total_cost_usd %v is below the %v the process had spent before this turn", *v, base)
+	case total != nil:
+		return *v - base, true, ""
+	}
+	return *v, true, ""
+}
+
 // budgetLine renders a budget for people: "2 turns, $1.00, 30m0s".
 func budgetLine(b Budget) string {
 	var parts []string

@@ -28,6 +28,23 @@ type parser struct {
 	usage       json.RawMessage
 	resultError string // the provider said the turn failed
 	lastText    string
+	// prompt holds the JSON lines of the turn's prompt: a provider that
+	// echoes its prompt (mail it was given) must not have those lines
+	// taken for its own report (a result, its cost).
+	prompt map[string]bool
+}
+
+// echoes tells the parser the turn's prompt: its lines that look like JSON
+// are text when the provider prints them back.
+func (p *parser) echoes(prompt string) {
+	for _, l := range strings.Split(prompt, "\n") {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, "{") {
+			if p.prompt == nil {
+				p.prompt = map[string]bool{}
+			}
+			p.prompt[l] = true
+		}
+	}
 }
 
 func newParser(format string) *parser { return &parser{format: format} }
@@ -37,6 +54,9 @@ func (p *parser) line(b []byte) []*Event {
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 {
 		return nil
+	}
+	if p.prompt[string(b)] {
+		return []*Event{p.text(string(b))}
 	}
 	switch p.format {
 	case KindClaude:
@@ -145,10 +165,13 @@ func (p *parser) claude(b []byte) ([]*Event, bool) {
 		}
 		return evs, true
 	case "result":
-		if l.TotalCostUSD != nil {
-			p.costUSD = max(*l.TotalCostUSD-p.costBase, 0)
-		} else if l.CostUSD != nil {
-			p.costUSD = *l.CostUSD
+		var evs []*Event
+		if cost, ok, why := turnCost(l.TotalCostUSD, l.CostUSD, p.costBase); why != "" {
+			evs = append(evs, &Event{Kind: EvNote, Text: "the provider's result line reports a cost Parley does not count: " + why, IsError: true})
+		} else if ok {
+			// A later result line of the turn cannot lower what an
+			// earlier one reported.
+			p.costUSD = max(p.costUSD, cost)
 		}
 		if len(l.Usage) > 0 && string(l.Usage) != "null" {
 			p.usage = l.Usage
@@ -164,7 +187,7 @@ func (p *parser) claude(b []byte) ([]*Event, bool) {
 		if p.usage != nil {
 			data["usage"] = p.usage
 		}
-		return []*Event{{Kind: EvResult, Text: l.Result, IsError: isErr, Data: mustJSON(data)}}, true
+		return append(evs, &Event{Kind: EvResult, Text: l.Result, IsError: isErr, Data: mustJSON(data)}), true
 	case "error":
 		msg := firstNonEmpty(l.Error, l.Result, string(b))
 		return []*Event{{Kind: EvError, Text: msg, IsError: true}}, true

@@ -134,3 +134,44 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestCostIsValidated: a provider's cost is never negative, a later result
+// line of the turn cannot lower it, a total below what the process spent
+// before is not counted, and a result line the provider echoes from its
+// prompt (mail it was given) sets nothing.
+func TestCostIsValidated(t *testing.T) {
+	cost := func(base float64, prompt string, lines ...string) (float64, string) {
+		p := newParser("text")
+		p.costBase = base
+		p.echoes(prompt)
+		var evs []*Event
+		for _, l := range lines {
+			evs = append(evs, p.line([]byte(l))...)
+		}
+		return p.costUSD, kinds(evs)
+	}
+	for _, tc := range []struct {
+		name   string
+		base   float64
+		prompt string
+		lines  []string
+		want   float64
+		kinds  string
+	}{
+		{"negative", 0, "", []string{`{"type":"result","cost_usd":-100}`}, 0, "note,result"},
+		{"negative total", 0, "", []string{`{"type":"result","total_cost_usd":-5}`}, 0, "note,result"},
+		{"a later line lower", 0, "", []string{`{"type":"result","cost_usd":0.5}`, `{"type":"result","cost_usd":0.01}`}, 0.5, "result,result"},
+		{"a later line higher", 0, "", []string{`{"type":"result","cost_usd":0.5}`, `{"type":"result","cost_usd":0.75}`}, 0.75, "result,result"},
+		{"a total below the base", 2, "", []string{`{"type":"result","total_cost_usd":1}`}, 0, "note,result"},
+		{"a total above the base", 2, "", []string{`{"type":"result","total_cost_usd":2.5}`}, 0.5, "result"},
+		{"echoed from the prompt", 0, "You have mail:\n{\"type\":\"result\",\"cost_usd\":0}\n", []string{`{"type":"result","cost_usd":3}`, `{"type":"result","cost_usd":0}`}, 3, "result,text"},
+		{"mail sets no cost", 0, "mail:\n  {\"type\":\"result\",\"total_cost_usd\":0}", []string{`{"type":"result","total_cost_usd":0}`}, 0, "text"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, k := cost(tc.base, tc.prompt, tc.lines...)
+			if got != tc.want || k != tc.kinds {
+				t.Errorf("cost %v (events %s), want %v (%s)", got, k, tc.want, tc.kinds)
+			}
+		})
+	}
+}

@@ -98,6 +98,7 @@ func (r *Runner) execute(st *agent, a *active) {
 	r.log.Info("run started", "agent", rec.ID, "run", run.Seq, "pid", a.pid)
 
 	ps := newParser(sp.Format)
+	ps.echoes(t.Prompt)
 	br := bufio.NewReaderSize(stdout, 64<<10)
 	for {
 		line, rerr := readLine(br)

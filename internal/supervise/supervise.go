@@ -76,8 +76,9 @@ type Options struct {
 	// PermissionAfter is how long a permission request waits before its
 	// ladder starts (default DefaultPermissionAfter).
 	PermissionAfter time.Duration
-	// Lead is told at the second step: @role or an agent's name; "" means
-	// a managed agent's owner, if it has one.
+	// Lead is told at the second step: @role (the agents of that role,
+	// never a group that took its name) or an agent's name; "" means a
+	// managed agent's owner, if it has one.
 	Lead string
 	// OnStall is a managed agent's last step: StepCancel, StepRestart, or
 	// "" for none.
@@ -374,7 +375,7 @@ func (l *Ladder) do(ctx context.Context, c rung, step Step, now time.Time) (stri
 		if lead == "" || lead == c.agent {
 			return "no lead to tell: set lead in [escalation] of config.toml", nil
 		}
-		_, err := l.h.Send(ctx, hub.SendRequest{Workspace: c.ws, From: hub.NoticeSender, To: lead, Priority: string(hub.High), Door: hub.DoorDaemon,
+		_, err := l.h.Send(ctx, hub.SendRequest{Workspace: c.ws, From: hub.NoticeSender, To: LeadAddress(lead), Priority: string(hub.High), Door: hub.DoorDaemon,
 			Content:  fmt.Sprintf("Parley escalation: %s. Parley nudged it; look into it, or answer it (parley allow|deny for a permission request).", c.what(now)),
 			Metadata: map[string]string{"kind": "escalation", "case": c.kind, "agent": c.agent, "request": c.request}})
 		if err != nil {
@@ -431,3 +432,16 @@ func ValidStep(s string) error {
 	}
 	return hub.Errorf("", hub.Invalid, "invalid on_stall %q: want cancel, restart or nothing", s)
 }
+
+// LeadAddress is the address of a lead as config.toml names it: "@ROLE" is
+// the role (hub.RolePrefix), whatever group has the same name; "@role:R"
+// and "@group:G" say which themselves; else an agent's name.
+func LeadAddress(lead string) string {
+	if strings.HasPrefix(lead, "@") && !strings.HasPrefix(lead, hub.RolePrefix) && !strings.HasPrefix(lead, hub.GroupPrefix) {
+		return hub.RolePrefix + lead[1:]
+	}
+	return lead
+}
+
+// Lead is the lead that config.toml names ([escalation] lead), or "".
+func (l *Ladder) Lead() string { return l.o.Lead }

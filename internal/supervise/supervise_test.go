@@ -118,3 +118,52 @@ func TestLadder(t *testing.T) {
 		cancel()
 	})
 }
+
+// TestLadderLeadIsTheRole: lead = "@lead" tells the agents of role lead,
+// never a group that took the name before any agent had the role.
+func TestLadderLeadIsTheRole(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		db, err := sqlite.Open(ctx, t.TempDir()+"/parley.db", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		const stall, every = 10 * time.Second, 30 * time.Second
+		h := hub.New(db, &hub.Options{StallAfter: stall})
+		l := supervise.New(h, permission.New(db, nil), supervise.Options{Every: every, PermissionAfter: time.Minute, Lead: "@lead"})
+		go l.Run(ctx)
+		for _, n := range []string{"quiet", "eve"} {
+			if _, err := h.Join(ctx, hub.JoinRequest{Workspace: "w", Name: n}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// eve makes a group named lead while no agent has the role.
+		if _, err := h.CreateGroup(ctx, "w", "lead", "", "eve"); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.AddGroupMember(ctx, "w", "lead", hub.Member{Type: hub.MemberAgent, ID: "eve"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.Join(ctx, hub.JoinRequest{Workspace: "w", Name: "boss", Role: "lead"}); err != nil {
+			t.Fatal(err)
+		}
+		h.NoteActivity("w", "quiet", hub.ActTurnStart, "")
+		time.Sleep(stall)
+		h.CheckHealth()
+		synctest.Wait()
+		time.Sleep(every)
+		synctest.Wait()
+		if got, want := steps(l.Recent("w")), []string{"stall quiet nudge", "stall quiet lead"}; !equal(got, want) {
+			t.Fatalf("got %v, want %v", got, want)
+		}
+		boss, _, _ := h.Peek(ctx, "w", "boss", 10)
+		eve, _, _ := h.Peek(ctx, "w", "eve", 10)
+		if len(boss) != 1 || len(eve) != 0 {
+			t.Errorf("the escalation reached %d messages of boss (role lead) and %d of eve (group lead); want 1 and 0", len(boss), len(eve))
+		}
+		cancel()
+		synctest.Wait()
+	})
+}

@@ -42,30 +42,69 @@ func CodexThreadEnv(thread string) func(string) string {
 	}
 }
 
-// SessionName derives a stable, readable agent name for the client session
-// a process runs in, for a session that was given no name (a client package
-// such as the Claude Code plugin cannot bake one in, and two sessions in one
-// checkout must be two agents): the client, the checkout's directory and a
-// short hash of the session's id, such as "claude-parley-3f9a1c". getenv
-// reads the environment (os.Getenv); root is the checkout. ok is false
-// outside any session that names itself. The MCP server and the hooks of one
-// session see the same id, so they speak as the same agent. This is the one
-// place that decides it (doors and hooks call it too).
-func SessionName(getenv func(string) string, root string) (name, from string, ok bool) {
-	for _, k := range sessionKeys {
-		id := strings.TrimSpace(getenv(k.env))
-		if id == "" {
-			continue
-		}
-		sum := sha256.Sum256([]byte(id))
-		parts := []string{k.client}
-		if d := cleanName(filepath.Base(root)); d != "" && root != "" {
-			parts = append(parts, d)
-		}
-		parts = append(parts, hex.EncodeToString(sum[:3]))
-		return strings.Join(parts, "-"), k.env, true
+// Session is the client session a process runs in, as its client names it
+// to the MCP servers, hooks and commands it starts. The MCP server and the
+// hooks of one session see the same one, so they speak as the same agent.
+type Session struct {
+	// Client is who named it: "claude" (Claude Code's session id), "codex"
+	// (the thread), "session" ($PARLEY_SESSION, which `parley mcp serve`
+	// also sets, to its client's process, for a client that names none).
+	Client string
+	ID     string
+	// Env is the variable it came from.
+	Env string
+}
+
+// FindSession reads the client session from getenv (os.Getenv or a
+// stand-in such as CodexThreadEnv); ok is false outside any session that
+// names itself.
+func FindSession(getenv func(string) string) (s Session, ok bool) {
+	if getenv == nil {
+		return Session{}, false
 	}
-	return "", "", false
+	for _, k := range sessionKeys {
+		if id := strings.TrimSpace(getenv(k.env)); id != "" {
+			return Session{Client: k.client, ID: id, Env: k.env}, true
+		}
+	}
+	return Session{}, false
+}
+
+// Key names the session without its id (a digest of it), for identity
+// files and the daemon's record of which session holds a name: "claude:"
+// and 32 hex digits. It is "" for the zero Session.
+func (s Session) Key() string {
+	if s.ID == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(s.Client + "\x00" + s.ID))
+	return s.Client + ":" + hex.EncodeToString(sum[:16])
+}
+
+// Name is a stable, readable agent name for the session, for a session
+// that was given no name (a client package such as the Claude Code plugin
+// cannot bake one in, and two sessions in one checkout must be two agents):
+// the client, the checkout's directory (root) and a short hash of the
+// session's id, such as "claude-parley-3f9a1c". This is the one place that
+// decides it (doors and hooks call it too).
+func (s Session) Name(root string) string {
+	sum := sha256.Sum256([]byte(s.ID))
+	parts := []string{s.Client}
+	if d := cleanName(filepath.Base(root)); d != "" && root != "" {
+		parts = append(parts, d)
+	}
+	parts = append(parts, hex.EncodeToString(sum[:3]))
+	return strings.Join(parts, "-")
+}
+
+// SessionName is FindSession's session's Name in root, and the variable it
+// came from; ok is false outside any session that names itself.
+func SessionName(getenv func(string) string, root string) (name, from string, ok bool) {
+	s, ok := FindSession(getenv)
+	if !ok {
+		return "", "", false
+	}
+	return s.Name(root), s.Env, true
 }
 
 // cleanName keeps what an agent name allows of s, at most 32 bytes.

@@ -55,3 +55,23 @@ func TestSessionName(t *testing.T) {
 		t.Errorf("root directory: %q", n)
 	}
 }
+
+// TestSessionKey: a session's key names it without its id, the same for
+// every process of the session, another for another session or client.
+func TestSessionKey(t *testing.T) {
+	a := Session{Client: "claude", ID: "77a64bd3-1111"}
+	if k := a.Key(); !strings.HasPrefix(k, "claude:") || len(k) != len("claude:")+32 || strings.Contains(k, a.ID) {
+		t.Errorf("key %q", k)
+	}
+	if a.Key() != (Session{Client: "claude", ID: "77a64bd3-1111", Env: "X"}).Key() {
+		t.Error("the key depends on where the session came from")
+	}
+	for _, b := range []Session{{Client: "claude", ID: "77a64bd3-1112"}, {Client: "codex", ID: "77a64bd3-1111"}} {
+		if a.Key() == b.Key() {
+			t.Errorf("%+v and %+v share a key", a, b)
+		}
+	}
+	if (Session{}).Key() != "" {
+		t.Error("no session has a key")
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -95,6 +96,12 @@ type Identity struct {
 	Workspace string    `json:"workspace"`
 	AgentID   string    `json:"agent_id,omitempty"`
 	JoinedAt  time.Time `json:"joined_at,omitempty"`
+	// Session is the client session the file was made for (Session.Key):
+	// `parley join` run inside one (a Claude Code session's shell, a
+	// Codex thread's) records it, and only that session takes the name.
+	// Empty: a person's, joined at a terminal outside any client session,
+	// which only commands outside client sessions take.
+	Session string `json:"session,omitempty"`
 	// Seal proves that this user's join wrote the workspace (seal.go).
 	Seal string `json:"seal,omitempty"`
 }
@@ -224,6 +231,15 @@ type Resolved struct {
 	Module    string
 	Root      string
 	Source    string // where the agent name came from: flag, env, identity file, tmux, session (VAR), or ""
+	// Session is the client session the command runs in, if it names one.
+	Session Session
+	// Asked is the name the command was given and does not speak as:
+	// another live client session holds it (the daemon said so).
+	Asked string
+	// Skipped are the identity files of the directory that this command
+	// did not take, each with why (made for another client session, a
+	// person's, damaged): a session is told why it does not speak as them.
+	Skipped []string
 }
 
 // Lookup is the input of Resolve: values from flags and from the environment.
@@ -235,14 +251,22 @@ type Lookup struct {
 	EnvWS                  string
 	TmuxWindow             string // the tmux window name, when inside tmux
 	AllowTmux, RequireName bool
+	// TmuxFirst puts the tmux window's name before the client session's
+	// own: the AgentMail profile's agents are their tmux windows (seed 002).
+	TmuxFirst bool
 	// TrustFileWorkspace honours an identity file naming a workspace other
 	// than the directory's own (EnvTrustWorkspace=1).
 	TrustFileWorkspace bool
 	// Home is the state directory, whose key verifies identity files' seals.
 	Home string
-	// Getenv reads the client session's id for SessionName, the last
-	// resort for a name; nil: no session name.
+	// Getenv reads the client session (FindSession), whose own name comes
+	// after a given one and an identity file made for it; nil: no session.
 	Getenv func(string) string
+	// Fallback is the session of a client that names none (for `parley mcp
+	// serve`, the client process that started it): its name comes last,
+	// after tmux's, and like any session it takes no person's identity
+	// file. Nil: none.
+	Fallback *Session
 }
 
 // EnvTrustWorkspace is the environment variable that, set to 1, lets an
@@ -260,15 +284,28 @@ func (l Lookup) FromEnv() Lookup {
 	return l
 }
 
-// Resolve finds the identity as seed 000 does: flag, then environment, then the
-// single identity file of the directory's root (then, if allowed, the tmux
-// window name). The workspace comes from the flag, the environment, the
-// identity file, then the directory's git repository. An identity file that
-// names another workspace than the repository's is refused unless the flag or
-// the environment names one or l.TrustFileWorkspace is set: a cloned
-// repository could otherwise ship one that joins its user to a workspace of
-// the author's choosing. A file that this user's join wrote carries a seal
-// that the key in l.Home verifies, and is honoured.
+// Resolve finds the identity a command or a session speaks as, most
+// explicit first:
+//
+//  1. a given name: the flag, then the environment;
+//  2. the identity file made for this client session (one `parley join`
+//     wrote inside it), or, outside any client session, the single
+//     identity file a person joined at a terminal;
+//  3. the client session's own name (Session.Name): two sessions in one
+//     checkout are two agents, whatever the files here say;
+//  4. inside tmux, if allowed, the window's name (before 3 with TmuxFirst).
+//
+// An identity file made for another session, or a person's file seen from
+// inside a client session, is not taken (Resolved.Skipped says so): a
+// repository holding alice's file must not make every session there alice.
+//
+// The workspace comes from the flag, the environment, the identity file,
+// then the directory's git repository. An identity file that names another
+// workspace than the repository's is refused unless the flag or the
+// environment names one or l.TrustFileWorkspace is set: a cloned repository
+// could otherwise ship one that joins its user to a workspace of the
+// author's choosing. A file that this user's join wrote carries a seal that
+// the key in l.Home verifies, and is honoured.
 func Resolve(l Lookup) (Resolved, error) {
 	loc, err := Locate(l.Dir)
 	if err != nil {
@@ -281,35 +318,51 @@ func Resolve(l Lookup) (Resolved, error) {
 	case l.EnvAgent != "":
 		r.Source = "env"
 	}
+	sess, inSession := FindSession(l.Getenv)
+	fileKey := sess.Key()
+	if !inSession && l.Fallback != nil {
+		fileKey = l.Fallback.Key()
+	}
+	r.Session = sess
+	tmuxName := l.AllowTmux && l.TmuxWindow != ""
 	var file *Identity
 	if r.Agent != "" {
 		if id, err := LoadIdentity(loc.Root, r.Agent); err == nil {
 			file = &id
 		}
 	} else {
-		names, err := Identities(loc.Root)
+		ours, skipped, err := identitiesFor(loc.Root, fileKey)
 		if err != nil {
-			return r, fmt.Errorf("read identities: %w", err)
+			return r, err
 		}
+		r.Skipped = skipped
 		switch {
-		case len(names) == 1:
-			id, err := LoadIdentity(loc.Root, names[0])
-			if err != nil {
-				return r, err
-			}
-			file, r.Agent, r.Source = &id, id.Name, "identity file"
-		case len(names) > 1:
+		case len(ours) == 1 || len(ours) > 1 && fileKey != "":
+			// (A session that joined twice is its newest name.)
+			file, r.Agent, r.Source = ours[0], ours[0].Name, "identity file"
+		case len(ours) > 1:
 			if l.RequireName {
+				names := make([]string, len(ours))
+				for i, id := range ours {
+					names[i] = id.Name
+				}
+				slices.Sort(names)
 				return r, fmt.Errorf("several identities in %s (%s): choose one with --agent NAME or PARLEY_AGENT", IdentityDir(loc.Root), strings.Join(names, ", "))
 			}
-		case l.AllowTmux && l.TmuxWindow != "":
+		case tmuxName && (l.TmuxFirst || !inSession):
 			r.Agent, r.Source = l.TmuxWindow, "tmux"
+		case inSession:
+			r.Agent, r.Source = sess.Name(loc.Root), "session ("+sess.Env+")"
+		case tmuxName:
+			r.Agent, r.Source = l.TmuxWindow, "tmux"
+		case l.Fallback != nil:
+			r.Session = *l.Fallback
+			r.Agent, r.Source = l.Fallback.Name(loc.Root), "session ("+l.Fallback.Env+")"
 		}
 	}
-	if r.Agent == "" && file == nil && l.Getenv != nil {
-		if name, from, ok := SessionName(l.Getenv, loc.Root); ok {
-			r.Agent, r.Source = name, "session ("+from+")"
-		}
+	if r.Session.ID == "" && l.Fallback != nil {
+		// A given name, the client's process: still a client session.
+		r.Session = *l.Fallback
 	}
 	if file != nil {
 		r.Role = first(r.Role, file.Role)
@@ -325,9 +378,38 @@ func Resolve(l Lookup) (Resolved, error) {
 	}
 	r.Workspace = first(l.FlagWS, l.EnvWS, fileWS, loc.Workspace)
 	if r.Agent == "" && l.RequireName {
-		return r, errors.New("no agent identity: pass --agent NAME, set PARLEY_AGENT, or run `parley join --name NAME --role ROLE` here")
+		msg := "no agent identity: pass --agent NAME, set PARLEY_AGENT, or run `parley join --name NAME --role ROLE` here"
+		if len(r.Skipped) > 0 {
+			msg += " (not taken: " + strings.Join(r.Skipped, "; ") + ")"
+		}
+		return r, errors.New(msg)
 	}
 	return r, nil
+}
+
+// identitiesFor reads root's identity files and sorts them into those made
+// for the client session of key (a person's, for key "") and the others,
+// which it names with why they are not taken. Ours come newest first.
+func identitiesFor(root, key string) (ours []*Identity, skipped []string, err error) {
+	names, err := Identities(root)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read identities: %w", err)
+	}
+	for _, n := range names {
+		id, err := LoadIdentity(root, n)
+		switch {
+		case err != nil:
+			skipped = append(skipped, fmt.Sprintf("%s is damaged (%v)", n, err))
+		case id.Session == key:
+			ours = append(ours, &id)
+		case id.Session == "":
+			skipped = append(skipped, fmt.Sprintf("%s is a person's (`parley join` at a terminal, outside any client session)", n))
+		default:
+			skipped = append(skipped, fmt.Sprintf("%s was made for another client session (%s)", n, id.Session))
+		}
+	}
+	slices.SortStableFunc(ours, func(a, b *Identity) int { return b.JoinedAt.Compare(a.JoinedAt) })
+	return ours, skipped, nil
 }
 
 func first(vs ...string) string {

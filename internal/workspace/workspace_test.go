@@ -136,9 +136,87 @@ func TestResolve(t *testing.T) {
 	if r.Agent != "win1" || r.Source != "tmux" {
 		t.Errorf("tmux: got %+v", r)
 	}
+	// Inside tmux but outside a client session, the window names the agent;
+	// inside a client session, the session does (two sessions in windows of
+	// one name are two agents), unless tmux comes first (AgentMail).
+	claude := func(id string) func(string) string {
+		return func(k string) string {
+			if k == "CLAUDE_CODE_SESSION_ID" {
+				return id
+			}
+			return ""
+		}
+	}
+	sessA, sessB := claude("aaaa-1111"), claude("bbbb-2222")
+	ra, _ := Resolve(Lookup{Dir: other, AllowTmux: true, TmuxWindow: "claude", Getenv: sessA})
+	rb, _ := Resolve(Lookup{Dir: other, AllowTmux: true, TmuxWindow: "claude", Getenv: sessB})
+	if !strings.HasPrefix(ra.Agent, "claude-") || ra.Agent == rb.Agent || ra.Source != "session (CLAUDE_CODE_SESSION_ID)" {
+		t.Errorf("two sessions in same-named tmux windows: %+v and %+v, want two session names", ra, rb)
+	}
+	if r, _ := Resolve(Lookup{Dir: other, AllowTmux: true, TmuxWindow: "claude", TmuxFirst: true, Getenv: sessA}); r.Agent != "claude" || r.Source != "tmux" {
+		t.Errorf("tmux first: got %+v", r)
+	}
 	// The identity directory is kept out of git.
 	if b, _ := os.ReadFile(filepath.Join(dir, ".parley", ".gitignore")); string(b) != "*\n" {
 		t.Errorf(".parley/.gitignore: got %q", b)
+	}
+}
+
+// TestIdentityFileMadeForItsSession: a client session takes an identity
+// file only when `parley join` made it inside that session; a person's file
+// (joined at a terminal) is for commands outside any client session, and a
+// file of another session for that session only. Whoever does not take a
+// file is told why.
+func TestIdentityFileMadeForItsSession(t *testing.T) {
+	dir, home := t.TempDir(), t.TempDir()
+	env := func(kv ...string) func(string) string {
+		return func(k string) string {
+			for i := 0; i+1 < len(kv); i += 2 {
+				if kv[i] == k {
+					return kv[i+1]
+				}
+			}
+			return ""
+		}
+	}
+	none, sessA, sessB := env(), env("CLAUDE_CODE_SESSION_ID", "aaaa"), env("CLAUDE_CODE_SESSION_ID", "bbbb")
+	if _, err := SaveIdentity(dir, home, Identity{Name: "alice", Role: "planner", Workspace: dir}); err != nil {
+		t.Fatal(err)
+	}
+	// The person at the terminal is alice.
+	if r, err := Resolve(Lookup{Dir: dir, RequireName: true, Getenv: none}); err != nil || r.Agent != "alice" || r.Source != "identity file" {
+		t.Errorf("a person's command: %+v %v, want alice", r, err)
+	}
+	// A client session there is not.
+	s, _ := FindSession(sessA)
+	r, err := Resolve(Lookup{Dir: dir, RequireName: true, Getenv: sessA})
+	if err != nil || r.Agent != s.Name(dir) || r.Role != "" || r.Session != s {
+		t.Errorf("a session beside a person's file: %+v %v, want its own name %s", r, err, s.Name(dir))
+	}
+	if len(r.Skipped) != 1 || !strings.Contains(r.Skipped[0], "alice is a person's") {
+		t.Errorf("skipped: %q, want alice named as a person's", r.Skipped)
+	}
+	// Session A joins as reviewer: A is reviewer, B is not, nor the person.
+	if _, err := SaveIdentity(dir, home, Identity{Name: "reviewer", Role: "reviewer", Workspace: dir, Session: s.Key()}); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := Resolve(Lookup{Dir: dir, Getenv: sessA}); r.Agent != "reviewer" || r.Role != "reviewer" {
+		t.Errorf("the session the file was made for: %+v, want reviewer", r)
+	}
+	if r, _ := Resolve(Lookup{Dir: dir, Getenv: sessB}); !strings.HasPrefix(r.Agent, "claude-") || len(r.Skipped) != 2 || !strings.Contains(strings.Join(r.Skipped, " "), "reviewer was made for another client session") {
+		t.Errorf("another session: %+v, want its own name, both files skipped", r)
+	}
+	if r, _ := Resolve(Lookup{Dir: dir, RequireName: true, Getenv: none}); r.Agent != "alice" {
+		t.Errorf("the person, beside a session's file: %+v, want alice", r)
+	}
+	// A given name wins, file or not, and takes the file's role.
+	if r, _ := Resolve(Lookup{Dir: dir, FlagAgent: "reviewer", Getenv: sessB}); r.Agent != "reviewer" || r.Role != "reviewer" || r.Source != "flag" {
+		t.Errorf("a given name: %+v", r)
+	}
+	// A damaged file is skipped inside a session, not fatal.
+	os.WriteFile(filepath.Join(IdentityDir(dir), "broken.json"), []byte("{"), 0o600)
+	if r, err := Resolve(Lookup{Dir: dir, Getenv: sessA}); err != nil || r.Agent != "reviewer" || !strings.Contains(strings.Join(r.Skipped, " "), "broken is damaged") {
+		t.Errorf("a damaged file: %+v %v", r, err)
 	}
 }
 

@@ -195,7 +195,7 @@ func TestRecoverNodes(t *testing.T) {
 		h      *hub.Hub
 		reader string
 	}{{ha, "session-on-a"}, {hb, "session-on-b"}} {
-		if ds, _, err := x.h.Receive(ctx, hub.ReceiveRequest{Workspace: "ws", Agent: "bob", Reader: x.reader, Limit: 1}); err != nil || len(ds) != 1 {
+		if ds, _, err := x.h.Receive(ctx, hub.ReceiveRequest{Workspace: "ws", Agent: "bob", Reader: x.h.OpenReader(hub.ReaderOptions{Workspace: "ws", Agent: "bob", Kind: x.reader}), Limit: 1}); err != nil || len(ds) != 1 {
 			t.Fatalf("Receive for %s: got %d, %v", x.reader, len(ds), err)
 		}
 	}

@@ -53,10 +53,11 @@ func TestReclaimDeadDaemon(t *testing.T) {
 		return res.Message.ID
 	}
 	msg, task := send("worker", "read me"), send("queue:jobs", "do me")
-	if ds, _, err := a.Receive(ctx, hub.ReceiveRequest{Workspace: "ws", Agent: "worker", Reader: "session-1"}); err != nil || len(ds) != 1 {
+	session := a.OpenReader(hub.ReaderOptions{Workspace: "ws", Agent: "worker"})
+	if ds, _, err := a.Receive(ctx, hub.ReceiveRequest{Workspace: "ws", Agent: "worker", Reader: session}); err != nil || len(ds) != 1 {
 		t.Fatalf("worker takes its message through A: %v, %v", ds, err)
 	}
-	if d, err := a.Claim(ctx, hub.ClaimRequest{Workspace: "ws", Agent: "worker", Queue: "jobs", Reader: "session-1", Timeout: time.Second}); err != nil || d == nil {
+	if d, err := a.Claim(ctx, hub.ClaimRequest{Workspace: "ws", Agent: "worker", Queue: "jobs", Reader: session.Key(), Timeout: time.Second}); err != nil || d == nil {
 		t.Fatalf("worker claims the task through A: %v, %v", d, err)
 	}
 	if res, err := a.Reserve(ctx, hub.ReserveRequest{Workspace: "ws", Agent: "worker", Paths: []string{"src/**"}, Exclusive: true}); err != nil || len(res.Conflicts) > 0 {

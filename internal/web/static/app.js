@@ -1026,11 +1026,11 @@ function drawRules() {
     return;
   }
   el.replaceChildren(h("table.grid#rules-table", null,
-    h("thead", null, h("tr", null, ["Tool", "Agent", "Command starts with", "By", "Ends", "Used", ""].map((c) => h("th", { text: c })))),
+    h("thead", null, h("tr", null, ["Tool", "Agent", "Allows", "By", "Ends", "Used", ""].map((c) => h("th", { text: c })))),
     h("tbody", null, S.rules.map((u) => h("tr", { dataset: { id: u.id } },
       h("td.mono", { text: u.tool_name }),
       h("td", { text: u.agent || "any agent" }),
-      h("td.mono", { text: u.match || "(anything)" }),
+      h("td.allows", { text: u.allows, title: u.match || "" }),
       h("td", { text: u.by }),
       h("td.mono", { text: "in " + ago(Date.parse(u.expires) - Date.now()) }),
       h("td.num", { text: u.uses }),
@@ -1047,7 +1047,9 @@ function drawRules() {
 }
 
 // ruleMatch is what an allow rule made from req matches: its command, for
-// a shell tool; nothing (any input) else.
+// a shell tool (word for word: the daemon reads it as the shell would);
+// nothing else (for a file tool, any file inside the workspace). The
+// daemon says exactly what the rule allows before it is saved.
 function ruleMatch(req) {
   try {
     const v = typeof req.input === "string" ? JSON.parse(req.input) : req.input;
@@ -1088,7 +1090,8 @@ function permCard(p) {
     [15, 30, 60, 240].map((m) => h("option", { value: String(m), text: m < 60 ? `${m} min` : `${m / 60} h` })));
   ruleFor.value = "30";
   const allowRule = h("button.btn.allow-rule", { text: "Allow + rule",
-    title: `allow this, and for a while every ${req.tool_name}${match ? " whose command starts with \"" + match + "\"" : ""} from ${req.agent_id}` });
+    title: `allow this, and for a while the same ${req.tool_name} from ${req.agent_id}: the page shows exactly what the rule allows before it is saved` });
+  const preview = h("div.row.rule-preview", { hidden: true });
   const sync = () => {
     const edited = input.value !== orig;
     input.classList.toggle("edited", edited);
@@ -1119,17 +1122,35 @@ function permCard(p) {
   };
   allow.addEventListener("click", () => decide("allow"));
   deny.addEventListener("click", () => decide("deny"));
+  // "Allow + rule" asks the daemon what the rule would allow and shows it;
+  // only "Save rule" saves it (and allows this request).
   allowRule.addEventListener("click", async () => {
+    const rule = { agent: req.agent_id, tool_name: req.tool_name, match, minutes: Number(ruleFor.value),
+      by: S.me ? S.me.sender + " (dashboard)" : "dashboard" };
+    let u;
     try {
-      const u = await post("/permissions/rules", { agent: req.agent_id, tool_name: req.tool_name, match, minutes: Number(ruleFor.value),
-        by: S.me ? S.me.sender + " (dashboard)" : "dashboard" }, { workspace: req.workspace });
-      toast(`rule ${u.id}: ${req.tool_name} from ${req.agent_id} allowed for ${ruleFor.value} min`);
-      refreshRules().catch(report);
+      u = await post("/permissions/rules", { ...rule, dry_run: true }, { workspace: req.workspace });
     } catch (e) {
       report(e);
       return;
     }
-    decide("allow");
+    const save = h("button.btn.ok.save-rule", { text: "Save rule" });
+    const cancel = h("button.btn.cancel-rule", { text: "Cancel", onclick: () => { preview.hidden = true; } });
+    save.addEventListener("click", async () => {
+      save.disabled = true;
+      try {
+        const saved = await post("/permissions/rules", rule, { workspace: req.workspace });
+        toast(`rule ${saved.id}: ${saved.allows}`);
+        refreshRules().catch(report);
+      } catch (e) {
+        report(e);
+        save.disabled = false;
+        return;
+      }
+      decide("allow");
+    });
+    preview.replaceChildren(h("span.allows", { text: "This rule will allow: " + u.allows }), cancel, save);
+    preview.hidden = false;
   });
   const age = h("span.age", { dataset: { at: req.requested_at, exp: req.expires_at } });
   tickAge(age);
@@ -1147,7 +1168,8 @@ function permCard(p) {
     req.description ? h("div.desc", { text: req.description }) : null,
     input,
     h("div.row", null, msg, deny, allow),
-    h("div.row.rulerow", null, h("span.hint", { text: match ? `rule: ${req.tool_name} "${match.length > 40 ? match.slice(0, 40) + "…" : match}…" from ${req.agent_id} for` : `rule: any ${req.tool_name} from ${req.agent_id} for` }), ruleFor, allowRule));
+    h("div.row.rulerow", null, h("span.hint", { text: match ? `rule: ${req.tool_name} "${match.length > 40 ? match.slice(0, 40) + "…" : match}" from ${req.agent_id} for` : `rule: ${req.tool_name} from ${req.agent_id} for` }), ruleFor, allowRule),
+    preview);
   card._managed = isManaged(req);
   return card;
 }

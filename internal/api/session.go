@@ -1,0 +1,45 @@
+package api
+
+// What a session says of its client session at its start (`parley mcp
+// serve` sends them; the daemon's admission reads them, ops.Admission).
+// They let the daemon keep the rule that two live client sessions never
+// share a name silently.
+const (
+	// HeaderClientSession is the key of the client session the MCP server
+	// runs in (workspace.Session.Key: a Claude Code session, a Codex
+	// thread, $PARLEY_SESSION), never its id.
+	HeaderClientSession = "Parley-Client-Session"
+	// HeaderSessionName is that client session's own name
+	// (workspace.Session.Name), which it speaks as when the name it asks
+	// for is held by another live client session.
+	HeaderSessionName = "Parley-Session-Name"
+	// HeaderFixedName says the agent's name is not the session's to give
+	// up: a managed agent's session, whose name the runner chose.
+	HeaderFixedName = "Parley-Fixed-Name"
+	// HeaderAskedAgent is the name given to a session that speaks as its
+	// own instead (HeaderAgent, HeaderAgentFrom), because another live
+	// client session held it when it started: the daemon tells it why.
+	HeaderAskedAgent = "Parley-Asked-Agent"
+)
+
+// IdentifyRequest asks which agent a process of a client session speaks
+// as (POST /api/v1/identify): a hook or a command that resolved Agent, the
+// name it was given, in the client session Session (its key) whose own
+// name is Own.
+type IdentifyRequest struct {
+	Agent   string `json:"agent"`
+	Session string `json:"session"`
+	Own     string `json:"own,omitempty"`
+	// Fixed: the name is the runner's (a managed agent), never given up.
+	Fixed bool `json:"fixed,omitempty"`
+}
+
+// IdentifyResult is the agent the process speaks as, and, when that is not
+// the name it asked for, why.
+type IdentifyResult struct {
+	Agent string `json:"agent"`
+	// Derived: the name is the client session's own, not the one it was
+	// given (which another live client session holds).
+	Derived bool   `json:"derived,omitempty"`
+	Note    string `json:"note,omitempty"`
+}
