@@ -121,8 +121,12 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 			d.Close()
 		}
 	}()
-	// Checked before the first write: a directory someone else owns or can
-	// write to may hold links planted to turn our writes against us.
+	// Checked before the first write: a directory a repository shipped
+	// (home.Paths.Check), or one someone else owns or can write to, may hold a
+	// config.toml or links planted to turn the daemon against us.
+	if err := paths.Check(); err != nil {
+		return nil, err
+	}
 	if err := safefile.SecureDir(paths.Home); err != nil {
 		return nil, err
 	}

@@ -245,8 +245,19 @@ func dialUnix(ctx context.Context, path string) (net.Conn, error) {
 	if path == "" {
 		return nil, errors.New("no socket path")
 	}
+	if err := checkSocket(path); err != nil { // owner_unix.go
+		return nil, err
+	}
 	var d net.Dialer
-	return d.DialContext(ctx, "unix", path)
+	conn, err := d.DialContext(ctx, "unix", path)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPeer(conn); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return conn, nil
 }
 
 // kindOf classifies an error: a missing socket or one nobody listens on
