@@ -82,8 +82,9 @@ func (o *Ops) table() []Op {
 		def("Ack", Agent, "POST /acks", o.Ack),
 		def("Overdue", Agent, "GET /overdue", o.Overdue),
 		def("NoteWake", Agent, "POST /inbox/woken", o.NoteWake),
-		def("Seen", Agent, "POST /inbox/seen", o.Seen),   // the caller's own session saw a letter
-		def("Bounced", Agent, "GET /bounced", o.Bounced), // the caller's own dead letters (all=true: not a token)
+		def("Seen", Agent, "POST /inbox/seen", o.Seen),                                // the caller's own session saw a letter
+		def("Bounced", Agent, "GET /bounced", o.Bounced),                              // the caller's own dead letters (all=true: not a token)
+		def("Redeliver", Agent, "POST /messages/{message_id}/redeliver", o.Redeliver), // a token: its own messages only
 		def("Receipt", Agent, "POST /inbox/receipts", o.Receipt),
 		def("MessageStatus", Agent, "GET /messages/{message_id}/status", o.MessageStatus),
 		def("History", Agent, "GET /messages", o.History),
