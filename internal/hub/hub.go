@@ -81,8 +81,7 @@ type Hub struct {
 	seen     map[inboxKey]time.Time // last seen, in memory, fresher than the store
 	written  map[inboxKey]time.Time // last-seen time last written to the store
 	left     map[inboxKey]time.Time // when the agent's last session ended (agents.go)
-	unseen   map[inboxKey]struct{}  // agents told of copies through a door, not seen since (door.go)
-	early    map[inboxKey]time.Time // a letter seen before its copies were marked (door.go)
+	early    map[string]time.Time   // letters seen before their copies were recorded (letter.go)
 
 	// leftMu orders the writes of a PresenceStore's left times (agents.go).
 	leftMu sync.Mutex
@@ -176,8 +175,7 @@ func New(store Store, opts *Options) *Hub {
 		seen:       make(map[inboxKey]time.Time),
 		written:    make(map[inboxKey]time.Time),
 		left:       make(map[inboxKey]time.Time),
-		unseen:     make(map[inboxKey]struct{}),
-		early:      make(map[inboxKey]time.Time),
+		early:      make(map[string]time.Time),
 		owed:       make(map[string]*Reader),
 		acts:       make(map[inboxKey]*activity),
 		stallAfter: o.StallAfter,

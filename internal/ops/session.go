@@ -227,10 +227,10 @@ func (s *Session) Reader() *hub.Reader {
 	return s.caller.Reader
 }
 
-// ToolCalled notes a tool call of the session: its session is active (what
-// a letter through its door told it of is seen); a Codex client names its
+// ToolCalled notes a tool call of the session: a Codex client names its
 // thread (in the call's _meta.threadId), which names a session named after
-// its process, and opens the thread's door.
+// its process, and opens the thread's door. (A tool call says nothing of a
+// letter: the session's hooks and the client's receipts do.)
 func (s *Session) ToolCalled(ctx context.Context, thread string) {
 	if thread != "" {
 		s.threadName(ctx, thread)
@@ -242,11 +242,7 @@ func (s *Session) ToolCalled(ctx context.Context, thread string) {
 		s.thread = thread
 	}
 	s.mu.Unlock()
-	if c.Agent == "" {
-		return
-	}
-	s.o.hub.SessionActive(ctx, c.Workspace, c.Agent)
-	if fresh {
+	if c.Agent != "" && fresh {
 		go s.openDoor(api.DoorRequest{Kind: string(hub.DoorCodex), Session: thread, Address: s.hello.CodexHome})
 	}
 }

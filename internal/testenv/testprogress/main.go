@@ -31,9 +31,30 @@ type event struct {
 	Output     string
 }
 
+// run is a top-level test that has not ended, with its output and its
+// sub-tests', each line named by the test that wrote it.
 type run struct {
 	start time.Time
-	out   strings.Builder
+	out   []line
+}
+
+type line struct{ test, text string }
+
+// text is the output a plain run prints of a failed test: its own lines,
+// and its sub-tests' except those of the ones that passed or skipped.
+func (r *run) text() string {
+	var b strings.Builder
+	for _, l := range r.out {
+		b.WriteString(l.text)
+	}
+	return b.String()
+}
+
+// drop forgets the lines of sub-test name and of its own sub-tests.
+func (r *run) drop(name string) {
+	r.out = slices.DeleteFunc(r.out, func(l line) bool {
+		return l.test == name || strings.HasPrefix(l.test, name+"/")
+	})
 }
 
 type state struct {
@@ -137,10 +158,11 @@ func (s *state) take(e event) {
 	switch e.Action {
 	case "output":
 		if !verboseOnly(e.Output) {
-			r.out.WriteString(e.Output)
+			r.out = append(r.out, line{e.Test, e.Output})
 		}
 	case "pass", "skip":
 		if sub {
+			r.drop(e.Test)
 			return
 		}
 		if e.Action == "pass" {
@@ -153,7 +175,7 @@ func (s *state) take(e event) {
 		if sub {
 			return
 		}
-		fmt.Fprint(s.stdout, r.out.String())
+		fmt.Fprint(s.stdout, r.text())
 		delete(ts, top)
 	}
 }
@@ -186,7 +208,7 @@ func (s *state) pkg(e event) {
 			// A test that never ended (a panic, the timeout) has the
 			// reason in its output.
 			for _, r := range s.tests[e.Package] {
-				fmt.Fprint(s.stdout, r.out.String())
+				fmt.Fprint(s.stdout, r.text())
 			}
 		}
 		delete(s.running, e.Package)

@@ -61,3 +61,26 @@ func TestProgressNamesWhatRuns(t *testing.T) {
 		t.Errorf("progress line: got %q", got)
 	}
 }
+
+func TestPassingSubtestsStayQuiet(t *testing.T) {
+	var out, progress bytes.Buffer
+	s := newState(1, &out, &progress)
+	for _, e := range []event{
+		{Action: "run", Package: "p", Test: "TestA"},
+		{Action: "run", Package: "p", Test: "TestA/ok"},
+		{Action: "output", Package: "p", Test: "TestA/ok", Output: "    fine\n"},
+		{Action: "output", Package: "p", Test: "TestA/ok", Output: "--- PASS: TestA/ok (0.00s)\n"},
+		{Action: "pass", Package: "p", Test: "TestA/ok"},
+		{Action: "run", Package: "p", Test: "TestA/bad"},
+		{Action: "output", Package: "p", Test: "TestA/bad", Output: "    broken\n"},
+		{Action: "output", Package: "p", Test: "TestA/bad", Output: "--- FAIL: TestA/bad (0.00s)\n"},
+		{Action: "fail", Package: "p", Test: "TestA/bad"},
+		{Action: "output", Package: "p", Test: "TestA", Output: "--- FAIL: TestA (0.00s)\n"},
+		{Action: "fail", Package: "p", Test: "TestA"},
+	} {
+		s.take(e)
+	}
+	if got, want := out.String(), "    broken\n--- FAIL: TestA/bad (0.00s)\n--- FAIL: TestA (0.00s)\n"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
