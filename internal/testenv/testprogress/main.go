@@ -75,7 +75,7 @@ type state struct {
 	failed   []string
 	passed   int
 	skipped  int
-	slowest  []timed // the top-level tests that took longest, longest first
+	slowest  []timed                    // the top-level tests that took longest, longest first
 	running  map[string]time.Time       // package -> start
 	tests    map[string]map[string]*run // package -> test -> output so far
 	build    map[string]*strings.Builder
