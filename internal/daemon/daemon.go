@@ -100,6 +100,7 @@ type Daemon struct {
 	// revocations ends what is open under an agent token when it is
 	// revoked (tokens.go).
 	revocations token.Watcher
+	adminToken  string // $PARLEY_HOME/token (tcp.go)
 }
 
 // Open prepares a daemon: it makes the state directory, takes the PID lock,

@@ -167,6 +167,7 @@ func (o *Ops) table() []Op {
 		def("DashboardLeases", Admin, "GET /dashboard/leases", o.DashboardLeases),
 		def("DashboardHealth", Admin, "GET /dashboard/health", o.DashboardHealth),
 		def("DashboardLogin", Admin, "POST /dashboard/login", o.DashboardLogin),
+		def("DashboardSignOutAll", Admin, "POST /dashboard/sign-out-all", o.DashboardSignOutAll),
 		def("Purge", Admin, "POST /purge", o.Purge),
 		def("Status", Admin, "GET /status", o.Status), // the daemon's paths, store and sessions
 		def("Health", Agent, "GET /health", o.Health), // is the daemon up: what a remote client asks first

@@ -41,7 +41,57 @@ const S = {
   rules: [],
   ticked: new Set(), // permission request ids ticked for a bulk decision
   daemonPID: 0, // the daemon the page last reached: a new one means a restart
+  // trusted: the listener at this address is the daemon that signed the
+  // page in. It is false from a lost connection until the listener proves
+  // itself again (proveDaemon): meanwhile the page sends its cookie nowhere.
+  trusted: true,
 };
+
+// ---- the daemon proves itself ----
+
+// While the daemon restarts, another program can take its port. Before
+// the page reconnects, it asks the listener, without its cookie, to prove
+// that it is the daemon: an HMAC of a fresh nonce and of this port under
+// the session's proof key, which only the page and the daemon hold (see
+// internal/web/proof.go). It resolves "ok", "offline" (nobody answers) or
+// "impostor" (someone answers who cannot prove it), and "signed-out" when
+// the daemon knows the sign-in no more.
+let proving = null; // the proof in flight: concurrent requests share it
+
+function proveDaemon() {
+  if (S.trusted) return Promise.resolve("ok");
+  if (!proving) proving = proveOnce().finally(() => { proving = null; });
+  return proving;
+}
+
+async function proveOnce() {
+  if (!S.me || !S.me.sid || !window.crypto || !crypto.subtle) return "impostor";
+  const nonce = b64url(crypto.getRandomValues(new Uint8Array(24)));
+  let r;
+  try {
+    r = await fetch(`/auth/prove?sid=${encodeURIComponent(S.me.sid)}&nonce=${nonce}`, { credentials: "omit", cache: "no-store" });
+  } catch {
+    return "offline";
+  }
+  if (r.status === 404) return "signed-out";
+  const j = await r.json().catch(() => ({}));
+  const key = await crypto.subtle.importKey("raw", unb64url(S.me.proof_key), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+  const want = await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(`parley-dashboard-proof\n${location.port}\n${nonce}`));
+  if (!r.ok || typeof j.proof !== "string" || j.proof !== b64url(new Uint8Array(want))) return "impostor";
+  S.trusted = true;
+  return "ok";
+}
+
+function b64url(bytes) {
+  let s = "";
+  for (const b of bytes) s += String.fromCharCode(b);
+  return btoa(s).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+function unb64url(s) {
+  const bin = atob(s.replace(/-/g, "+").replace(/_/g, "/"));
+  return Uint8Array.from(bin, (c) => c.charCodeAt(0));
+}
 
 // ---- the API ----
 
@@ -54,6 +104,14 @@ class APIError extends Error {
 }
 
 async function call(method, path, body, { workspace = S.ws, raw = false } = {}) {
+  // After a lost connection, nothing goes out with the cookie before the
+  // listener proved to be the daemon.
+  const proof = await proveDaemon();
+  if (proof === "signed-out") {
+    signedOut();
+    throw new APIError(401, "forbidden", "signed out: run `parley dashboard` for a sign-in link");
+  }
+  if (proof !== "ok") throw new APIError(0, "offline", proof === "impostor" ? "the listener at this address could not prove it is the daemon" : "the daemon is out of reach");
   const headers = {};
   if (method !== "GET") headers["X-Parley-CSRF"] = S.me ? S.me.csrf : "";
   const init = { method, headers, credentials: "same-origin" };
@@ -67,7 +125,9 @@ async function call(method, path, body, { workspace = S.ws, raw = false } = {}) 
   try {
     r = await fetch(url, init);
   } catch (err) {
-    // The daemon is out of reach: status 0, kind "offline".
+    // The daemon is out of reach: status 0, kind "offline". Whoever
+    // answers here next proves itself first.
+    S.trusted = false;
     throw new APIError(0, "offline", err.message || "the daemon is out of reach");
   }
   if (r.status === 204) return null;
@@ -247,12 +307,28 @@ function fromEvent(e) {
 let sock = null;
 let backoff = 500;
 
-function connect() {
+async function connect() {
+  // A reconnect opens the stream (which carries the cookie) only to a
+  // listener that proved to be the daemon.
+  const proof = await proveDaemon();
+  if (proof === "signed-out") {
+    signedOut();
+    return;
+  }
+  if (proof !== "ok") {
+    if (proof === "impostor") {
+      setConn("impostor");
+      document.getElementById("conn").title = `The listener at ${location.host} could not prove it is your Parley daemon: the page sends it nothing, and tries again.`;
+    }
+    setTimeout(connect, backoff);
+    backoff = Math.min(backoff * 2, 8000);
+    return;
+  }
   const proto = location.protocol === "https:" ? "wss:" : "ws:";
   sock = S.sock = new WebSocket(`${proto}//${location.host}/api/v1/events?all=true`);
   let opened = false;
   sock.onopen = () => {
-    const again = opened || S.conn === "reconnecting" || S.conn === "down";
+    const again = opened || S.conn === "reconnecting" || S.conn === "down" || S.conn === "impostor";
     opened = true;
     backoff = 500;
     setConn("live");
@@ -281,6 +357,8 @@ function connect() {
   sock.onclose = () => {
     sock = null;
     if (!S.me) return;
+    // Whoever answers at this address next must prove it is the daemon.
+    S.trusted = false;
     setConn(opened ? "reconnecting" : "down");
     setTimeout(connect, backoff);
     backoff = Math.min(backoff * 2, 8000);
@@ -482,7 +560,7 @@ function setConn(c) {
   S.conn = c;
   const el = document.getElementById("conn");
   el.textContent = c;
-  el.className = "conn " + (c === "live" ? "live" : c === "down" ? "down" : "");
+  el.className = "conn " + (c === "live" ? "live" : c === "down" || c === "impostor" ? "down" : "");
 }
 
 function drawBadges() {
