@@ -202,6 +202,122 @@ func TestDoorClaude(t *testing.T) {
 	})
 }
 
+// TestDoorClaudeBypass: an interactive Claude Code session in
+// bypassPermissions, set up by `parley init claude`, holds Parley's letters
+// for its person: it says so on the letter's reply address, and the copy
+// reads held within seconds, with why and how to let letters in, while the
+// model has not seen it. Approved in the session, the letter starts a turn:
+// seen. Denied, the copy is declined, never seen; the sender gets a bounce
+// that says so, `parley bounced` lists it, and `parley redeliver` sends it
+// again (held again: the session has not changed its mind). No letter
+// asserts a permission mode: the session holds them for that very reason.
+func TestDoorClaudeBypass(t *testing.T) {
+	e := newEnv(t)
+	repo := initRepo(t, e)
+	if out, errs, code := e.runIn(repo, "init", "claude", "--agent", "held-cc", "--yes"); code != 0 {
+		t.Fatalf("init claude: exit %d\n%s%s", code, out, errs)
+	}
+	writeFile(t, filepath.Join(repo, ".claude", "settings.local.json"), `{"enabledMcpjsonServers":["parley"]}`)
+	var m model
+	var mu sync.Mutex
+	checks := 0
+	s := standin.Anthropic(t, func(r *standin.MessagesRequest) []standin.Block {
+		tail := r.Tail()
+		m.add(tail)
+		switch {
+		case strings.Contains(tail, door.LetterMarker):
+			mu.Lock()
+			checks++
+			id := fmt.Sprintf("toolu_check_%d", checks)
+			mu.Unlock()
+			return []standin.Block{standin.ToolUse(id, "mcp__parley__check_messages", nil)}
+		case strings.Contains(tail, "MAIL-"):
+			return []standin.Block{standin.Text("READ THE MAIL")}
+		}
+		return nil
+	})
+	// The daemon runs apart from the session, as a team's does: a daemon
+	// that the session's own MCP server started is its descendant, and
+	// Claude Code takes a descendant's letters as its own (no hold).
+	e.Must("daemon", "start")
+	tm := tmuxcli.NewServer(t)
+	debug := filepath.Join(tm.Dir(), "cc-debug.log")
+	cc := tm.StartClaude("held", s, tmuxcli.ClaudeOptions{Dir: repo, Home: filepath.Join(e.home, "claude"),
+		PermissionMode: "bypassPermissions", Args: []string{"--debug-file", debug}, Env: []string{"PARLEY_HOME=" + e.home}})
+	e.waitDoor(t, repo, "held-cc", "claude", cc.Screen)
+
+	// held waits for the copy to read held, and returns it.
+	held := func(t *testing.T, id string) api.RecipientDelivery {
+		t.Helper()
+		var c api.RecipientDelivery
+		start := time.Now()
+		waitFor(t, 20*time.Second, "the copy held", func() (bool, string) {
+			c = e.copyStatus(t, repo, "boss", id, "held-cc")
+			return c.State == "held", fmt.Sprintf("%+v\n%s", c, cc.Screen())
+		})
+		t.Logf("held %s after the send", time.Since(start).Round(time.Millisecond))
+		if c.Door != "held" || c.Since == "" || !strings.Contains(c.Note, "held for the recipient user's approval") ||
+			!strings.Contains(c.Note, `"crossSessionInbound":"accept"`) || c.WakePath != "door:claude" || c.SeenAt != "" {
+			t.Errorf("the held copy: got %+v, want held since a time, the session's words and how to let letters in", c)
+		}
+		cc.WaitScreen(20*time.Second, "Deliver this message to Claude")
+		return c
+	}
+
+	t.Run("held, then approved: seen", func(t *testing.T) {
+		id := e.sendIn(t, repo, "held-cc", "MAIL-HOLD-1 approve me", "--agent", "boss")
+		held(t, id)
+		if m.find("MAIL-HOLD-1") != "" {
+			t.Fatalf("the model got a letter the session holds")
+		}
+		// The session held it because the letter asserts no permission
+		// mode (and never will): its own words.
+		if b, _ := os.ReadFile(debug); !strings.Contains(string(b), "cause=no-mode-asserted") {
+			t.Errorf("Claude Code's log does not say it held the letter for asserting no mode")
+		}
+		cc.Keys("Down", "Enter") // "Deliver this message to Claude"
+		m.wait(t, 60*time.Second, cc.Screen, door.LetterMarker, "MAIL-HOLD-1 approve me")
+		waitFor(t, 30*time.Second, "the copy seen and read", func() (bool, string) {
+			c := e.copyStatus(t, repo, "boss", id, "held-cc")
+			return c.SeenAt != "" && c.State == "read", fmt.Sprintf("%+v", c)
+		})
+	})
+
+	t.Run("held, then denied: declined, never seen, the sender told", func(t *testing.T) {
+		cc.WaitScreen(30*time.Second, "READ THE MAIL")
+		id := e.sendIn(t, repo, "held-cc", "MAIL-HOLD-2 deny me", "--agent", "boss")
+		held(t, id)
+		cc.Keys("Enter") // "Deny — drop it and tell the sender it was declined"
+		var c api.RecipientDelivery
+		waitFor(t, 20*time.Second, "the copy declined", func() (bool, string) {
+			c = e.copyStatus(t, repo, "boss", id, "held-cc")
+			return c.State == "declined", fmt.Sprintf("%+v", c)
+		})
+		if c.SeenAt != "" || !strings.Contains(c.BounceReason, "declined") {
+			t.Errorf("the declined copy: got %+v, want never seen, and why", c)
+		}
+		var inbox api.CheckResult
+		waitFor(t, 10*time.Second, "boss told", func() (bool, string) {
+			out, _, _ := e.runIn(repo, "inbox", "--agent", "boss", "--json")
+			json.Unmarshal([]byte(out), &inbox)
+			return strings.Contains(out, "Declined: your message "+id), out
+		})
+		out, errs, code := e.runIn(repo, "bounced", "--agent", "boss", "--json")
+		var dead api.BouncedResult
+		if code != 0 || json.Unmarshal([]byte(out), &dead) != nil || len(dead.Bounced) != 1 || dead.Bounced[0].MessageID != id || dead.Bounced[0].State != "declined" {
+			t.Errorf("parley bounced: exit %d %s\n%s", code, errs, out)
+		}
+		// Sent again: a new letter, which this session holds again.
+		if out, errs, code := e.runIn(repo, "redeliver", id, "--agent", "boss"); code != 0 || !strings.Contains(out, "redelivered "+id+" to held-cc") {
+			t.Fatalf("parley redeliver: exit %d\n%s%s", code, out, errs)
+		}
+		held(t, id)
+		if m.find("MAIL-HOLD-2") != "" {
+			t.Errorf("the model got a letter the session held or its person declined")
+		}
+	})
+}
+
 // TestDoorCodex: an interactive Codex session that `parley init codex` set
 // up registers its thread as the door at its first Parley tool call; mail
 // for its agent then starts a turn through the thread's queue.

@@ -79,6 +79,11 @@ func TestInitClaudeMergesAndIsIdempotent(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("init --yes: exit %d\n%s\n%s", code, out, errs)
 	}
+	for _, want := range []string{`kept a hook that is not Parley's: Stop runs "echo mine"`, `kept permissions.allow "Bash(ls)"`, `kept the MCP server "other"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("init does not list what it leaves: want %q in\n%s", want, out)
+		}
+	}
 	mcpJSON := readJSON(t, filepath.Join(repo, ".mcp.json"))
 	servers := mcpJSON["mcpServers"].(map[string]any)
 	other := servers["other"].(map[string]any)
@@ -160,13 +165,17 @@ func TestInitCursorGemini(t *testing.T) {
 			e := newEnv(t)
 			repo := initRepo(t, e)
 			writeFile(t, filepath.Join(repo, tc.path), `{"theme":"dark","mcpServers":{"parley":{"command":"old","env":{"A":"1"}}}}`)
-			if _, errs, code := e.runIn(repo, "init", tc.client, "--yes"); code != 0 {
+			out, errs, code := e.runIn(repo, "init", tc.client, "--yes")
+			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errs)
 			}
 			m := readJSON(t, filepath.Join(repo, tc.path))
 			p := m["mcpServers"].(map[string]any)["parley"].(map[string]any)
-			if m["theme"] != "dark" || p["command"] != bin || p["env"].(map[string]any)["A"] != "1" {
-				t.Errorf("got %v: want theme kept, command updated, the user's env kept", m)
+			if m["theme"] != "dark" || p["command"] != bin || p["env"] != nil {
+				t.Errorf("got %v: want theme kept, and the parley server Parley's whole: command updated, the file's env gone", m)
+			}
+			if !strings.Contains(out, `took env out of the parley server: {"A":"1"}`) || !strings.Contains(out, `replaced the parley server's command "old"`) {
+				t.Errorf("init does not say what it took out of the parley server:\n%s", out)
 			}
 		})
 	}

@@ -117,6 +117,7 @@ func TestTokenReadRule(t *testing.T) {
 		{"her overdue", "Overdue", api("GET", "/overdue", ""), false, nil},
 		{"everyone's bounced", "Bounced", api("GET", "/bounced?all=true", ""), true, nil},
 		{"her bounced", "Bounced", api("GET", "/bounced", ""), false, []string{`"bounced":[]`}},
+		{"redeliver theirs", "Redeliver", api("POST", "/messages/"+secret1+"/redeliver", `{}`), true, []string{`no message \"` + secret1}},
 		{"the queue's waiting tasks", "Queue", api("GET", "/queues/jobs", ""), false, []string{"queue-task OPEN"}},
 		{"peek at her inbox", "Peek", api("GET", "/inbox", ""), false, []string{"bob-to-alice MINE"}},
 		{"check her inbox", "Check", api("POST", "/inbox/check", `{}`), false, []string{"bob-to-alice MINE"}},

@@ -26,7 +26,7 @@ func upgradeTCP(t *testing.T, addr string, headers ...string) (net.Conn, *bufio.
 		k, v, _ := strings.Cut(kv, ": ")
 		h.Set(k, v)
 	}
-	c, br, err := bridge.DialStream(context.Background(), "tcp", addr, "http://"+addr+"/mcp", h)
+	c, br, err := bridge.DialStream(context.Background(), "tcp", addr, "http://"+addr+"/mcp", h, nil)
 	var refused *bridge.RefusedError
 	if errors.As(err, &refused) {
 		return nil, nil, refused.Status, refused.Body

@@ -17,6 +17,12 @@ type DashboardLogin struct {
 	Expires time.Time `json:"expires"`
 }
 
+// SignOutResult is POST /api/v1/dashboard/sign-out-all, which only the Unix
+// socket serves: every dashboard sign-in ended.
+type SignOutResult struct {
+	Ended int `json:"ended"`
+}
+
 // UnreadResult is GET /api/v1/dashboard/unread: the unread messages of each
 // agent of the workspace, and of the caller.
 type UnreadResult struct {

@@ -11,7 +11,7 @@ type MessageStatusRequest struct {
 // RecipientDelivery is where one recipient's copy of a message stands (message_status).
 type RecipientDelivery struct {
 	Recipient string `json:"recipient"`
-	State     string `json:"state" jsonschema:"queued, handed (a letter through the recipient's door told it), seen (its session started a turn with that), delivered, redelivered, read, acked or bounced"`
+	State     string `json:"state" jsonschema:"queued, handed, held, unconfirmed, seen, delivered, redelivered, read, acked, declined or bounced"`
 	// DeliveryCount is how many times the copy was handed to a session.
 	DeliveryCount int    `json:"delivery_count"`
 	DeliveredAt   string `json:"delivered_at,omitempty"`
@@ -23,13 +23,22 @@ type RecipientDelivery struct {
 	AckedAt    string `json:"acked_at,omitempty"`
 	// WakePath is how the message first reached the recipient, and WokenAt
 	// when: empty until something did.
-	WakePath string `json:"wake_path,omitempty" jsonschema:"how it first reached the recipient: wait, check, door:claude, door:codex, channel, hook, tmux or managed"`
+	WakePath string `json:"wake_path,omitempty" jsonschema:"wait, check, door:claude, door:codex, channel, hook, tmux or managed"`
 	WokenAt  string `json:"woken_at,omitempty"`
 	// SeenAt is when the recipient's session started a turn with it.
 	SeenAt string `json:"seen_at,omitempty"`
-	// BouncedAt and BounceReason: the copy left the inbox unread, and why.
+	// BouncedAt and BounceReason: the copy left the inbox unread (bounced
+	// or declined), and why.
 	BouncedAt    string `json:"bounced_at,omitempty"`
 	BounceReason string `json:"bounce_reason,omitempty"`
+	// Door is what the client said of the letter that told of it (held,
+	// unconfirmed) or why none went (notloaded), since Since; Note in the
+	// client's words, with what to do; Until until when the client holds
+	// it, if it said.
+	Door  string `json:"door,omitempty"`
+	Note  string `json:"note,omitempty"`
+	Since string `json:"since,omitempty"`
+	Until string `json:"until,omitempty"`
 }
 
 // MessageStatusResult is a message's delivery state, per recipient.
@@ -117,16 +126,32 @@ type BouncedRequest struct {
 	Limit int  `json:"limit,omitempty" jsonschema:"at most this many (default 50)"`
 }
 
-// BouncedInfo is one recipient's copy that bounced.
+// BouncedInfo is one recipient's copy that bounced, or whose letter a
+// person declined.
 type BouncedInfo struct {
 	MessageID string `json:"message_id"`
 	From      string `json:"from"`
 	To        string `json:"to"`
 	Recipient string `json:"recipient"`
+	State     string `json:"state" jsonschema:"bounced or declined"`
 	Preview   string `json:"preview"`
 	SentAt    string `json:"sent_at"`
 	BouncedAt string `json:"bounced_at"`
 	Reason    string `json:"reason"`
+}
+
+// RedeliverRequest is POST /api/v1/messages/{message_id}/redeliver: send a
+// bounced or declined copy again.
+type RedeliverRequest struct {
+	MessageID string `json:"message_id"`
+	Recipient string `json:"recipient,omitempty" jsonschema:"only this recipient's copy (default: every bounced or declined one)"`
+}
+
+// RedeliverResult names the recipients whose copies went back to their
+// inboxes.
+type RedeliverResult struct {
+	MessageID  string   `json:"message_id"`
+	Recipients []string `json:"recipients"`
 }
 
 // BouncedResult lists bounced copies, newest first.

@@ -10,13 +10,9 @@ const (
 	// They stay leased to the session until confirmed: a bridge confirms
 	// them once it has written the result to its client.
 	MetaDelivered = "parley/delivered"
-	// HeaderDelivered carries confirmed message ids, comma-separated, on a
-	// POST /mcp whose body is a MethodDelivered notification.
-	HeaderDelivered = "Parley-Delivered"
-	// MethodDelivered is the notification that confirms messages (params:
-	// messageIds): on a stream session as it is, over HTTP with
-	// HeaderDelivered. HeaderReceipts on every POST of a session says that
-	// its client confirms this way.
+	// MethodDelivered is the notification with which a bridge confirms, on
+	// its stream session, the messages it wrote to its client (params:
+	// messageIds).
 	MethodDelivered = "notifications/parley/delivered"
 	// StreamProtocol is the Upgrade token of a stream session: GET /mcp
 	// with it turns the connection into newline-delimited JSON-RPC both

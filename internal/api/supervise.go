@@ -88,11 +88,13 @@ type PermissionRule struct {
 	Workspace string `json:"workspace"`
 	Agent     string `json:"agent,omitempty" jsonschema:"the agent it allows (empty: any agent of the workspace)"`
 	ToolName  string `json:"tool_name"`
-	Match     string `json:"match,omitempty" jsonschema:"what the command starts with (shell tools), or what the input contains"`
+	Match     string `json:"match,omitempty" jsonschema:"what it allows: the command, word for word (shell tools; * a wildcard), a path pattern inside the workspace (file tools), or an input value, exactly"`
 	By        string `json:"by"`
 	Created   string `json:"created"`
 	Expires   string `json:"expires"`
 	Uses      int    `json:"uses"`
+	// Allows says exactly what the rule allows, in words.
+	Allows string `json:"allows"`
 }
 
 // PermissionRuleRequest is POST /api/v1/permissions/rules: allow tool_name
@@ -103,6 +105,8 @@ type PermissionRuleRequest struct {
 	Match    string `json:"match,omitempty"`
 	Minutes  int    `json:"minutes"`
 	By       string `json:"by,omitempty"`
+	// DryRun checks the rule and says what it would allow, saving nothing.
+	DryRun bool `json:"dry_run,omitempty"`
 }
 
 // PermissionRulesResult lists the live rules.

@@ -7,15 +7,24 @@
 // agent then reads through its MCP session as always.
 //
 // A letter is not a read: it hands nothing out and leases nothing. It
-// records, per copy, the door as the path that reached the agent (handed),
-// and the copies become seen when the session shows it took the letter:
-// its UserPromptSubmit hook carries the letter, it calls a Parley tool, the
-// Codex queue gives the letter to a turn, or Claude Code says the turn that
-// took it is over. One letter per burst: while a letter waits to be seen,
-// new mail waits; when the session starts the turn, what came in the
-// meantime is in the inbox that turn reads, so it joins the letter (handed
-// and seen with it); what comes after gets the next letter, and so does
-// what a finished turn left unread and untold.
+// records, per copy, the door as the path that reached the agent and the
+// letter's id (handed); after that, only what the client says of the letter
+// changes the copies. Claude Code sends receipts to the letter's sender
+// address, this daemon's socket in the session's socket directory: a letter
+// held for a person (with why), then delivered or denied; expired, refused
+// or dropped. The session's hooks report the letter seen when its turn
+// carries it (the prompt, or the transcript, holds the letter). The Codex
+// queue gives the letter to a turn. Where the client says nothing and the
+// session goes idle (Claude Code's idle notice), the copies are
+// unconfirmed, never seen. A declined letter's copies leave the inbox
+// (declined); a dropped or expired one's bounce; their senders are told,
+// and `parley redeliver` sends them again.
+//
+// One letter per burst: while a letter waits for its session's word, new
+// mail waits; a held letter holds back the next (they would be held too)
+// and lets the other wake paths (hooks, tmux) reach the agent meanwhile.
+// Once the session's turn carries the letter, or it is over, what came in
+// the meantime and is still unread gets the next letter.
 //
 // Wake order per agent: a blocked wait takes the message at its send (the
 // hub hands it over; nothing is left for a letter); else the door; the
@@ -62,10 +71,15 @@ type Options struct {
 	// Retry is how long after a failed letter (not a gone door) the next
 	// try waits (default 5 s).
 	Retry time.Duration
-	// NoIdleNotice turns off Claude Code's idle notices (notify_when_idle),
-	// which need a socket of this process in the session's socket
-	// directory.
-	NoIdleNotice bool
+	// NoReplies turns off Claude Code's receipts and idle notices, which
+	// need a socket of this process in the session's socket directory:
+	// without them a letter says nothing back, and its copies stay handed
+	// (or are seen, through the session's hooks).
+	NoReplies bool
+	// Unconfirmed is how long after a Claude Code session said it is idle
+	// a letter it took without a word of it turns unconfirmed (default 3 s:
+	// its hooks report a seen letter before the session goes idle).
+	Unconfirmed time.Duration
 	// Version names Parley to Codex's app-server.
 	Version string
 }
@@ -81,12 +95,14 @@ type Doorman struct {
 
 	mu      sync.Mutex
 	agents  map[key]*agentState
-	doors   map[key]int                   // open doors per agent, of this host and user
-	idle    map[string]*door.IdleListener // by socket directory
-	working int                           // agents looked at now
+	doors   map[key]int               // open doors per agent, of this host and user
+	replies map[string]*door.Listener // by socket directory
+	working int                       // agents looked at now
 	wg      sync.WaitGroup
 	// handling counts events taken off the queue and not yet handled.
 	handling atomic.Int32
+	// following counts the letters whose sessions' word is awaited.
+	following atomic.Int32
 }
 
 type key struct{ ws, agent string }
@@ -102,10 +118,6 @@ type agentState struct {
 	// waitingIdle: a letter of mode idle waits for the session to be idle.
 	waitingIdle bool
 	retry       *time.Timer
-	// fold: the session started a turn with the letter at foldAt (through
-	// foldVia); mail that came before is the turn's to read.
-	foldAt  time.Time
-	foldVia hub.WakePath
 	// failed counts the letters in a row that could not be written for a
 	// reason other than a gone door.
 	failed int
@@ -116,6 +128,9 @@ type letter struct {
 	id   string
 	at   time.Time
 	door *hub.SessionDoor
+	// held: the client holds it for a person: no other letter goes until
+	// the person decides, and the other wake paths take over meanwhile.
+	held bool
 }
 
 // New returns a doorman over h.
@@ -139,8 +154,11 @@ func New(h *hub.Hub, opts *Options) *Doorman {
 	if o.Version == "" {
 		o.Version = "dev"
 	}
+	if o.Unconfirmed <= 0 {
+		o.Unconfirmed = 3 * time.Second
+	}
 	return &Doorman{hub: h, o: o, log: o.Logger, events: make(chan hub.Event, 4096),
-		agents: map[key]*agentState{}, doors: map[key]int{}, idle: map[string]*door.IdleListener{}}
+		agents: map[key]*agentState{}, doors: map[key]int{}, replies: map[string]*door.Listener{}}
 }
 
 // Run watches the hub until ctx ends, then waits for the letters in
@@ -151,7 +169,8 @@ func (d *Doorman) Run(ctx context.Context) error {
 	rescan := make(chan struct{}, 1)
 	cancel := d.hub.Subscribe(func(e hub.Event) {
 		switch e.Kind {
-		case hub.EventMessageSent, hub.EventResync, hub.EventMessageSeen, hub.EventDoorOpened, hub.EventDoorClosed, hub.EventAgentStatus:
+		case hub.EventMessageSent, hub.EventResync, hub.EventMessageSeen, hub.EventDoorOpened, hub.EventDoorClosed, hub.EventAgentStatus,
+			hub.EventMessageRedelivered:
 		default:
 			return
 		}
@@ -182,8 +201,10 @@ func (d *Doorman) Run(ctx context.Context) error {
 			d.mu.Unlock()
 			d.wg.Wait()
 			d.mu.Lock()
-			for _, l := range d.idle {
-				l.Close()
+			for _, l := range d.replies {
+				if l != nil {
+					l.Close()
+				}
 			}
 			d.mu.Unlock()
 			return nil
@@ -209,12 +230,18 @@ func (d *Doorman) rescanAll() {
 	}
 }
 
-// HasDoor reports whether the agent has an open door the doorman writes: a
-// tmux nudge would only repeat its letter.
+// HasDoor reports whether the agent has an open door the doorman writes,
+// whose session takes its letters now: a tmux nudge would only repeat its
+// letter. While the session holds a letter for a person, the other paths
+// reach the agent.
 func (d *Doorman) HasDoor(ws, agent string) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.doors[key{ws, agent}] > 0
+	k := key{ws, agent}
+	if st := d.agents[k]; st != nil && st.letter != nil && st.letter.held {
+		return false
+	}
+	return d.doors[k] > 0
 }
 
 // Quiet reports whether the doorman has nothing to do now: every event it
@@ -225,6 +252,9 @@ func (d *Doorman) Quiet() bool {
 	defer d.mu.Unlock()
 	return d.handling.Load() == 0 && d.working == 0
 }
+
+// Following counts the letters whose client's word the doorman awaits.
+func (d *Doorman) Following() int { return int(d.following.Load()) }
 
 // mine reports whether the doorman may write door dr: of this host and
 // user.
@@ -264,6 +294,8 @@ func (d *Doorman) event(e hub.Event) {
 		for _, r := range e.Recipients {
 			d.poke(key{e.Workspace, r})
 		}
+	case hub.EventMessageRedelivered:
+		d.poke(key{e.Workspace, e.Agent}) // back in the inbox
 	case hub.EventResync:
 		d.rescanAll() // the other daemons' events may have been missed
 	case hub.EventDoorOpened, hub.EventDoorClosed:
@@ -282,7 +314,7 @@ func (d *Doorman) event(e hub.Event) {
 			d.poke(k) // mail that came before the door
 		}
 	case hub.EventMessageSeen:
-		d.seen(key{e.Workspace, e.Agent}, e.Time)
+		d.seen(key{e.Workspace, e.Agent}, e.Letter)
 	case hub.EventAgentStatus:
 		if e.Status == string(hub.StatusReady) {
 			d.mu.Lock()
@@ -296,48 +328,33 @@ func (d *Doorman) event(e hub.Event) {
 	}
 }
 
-// seen notes that the agent's session started a turn with its outstanding
-// letter at at: the mail that waited behind the letter joins it.
-func (d *Doorman) seen(k key, at time.Time) {
+// seen notes that the agent's session started a turn carrying letter: if
+// it is the outstanding one, the next may go.
+func (d *Doorman) seen(k key, letter string) {
 	d.mu.Lock()
 	st := d.agents[k]
-	had := st != nil && st.letter != nil
-	if had {
-		st.foldAt, st.foldVia = at, st.letter.door.Kind.WakePath()
+	mine := st != nil && st.letter != nil && st.letter.id == letter
+	if mine {
 		st.letter = nil
 	}
 	d.mu.Unlock()
-	if had {
+	if mine {
 		d.poke(k)
 	}
 }
 
-// fold records the mail that came before the turn started at st.foldAt as
-// told by the turn's letter, and seen.
-func (d *Doorman) fold(ctx context.Context, k key, st *agentState, ds []*hub.Delivery) {
+// done ends the outstanding letter id of k (its session's word came, or
+// the bound passed): the next may go.
+func (d *Doorman) done(k key, id string) {
 	d.mu.Lock()
-	at, via := st.foldAt, st.foldVia
-	st.foldAt, st.foldVia = time.Time{}, ""
+	st := d.agents[k]
+	mine := st != nil && st.letter != nil && st.letter.id == id
+	if mine {
+		st.letter = nil
+	}
 	d.mu.Unlock()
-	if at.IsZero() {
-		return
-	}
-	var ids []string
-	for _, c := range ds {
-		if c.WokeVia == "" && !c.Message.CreatedAt.After(at) {
-			ids = append(ids, c.MessageID)
-			c.WokeVia = via // for the look that goes on with ds
-		}
-	}
-	if len(ids) == 0 {
-		return
-	}
-	if _, err := d.hub.NoteWake(ctx, k.ws, k.agent, ids, via); err != nil {
-		d.log.Warn("doorman: record the wake path", "agent", k.agent, "err", err)
-		return
-	}
-	if _, err := d.hub.MarkSeen(ctx, k.ws, k.agent, via, time.Now()); err != nil {
-		d.log.Warn("doorman: mark seen", "agent", k.agent, "err", err)
+	if mine {
+		d.poke(k)
 	}
 }
 
@@ -399,9 +416,9 @@ func (d *Doorman) look(k key, st *agentState) {
 	defer cancel()
 	log := d.log.With("workspace", k.ws, "agent", k.agent)
 	d.mu.Lock()
-	if l := st.letter; l != nil && time.Since(l.at) < d.o.SeenTimeout {
+	if l := st.letter; l != nil && (l.held || time.Since(l.at) < d.o.SeenTimeout) {
 		d.mu.Unlock()
-		return // one letter per burst: the agent will read the rest
+		return // one letter per burst: the agent will read the rest; a held one waits for its person
 	}
 	st.letter = nil
 	d.mu.Unlock()
@@ -416,7 +433,6 @@ func (d *Doorman) look(k key, st *agentState) {
 		log.Warn("doorman: read inbox", "err", err)
 		return
 	}
-	d.fold(ctx, k, st, ds)
 	var fresh []*hub.Delivery
 	mode := hub.DeliverQueue
 	for _, c := range ds {
@@ -484,26 +500,17 @@ func (d *Doorman) deliver(ctx context.Context, k key, st *agentState, dr *hub.Se
 	text := Render(letterOf(k, id, fresh))
 	via := dr.Kind.WakePath()
 	var err error
-	var watch func(context.Context) // waits for the session to take it
+	var watch func(context.Context) // follows what the client says of it
 	switch dr.Kind {
 	case hub.DoorClaude:
 		if mode == hub.DeliverIdle && !d.idleNow(ctx, k, st, dr) {
 			return true, false // written when the session is idle
 		}
 		c := &door.Claude{Socket: dr.Address, Token: dr.Token}
-		l := d.claudeLetter(text, mode, dr)
-		var notice <-chan door.IdleNotice
-		notice, err = c.Write(ctx, l)
-		if notice != nil {
-			watch = func(ctx context.Context) {
-				select {
-				case n, ok := <-notice:
-					if ok {
-						d.tookLetter(k, id, via, false, n.FinishedAt)
-					}
-				case <-ctx.Done():
-				}
-			}
+		var rc *door.Receipts
+		rc, err = c.Write(ctx, d.claudeLetter(text, mode, dr))
+		if rc != nil {
+			watch = func(ctx context.Context) { d.watchClaude(ctx, k, id, dr, rc) }
 		}
 	case hub.DoorCodex:
 		c := &door.Codex{Home: dr.Address, Thread: dr.Session, ClientName: "parley", ClientVersion: d.o.Version}
@@ -518,8 +525,10 @@ func (d *Doorman) deliver(ctx context.Context, k key, st *agentState, dr *hub.Se
 				watch = func(ctx context.Context) {
 					defer q.Close()
 					if q.Started(ctx) == nil {
-						d.tookLetter(k, id, via, true, time.Now())
+						// The queue gave the letter to a turn.
+						d.mark(k, id, hub.LetterChange{Mark: hub.MarkSeen})
 					}
+					d.done(k, id)
 				}
 			}
 		}
@@ -556,58 +565,148 @@ func (d *Doorman) deliver(ctx context.Context, k key, st *agentState, dr *hub.Se
 	for i, c := range fresh {
 		ids[i] = c.MessageID
 	}
-	if _, err := d.hub.NoteWake(context.WithoutCancel(ctx), k.ws, k.agent, ids, via); err != nil {
-		log.Warn("doorman: record the wake path", "err", err)
-	}
 	now := time.Now()
 	d.mu.Lock()
 	st.failed = 0
 	st.letter = &letter{id: id, at: now, door: dr}
 	st.waitingIdle = false
 	d.mu.Unlock()
+	if _, err := d.hub.Handed(context.WithoutCancel(ctx), k.ws, k.agent, ids, via, id); err != nil {
+		log.Warn("doorman: record the letter", "err", err)
+	}
 	log.Info("doorman: letter written", "letter", id, "messages", len(fresh), "mode", mode)
 	if watch != nil {
 		d.wg.Add(1)
+		d.following.Add(1)
 		go func() {
 			defer d.wg.Done()
-			wctx, cancel := context.WithTimeout(d.ctx, d.o.SeenTimeout)
-			defer cancel()
-			watch(wctx)
+			defer d.following.Add(-1)
+			watch(d.ctx)
 		}()
+	} else {
+		// Nothing will be said of it: the next letter waits the bound.
+		time.AfterFunc(d.o.SeenTimeout, func() { d.done(k, id) })
 	}
 	return true, false
 }
 
+// mark records what the client said of letter id.
+func (d *Doorman) mark(k key, id string, ch hub.LetterChange) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(d.ctx), 10*time.Second)
+	defer cancel()
+	if _, err := d.hub.MarkLetter(ctx, k.ws, k.agent, id, ch); err != nil {
+		d.log.Warn("doorman: record what the client said of a letter", "agent", k.agent, "letter", id, "mark", ch.Mark, "err", err)
+	}
+}
+
+// watchClaude follows what a Claude Code session says of letter id until
+// its fate is known: held (a person decides: the next letter waits, and the
+// other wake paths take over), delivered (released: handed again), denied
+// (declined), expired, refused or dropped (bounced); or the session goes
+// idle, its turn over, and the letter is unconfirmed unless its hooks said
+// the turn carried it (the mark then changes nothing). A letter not held
+// that hears nothing within SeenTimeout lets the next one go.
+func (d *Doorman) watchClaude(ctx context.Context, k key, id string, dr *hub.SessionDoor, rc *door.Receipts) {
+	defer rc.Close()
+	bound := time.NewTimer(d.o.SeenTimeout)
+	defer bound.Stop()
+	var grace <-chan time.Time
+	held := false
+	setHeld := func(v bool) {
+		held = v
+		d.mu.Lock()
+		if st := d.agents[k]; st != nil && st.letter != nil && st.letter.id == id {
+			st.letter.held = v
+		}
+		d.mu.Unlock()
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-bound.C:
+			if !held {
+				d.done(k, id)
+				return
+			}
+		case <-grace:
+			d.mark(k, id, hub.LetterChange{Mark: hub.MarkUnconfirmed, Note: "the session went idle and said nothing of the letter"})
+			d.done(k, id)
+			return
+		case r, ok := <-rc.C:
+			if !ok {
+				d.done(k, id)
+				return
+			}
+			switch r.Status {
+			case door.ReceiptHeld:
+				setHeld(true)
+				d.mark(k, id, hub.LetterChange{Mark: hub.MarkHeld, Note: heldNote(r)})
+			case door.ReceiptDelivered:
+				setHeld(false)
+				d.mark(k, id, hub.LetterChange{Mark: hub.MarkReleased})
+				bound.Reset(d.o.SeenTimeout)
+			case door.ReceiptDenied:
+				d.mark(k, id, hub.LetterChange{Mark: hub.MarkDeclined, Note: "declined in the Claude Code session: " + r.Reason})
+				d.done(k, id)
+				return
+			case door.ReceiptExpired, door.ReceiptDropped:
+				what := "the Claude Code session let the held letter expire: "
+				if r.Status == door.ReceiptDropped {
+					what = "the Claude Code session dropped the letter: "
+				}
+				d.mark(k, id, hub.LetterChange{Mark: hub.MarkBounced, Note: what + r.Reason})
+				d.done(k, id)
+				return
+			case door.ReceiptRefused:
+				d.mark(k, id, hub.LetterChange{Mark: hub.MarkBounced, Note: "the Claude Code session refuses letters: " + r.Reason})
+				d.hub.CloseDoor(context.WithoutCancel(ctx), k.ws, dr.ID, hub.DoorClosedRefused)
+				d.done(k, id)
+				return
+			case door.ReceiptIdle:
+				if !held && grace == nil {
+					grace = time.After(d.o.Unconfirmed)
+				}
+			}
+		}
+	}
+}
+
+// heldNote is why a session holds a letter, and how to let letters in.
+func heldNote(r door.Receipt) string {
+	return r.Reason + " Approve it in the session (Deliver), or start the session with --settings '{\"crossSessionInbound\":\"accept\"}', or choose deliver by default in /config → Messaging."
+}
+
 // claudeLetter is the letter for a Claude Code session: a critical message
 // rides beside the running tool call's result, the rest in the next model
-// request; an idle notice, where this process can listen in the session's
-// socket directory, says when the turn that took it is over.
+// request; its sender address, where this process can listen in the
+// session's socket directory, gets the session's receipts.
 func (d *Doorman) claudeLetter(text string, mode hub.DeliverMode, dr *hub.SessionDoor) door.ClaudeLetter {
 	l := door.ClaudeLetter{Text: text, Priority: door.PriorityNext}
 	if mode == hub.DeliverInterrupt {
 		l.Priority = door.PriorityNow
 	}
-	l.Idle = d.idleListener(filepath.Dir(dr.Address))
+	l.Reply = d.replyListener(filepath.Dir(dr.Address))
 	return l
 }
 
-// idleListener is this process's idle-notice socket in dir, opened the
-// first time; nil where it cannot be.
-func (d *Doorman) idleListener(dir string) *door.IdleListener {
-	if d.o.NoIdleNotice || runtime.GOOS == "windows" {
+// replyListener is this process's reply socket in dir, opened the first
+// time; nil where it cannot be.
+func (d *Doorman) replyListener(dir string) *door.Listener {
+	if d.o.NoReplies || runtime.GOOS == "windows" {
 		return nil
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if l, ok := d.idle[dir]; ok {
+	if l, ok := d.replies[dir]; ok {
 		return l
 	}
-	l, err := door.ListenIdle(dir)
+	l, err := door.Listen(dir)
 	if err != nil {
-		d.log.Debug("doorman: no idle notices", "dir", dir, "err", err)
+		d.log.Debug("doorman: no receipts", "dir", dir, "err", err)
 		l = nil
 	}
-	d.idle[dir] = l
+	d.replies[dir] = l
 	return l
 }
 
@@ -630,7 +729,7 @@ func (d *Doorman) idleNow(ctx context.Context, k key, st *agentState, dr *hub.Se
 	if already {
 		return false
 	}
-	l := d.idleListener(filepath.Dir(dr.Address))
+	l := d.replyListener(filepath.Dir(dr.Address))
 	if l == nil {
 		// Without notices, the agent's Stop hook (status ready) or the
 		// timeout brings the letter.
@@ -638,7 +737,7 @@ func (d *Doorman) idleNow(ctx context.Context, k key, st *agentState, dr *hub.Se
 		return false
 	}
 	c := &door.Claude{Socket: dr.Address, Token: dr.Token}
-	notice, err := c.NotifyIdle(ctx, l)
+	rc, err := c.NotifyIdle(ctx, l)
 	if err != nil {
 		d.mu.Lock()
 		st.waitingIdle = false
@@ -648,8 +747,9 @@ func (d *Doorman) idleNow(ctx context.Context, k key, st *agentState, dr *hub.Se
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
+		defer rc.Close()
 		select {
-		case _, ok := <-notice:
+		case _, ok := <-rc.C:
 			if ok {
 				d.idleSeen(k)
 			}
@@ -668,38 +768,4 @@ func (d *Doorman) idleSeen(k key) {
 	}
 	d.mu.Unlock()
 	d.poke(k)
-}
-
-// tookLetter records that the session took letter id: a turn started with
-// it (started: the Codex queue gave it to a turn), or the turn that took it
-// is over (a Claude Code idle notice, at is when). The copies the door told
-// of are seen; at a turn's start, the mail that came meanwhile joins the
-// letter (fold); after its end, what is left untold gets the next letter.
-func (d *Doorman) tookLetter(k key, id string, via hub.WakePath, started bool, at time.Time) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(d.ctx), 10*time.Second)
-	defer cancel()
-	now := time.Now()
-	if at.IsZero() || at.After(now) {
-		at = now
-	}
-	d.mu.Lock()
-	st := d.agents[k]
-	mine := st != nil && st.letter != nil && st.letter.id == id
-	if mine {
-		// Cleared before MarkSeen announces the copies seen: that is the
-		// letter's own news, not another turn's start.
-		st.letter = nil
-		if started {
-			st.foldAt, st.foldVia = at, via
-		} else {
-			st.idleAt = at
-		}
-	}
-	d.mu.Unlock()
-	if _, err := d.hub.MarkSeen(ctx, k.ws, k.agent, via, now); err != nil {
-		d.log.Warn("doorman: mark seen", "agent", k.agent, "err", err)
-	}
-	if mine {
-		d.poke(k)
-	}
 }

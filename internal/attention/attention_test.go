@@ -12,6 +12,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -25,12 +27,29 @@ import (
 	"github.com/parley-dev/parley/internal/store/sqlite"
 )
 
-// inbox stands in for a Claude Code session's inbox socket.
+// inbox stands in for a Claude Code session's inbox socket. It records
+// each letter, with the sender address and msg_id it names, and each idle
+// subscription; reply answers on a letter's sender address the way Claude
+// Code 2.1.332 does (peer_message_status, peer_idle_notice).
 type inbox struct {
 	path string
 	mu   sync.Mutex
-	got  []string
+	got  []frame
+	subs []frame // notify_when_idle
 	ch   chan string
+}
+
+// frame is a line a writer sent, as the inbox read it: the fields Claude
+// Code reads, and every key it carried.
+type frame struct {
+	Type    string `json:"type"`
+	Action  string `json:"action"`
+	From    string `json:"from"`
+	MsgID   string `json:"msg_id"`
+	Message struct {
+		Content string `json:"content"`
+	} `json:"message"`
+	keys []string
 }
 
 func newInbox(t *testing.T) *inbox {
@@ -56,17 +75,24 @@ func newInbox(t *testing.T) *inbox {
 				defer c.Close()
 				sc := bufio.NewScanner(c)
 				for sc.Scan() {
-					var l struct {
-						Type    string `json:"type"`
-						Message struct {
-							Content string `json:"content"`
-						} `json:"message"`
+					var f frame
+					var all map[string]any
+					if json.Unmarshal(sc.Bytes(), &f) != nil || json.Unmarshal(sc.Bytes(), &all) != nil {
+						continue
 					}
-					if json.Unmarshal(sc.Bytes(), &l) == nil && l.Type == "user" {
-						in.mu.Lock()
-						in.got = append(in.got, l.Message.Content)
-						in.mu.Unlock()
-						in.ch <- l.Message.Content
+					for k := range all {
+						f.keys = append(f.keys, k)
+					}
+					in.mu.Lock()
+					switch {
+					case f.Type == "user":
+						in.got = append(in.got, f)
+					case f.Type == "control" && f.Action == "notify_when_idle":
+						in.subs = append(in.subs, f)
+					}
+					in.mu.Unlock()
+					if f.Type == "user" {
+						in.ch <- f.Message.Content
 					}
 				}
 			}()
@@ -93,6 +119,55 @@ func (in *inbox) count() int {
 	return len(in.got)
 }
 
+// last is the last letter's frame.
+func (in *inbox) last(t *testing.T) frame {
+	t.Helper()
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if len(in.got) == 0 {
+		t.Fatal("no letter")
+	}
+	return in.got[len(in.got)-1]
+}
+
+// receipt answers the last letter with a peer_message_status of status.
+func (in *inbox) receipt(t *testing.T, status, reason string) {
+	t.Helper()
+	l := in.last(t)
+	in.send(t, l.From, map[string]any{"type": "control", "action": "peer_message_status", "status": status, "reason": reason,
+		"from": "uds:" + in.path, "orig_msg_id": l.MsgID, "msgV": 1, "msg_id": "r-" + status})
+}
+
+// idle answers the last idle subscription: the session is idle.
+func (in *inbox) idle(t *testing.T) {
+	t.Helper()
+	waitFor(t, "an idle subscription", func() bool {
+		in.mu.Lock()
+		defer in.mu.Unlock()
+		return len(in.subs) > 0
+	})
+	in.mu.Lock()
+	s := in.subs[len(in.subs)-1]
+	in.mu.Unlock()
+	in.send(t, s.From, map[string]any{"type": "control", "action": "peer_idle_notice", "orig_msg_id": s.MsgID, "state": "idle",
+		"finished_at": time.Now().UnixMilli(), "from": "uds:" + in.path, "msgV": 1, "msg_id": "idle"})
+}
+
+func (in *inbox) send(t *testing.T, from string, v any) {
+	t.Helper()
+	path, ok := strings.CutPrefix(from, "uds:")
+	if !ok {
+		t.Fatalf("the letter names no socket to answer: from %q", from)
+	}
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	b, _ := json.Marshal(v)
+	c.Write(append(b, '\n'))
+}
+
 type env struct {
 	t   *testing.T
 	h   *hub.Hub
@@ -108,9 +183,8 @@ func newEnv(t *testing.T, o *attention.Options) *env {
 	}
 	h := hub.New(db, nil)
 	if o == nil {
-		o = &attention.Options{}
+		o = &attention.Options{NoReplies: true}
 	}
-	o.NoIdleNotice = true
 	dm := attention.New(h, o)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -221,26 +295,113 @@ func TestLetterPerBurst(t *testing.T) {
 	if n := in.count(); n != 1 {
 		t.Fatalf("letters after a burst behind an unseen letter: got %d, want 1", n)
 	}
-	// The session starts its turn with the letter (its hook reports it).
-	if _, err := e.h.MarkSeen(e.ctx, "w", "bob", "", time.Now()); err != nil {
+	// The session's turn carries the letter (its hook reports it): m1 is
+	// seen, the burst is not (the letter did not tell of it) and gets the
+	// next letter.
+	if _, err := e.h.LetterSeen(e.ctx, "w", "bob", id); err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range append([]*hub.Message{m1}, burst...) {
-		waitFor(t, "seen: "+m.Content, func() bool { return ops.AttentionState(e.copyOf(m, "bob")) == "seen" })
-	}
-	// Mail after the turn started: the next letter, for it alone.
-	m5 := e.send("bob", "five", hub.SendRequest{})
+	waitFor(t, "m1 seen", func() bool { return ops.AttentionState(e.copyOf(m1, "bob")) == "seen" })
 	l = in.next(t)
-	if !strings.Contains(l, "1 new message for bob") || !strings.Contains(l, "“five”") || strings.Contains(l, "“two”") {
-		t.Errorf("second letter: want five alone:\n%s", l)
+	if !strings.Contains(l, "3 new messages for bob") || !strings.Contains(l, "“two”") || strings.Contains(l, "Please review") {
+		t.Errorf("second letter: want the burst alone:\n%s", l)
 	}
-	if n := in.count(); n != 2 {
-		t.Errorf("letters: got %d, want 2", n)
+	id2 := door.LetterID(l)
+	for _, m := range burst {
+		waitFor(t, "handed: "+m.Content, func() bool { return e.copyOf(m, "bob").Letter == id2 })
+		if got := ops.AttentionState(e.copyOf(m, "bob")); got != "handed" {
+			t.Errorf("%s: got %s, want handed (no word of its letter yet)", m.Content, got)
+		}
 	}
-	waitFor(t, "m5 handed", func() bool { return e.copyOf(m5, "bob").WokeVia == hub.WakeDoorClaude })
-	// A Parley tool call of the session: seen.
-	e.h.SessionActive(e.ctx, "w", "bob")
-	waitFor(t, "m5 seen", func() bool { return !e.copyOf(m5, "bob").SeenAt.IsZero() })
+	// Another letter's report says nothing of these.
+	if _, err := e.h.LetterSeen(e.ctx, "w", "bob", id); err != nil {
+		t.Fatal(err)
+	}
+	if got := ops.AttentionState(e.copyOf(burst[0], "bob")); got != "handed" {
+		t.Errorf("after the first letter's report again: got %s, want handed", got)
+	}
+}
+
+// TestHeldThenDeclined: a session that holds the letter for a person says
+// so on the letter's sender address: the copy is held, with the session's
+// words and the way to release it; the tmux nudge may reach the agent
+// meanwhile; more mail waits. The person declines it: the copy leaves the
+// inbox, declined, never seen, and the sender is told; the mail that waited
+// gets the next letter. The letters assert no permission mode and no
+// session: their keys are the letter's own.
+func TestHeldThenDeclined(t *testing.T) {
+	e := newEnv(t, &attention.Options{})
+	in := newInbox(t)
+	e.door("bob", in.path)
+	m1 := e.send("bob", "deploy now", hub.SendRequest{})
+	in.next(t)
+	f := in.last(t)
+	if !strings.HasSuffix(f.From, "/"+strconv.Itoa(os.Getpid())+".sock") || filepath.Dir(strings.TrimPrefix(f.From, "uds:")) != filepath.Dir(in.path) || f.MsgID == "" {
+		t.Fatalf("letter's sender: from %q msg_id %q, want this process's socket beside the session's", f.From, f.MsgID)
+	}
+	for _, k := range f.keys {
+		if !slices.Contains([]string{"type", "priority", "message", "from", "msg_id"}, k) {
+			t.Errorf("the letter carries %q: it asserts nothing but itself", k)
+		}
+	}
+	waitFor(t, "m1 handed", func() bool { return e.copyOf(m1, "bob").Letter != "" })
+	in.receipt(t, "held", "Your message is held for the recipient user's approval.")
+	waitFor(t, "m1 held", func() bool { return ops.AttentionState(e.copyOf(m1, "bob")) == "held" })
+	if c := e.copyOf(m1, "bob"); !strings.Contains(c.DoorNote, "held for the recipient user's approval") || !strings.Contains(c.DoorNote, "crossSessionInbound") {
+		t.Errorf("held note: %q, want the session's words and how to release it", c.DoorNote)
+	}
+	waitFor(t, "the door takes no letters while one is held", func() bool { return !e.dm.HasDoor("w", "bob") })
+	m2 := e.send("bob", "and this", hub.SendRequest{})
+	waitFor(t, "the doorman is quiet", e.dm.Quiet)
+	if in.count() != 1 {
+		t.Fatalf("letters while one is held: %d, want 1", in.count())
+	}
+	in.receipt(t, "denied", "The recipient user declined your message; it was not delivered to their Claude session.")
+	waitFor(t, "m1 declined", func() bool { return ops.AttentionState(e.copyOf(m1, "bob")) == "declined" })
+	if c := e.copyOf(m1, "bob"); !c.SeenAt.IsZero() || !strings.Contains(c.BounceReason, "declined") {
+		t.Errorf("declined copy: %+v, want never seen, the reason", c)
+	}
+	waitFor(t, "alice told", func() bool { n, _ := e.h.Unread(e.ctx, "w", "alice"); return n > 0 })
+	msgs, _, err := e.h.Check(e.ctx, "w", "alice", 10)
+	if err != nil || len(msgs) != 1 || msgs[0].Metadata["kind"] != "declined" || msgs[0].Metadata["message_id"] != m1.ID {
+		t.Errorf("alice's notice: %v %v", msgs, err)
+	}
+	if l := in.next(t); !strings.Contains(l, "“and this”") || strings.Contains(l, "deploy now") {
+		t.Errorf("the letter after the decline: want m2 alone:\n%s", l)
+	}
+	waitFor(t, "m2 handed", func() bool { return e.copyOf(m2, "bob").Letter != "" })
+}
+
+// TestHeldThenDelivered: a held letter the person lets through is handed
+// again; its turn over (the session idle) with no word from the session's
+// hooks, it is unconfirmed, not seen. A letter whose turn the hooks report
+// is seen, and the idle notice after changes nothing.
+func TestHeldThenDelivered(t *testing.T) {
+	e := newEnv(t, &attention.Options{Unconfirmed: 50 * time.Millisecond})
+	in := newInbox(t)
+	e.door("bob", in.path)
+	m1 := e.send("bob", "one", hub.SendRequest{})
+	in.next(t)
+	waitFor(t, "m1 handed", func() bool { return e.copyOf(m1, "bob").Letter != "" })
+	in.receipt(t, "held", "held")
+	waitFor(t, "m1 held", func() bool { return ops.AttentionState(e.copyOf(m1, "bob")) == "held" })
+	in.receipt(t, "delivered", "Your previously-held message was approved and released.")
+	waitFor(t, "m1 handed again", func() bool { return ops.AttentionState(e.copyOf(m1, "bob")) == "handed" })
+	waitFor(t, "the door takes letters again", func() bool { return e.dm.HasDoor("w", "bob") })
+	in.idle(t)
+	waitFor(t, "m1 unconfirmed", func() bool { return ops.AttentionState(e.copyOf(m1, "bob")) == "unconfirmed" })
+
+	m2 := e.send("bob", "two", hub.SendRequest{})
+	l := in.next(t)
+	waitFor(t, "m2 handed", func() bool { return e.copyOf(m2, "bob").Letter != "" })
+	if _, err := e.h.LetterSeen(e.ctx, "w", "bob", door.LetterID(l)); err != nil {
+		t.Fatal(err)
+	}
+	in.idle(t)
+	waitFor(t, "the letter's watch ended", func() bool { return e.dm.Following() == 0 })
+	if got := ops.AttentionState(e.copyOf(m2, "bob")); got != "seen" {
+		t.Errorf("m2: got %s, want seen", got)
+	}
 }
 
 // TestNoLetter: a blocked wait takes its mail, a queued message wakes

@@ -3,7 +3,6 @@ package bridge
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,30 +14,6 @@ import (
 type line struct {
 	data    []byte // owned; without the line terminator and surrounding space
 	tooLong bool   // the line exceeded maxLine and was discarded
-}
-
-// readLines sends each non-blank line of in to lines, then closes lines and
-// reports the read error (nil at EOF) on errc. It stops early when ctx is done.
-func readLines(ctx context.Context, in io.Reader, lines chan<- line, errc chan<- error) {
-	lr := newLineReader(in, maxLine)
-	for {
-		l, err := lr.next()
-		if err != nil {
-			if err == io.EOF {
-				err = nil
-			}
-			errc <- err
-			close(lines)
-			return
-		}
-		select {
-		case lines <- l:
-		case <-ctx.Done():
-			errc <- nil
-			close(lines)
-			return
-		}
-	}
 }
 
 // lineReader splits a stream into lines of at most max bytes.
@@ -103,74 +78,42 @@ type envelope struct {
 // message is one parsed line from the client.
 type message struct {
 	raw    []byte
-	method string            // of the message, or of a batch's first element
-	ids    []json.RawMessage // ids of the requests in it, which expect answers
-	batch  bool
+	method string
+	id     json.RawMessage // of a request, which expects an answer; nil otherwise
 	isInit bool
 }
 
 // parseMessage classifies a line from the client. On error it returns the
-// JSON-RPC error code to answer with.
+// JSON-RPC error code to answer with (and the message, for its id).
 func parseMessage(raw []byte) (*message, int, error) {
-	m := &message{raw: raw}
 	if raw[0] == '[' {
-		var batch []envelope
-		if err := json.Unmarshal(raw, &batch); err != nil {
-			return nil, decodeCode(err), decodeErr(err)
-		}
-		if len(batch) == 0 {
-			return nil, codeInvalidRequest, errors.New("invalid request: empty batch")
-		}
-		m.batch = true
-		m.method = batch[0].Method
-		for _, e := range batch {
-			if e.Method != "" && isID(e.ID) {
-				m.ids = append(m.ids, e.ID)
-			}
-		}
-		return m, 0, nil
+		return nil, codeInvalidRequest, errors.New("invalid request: MCP has no JSON-RPC batches since 2025-06-18; send one message a line")
 	}
 	var env envelope
 	if err := json.Unmarshal(raw, &env); err != nil {
-		return nil, decodeCode(err), decodeErr(err)
+		var se *json.SyntaxError
+		if errors.As(err, &se) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, codeParseError, fmt.Errorf("parse error: %w", err)
+		}
+		return nil, codeInvalidRequest, fmt.Errorf("invalid request: %w", err)
+	}
+	m := &message{raw: raw, method: env.Method}
+	if isID(env.ID) {
+		m.id = env.ID
 	}
 	// Answer an invalid envelope here, with its id where it has one: the
 	// server would only refuse it with an HTTP error, or not answer at all.
 	switch {
 	case env.JSONRPC != "2.0":
-		return &message{raw: raw, ids: idOf(env.ID)}, codeInvalidRequest, fmt.Errorf("invalid request: jsonrpc must be \"2.0\", got %q", env.JSONRPC)
+		return m, codeInvalidRequest, fmt.Errorf("invalid request: jsonrpc must be \"2.0\", got %q", env.JSONRPC)
 	case env.Method == "" && len(env.Result) == 0 && len(env.Error) == 0:
-		return &message{raw: raw, ids: idOf(env.ID)}, codeInvalidRequest, errors.New("invalid request: no method, result or error")
+		return m, codeInvalidRequest, errors.New("invalid request: no method, result or error")
 	}
-	m.method = env.Method
-	if env.Method != "" && isID(env.ID) {
-		m.ids = []json.RawMessage{env.ID}
-		m.isInit = env.Method == "initialize"
+	if env.Method == "" {
+		m.id = nil // a response to the server: nothing answers it
 	}
+	m.isInit = m.id != nil && env.Method == "initialize"
 	return m, 0, nil
-}
-
-func decodeCode(err error) int {
-	var se *json.SyntaxError
-	if errors.As(err, &se) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return codeParseError
-	}
-	return codeInvalidRequest
-}
-
-func decodeErr(err error) error {
-	if decodeCode(err) == codeParseError {
-		return fmt.Errorf("parse error: %w", err)
-	}
-	return fmt.Errorf("invalid request: %w", err)
-}
-
-// idOf returns the id as a list of one, or none for a notification.
-func idOf(id json.RawMessage) []json.RawMessage {
-	if !isID(id) {
-		return nil
-	}
-	return []json.RawMessage{id}
 }
 
 // isID reports whether a request carries an id, so expects a response.

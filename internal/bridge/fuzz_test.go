@@ -66,7 +66,7 @@ func FuzzStdinLine(f *testing.F) {
 			if !json.Valid(m.raw) {
 				t.Fatalf("line %q: accepted but not valid JSON", l.data)
 			}
-			for _, id := range m.ids {
+			if id := m.id; id != nil {
 				if !isID(id) || idKey(id) == "" {
 					t.Fatalf("line %q: bad id %q", l.data, id)
 				}
@@ -79,59 +79,6 @@ func FuzzStdinLine(f *testing.F) {
 			}
 		}
 	})
-}
-
-// FuzzSSE checks that the event-stream parser never panics, never yields more
-// events than the input has bytes, and never yields an event with no data.
-func FuzzSSE(f *testing.F) {
-	for _, seed := range []string{
-		"event: message\nid: 1\ndata: {\"a\":1}\n\n",
-		"data: {\"a\":\ndata: 1}\r\n\r\n: comment\n\nid: 7\nretry: 100\n\n",
-		"event: close\nretry: 5\n\ndata:x",
-		"data\n\ndata:  two spaces\n\n",
-	} {
-		f.Add([]byte(seed))
-	}
-	f.Fuzz(func(t *testing.T, input []byte) {
-		sr := newSSEReader(bytes.NewReader(input))
-		defer sr.release()
-		sr.max = 1 << 10
-		for n := 0; ; n++ {
-			data, err := sr.next()
-			if err != nil {
-				return
-			}
-			if n > len(input) {
-				t.Fatal("more events than input bytes")
-			}
-			_ = data
-		}
-	})
-}
-
-func TestSSEReader(t *testing.T) {
-	in := ": hello\n\nid: 1\nevent: message\ndata: {\"a\":\ndata: 1}\n\n" +
-		"event: close\ndata: ignored\n\nid: 2\n\nretry: 250\r\ndata:{}\r\n\r\ndata: cut off"
-	sr := newSSEReader(strings.NewReader(in))
-	defer sr.release()
-	var got []string
-	for {
-		data, err := sr.next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, string(data))
-	}
-	want := []string{"{\"a\":\n1}", "{}"}
-	if strings.Join(got, "|") != strings.Join(want, "|") {
-		t.Errorf("events: got %q, want %q", got, want)
-	}
-	if sr.lastID != "2" || sr.retry.Milliseconds() != 250 {
-		t.Errorf("lastID, retry: got %q, %v; want 2, 250ms", sr.lastID, sr.retry)
-	}
 }
 
 func TestIDKey(t *testing.T) {

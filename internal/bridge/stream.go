@@ -2,11 +2,13 @@ package bridge
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -18,13 +20,12 @@ import (
 	"github.com/parley-dev/parley/internal/api"
 )
 
-// A Parley daemon serves a session on one connection: the bridge opens a
-// WebSocket on the endpoint with the subprotocol api.StreamProtocol, and the
-// connection then carries the client's newline-delimited JSON-RPC as it is
-// (WebSocket text), both ways. The session ends with the connection, and the
-// daemon puts back whatever was not confirmed on it; the bridge then answers
-// the requests in flight on it with an error, and the next message from the
-// client connects anew (Options.Reconnect) and replays the initialization.
+// A Parley daemon serves a session on one connection: a WebSocket with the
+// subprotocol api.StreamProtocol that carries the client's lines as they
+// are, both ways. The session ends with the connection, and the daemon puts
+// back what was not confirmed on it; the requests in flight on it get an
+// error, and the next message connects anew (Options.Reconnect) and
+// replays the initialization.
 
 // dialTimeout bounds connecting and upgrading: a local round trip.
 const dialTimeout = 10 * time.Second
@@ -35,7 +36,6 @@ type stream struct {
 
 	mu      sync.Mutex
 	conn    *streamConn // nil while disconnected
-	pushing bool        // the last connection's daemon pushes the agent's messages (api.HeaderPush)
 	readers sync.WaitGroup
 }
 
@@ -53,31 +53,25 @@ type RefusedError struct {
 }
 
 func (e *RefusedError) Error() string {
-	return fmt.Sprintf("server refused the stream: HTTP %d: %s", e.Status, truncate([]byte(e.Body), errTextLimit))
+	return fmt.Sprintf("the server refused the session: HTTP %d %s: %s", e.Status, http.StatusText(e.Status), truncate(bytes.TrimSpace([]byte(e.Body)), errTextLimit))
 }
 
-// openStream connects the stream, or returns nil when the server does not
-// offer one (an older daemon, or one that refused this identity: over HTTP it
-// says why in the client's own terms). A server that cannot be reached yet
-// is reconnected with the first message.
+// openStream connects the stream. A server that cannot be reached yet, or
+// refuses the session (this identity, this profile), is dialled again with
+// the first message, which gets the refusal as its answer.
 func (b *bridge) openStream() *stream {
 	st := &stream{b: b}
-	c, br, pushes, err := b.dialStream(b.ctx)
-	var refused *RefusedError
-	switch {
-	case errors.As(err, &refused):
-		b.log.Info("no stream session; bridging over HTTP", "err", err)
-		return nil
-	case err == nil:
-		st.attach(c, br, pushes)
+	if c, br, err := b.dialStream(b.ctx); err == nil {
+		st.attach(c, br)
+	} else {
+		b.log.Info("no stream session yet", "err", err)
 	}
 	return st
 }
 
 // dialStream connects to the server and upgrades the connection, asking
-// for pushes when the extension takes them; pushes reports whether the
-// server will push.
-func (b *bridge) dialStream(ctx context.Context) (c net.Conn, br *bufio.Reader, pushes bool, err error) {
+// for the agent's messages when the extension takes them.
+func (b *bridge) dialStream(ctx context.Context) (net.Conn, *bufio.Reader, error) {
 	network, addr := "unix", b.opts.SocketPath
 	if addr == "" {
 		u, _ := url.Parse(b.endpoint) // checked by newBridge
@@ -91,29 +85,19 @@ func (b *bridge) dialStream(ctx context.Context) (c net.Conn, br *bufio.Reader, 
 		}
 	}
 	h := b.base
-	if _, ok := b.opts.Extension.(Pusher); ok {
+	if b.opts.Extension != nil {
 		h = h.Clone()
 		h[api.HeaderPush] = []string{"1"}
 	}
-	c, br, resp, err := dialStream(ctx, network, addr, b.endpoint, h, b.opts.TLSConfig)
-	if err != nil {
-		return nil, nil, false, err
-	}
-	return c, br, h.Get(api.HeaderPush) != "" && resp.Get(api.HeaderPush) != "", nil
+	return DialStream(ctx, network, addr, b.endpoint, h, b.opts.TLSConfig)
 }
 
 // DialStream connects to a Parley daemon at addr and asks for a stream
-// session at endpoint (a URL; only its path and host are sent), with the
-// identity and authorization in h. It returns the connection, and a reader
-// on it; a refusal is a *RefusedError.
-func DialStream(ctx context.Context, network, addr, endpoint string, h http.Header) (net.Conn, *bufio.Reader, error) {
-	c, br, _, err := dialStream(ctx, network, addr, endpoint, h, nil)
-	return c, br, err
-}
-
-// dialStream is DialStream that also returns the headers of the 101; an
-// https endpoint is reached with TLS (tlsConf, or the system's roots).
-func dialStream(ctx context.Context, network, addr, endpoint string, h http.Header, tlsConf *tls.Config) (net.Conn, *bufio.Reader, http.Header, error) {
+// session at endpoint (a URL; only its path and host are sent; an https one
+// is reached with TLS, tlsConf or the system's roots), with the identity
+// and authorization in h. It returns the connection, and a reader on it; a
+// refusal is a *RefusedError.
+func DialStream(ctx context.Context, network, addr, endpoint string, h http.Header, tlsConf *tls.Config) (net.Conn, *bufio.Reader, error) {
 	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
 	var d net.Dialer
@@ -127,29 +111,30 @@ func dialStream(ctx context.Context, network, addr, endpoint string, h http.Head
 	}
 	// The upgrade is HTTP/1.1's: never offer HTTP/2.
 	tr.TLSClientConfig.NextProtos = []string{"http/1.1"}
-	hc := &http.Client{Transport: tr}
-	ws, resp, err := websocket.Dial(ctx, endpoint, &websocket.DialOptions{HTTPClient: hc, HTTPHeader: h,
+	ws, resp, err := websocket.Dial(ctx, endpoint, &websocket.DialOptions{HTTPClient: &http.Client{Transport: tr}, HTTPHeader: h,
 		Subprotocols: []string{api.StreamProtocol}})
 	if err != nil {
 		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
-			return nil, nil, nil, &RefusedError{resp.StatusCode, readErrBody(resp)}
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, errBodyLimit))
+			resp.Body.Close()
+			return nil, nil, &RefusedError{resp.StatusCode, string(body)}
 		}
-		return nil, nil, nil, fmt.Errorf("upgrade: %w", err)
+		return nil, nil, fmt.Errorf("upgrade: %w", err)
 	}
 	if ws.Subprotocol() != api.StreamProtocol {
 		ws.CloseNow()
-		return nil, nil, nil, &RefusedError{http.StatusSwitchingProtocols, "the server does not speak " + api.StreamProtocol}
+		return nil, nil, &RefusedError{http.StatusSwitchingProtocols, "the server does not speak " + api.StreamProtocol}
 	}
 	// The stream outlives the dial; closing it ends it.
 	c := websocket.NetConn(context.Background(), ws, websocket.MessageText)
-	return c, bufio.NewReaderSize(c, 64<<10), resp.Header, nil
+	return c, bufio.NewReaderSize(c, 64<<10), nil
 }
 
 // attach makes c the stream's connection and starts reading it. st.mu is
 // held, or nothing else runs yet.
-func (st *stream) attach(c net.Conn, br *bufio.Reader, pushes bool) *streamConn {
+func (st *stream) attach(c net.Conn, br *bufio.Reader) *streamConn {
 	sc := &streamConn{st: st, c: c, w: bufio.NewWriterSize(c, 64<<10)}
-	st.conn, st.pushing = sc, pushes
+	st.conn = sc
 	st.readers.Add(1)
 	go sc.read(br)
 	return sc
@@ -173,15 +158,8 @@ func (sc *streamConn) writeLine(msg []byte) error {
 	return sc.w.Flush()
 }
 
-func (st *stream) pushes() bool {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return st.pushing
-}
-
-// send writes m to the server, connecting first if there is no connection.
-// A request written is answered by the server, or with an error if the
-// connection is lost first.
+// send writes m to the server, connecting first if there is no connection:
+// the server answers it, or the bridge does if the connection is lost first.
 func (st *stream) send(_ context.Context, m *message) bool {
 	b := st.b
 	for attempt := 0; ; attempt++ {
@@ -205,14 +183,13 @@ func (st *stream) send(_ context.Context, m *message) bool {
 		}
 		if err != nil {
 			b.log.Warn("server unreachable", "method", m.method, "err", err)
-			for _, id := range m.ids {
-				b.writeError(id, codeInternalError, fmt.Sprintf("parley: server unreachable at %s: %v", b.target, err))
+			text := fmt.Sprintf("parley: server unreachable at %s: %v", b.target, err)
+			if refused := (*RefusedError)(nil); errors.As(err, &refused) {
+				text = "parley: " + refused.Error()
 			}
+			b.refuse(m, codeInternalError, text)
 			return false
 		}
-		// A daemon that does not push (an older one, restarted) leaves it
-		// to the extension.
-		b.startExtension()
 	}
 }
 
@@ -220,18 +197,18 @@ func (st *stream) send(_ context.Context, m *message) bool {
 // and replays the client's initialization on the new session.
 func (st *stream) reconnect() error {
 	b := st.b
-	c, br, pushes, err := b.dialStream(b.ctx)
+	c, br, err := b.dialStream(b.ctx)
 	if err != nil && isDialError(err) && b.opts.Reconnect != nil {
 		if rerr := b.opts.Reconnect(b.ctx); rerr != nil {
 			return fmt.Errorf("%w (reconnect: %w)", err, rerr)
 		}
-		c, br, pushes, err = b.dialStream(b.ctx)
+		c, br, err = b.dialStream(b.ctx)
 	}
 	if err != nil {
 		return err
 	}
 	st.mu.Lock()
-	sc := st.attach(c, br, pushes)
+	sc := st.attach(c, br)
 	st.mu.Unlock()
 	if err := b.replay(sc, sc.write); err != nil {
 		// A session that did not initialize serves nothing: the next
@@ -245,7 +222,7 @@ func (st *stream) reconnect() error {
 // read passes what the server sends on sc to the bridge until sc ends.
 func (sc *streamConn) read(br *bufio.Reader) {
 	defer sc.st.readers.Done()
-	lr := &lineReader{r: br, max: maxEvent}
+	lr := &lineReader{r: br, max: maxLine}
 	for {
 		l, err := lr.next()
 		if err != nil {
@@ -253,7 +230,7 @@ func (sc *streamConn) read(br *bufio.Reader) {
 			return
 		}
 		if l.tooLong {
-			sc.st.b.log.Warn("dropping a message from the server", "err", errEventTooLarge)
+			sc.st.b.log.Warn("dropping a message from the server longer than the limit", "limit", maxLine)
 			continue
 		}
 		sc.st.b.receive(l.data, sc)
@@ -263,7 +240,8 @@ func (sc *streamConn) read(br *bufio.Reader) {
 // confirm tells the server, on the connection that carried them, that the
 // client has the messages.
 func (sc *streamConn) confirm(ids []string) {
-	if err := sc.write(receiptMsg(ids)); err != nil {
+	msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": api.MethodDelivered, "params": map[string]any{"messageIds": ids}})
+	if err := sc.write(msg); err != nil {
 		sc.st.b.log.Warn("confirm delivered messages", "err", err, "count", len(ids))
 	}
 }

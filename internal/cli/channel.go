@@ -87,49 +87,6 @@ func (ch *channel) Push(params json.RawMessage) []byte {
 	return channelNotification(p.Message)
 }
 
-// Start pushes the agent's messages until ctx ends, for a bridge whose
-// daemon does not push them (over Streamable HTTP, or an older daemon): it
-// waits for each over the JSON API and confirms it there.
-func (ch *channel) Start(ctx context.Context, write func([]byte) error) {
-	backoff := 100 * time.Millisecond
-	for ctx.Err() == nil {
-		// Leased to this push until it is written to Claude Code: a bridge
-		// that dies first gives it back (within a minute, when killed).
-		res, reader, err := ch.c.WaitLeased(ctx, api.WaitRequest{Timeout: new(300)})
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			// The daemon restarts or is briefly away: try again, not too often.
-			ch.log.Warn("channel: wait for messages", "err", err)
-			t := time.NewTimer(backoff)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return
-			case <-t.C:
-			}
-			backoff = min(2*backoff, 5*time.Second)
-			continue
-		}
-		backoff = 100 * time.Millisecond
-		if res.Message == nil {
-			continue
-		}
-		ids := []string{res.Message.MessageID}
-		if err := write(channelNotification(res.Message)); err != nil {
-			if _, err := ch.c.Receipt(context.WithoutCancel(ctx), reader, ids, false); err != nil {
-				ch.log.Warn("channel: give back an unwritten message", "err", err)
-			}
-			return
-		}
-		// Written: Claude Code has it. (Not cut short by shutdown.)
-		if _, err := ch.c.Receipt(context.WithoutCancel(ctx), reader, ids, true); err != nil {
-			ch.log.Warn("channel: confirm a pushed message", "err", err)
-		}
-	}
-}
-
 // channelNotification renders a message as Claude Code's channel event:
 // content, and meta keys that become attributes of the <channel> tag.
 func channelNotification(m *api.MessageInfo) []byte {

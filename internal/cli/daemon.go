@@ -185,6 +185,9 @@ func daemonRunCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := paths.Check(); err != nil {
+				return err
+			}
 			if err := safefile.SecureDir(paths.Home); err != nil {
 				return err
 			}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"os/exec"
@@ -13,10 +14,10 @@ import (
 )
 
 func dashboardCmd(g *globals) *cobra.Command {
-	var noOpen bool
+	var noOpen, signOutAll bool
 	var as string
 	cmd := &cobra.Command{
-		Use:   "dashboard [--no-open] [--as NAME]",
+		Use:   "dashboard [--no-open] [--as NAME] [--sign-out-all]",
 		Short: "Open the control room in a browser, signed in by a one-time link",
 		Long: `Open the Parley control room: a live web page of the workspaces, agents,
 messages and threads, managed agents, the permission inbox and the gateway.
@@ -25,10 +26,17 @@ The daemon serves it on a loopback TCP listener of its own (started on first
 use, reused after) and gives a one-time sign-in link, valid for a few minutes,
 which this command opens with the system's browser; --no-open prints it on
 stdout instead. In the page you act as a person, human:NAME, NAME being your
-OS user name unless --as says otherwise.`,
+OS user name unless --as says otherwise.
+
+A sign-in lasts 12 hours, across daemon restarts on the same port. Before an
+open page reconnects to a restarted daemon, it asks the listener to prove it
+is this daemon, and sends its sign-in nowhere else. A daemon that comes back
+on another port, or with a new admin token ($PARLEY_HOME/token), ends the
+sign-ins; --sign-out-all ends them now: open pages show the sign-in screen.`,
 		Example: `  parley dashboard
   parley dashboard --no-open          # print the link, e.g. to open it elsewhere on this machine
-  parley dashboard --as alice`,
+  parley dashboard --as alice
+  parley dashboard --sign-out-all     # end every sign-in, say after a browser was left open elsewhere`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if as == "" {
@@ -37,6 +45,13 @@ OS user name unless --as says otherwise.`,
 			c, id, err := g.client(cmd.Context(), false)
 			if err != nil {
 				return err
+			}
+			if signOutAll {
+				res, err := c.DashboardSignOutAll(cmd.Context())
+				if err != nil {
+					return err
+				}
+				return g.out(res, func(w io.Writer) { fmt.Fprintf(w, "ended %d dashboard sign-in(s)\n", res.Ended) })
 			}
 			l, err := c.DashboardLogin(cmd.Context(), as)
 			if err != nil {
@@ -66,6 +81,7 @@ OS user name unless --as says otherwise.`,
 	f := cmd.Flags()
 	f.BoolVar(&noOpen, "no-open", false, "print the sign-in link instead of opening a browser")
 	f.StringVar(&as, "as", "", "the name you act as in the page, human:NAME (default: your OS user name)")
+	f.BoolVar(&signOutAll, "sign-out-all", false, "end every dashboard sign-in (open pages show the sign-in screen) and print no link")
 	addJSON(cmd, g)
 	return cmd
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -84,12 +85,15 @@ func bouncedCmd(g *globals) *cobra.Command {
 	var limit int
 	cmd := &cobra.Command{
 		Use:   "bounced",
-		Short: "List messages that bounced: nothing reached their recipient within their time to live",
-		Long: `List the dead letters: copies of this agent's messages (every sender's with
---all) that no reader took and no door told of within the message's time to
-live, while the recipient had no session and no door, newest first, with
-why. Each bounce was also told to its sender once, as a message from
-parley. Send it again once the agent is back.`,
+		Short: "List messages that bounced or were declined, with why; parley redeliver sends one again",
+		Long: `List the dead letters, newest first, with why: copies of this agent's
+messages (every sender's with --all) that left their recipient's inbox
+unread. STATE is bounced (no reader took it and no door told of it within
+the message's time to live while the recipient had no session and no door;
+or the client dropped the letter that told of it, let its hold expire, or
+refuses letters) or declined (a person refused the letter in the session).
+Each was also told to its sender once, as a message from parley.
+'parley redeliver MESSAGE_ID' sends one again.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, _, err := g.client(cmd.Context(), !all)
@@ -106,9 +110,9 @@ parley. Send it again once the agent is back.`,
 					return
 				}
 				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "MESSAGE\tFROM\tTO\tRECIPIENT\tSENT\tBOUNCED\tREASON\tTEXT")
+				fmt.Fprintln(tw, "MESSAGE\tFROM\tTO\tRECIPIENT\tSTATE\tSENT\tBOUNCED\tREASON\tTEXT")
 				for _, b := range res.Bounced {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", b.MessageID, b.From, b.To, b.Recipient, b.SentAt, b.BouncedAt, b.Reason, quote.FirstLine(b.Preview, 60))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", b.MessageID, b.From, b.To, b.Recipient, b.State, b.SentAt, b.BouncedAt, b.Reason, quote.FirstLine(b.Preview, 60))
 				}
 				tw.Flush()
 			})
@@ -116,6 +120,38 @@ parley. Send it again once the agent is back.`,
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "every sender's, not only this agent's")
 	cmd.Flags().IntVar(&limit, "limit", 0, "at most this many (default 50)")
+	addJSON(cmd, g)
+	return cmd
+}
+
+// redeliverCmd is `parley redeliver MESSAGE_ID`: a bounced or declined copy
+// goes back to its recipient's inbox.
+func redeliverCmd(g *globals) *cobra.Command {
+	var to string
+	cmd := &cobra.Command{
+		Use:   "redeliver MESSAGE_ID",
+		Short: "Send a bounced or declined message again",
+		Long: `Put the bounced or declined copies of a message back in their recipients'
+inboxes, as if just sent: a blocked wait, the recipient's door, its hooks
+or a tmux notice reach it again. --to takes one recipient's copy alone.
+The message's sender may redeliver it (an agent token only its own
+messages), and so may a person. 'parley bounced' lists what came back.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, _, err := g.client(cmd.Context(), false)
+			if err != nil {
+				return err
+			}
+			res, err := c.Redeliver(cmd.Context(), args[0], to)
+			if err != nil {
+				return err
+			}
+			return g.out(res, func(w io.Writer) {
+				fmt.Fprintf(w, "redelivered %s to %s\n", res.MessageID, strings.Join(res.Recipients, ", "))
+			})
+		},
+	}
+	cmd.Flags().StringVar(&to, "to", "", "only this recipient's copy")
 	addJSON(cmd, g)
 	return cmd
 }

@@ -348,6 +348,10 @@ type claudeHookInput struct {
 	Source         string `json:"source"`      // SessionStart: startup, resume, clear, compact
 	ToolUseID      string `json:"tool_use_id"` // PostToolUse
 	Prompt         string `json:"prompt"`      // UserPromptSubmit
+	// TranscriptPath is the session's transcript: the letters its turns
+	// carried are recorded there (hook_letters.go).
+	TranscriptPath string `json:"transcript_path"`
+	PermissionMode string `json:"permission_mode"`
 }
 
 type hookSpecificOutput struct {
@@ -444,6 +448,12 @@ func runClaudeHook(ctx context.Context, g *globals, event string, stdin io.Reade
 	if err != nil {
 		return nil, err
 	}
+	// A letter that reached the session between tool calls shows in its
+	// transcript, by the turn's end: the agent saw it.
+	was := st
+	if event == evPostToolUse || event == evStop {
+		reportCarried(ctx, g, c, &st, in.TranscriptPath)
+	}
 	// A message is fresh until it has been reported while in the inbox. The
 	// state keeps the reported ids that are still in the inbox, not the
 	// largest id seen: ids are given before the commit, so a message can
@@ -518,7 +528,7 @@ func runClaudeHook(ctx context.Context, g *globals, event string, stdin io.Reade
 			keep = append(keep, m.MessageID)
 		}
 	}
-	if !slices.Equal(keep, st.Reported) {
+	if !slices.Equal(keep, st.Reported) || st.Offset != was.Offset || st.Transcript != was.Transcript {
 		st.Reported = keep
 		if err := saveHookState(paths.Home, id.Workspace, id.Agent, st); err != nil {
 			// Better to report a message twice than to lose the report.
@@ -629,6 +639,10 @@ type hookState struct {
 	// inbox order. (A state file of an older parley, which kept the largest
 	// id, reads as empty: its messages are reported once more.)
 	Reported []string `json:"reported"`
+	// Transcript is the session transcript the hooks read last, and Offset
+	// how far: the letters recorded after it are reported seen once.
+	Transcript string `json:"transcript,omitempty"`
+	Offset     int64  `json:"offset,omitempty"`
 }
 
 func hookStatePath(home, ws, agent string) string {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +21,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/parley-dev/parley/internal/hub"
+	"github.com/parley-dev/parley/internal/quote"
+	"github.com/parley-dev/parley/internal/shellword"
 	"github.com/parley-dev/parley/internal/workspace"
 )
 
@@ -30,7 +33,11 @@ func initCmd(g *globals) *cobra.Command {
 		Use:   "init claude|codex|cursor|gemini",
 		Short: "Add Parley to an MCP client's configuration for this repository",
 		Long: `Add Parley's MCP server to a client's configuration, merging with what is
-there: other servers and settings are kept.
+there: other servers and settings are kept. The parley server's entry is
+Parley's, whole (command, args, env): what the file had in it is taken out
+and listed, and so are the hooks, permissions and other servers of the
+repository that init leaves as they are (a repository's settings run
+commands as you: review them before you trust the folder).
 
   claude   .mcp.json, plus hooks in .claude/settings.json (status and wake-ups,
            see ` + "`parley hook claude`" + `; with --permissions, permission
@@ -179,11 +186,8 @@ func (p *initPlan) settleIdentity(g *globals, dir string) error {
 		p.settleSessionName(g)
 		return nil
 	}
-	// Running init again keeps the name the server already has.
-	if name := agentArg(p.configuredArgs()); name != "" {
-		p.agent = name
-		return nil
-	}
+	// The name in the repository's own config file is not taken: a
+	// repository is data, and its --agent could be anyone's (issue 40).
 	names, err := workspace.Identities(p.root)
 	if err != nil {
 		return fmt.Errorf("read identities: %w", err)
@@ -283,6 +287,10 @@ type fileChange struct {
 	old, new []byte
 	exists   bool
 	note     string // said instead of a diff when the file is left alone
+	// review lists what the file has that Parley did not write and init
+	// leaves as it is (or what it took out of Parley's own entry), for the
+	// person to read before trusting the folder: a repository is data.
+	review []string
 }
 
 func (p initPlan) serveArgs() []string {
@@ -353,16 +361,48 @@ func (p initPlan) jsonServer(path string, withType bool) ([]fileChange, error) {
 	if withType {
 		entry["type"] = "stdio"
 	}
-	// Keep what the user added to our entry (env, timeouts...).
+	// The parley entry is Parley's, whole: what the file had in it (an env
+	// naming PARLEY_HOME, a cwd, another command) goes, and is listed.
+	var review []string
 	if cur, ok := servers["parley"].(map[string]any); ok {
-		for k, v := range cur {
+		for _, k := range slices.Sorted(maps.Keys(cur)) {
 			if _, ours := entry[k]; !ours {
-				entry[k] = v
+				review = append(review, fmt.Sprintf("took %s out of the parley server: %s", k, compactJSON(cur[k])))
+			} else if k != "type" && !reflect.DeepEqual(normalJSON(cur[k]), normalJSON(entry[k])) {
+				review = append(review, fmt.Sprintf("replaced the parley server's %s %s", k, compactJSON(cur[k])))
 			}
 		}
 	}
 	servers["parley"] = entry
-	return []fileChange{changeJSON(path, old, exists, m)}, nil
+	for _, name := range slices.Sorted(maps.Keys(servers)) {
+		if name == "parley" {
+			continue
+		}
+		review = append(review, fmt.Sprintf("kept the MCP server %q, not Parley's: %s", name, compactJSON(servers[name])))
+	}
+	c := changeJSON(path, old, exists, m)
+	c.review = review
+	return []fileChange{c}, nil
+}
+
+// compactJSON renders v on one line, cut to a readable length, with its
+// characters as quote.Clean leaves them (a repository's text may hold
+// controls that would rewrite the terminal).
+func compactJSON(v any) string {
+	b, _ := json.Marshal(v)
+	s := quote.Clean(string(b))
+	if r := []rune(s); len(r) > 300 {
+		s = string(r[:300]) + "…"
+	}
+	return s
+}
+
+// normalJSON is v as plain JSON values, numbers as json.Number read them.
+func normalJSON(v any) any {
+	b, _ := json.Marshal(v)
+	var out any
+	json.Unmarshal(b, &out)
+	return out
 }
 
 func toAny(ss []string) []any {
@@ -437,15 +477,78 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// isParleyHook reports whether a hook command is one `parley init` wrote for event.
+// isParleyHook reports whether a hook command is one `parley init` wrote for
+// event: one simple command (shellword: nothing chained after it), the
+// parley program, hook claude EVENT, and flags. "parley hook claude Stop;
+// curl ... | sh" is the repository's own hook.
 func isParleyHook(cmd, event string) bool {
-	f := strings.Fields(cmd)
-	for i := 1; i+2 < len(f); i++ {
-		if f[i] == "hook" && f[i+1] == "claude" && f[i+2] == event && strings.Contains(f[i-1], "parley") {
-			return true
+	w, err := shellword.Parse(cmd)
+	if err != nil || len(w) < 4 || w[1] != "hook" || w[2] != "claude" || w[3] != event {
+		return false
+	}
+	prog := strings.TrimSuffix(filepath.Base(w[0]), ".exe")
+	if prog != "parley" && w[0] != parleyCommand() {
+		return false
+	}
+	for i := 4; i < len(w); i++ {
+		if !strings.HasPrefix(w[i], "--") {
+			return false
+		}
+		if !strings.Contains(w[i], "=") && i+1 < len(w) && !strings.HasPrefix(w[i+1], "--") {
+			i++ // the flag's value
 		}
 	}
-	return false
+	return true
+}
+
+// settingsReview lists what a .claude/settings.json has that Parley did not
+// write: hooks other than Parley's (each runs a command at that event),
+// and permissions other than Parley's tools' (what runs without a prompt).
+func settingsReview(m map[string]any) []string {
+	var out []string
+	hooks, _ := m["hooks"].(map[string]any)
+	for _, ev := range slices.Sorted(maps.Keys(hooks)) {
+		groups, _ := hooks[ev].([]any)
+		for _, gr := range groups {
+			grm, _ := gr.(map[string]any)
+			list, _ := grm["hooks"].([]any)
+			for _, h := range list {
+				hm, _ := h.(map[string]any)
+				cmd, _ := hm["command"].(string)
+				if hm == nil || isParleyHook(cmd, ev) {
+					continue
+				}
+				out = append(out, fmt.Sprintf("kept a hook that is not Parley's: %s runs %s", ev, compactJSON(firstNonNil(hm["command"], hm))))
+			}
+		}
+	}
+	perms, _ := m["permissions"].(map[string]any)
+	for _, k := range []string{"allow", "ask", "deny", "additionalDirectories"} {
+		list, _ := perms[k].([]any)
+		for _, v := range list {
+			if v != any(parleyToolsRule) && k != "deny" {
+				out = append(out, fmt.Sprintf("kept permissions.%s %s", k, compactJSON(v)))
+			}
+		}
+	}
+	if mode, ok := perms["defaultMode"]; ok {
+		out = append(out, fmt.Sprintf("kept permissions.defaultMode %s", compactJSON(mode)))
+	}
+	for _, k := range []string{"env", "enableAllProjectMcpServers", "enabledMcpjsonServers", "apiKeyHelper"} {
+		if v, ok := m[k]; ok {
+			out = append(out, fmt.Sprintf("kept %s %s", k, compactJSON(v)))
+		}
+	}
+	return out
+}
+
+func firstNonNil(vs ...any) any {
+	for _, v := range vs {
+		if v != nil {
+			return v
+		}
+	}
+	return nil
 }
 
 // claude plans .mcp.json, the hooks in .claude/settings.json and the
@@ -530,7 +633,9 @@ func (p initPlan) claude() ([]fileChange, error) {
 	if !slices.Contains(allow, any(parleyToolsRule)) {
 		perms["allow"] = append(allow, parleyToolsRule)
 	}
-	changes = append(changes, changeJSON(path, old, exists, m))
+	sc := changeJSON(path, old, exists, m)
+	sc.review = settingsReview(m)
+	changes = append(changes, sc)
 
 	agentPath := filepath.Join(p.root, ".claude", "agents", "message-listener.md")
 	cur, exists, err := readExisting(p.root, agentPath)
@@ -874,6 +979,12 @@ func applyChanges(g *globals, stdin io.Reader, root, client string, changes []fi
 				from = "/dev/null"
 			}
 			io.WriteString(g.stdout, unifiedDiff(from, "b/"+strings.TrimPrefix(rel, "/"), string(c.old), string(c.new)))
+		}
+		if len(c.review) > 0 {
+			fmt.Fprintf(g.stdout, "%s: what this repository's file has that Parley did not write (review it before you trust this folder; a repository's settings run commands as you):\n", rel)
+			for _, r := range c.review {
+				fmt.Fprintf(g.stdout, "  - %s\n", r)
+			}
 		}
 	}
 	if len(pending) == 0 {

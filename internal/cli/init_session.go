@@ -21,14 +21,21 @@ import (
 // naming to each session.
 func namesSessions(client string) bool { return client == "claude" || client == "codex" }
 
-// settleSessionName is settleIdentity for claude and codex.
+// settleSessionName is settleIdentity for claude and codex. Running init
+// again keeps a name the user chose in Codex's config (the user's own
+// file), but not one in the repository's .mcp.json (a repository is data:
+// its --agent could be anyone's), nor one an older init derived.
 func (p *initPlan) settleSessionName(g *globals) {
 	if name := agentArg(p.configuredArgs()); name != "" {
-		if name != deriveAgentName(filepath.Base(p.root), p.client) {
+		switch {
+		case name == deriveAgentName(filepath.Base(p.root), p.client):
+			fmt.Fprintf(g.stdout, "The server's name %s was derived by an older parley init from this directory, which made every %s session here one agent: it goes, and each session takes a name of its own.\n", name, p.client)
+		case p.client == "codex":
 			p.agent = name
 			return
+		default:
+			fmt.Fprintf(g.stdout, "The repository's server names %s: not kept (a repository's config could name anyone); run `parley init %s --agent %s` to keep it.\n", name, p.client, name)
 		}
-		fmt.Fprintf(g.stdout, "The server's name %s was derived by an older parley init from this directory, which made every %s session here one agent: it goes, and each session takes a name of its own.\n", name, p.client)
 	}
 	if names, err := workspace.Identities(p.root); err == nil && len(names) > 0 {
 		fmt.Fprintf(g.stdout, "Not baking in %s of %s: an identity file is its owner's, not every session's; run `parley init %s --agent NAME` to make every session here NAME.\n",

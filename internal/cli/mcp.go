@@ -188,9 +188,13 @@ whose certificate a private CA signed needs --ca-file.`,
 				}
 				set(api.HeaderAgentFrom, from)
 			}
-			if key := id.Session.Key(); key != "" {
+			if key := id.Session.Key(); key != "" && (g.fallback == nil || id.Session != *g.fallback) {
 				// Which client session this is, and its own name: the
-				// daemon keeps two live sessions from sharing a name.
+				// daemon keeps two live sessions from sharing a name. The
+				// client's process is no such key: Codex names its thread
+				// to its hooks but not to this server, so the two would
+				// count as two sessions (the thread's name is held from
+				// its first tool call on, threadName).
 				set(api.HeaderClientSession, key)
 				set(api.HeaderSessionName, id.Session.Name(id.Root))
 			}
@@ -220,9 +224,7 @@ whose certificate a private CA signed needs --ca-file.`,
 				Header:     h,
 				Logger:     log,
 				Reconnect:  c.EnsureDaemon,
-				// PARLEY_SDK_WORKAROUNDS=-stream measures the bridge without
-				// it (see internal/mcpserver/workarounds.go).
-				Stream: !strings.Contains(os.Getenv("PARLEY_SDK_WORKAROUNDS"), "-stream"),
+				Stream:     true,
 			}
 			if withChannel {
 				opts.Extension = &channel{c: c.As(id.Workspace, id.Agent).Via("channel"), log: log}
@@ -253,9 +255,12 @@ func bridgeCmd(g *globals) *cobra.Command {
 		Use:   "bridge (--socket PATH | --url URL) [--header 'K: V']...",
 		Short: "Bridge stdio to any MCP Streamable HTTP server",
 		Long: `Bridge an MCP client that speaks stdio to an MCP server that speaks
-Streamable HTTP, on a Unix socket (--socket, path /mcp) or at a URL (--url).
-It keeps the session, follows SSE responses and the server's GET stream, and
-re-initializes when the server forgets the session.`,
+Streamable HTTP, on a Unix socket (--socket, path /mcp) or at a URL (--url),
+through the go-sdk's Streamable HTTP client: it keeps the session, reads SSE
+and JSON answers, and re-initializes when the server forgets the session.
+It opens no standalone GET stream (the spec makes it optional): the server
+reaches the client on the streams of its requests, so a notification sent
+between requests (tools/list_changed) does not arrive.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if (socket == "") == (url == "") {

@@ -89,7 +89,7 @@ func (rs *remoteServe) run(cmd *cobra.Command, g *globals) error {
 		Logger:    log,
 		TLSConfig: tlsConf,
 		Reconnect: func(ctx context.Context) error { return waitForServer(ctx, c, serverWait) },
-		Stream:    !strings.Contains(os.Getenv("PARLEY_SDK_WORKAROUNDS"), "-stream"),
+		Stream:    true,
 	}
 	if rs.withChannel {
 		opts.Extension = &channel{c: c.Via("channel"), log: log}

@@ -37,7 +37,8 @@ gets a short letter through the door, as --deliver says:
   idle       when the session is idle (a busy one: when its turn ends)
   steer      now: a busy session gets it in its running turn, between tool
              calls; an idle one starts a turn
-  interrupt  managed agents: stop the turn in progress; through a door, steer
+  interrupt  managed agents: stop the turn in progress (its owner, the
+             escalation lead or a person only); through a door, steer
 The default follows --priority: critical and high steer, normal waits for
 idle, low queues. parley delivery ID shows where each copy stands.
 

@@ -96,7 +96,7 @@ Quick start:
 		agentCmd(g), permissionsCmd(g), allowCmd(g), denyCmd(g),
 		backupCmd(g), restoreCmd(g), doctorCmd(g), purgeCmd(g),
 		dashboardCmd(g), tokenCmd(g),
-		deliveryCmd(g), ackCmd(g), overdueCmd(g), bouncedCmd(g), doorsCmd(g),
+		deliveryCmd(g), ackCmd(g), overdueCmd(g), bouncedCmd(g), redeliverCmd(g), doorsCmd(g),
 	)
 	refuseUnknownSubcommands(root)
 	// --version is ours, not cobra's: cobra prints a version of its own

@@ -403,6 +403,10 @@ func (c *Client) StartDaemon(ctx context.Context, args ...string) (*api.Health, 
 	if err != nil {
 		return nil, fmt.Errorf("start daemon: %w", err)
 	}
+	// Nothing is written into a state directory a repository shipped.
+	if err := c.Paths.Check(); err != nil {
+		return nil, fmt.Errorf("start daemon: %w", err)
+	}
 	if err := safefile.SecureDir(c.Paths.Home); err != nil {
 		return nil, fmt.Errorf("start daemon: %w", err)
 	}

@@ -12,3 +12,9 @@ func (c *Client) DashboardLogin(ctx context.Context, user string) (*api.Dashboar
 	var out api.DashboardLogin
 	return &out, c.do(ctx, "POST", "/dashboard/login", nil, api.DashboardLoginRequest{User: user}, &out)
 }
+
+// DashboardSignOutAll ends every dashboard sign-in.
+func (c *Client) DashboardSignOutAll(ctx context.Context) (*api.SignOutResult, error) {
+	var out api.SignOutResult
+	return &out, c.do(ctx, "POST", "/dashboard/sign-out-all", nil, api.Empty{}, &out)
+}

@@ -50,3 +50,10 @@ func (c *Client) Overdue(ctx context.Context, all bool) (*api.OverdueResult, err
 	}
 	return &out, c.do(ctx, http.MethodGet, "/overdue", q, nil, &out)
 }
+
+// Redeliver sends a bounced or declined copy of a message again (only
+// recipient's, if not "").
+func (c *Client) Redeliver(ctx context.Context, id, recipient string) (*api.RedeliverResult, error) {
+	var out api.RedeliverResult
+	return &out, c.do(ctx, http.MethodPost, "/messages/"+url.PathEscape(id)+"/redeliver", nil, api.RedeliverRequest{MessageID: id, Recipient: recipient}, &out)
+}

@@ -100,6 +100,7 @@ type Daemon struct {
 	// revocations ends what is open under an agent token when it is
 	// revoked (tokens.go).
 	revocations token.Watcher
+	adminToken  string // $PARLEY_HOME/token (tcp.go)
 }
 
 // Open prepares a daemon: it makes the state directory, takes the PID lock,
@@ -121,8 +122,12 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 			d.Close()
 		}
 	}()
-	// Checked before the first write: a directory someone else owns or can
-	// write to may hold links planted to turn our writes against us.
+	// Checked before the first write: a directory a repository shipped
+	// (home.Paths.Check), or one someone else owns or can write to, may hold a
+	// config.toml or links planted to turn the daemon against us.
+	if err := paths.Check(); err != nil {
+		return nil, err
+	}
 	if err := safefile.SecureDir(paths.Home); err != nil {
 		return nil, err
 	}

@@ -12,7 +12,7 @@ import (
 // listener starts with the first login link (parley dashboard).
 func (d *Daemon) openDashboard(h http.Handler) {
 	d.web = web.New(web.Options{API: h, Logger: d.log.With("subsystem", "dashboard"), BaseContext: d.srv.BaseContext,
-		Addr: d.conf.DashboardAddr, State: filepath.Join(d.paths.Home, "dashboard.json")})
+		Addr: d.conf.DashboardAddr, State: filepath.Join(d.paths.Home, "dashboard.json"), Admin: d.adminToken})
 }
 
 // resumeDashboard starts the dashboard's listener at once if browsers were
@@ -29,3 +29,4 @@ type dashboard struct{ d *Daemon }
 
 func (x dashboard) Login(user string) (string, time.Time, error) { return x.d.web.Login(user) }
 func (x dashboard) Addr() string                                 { return x.d.web.Addr() }
+func (x dashboard) SignOutAll() int                              { return x.d.web.SignOutAll() }

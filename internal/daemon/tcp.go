@@ -220,6 +220,7 @@ func (d *Daemon) openTCP(h http.Handler) error {
 	if err != nil {
 		return err
 	}
+	d.adminToken = tok // a new one ends the dashboard's sign-ins
 	addr, remote := d.cfg.Listen, d.cfg.AllowRemote
 	if addr == "" {
 		addr = d.conf.Listen

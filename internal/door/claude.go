@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -24,17 +25,25 @@ import (
 // letter {"type":"user","message":{"role":"user","content":TEXT}} and
 // optional control lines, each a JSON object on its own line; the writer
 // then half-closes, and the session closes without writing anything back.
-// There is no acknowledgement: a written letter is queued in the session,
-// which starts a turn with it when idle, or adds it to its next model
-// request when busy (after the running tool call, which it never
-// interrupts).
+// A letter the session takes is queued there: it starts a turn when idle,
+// or joins the next model request when busy (after the running tool call,
+// which it never interrupts). A session may hold it for its person instead
+// (bypassPermissions holds letters that assert no permission mode), and
+// says so, and what became of it, only to a sender address in its own
+// socket directory held by the writing process (Listener).
 type Claude struct {
 	Socket string // the session's socket path
-	// Token is sent in an auth line first. Claude Code checks it only on
-	// Windows (on Linux and macOS the socket's 0600 mode in a 0700
-	// directory is the check), but sending it costs nothing.
+	// Token is the session's CLAUDE_CODE_MESSAGING_TOKEN, which it gives
+	// the processes it starts. Claude Code asks for it on Windows alone,
+	// and takes a letter that presents it as one of its own children's:
+	// so it is sent only there, where nothing gets in without it. On
+	// Linux and macOS the socket's 0600 mode in a 0700 directory is the
+	// check, and a letter presents nothing it is not.
 	Token string
 }
+
+// sendToken reports whether the auth line goes with a letter.
+var sendToken = runtime.GOOS == "windows"
 
 // Priority is where a Claude Code session puts a letter that comes while it
 // works: "next" (the default) as a message of its own in the next model
@@ -52,11 +61,56 @@ const (
 type ClaudeLetter struct {
 	Text     string
 	Priority Priority // "" means PriorityNext
-	// Idle, if set, asks the session in the same connection to tell the
-	// listener when it is next idle, that is when the turn that took the
-	// letter is over (notify_when_idle, answered by peer_idle_notice):
-	// Write then returns the channel that gets the notice.
-	Idle *IdleListener
+	// Reply, if set, is this process's socket in the session's socket
+	// directory: the letter names it as its sender ("from", with a msg_id of
+	// its own), so that the session sends its receipts there (a letter held
+	// for a person, then delivered, denied or expired; refused; dropped),
+	// and asks, in the same connection, to be told there when the session
+	// is next idle (notify_when_idle, answered by peer_idle_notice): for a
+	// letter that starts a turn, when that turn is over. Write then returns
+	// the receipts. The letter asserts nothing else of its sender: no
+	// permission mode, no session.
+	Reply *Listener
+}
+
+// Receipt is what a Claude Code session said of a letter, or of its own
+// state, on the letter's reply socket.
+type Receipt struct {
+	// Status is the session's word: ReceiptHeld, ReceiptDelivered,
+	// ReceiptDenied, ReceiptExpired, ReceiptRefused, ReceiptDropped (of the
+	// letter, peer_message_status), or ReceiptIdle (the session is idle,
+	// peer_idle_notice).
+	Status string
+	// Reason is the session's own words (for a drop, its drop reason).
+	Reason string
+	// At is when the session said it; for ReceiptIdle, when its turn ended
+	// (its clock).
+	At time.Time
+}
+
+// The receipts of a letter, as Claude Code 2.1.332 sends them.
+const (
+	ReceiptHeld      = "held"      // held for the session's person (a hold on its permission mode); a decision follows
+	ReceiptDelivered = "delivered" // a held letter, approved, went to the session's queue
+	ReceiptDenied    = "denied"    // the person declined it
+	ReceiptExpired   = "expired"   // held, and the hold ended without approval (the session ended, its hold buffer was full)
+	ReceiptRefused   = "refused"   // the session takes no cross-session letters
+	ReceiptDropped   = "dropped"   // dropped at the session's inbox (rate limit, duplicate, full queue)
+	ReceiptIdle      = "idle"      // the session is idle: the turn that took the letter is over
+)
+
+// Receipts is the stream of a letter's receipts. Close it when done.
+type Receipts struct {
+	C   <-chan Receipt // closed when the listener closes
+	l   *Listener
+	ids []string
+}
+
+// Close stops the receipts: what the session says after is dropped.
+func (r *Receipts) Close() {
+	if r != nil && r.l != nil {
+		r.l.forget(r.ids...)
+	}
 }
 
 // claudeTimeout bounds one letter: a connect, a few hundred bytes, and the
@@ -65,9 +119,8 @@ type ClaudeLetter struct {
 const claudeTimeout = 5 * time.Second
 
 // Write writes the letter. It returns ErrGone (wrapped) when the session is
-// gone, and with l.Idle the channel on which the idle notice comes (closed
-// without one if the listener closes first).
-func (c *Claude) Write(ctx context.Context, l ClaudeLetter) (<-chan IdleNotice, error) {
+// gone, and with l.Reply the letter's receipts.
+func (c *Claude) Write(ctx context.Context, l ClaudeLetter) (*Receipts, error) {
 	const op = "claude inbox"
 	if l.Text == "" {
 		return nil, &Error{Op: op, Err: errors.New("empty letter")}
@@ -82,57 +135,74 @@ func (c *Claude) Write(ctx context.Context, l ClaudeLetter) (<-chan IdleNotice, 
 	if p != PriorityNext && p != PriorityNow {
 		return nil, &Error{Op: op, Err: fmt.Errorf("invalid priority %q: want next or now", p)}
 	}
-	var lines [][]byte
-	if c.Token != "" {
-		b, _ := json.Marshal(map[string]string{"type": "auth", "token": c.Token})
-		lines = append(lines, b)
-	}
-	b, _ := json.Marshal(map[string]any{"type": "user", "priority": p,
-		"message": map[string]string{"role": "user", "content": l.Text}})
-	lines = append(lines, b)
-	var notice <-chan IdleNotice
-	var msgID string
-	if l.Idle != nil {
-		msgID = newID()
-		ch, err := l.Idle.expect(msgID)
-		if err != nil {
+	letter := claudeFrame{Type: "user", Priority: p, Message: &claudeMessage{Role: "user", Content: l.Text}}
+	var rc *Receipts
+	var idle []byte
+	if l.Reply != nil {
+		letter.From, letter.MsgID = l.Reply.Addr(), newID()
+		sub := newID()
+		var err error
+		if rc, err = l.Reply.expect(letter.MsgID, sub); err != nil {
 			return nil, &Error{Op: op, Err: err}
 		}
-		notice = ch
-		b, _ := json.Marshal(map[string]string{"type": "control", "action": "notify_when_idle", "from": l.Idle.Addr(), "msg_id": msgID})
-		lines = append(lines, b)
+		idle, _ = json.Marshal(claudeFrame{Type: "control", Action: "notify_when_idle", From: l.Reply.Addr(), MsgID: sub})
 	}
-	err := c.send(ctx, lines)
-	if err != nil {
-		if msgID != "" {
-			l.Idle.forget(msgID)
-		}
+	b, _ := json.Marshal(letter)
+	lines := append(c.auth(), b)
+	if idle != nil {
+		lines = append(lines, idle)
+	}
+	if err := c.send(ctx, lines); err != nil {
+		rc.Close()
 		return nil, &Error{Op: op, Kind: kindOf(err), Err: err}
 	}
-	return notice, nil
+	return rc, nil
+}
+
+// claudeFrame is every line Parley writes to a session: a letter (user) or
+// a subscription (control). Its fields are all it ever says: a sender's
+// permission mode or session is never among them.
+type claudeFrame struct {
+	Type     string         `json:"type"`
+	Action   string         `json:"action,omitempty"`
+	Token    string         `json:"token,omitempty"`
+	Priority Priority       `json:"priority,omitempty"`
+	Message  *claudeMessage `json:"message,omitempty"`
+	From     string         `json:"from,omitempty"`
+	MsgID    string         `json:"msg_id,omitempty"`
+}
+
+type claudeMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// auth is the auth line, where one goes (sendToken) and the door has a
+// token.
+func (c *Claude) auth() [][]byte {
+	if c.Token == "" || !sendToken {
+		return nil
+	}
+	b, _ := json.Marshal(claudeFrame{Type: "auth", Token: c.Token})
+	return [][]byte{b}
 }
 
 // NotifyIdle asks the session, with no letter, to tell the listener when it
 // is next idle (at once if it is idle now: within a second, measured with
-// 2.1.332), and returns the channel that gets the notice.
-func (c *Claude) NotifyIdle(ctx context.Context, l *IdleListener) (<-chan IdleNotice, error) {
+// 2.1.332); the receipts get one ReceiptIdle.
+func (c *Claude) NotifyIdle(ctx context.Context, l *Listener) (*Receipts, error) {
 	const op = "claude idle notice"
 	msgID := newID()
-	ch, err := l.expect(msgID)
+	rc, err := l.expect(msgID)
 	if err != nil {
 		return nil, &Error{Op: op, Err: err}
 	}
-	b, _ := json.Marshal(map[string]string{"type": "control", "action": "notify_when_idle", "from": l.Addr(), "msg_id": msgID})
-	lines := [][]byte{b}
-	if c.Token != "" {
-		a, _ := json.Marshal(map[string]string{"type": "auth", "token": c.Token})
-		lines = append([][]byte{a}, lines...)
-	}
-	if err := c.send(ctx, lines); err != nil {
-		l.forget(msgID)
+	b, _ := json.Marshal(claudeFrame{Type: "control", Action: "notify_when_idle", From: l.Addr(), MsgID: msgID})
+	if err := c.send(ctx, append(c.auth(), b)); err != nil {
+		rc.Close()
 		return nil, &Error{Op: op, Kind: kindOf(err), Err: err}
 	}
-	return ch, nil
+	return rc, nil
 }
 
 // send writes lines on one connection, half-closes it, and waits for the
@@ -175,8 +245,19 @@ func dialUnix(ctx context.Context, path string) (net.Conn, error) {
 	if path == "" {
 		return nil, errors.New("no socket path")
 	}
+	if err := checkSocket(path); err != nil { // owner_unix.go
+		return nil, err
+	}
 	var d net.Dialer
-	return d.DialContext(ctx, "unix", path)
+	conn, err := d.DialContext(ctx, "unix", path)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPeer(conn); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return conn, nil
 }
 
 // kindOf classifies an error: a missing socket or one nobody listens on
@@ -191,30 +272,31 @@ func kindOf(err error) error {
 	return nil
 }
 
-// IdleNotice is a Claude Code session's peer_idle_notice: the turn that took
-// the letter is over, and the session waits for input.
-type IdleNotice struct {
-	State      string    // "idle"
-	FinishedAt time.Time // when the turn ended, by the session's clock
-}
-
-// IdleListener receives Claude Code's idle notices. A session sends them to
+// Listener receives what Claude Code sessions say back to this process:
+// the receipts of its letters and its idle notices. A session sends them to
 // a socket named <pid>.sock in its own socket directory, held by the very
-// process that subscribed (it checks the peer's pid on both connections);
-// so one process keeps one listener per directory and tells the notices
-// apart by the subscription they answer.
-type IdleListener struct {
+// process that wrote (it checks the peer's pid on both connections); so one
+// process keeps one listener per directory and tells the answers apart by
+// the msg_id they answer.
+type Listener struct {
 	ln   net.Listener
 	path string
 
 	mu      sync.Mutex
-	waiters map[string]chan IdleNotice
+	waiters map[string]*sink // by the msg_id an answer names
 	closed  bool
 }
 
-// ListenIdle opens this process's idle-notice socket in dir, the directory
-// of a session's inbox socket. Close removes it.
-func ListenIdle(dir string) (*IdleListener, error) {
+// sink is where one letter's receipts go.
+type sink struct {
+	ch   chan Receipt
+	ids  []string
+	done bool
+}
+
+// Listen opens this process's reply socket in dir, the directory of a
+// session's inbox socket. Close removes it.
+func Listen(dir string) (*Listener, error) {
 	path := filepath.Join(dir, strconv.Itoa(os.Getpid())+".sock")
 	// A socket of this pid left by a process that died is stale: a pid is
 	// ours alone while we live.
@@ -223,61 +305,76 @@ func ListenIdle(dir string) (*IdleListener, error) {
 	}
 	ln, err := net.Listen("unix", path)
 	if err != nil {
-		return nil, fmt.Errorf("listen for idle notices: %w", err)
+		return nil, fmt.Errorf("listen for receipts: %w", err)
 	}
-	l := &IdleListener{ln: ln, path: path, waiters: map[string]chan IdleNotice{}}
+	l := &Listener{ln: ln, path: path, waiters: map[string]*sink{}}
 	go l.serve()
 	return l, nil
 }
 
 // Addr is the listener's address as a session expects it in "from".
-func (l *IdleListener) Addr() string { return "uds:" + l.path }
+func (l *Listener) Addr() string { return "uds:" + l.path }
 
-// Pending counts the subscriptions not answered yet.
-func (l *IdleListener) Pending() int {
+// Pending counts the letters (and subscriptions) whose receipts are awaited.
+func (l *Listener) Pending() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return len(l.waiters)
+	n := map[*sink]bool{}
+	for _, s := range l.waiters {
+		n[s] = true
+	}
+	return len(n)
 }
 
 // Close stops listening, removes the socket, and closes the channels of the
-// notices still awaited.
-func (l *IdleListener) Close() error {
+// receipts still awaited.
+func (l *Listener) Close() error {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
 		return nil
 	}
 	l.closed = true
-	for id, ch := range l.waiters {
-		close(ch)
-		delete(l.waiters, id)
+	for _, s := range l.waiters {
+		if !s.done {
+			s.done = true
+			close(s.ch)
+		}
 	}
+	clear(l.waiters)
 	l.mu.Unlock()
 	return l.ln.Close() // net removes a listening Unix socket's file
 }
 
-func (l *IdleListener) expect(msgID string) (<-chan IdleNotice, error) {
+// expect registers msg ids whose answers go to one new stream.
+func (l *Listener) expect(ids ...string) (*Receipts, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return nil, errors.New("idle listener closed")
+		return nil, errors.New("reply listener closed")
 	}
-	ch := make(chan IdleNotice, 1)
-	l.waiters[msgID] = ch
-	return ch, nil
+	s := &sink{ch: make(chan Receipt, 8), ids: ids}
+	for _, id := range ids {
+		l.waiters[id] = s
+	}
+	return &Receipts{C: s.ch, l: l, ids: ids}, nil
 }
 
-func (l *IdleListener) forget(msgID string) {
+func (l *Listener) forget(ids ...string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if ch, ok := l.waiters[msgID]; ok {
-		close(ch)
-		delete(l.waiters, msgID)
+	for _, id := range ids {
+		if s, ok := l.waiters[id]; ok {
+			delete(l.waiters, id)
+			if !s.done {
+				s.done = true
+				close(s.ch)
+			}
+		}
 	}
 }
 
-func (l *IdleListener) serve() {
+func (l *Listener) serve() {
 	for {
 		c, err := l.ln.Accept()
 		if err != nil {
@@ -287,32 +384,75 @@ func (l *IdleListener) serve() {
 	}
 }
 
-// read takes the notice lines of one connection (a session writes one, and
-// a sibling session probing for live sockets connects and writes none).
-func (l *IdleListener) read(c net.Conn) {
+// read takes the lines of one connection (a session writes one, and a
+// sibling session probing for live sockets connects and writes none).
+func (l *Listener) read(c net.Conn) {
 	defer c.Close()
 	c.SetReadDeadline(time.Now().Add(claudeTimeout))
 	sc := bufio.NewScanner(c)
 	sc.Buffer(make([]byte, 4096), 64<<10)
 	for sc.Scan() {
 		var n struct {
-			Type       string `json:"type"`
-			Action     string `json:"action"`
-			OrigMsgID  string `json:"orig_msg_id"`
-			State      string `json:"state"`
-			FinishedAt int64  `json:"finished_at"`
+			Type         string `json:"type"`
+			Action       string `json:"action"`
+			OrigMsgID    string `json:"orig_msg_id"`
+			State        string `json:"state"`
+			FinishedAt   int64  `json:"finished_at"`
+			Status       string `json:"status"`
+			StatusDetail string `json:"status_detail"`
+			Reason       string `json:"reason"`
+			DropReason   string `json:"drop_reason"`
 		}
-		if json.Unmarshal(sc.Bytes(), &n) != nil || n.Type != "control" || n.Action != "peer_idle_notice" {
+		if json.Unmarshal(sc.Bytes(), &n) != nil || n.Type != "control" {
 			continue
 		}
-		l.mu.Lock()
-		ch, ok := l.waiters[n.OrigMsgID]
-		delete(l.waiters, n.OrigMsgID)
-		l.mu.Unlock()
-		if ok {
-			ch <- IdleNotice{State: n.State, FinishedAt: time.UnixMilli(n.FinishedAt).UTC()}
-			close(ch)
+		r := Receipt{At: time.Now().UTC()}
+		switch n.Action {
+		case "peer_idle_notice":
+			r.Status, r.Reason = ReceiptIdle, n.State
+			if n.FinishedAt > 0 {
+				r.At = time.UnixMilli(n.FinishedAt).UTC()
+			}
+		case "peer_message_status":
+			r.Status, r.Reason = n.Status, n.Reason
+			switch {
+			case n.Status == ReceiptExpired && n.StatusDetail == ReceiptRefused:
+				r.Status = ReceiptRefused // how 2.1.332 says it
+			case n.Status == ReceiptDropped && n.DropReason != "":
+				r.Reason = n.DropReason
+			}
+			switch r.Status {
+			case ReceiptHeld, ReceiptDelivered, ReceiptDenied, ReceiptExpired, ReceiptRefused, ReceiptDropped:
+			default:
+				continue
+			}
+		default:
+			continue
 		}
+		l.deliver(n.OrigMsgID, r)
+	}
+}
+
+// deliver hands r to the stream that awaits answers to id; an idle notice
+// answers its subscription once.
+func (l *Listener) deliver(id string, r Receipt) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s, ok := l.waiters[id]
+	if !ok || s.done {
+		return
+	}
+	if r.Status == ReceiptIdle {
+		delete(l.waiters, id)
+	}
+	select {
+	case s.ch <- r:
+	default: // a stream nobody reads: its receipts are dropped
+	}
+	if len(s.ids) == 1 && r.Status == ReceiptIdle {
+		// A subscription alone (NotifyIdle) is answered once.
+		s.done = true
+		close(s.ch)
 	}
 }
 

@@ -152,30 +152,33 @@ func TestClaudeInbox(t *testing.T) {
 	})
 
 	t.Run("idle notice after the turn that took the letter", func(t *testing.T) {
-		l, err := door.ListenIdle(filepath.Dir(sess.Socket))
+		l, err := door.Listen(filepath.Dir(sess.Socket))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer l.Close()
 		c := &door.Claude{Socket: sess.Socket, Token: "not-checked-on-unix"}
-		notice, err := c.Write(ctx, door.ClaudeLetter{Text: "LETTER-02 with a receipt", Idle: l})
+		rc, err := c.Write(ctx, door.ClaudeLetter{Text: "LETTER-02 with a receipt", Reply: l})
 		if err != nil {
 			t.Fatal(err)
 		}
+		// In default mode the session holds nothing: the first word is
+		// that it is idle again.
 		select {
-		case n, ok := <-notice:
-			if !ok || n.State != "idle" {
-				t.Fatalf("idle notice: got %+v (ok %v), want state idle", n, ok)
+		case r, ok := <-rc.C:
+			if !ok || r.Status != door.ReceiptIdle {
+				t.Fatalf("receipt: got %+v (ok %v), want the idle notice", r, ok)
 			}
 		case <-time.After(30 * time.Second):
 			t.Fatalf("no idle notice within 30 s:\n%s", cc.Screen())
 		}
+		rc.Close()
 		// The notice means the turn is over: it carried the letter.
 		if seen.count("LETTER-02 with a receipt") == 0 {
 			t.Errorf("the idle notice came before any model request carried the letter")
 		}
 		if l.Pending() != 0 {
-			t.Errorf("%d subscriptions still pending after the notice", l.Pending())
+			t.Errorf("%d letters still pending after Close", l.Pending())
 		}
 	})
 

@@ -14,13 +14,16 @@ import (
 
 // Paths are the files of a Parley state directory ($PARLEY_HOME).
 type Paths struct {
-	Home   string
-	Socket string
-	PID    string
-	DB     string
-	Log    string
-	Config string
-	Token  string
+	Home string
+	// Default says Home is the default, ~/.parley: no environment and no
+	// flag chose it.
+	Default bool
+	Socket  string
+	PID     string
+	DB      string
+	Log     string
+	Config  string
+	Token   string
 }
 
 // MaxSocketPath is the longest Unix socket path the kernel accepts, less one.
@@ -43,14 +46,19 @@ func Resolve(home string) (Paths, error) {
 	if err != nil {
 		return Paths{}, fmt.Errorf("state directory: %w", err)
 	}
+	def := false
+	if h, err := os.UserHomeDir(); err == nil {
+		def = filepath.Join(h, ".parley") == home
+	}
 	p := Paths{
-		Home:   home,
-		Socket: filepath.Join(home, "parley.sock"),
-		PID:    filepath.Join(home, "parley.pid"),
-		DB:     filepath.Join(home, "parley.db"),
-		Log:    filepath.Join(home, "daemon.log"),
-		Config: filepath.Join(home, "config.toml"),
-		Token:  filepath.Join(home, "token"),
+		Home:    home,
+		Default: def,
+		Socket:  filepath.Join(home, "parley.sock"),
+		PID:     filepath.Join(home, "parley.pid"),
+		DB:      filepath.Join(home, "parley.db"),
+		Log:     filepath.Join(home, "daemon.log"),
+		Config:  filepath.Join(home, "config.toml"),
+		Token:   filepath.Join(home, "token"),
 	}
 	if len(p.Socket) > MaxSocketPath {
 		return Paths{}, fmt.Errorf("socket path %s is %d bytes, over the %d-byte limit of Unix sockets: set PARLEY_HOME to a shorter directory", p.Socket, len(p.Socket), MaxSocketPath)

@@ -18,10 +18,13 @@ import (
 //
 // A copy that nothing reached within its message's time to live, while its
 // recipient had no reader and no door, leaves the inbox Bounced, with a
-// reason, and its sender is told. Apart from the states, a copy records the
-// path that first reached the agent with it (WokeVia: a letter through a
-// door, a hook...) and when the agent's session was seen to start a turn
-// with it (SeenAt).
+// reason, and its sender is told; so does a copy whose letter the client
+// dropped, let expire or refused, and one a person declined in the session
+// (Declined). Apart from the states, a copy records the path that first
+// reached the agent with it (WokeVia: a letter through a door, a hook...),
+// the letter that told of it, what the client said it did with that letter
+// (Door: held for a person, or nothing at all) and when the agent's session
+// was seen to start a turn with it (SeenAt).
 type DeliveryState string
 
 // The delivery states.
@@ -32,6 +35,30 @@ const (
 	Read        DeliveryState = "read"        // the reader is known to have it
 	Acked       DeliveryState = "acked"       // the recipient acknowledged it
 	Bounced     DeliveryState = "bounced"     // out of the inbox unread: nothing could reach the recipient
+	Declined    DeliveryState = "declined"    // out of the inbox unread: a person in the session refused its letter
+)
+
+// DoorState is what the client said it did with the letter that told of a
+// copy, or that it said nothing: never a guess.
+type DoorState string
+
+// The door states. "" is a letter handed (or none written) that the client
+// has said nothing of yet.
+const (
+	// DoorHeld: the client holds the letter for a person to approve
+	// (Claude Code in bypass mode holds letters that assert no permission
+	// mode); DoorNote says why, DoorUntil until when if the client said.
+	DoorHeld DoorState = "held"
+	// DoorUnconfirmed: the letter was handed, and the session went idle
+	// without its turn showing the letter; the client said nothing.
+	DoorUnconfirmed DoorState = "unconfirmed"
+	// DoorNotLoaded: no letter went, because the session's thread is not
+	// loaded (a Codex thread no client runs): the copy waits, DoorNote says
+	// so, and the other wake paths stay open.
+	DoorNotLoaded DoorState = "notloaded"
+	// DoorDeclined: a person refused the letter in the session; the copy
+	// left the inbox, Declined.
+	DoorDeclined DoorState = "declined"
 )
 
 // WakePath is how a message first reached its recipient: the mechanism
@@ -90,10 +117,42 @@ type Delivery struct {
 	// copy (the letter that told it of the copy opened the turn, or the
 	// session called a Parley tool after it); zero until then.
 	SeenAt time.Time
-	// BouncedAt and BounceReason say when and why a Bounced copy left the
-	// inbox.
+	// BouncedAt and BounceReason say when and why a Bounced (or Declined)
+	// copy left the inbox.
 	BouncedAt    time.Time
 	BounceReason string
+	// Letter is the id of the door's letter that told of the copy (or that
+	// could not be written: DoorNotLoaded); "" if none.
+	Letter string
+	// Door is what the client said of that letter, since DoorAt; DoorNote
+	// says why (the client's words), DoorUntil until when it holds it, if
+	// the client said.
+	Door      DoorState
+	DoorNote  string
+	DoorAt    time.Time
+	DoorUntil time.Time
+}
+
+// LetterMark is a change that a client's word (or its silence) makes to the
+// copies one letter told of.
+type LetterMark string
+
+// The letter marks.
+const (
+	MarkSeen        LetterMark = "seen"        // the session's turn carried the letter
+	MarkHeld        LetterMark = "held"        // the client holds it for a person
+	MarkReleased    LetterMark = "released"    // the person let a held letter through: handed again
+	MarkUnconfirmed LetterMark = "unconfirmed" // handed, the session went idle, no word of it
+	MarkNotLoaded   LetterMark = "notloaded"   // not written: the thread is not loaded
+	MarkDeclined    LetterMark = "declined"    // a person refused it: out of the inbox, Declined
+	MarkBounced     LetterMark = "bounced"     // the client dropped it or it expired: out of the inbox, Bounced
+)
+
+// LetterChange is one letter mark with what the client said.
+type LetterChange struct {
+	Mark  LetterMark
+	Note  string    // why: held's cause, a drop's reason, a bounce's reason
+	Until time.Time // held until, if the client said
 }
 
 // Repeat reports whether the copy was handed to a reader before this time.
@@ -205,4 +264,28 @@ type ReleaseQuery struct {
 type Overdue struct {
 	Message *Message
 	Pending []string // recipients that have not acked, sorted
+}
+
+// Apply changes d in memory as a store's MarkLetter changes the copy, at
+// at: stores return the copies they changed this way.
+func (ch LetterChange) Apply(d *Delivery, letter string, at time.Time) {
+	at = at.UTC()
+	d.Letter = letter
+	switch ch.Mark {
+	case MarkSeen:
+		d.SeenAt, d.Door, d.DoorNote, d.DoorUntil = at, "", "", time.Time{}
+	case MarkHeld, MarkUnconfirmed, MarkNotLoaded:
+		d.Door, d.DoorNote, d.DoorAt, d.DoorUntil = DoorState(ch.Mark), ch.Note, at, ch.Until.UTC()
+		if ch.Until.IsZero() {
+			d.DoorUntil = time.Time{}
+		}
+	case MarkReleased:
+		d.Door, d.DoorNote, d.DoorAt, d.DoorUntil = "", "", at, time.Time{}
+	case MarkDeclined, MarkBounced:
+		d.State, d.ReadAt, d.BouncedAt, d.BounceReason = Bounced, at, at, ch.Note
+		d.Door, d.DoorNote, d.DoorAt, d.DoorUntil = "", "", at, time.Time{}
+		if ch.Mark == MarkDeclined {
+			d.State, d.Door, d.DoorNote = Declined, DoorDeclined, ch.Note
+		}
+	}
 }

@@ -56,11 +56,15 @@
 // Codex thread) carries a short letter that tells the agent it has mail;
 // the agent then reads through its MCP session's reader as above. A letter
 // hands nothing out, so it holds no lease and is no reader: it is a wake
-// path, like a hook or a tmux notice ([Hub.NoteWake] with the door's
-// [DoorKind.WakePath]). What it adds is the attention receipt: a copy a
-// letter told of is seen ([Hub.MarkSeen], [Hub.LetterSeen],
-// [Hub.SessionActive]) once the session shows it started a turn with it;
-// and a copy nothing reached within its message's time to live, while its
-// recipient had no reader and no door, bounces ([Hub.Sweep]). Doors open
-// and close here; internal/attention decides when to write one.
+// path, like a hook or a tmux notice ([Hub.Handed] records it with the
+// door's [DoorKind.WakePath] and the letter's id). What it adds is the
+// attention receipt, from what the client says of the letter and nothing
+// else ([Hub.MarkLetter], letter.go): held for a person, released,
+// declined (out of the inbox, the sender told), bounced, unconfirmed (the
+// session went idle without a word of it), or seen ([Hub.LetterSeen]) when
+// the session's turn carried it; and a copy nothing reached within its
+// message's time to live, while its recipient had no reader and no door,
+// bounces ([Hub.Sweep]). [Hub.Redeliver] sends a bounced or declined copy
+// again. Doors open and close here; internal/attention decides when to
+// write one.
 package hub

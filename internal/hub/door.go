@@ -212,66 +212,6 @@ func (h *Hub) SessionDoor(ctx context.Context, ws, id string) (*SessionDoor, err
 	return nil, Errorf("get door", NotFound, "no door %q in this workspace", id)
 }
 
-// MarkSeen records that the agent's session started a turn with the copies
-// that via told it of at or before before (a letter through a door, with
-// via its wake path; "" for any path): its UserPromptSubmit hook carried
-// the letter, it called a Parley tool, or the client said the letter left
-// its queue. It returns how many copies it marked.
-func (h *Hub) MarkSeen(ctx context.Context, ws, agent string, via WakePath, before time.Time) (int, error) {
-	const op = "mark seen"
-	if via != "" {
-		if err := ValidWakePath(via); err != nil {
-			return 0, withOp(op, err)
-		}
-	}
-	now := h.now().UTC()
-	if before.IsZero() || before.After(now) {
-		before = now
-	}
-	ds, err := h.store.MarkSeen(ctx, ws, agent, via, before, now)
-	if err != nil {
-		return 0, withOp(op, err)
-	}
-	h.publishDeliveries(EventMessageSeen, ds)
-	return len(ds), nil
-}
-
-// LetterSeen records that the agent's session started a turn with a letter
-// through its door (its hook says so): the copies doors told it of are
-// seen. The doorman marks a letter's copies once it is written, which may
-// be a moment after the session took it: copies marked within earlyWindow
-// after are seen at once.
-func (h *Hub) LetterSeen(ctx context.Context, ws, agent string) (int, error) {
-	n, err := h.MarkSeen(ctx, ws, agent, "", time.Time{})
-	if err == nil && n == 0 {
-		h.mu.Lock()
-		h.early[inboxKey{ws, agent}] = h.now()
-		h.mu.Unlock()
-	}
-	return n, err
-}
-
-// earlyWindow bounds how long a letter seen before its copies were marked
-// still speaks for them.
-const earlyWindow = 10 * time.Second
-
-// SessionActive notes that a session of the agent made a request (a Parley
-// tool call): it is at work, so the copies that letters through its doors
-// told it of are seen. It costs nothing unless such copies are unseen.
-func (h *Hub) SessionActive(ctx context.Context, ws, agent string) {
-	k := inboxKey{ws, agent}
-	h.mu.Lock()
-	_, ok := h.unseen[k]
-	delete(h.unseen, k)
-	h.mu.Unlock()
-	if !ok {
-		return
-	}
-	if _, err := h.MarkSeen(ctx, ws, agent, "", time.Time{}); err != nil {
-		h.log.Warn("mark seen", "agent", agent, "err", err)
-	}
-}
-
 // DeliverMode says how a message may draw its recipient's attention when it
 // is not blocked in a wait: through the door of its session, or not at
 // all. The doors map it onto what the client offers.
@@ -429,6 +369,12 @@ func (h *Hub) unreachable(ctx context.Context, ws, name string, sent time.Time) 
 
 // noticeBounce tells a bounced message's sender who did not get it and why.
 func (h *Hub) noticeBounce(ctx context.Context, m *Message, ds []*Delivery) {
+	h.noticeReturn(ctx, m, ds, "bounced", "Nothing reads it now; send it again when the agent is back.")
+}
+
+// noticeReturn tells the sender of m that the copies ds came back (kind
+// "bounced" or "declined"), why, and what to do.
+func (h *Hub) noticeReturn(ctx context.Context, m *Message, ds []*Delivery, kind, then string) {
 	if m.From == NoticeSender || len(ds) == 0 {
 		return // a notice that bounces is not noticed again
 	}
@@ -436,11 +382,20 @@ func (h *Hub) noticeBounce(ctx context.Context, m *Message, ds []*Delivery) {
 	for _, d := range ds {
 		who = append(who, d.Recipient)
 	}
-	content := fmt.Sprintf("Bounced: your message %s to %s did not reach %s: %s (sent %s, time to live until %s). Nothing reads it now; send it again when the agent is back.",
-		m.ID, m.To, strings.Join(who, ", "), ds[0].BounceReason, m.CreatedAt.UTC().Format(time.RFC3339), m.ExpiresAt.UTC().Format(time.RFC3339))
+	ttl := ""
+	if !m.ExpiresAt.IsZero() {
+		ttl = ", time to live until " + m.ExpiresAt.UTC().Format(time.RFC3339)
+	}
+	verb := "did not reach"
+	if kind == "declined" {
+		verb = "was declined by"
+	}
+	content := fmt.Sprintf("%s: your message %s to %s %s %s: %s (sent %s%s). %s",
+		strings.ToUpper(kind[:1])+kind[1:], m.ID, m.To, verb, strings.Join(who, ", "), ds[0].BounceReason,
+		m.CreatedAt.UTC().Format(time.RFC3339), ttl, then)
 	n, err := h.newMessage(ctx, SendRequest{Workspace: m.Workspace, From: NoticeSender, To: m.From,
 		Content: content, Priority: string(High), TTL: NoTTL,
-		Metadata: map[string]string{"kind": "bounced", "message_id": m.ID, "recipients": strings.Join(who, ","), "reason": ds[0].BounceReason}})
+		Metadata: map[string]string{"kind": kind, "message_id": m.ID, "recipients": strings.Join(who, ","), "reason": ds[0].BounceReason}})
 	if err == nil {
 		_, err = h.deliver(ctx, n, []string{m.From}, nil)
 	}
@@ -449,8 +404,9 @@ func (h *Hub) noticeBounce(ctx context.Context, m *Message, ds []*Delivery) {
 	}
 }
 
-// Bounced lists the bounced copies of ws's messages sent by sender (every
-// sender's if ""), newest first, with their messages: the dead letters.
+// Bounced lists the bounced and declined copies of ws's messages sent by
+// sender (every sender's if ""), newest first, with their messages: the
+// dead letters.
 func (h *Hub) Bounced(ctx context.Context, ws, sender string, limit int) ([]*Delivery, error) {
 	if limit <= 0 {
 		limit = DefaultCheckLimit

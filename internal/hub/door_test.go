@@ -2,6 +2,7 @@ package hub_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -260,61 +261,116 @@ func deadCount(t *testing.T, h *hub.Hub) int {
 	return len(ds)
 }
 
-// TestMarkSeen: a letter's copies become seen when the session is seen with
-// it, once, and announce it.
-func TestMarkSeen(t *testing.T) {
+// TestLetterMarks: what the client says of a letter moves the copies it
+// told of, once each, and announces it: seen, held with its words, released.
+// A door's path is recorded only with its letter.
+func TestLetterMarks(t *testing.T) {
 	ctx := context.Background()
-	h, c := newClockHub(t)
+	h, _ := newClockHub(t)
 	res, _ := h.Send(ctx, hub.SendRequest{Workspace: "w", From: "a", To: "bob", Content: "x"})
+	id := res.Message.ID
 	via := hub.DoorClaude.WakePath()
-	if n, err := h.NoteWake(ctx, "w", "bob", []string{res.Message.ID}, via); err != nil || n != 1 {
-		t.Fatalf("NoteWake: %d %v", n, err)
+	if _, err := h.NoteWake(ctx, "w", "bob", []string{id}, via); err == nil {
+		t.Errorf("NoteWake with a door's path: no error")
 	}
-	letter := c.now()
-	c.add(time.Second)
-	var seen int
+	if n, err := h.Handed(ctx, "w", "bob", []string{id}, via, "L1"); err != nil || n != 1 {
+		t.Fatalf("Handed: %d %v", n, err)
+	}
+	var events []string
 	cancel := h.Subscribe(func(e hub.Event) {
-		if e.Kind == hub.EventMessageSeen && e.MessageID == res.Message.ID {
-			seen++
+		if e.MessageID == id {
+			events = append(events, string(e.Kind)+":"+e.Letter+":"+e.Reason)
 		}
 	})
 	defer cancel()
-	if n, err := h.MarkSeen(ctx, "w", "bob", via, letter); err != nil || n != 1 {
-		t.Fatalf("MarkSeen: %d %v", n, err)
+	if ds, err := h.MarkLetter(ctx, "w", "bob", "L1", hub.LetterChange{Mark: hub.MarkHeld, Note: "held for approval"}); err != nil || len(ds) != 1 || ds[0].Door != hub.DoorHeld {
+		t.Fatalf("held: %v %v", ds, err)
 	}
-	if n, err := h.MarkSeen(ctx, "w", "bob", via, c.now()); err != nil || n != 0 {
-		t.Errorf("MarkSeen again: %d %v", n, err)
+	if ds, err := h.MarkLetter(ctx, "w", "bob", "L1", hub.LetterChange{Mark: hub.MarkReleased}); err != nil || len(ds) != 1 {
+		t.Fatalf("released: %v %v", ds, err)
 	}
-	if seen != 1 {
-		t.Errorf("seen events: got %d, want 1", seen)
+	if n, err := h.LetterSeen(ctx, "w", "bob", "L2"); err != nil || n != 0 {
+		t.Errorf("another letter seen: %d %v, want nothing", n, err)
 	}
-	if _, err := h.MarkSeen(ctx, "w", "bob", "smoke", letter); err == nil {
-		t.Errorf("MarkSeen with a bad path: no error")
+	if n, err := h.LetterSeen(ctx, "w", "bob", "L1"); err != nil || n != 1 {
+		t.Fatalf("LetterSeen: %d %v", n, err)
+	}
+	if n, err := h.LetterSeen(ctx, "w", "bob", "L1"); err != nil || n != 0 {
+		t.Errorf("LetterSeen again: %d %v", n, err)
+	}
+	want := []string{"message.held:L1:held for approval", "message.handed:L1:", "message.seen:L1:"}
+	if !slices.Equal(events, want) {
+		t.Errorf("events: got %q, want %q", events, want)
+	}
+	if _, err := h.MarkLetter(ctx, "w", "bob", "L1", hub.LetterChange{Mark: "smoke"}); err == nil {
+		t.Errorf("a bad mark: no error")
+	}
+	if _, err := h.MarkLetter(ctx, "w", "bob", "", hub.LetterChange{Mark: hub.MarkSeen}); err == nil {
+		t.Errorf("no letter: no error")
 	}
 }
 
 // TestLetterSeenBeforeMarked: a session that reports its letter before the
-// doorman marked the letter's copies (the letter was written, the mark not
-// yet) still gets them seen, as they are marked.
+// doorman recorded the letter's copies (the letter was written, the record
+// not yet) still gets them seen, as they are recorded; another letter's
+// copies wait for their own report.
 func TestLetterSeenBeforeMarked(t *testing.T) {
 	ctx := context.Background()
 	h := newHub(t, nil)
 	res, _ := h.Send(ctx, hub.SendRequest{Workspace: "w", From: "a", To: "bob", Content: "x"})
-	if n, err := h.LetterSeen(ctx, "w", "bob"); err != nil || n != 0 {
-		t.Fatalf("LetterSeen before the mark: %d %v", n, err)
+	if n, err := h.LetterSeen(ctx, "w", "bob", "L1"); err != nil || n != 0 {
+		t.Fatalf("LetterSeen before the record: %d %v", n, err)
 	}
-	if _, err := h.NoteWake(ctx, "w", "bob", []string{res.Message.ID}, hub.WakeDoorClaude); err != nil {
+	res2, _ := h.Send(ctx, hub.SendRequest{Workspace: "w", From: "a", To: "bob", Content: "y"})
+	h.Handed(ctx, "w", "bob", []string{res2.Message.ID}, hub.WakeDoorClaude, "L2")
+	if _, err := h.Handed(ctx, "w", "bob", []string{res.Message.ID}, hub.WakeDoorClaude, "L1"); err != nil {
 		t.Fatal(err)
 	}
 	st, _ := h.MessageStatus(ctx, "w", "a", res.Message.ID)
 	if d := st.Deliveries[0]; d.SeenAt.IsZero() {
-		t.Errorf("a copy marked just after its letter was seen: not seen")
+		t.Errorf("a copy recorded just after its letter was seen: not seen")
 	}
-	// Once only: the next letter's copies wait for their own report.
-	res2, _ := h.Send(ctx, hub.SendRequest{Workspace: "w", From: "a", To: "bob", Content: "y"})
-	h.NoteWake(ctx, "w", "bob", []string{res2.Message.ID}, hub.WakeDoorClaude)
 	st, _ = h.MessageStatus(ctx, "w", "a", res2.Message.ID)
 	if d := st.Deliveries[0]; !d.SeenAt.IsZero() {
-		t.Errorf("a later letter's copy was seen with the earlier report")
+		t.Errorf("another letter's copy was seen with the report of L1")
+	}
+}
+
+// TestDeclinedComesBack: a letter a person declined takes its copies out of
+// the inbox, declined; the sender gets a notice that says why and how to
+// send it again; Redeliver puts the copy back, and the next read gets it.
+func TestDeclinedComesBack(t *testing.T) {
+	ctx := context.Background()
+	h := newHub(t, nil)
+	res, _ := h.Send(ctx, hub.SendRequest{Workspace: "w", From: "alice", To: "bob", Content: "please deploy"})
+	id := res.Message.ID
+	h.Handed(ctx, "w", "bob", []string{id}, hub.WakeDoorClaude, "L1")
+	ds, err := h.MarkLetter(ctx, "w", "bob", "L1", hub.LetterChange{Mark: hub.MarkDeclined, Note: "declined in the session"})
+	if err != nil || len(ds) != 1 || ds[0].State != hub.Declined {
+		t.Fatalf("declined: %v %v", ds, err)
+	}
+	if n, _ := h.Unread(ctx, "w", "bob"); n != 0 {
+		t.Errorf("bob's unread after the decline: %d, want 0", n)
+	}
+	notice, _, err := h.Check(ctx, "w", "alice", 10)
+	if err != nil || len(notice) != 1 {
+		t.Fatalf("alice's notices: %v %v", notice, err)
+	}
+	if m := notice[0]; m.Metadata["kind"] != "declined" || !strings.Contains(m.Content, "declined in the session") ||
+		!strings.Contains(m.Content, "parley redeliver "+id) || m.From != hub.NoticeSender {
+		t.Errorf("the notice: %+v", m)
+	}
+	if dead, _ := h.Bounced(ctx, "w", "alice", 10); len(dead) != 1 || dead[0].State != hub.Declined {
+		t.Errorf("dead letters: %v", dead)
+	}
+	if _, err := h.Redeliver(ctx, "w", "bob", id); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := h.Check(ctx, "w", "bob", 10)
+	if err != nil || len(got) != 1 || got[0].ID != id {
+		t.Errorf("bob's read after Redeliver: %v %v", got, err)
+	}
+	if _, err := h.Redeliver(ctx, "w", "bob", id); !hub.IsNotFound(err) {
+		t.Errorf("Redeliver of a read copy: got %v, want not found", err)
 	}
 }

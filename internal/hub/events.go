@@ -25,7 +25,15 @@ const (
 	EventMessageHanded  EventKind = "message.handed"
 	EventMessageSeen    EventKind = "message.seen"
 	EventMessageBounced EventKind = "message.bounced"
-	EventGroupChanged   EventKind = "group.changed"
+	// What the client said of a letter: it holds it for a person (Reason:
+	// why), a person declined it (the copy left the inbox), or the session
+	// went idle with no word of it; or no letter could go, the thread not
+	// loaded.
+	EventMessageHeld        EventKind = "message.held"
+	EventMessageDeclined    EventKind = "message.declined"
+	EventMessageUnconfirmed EventKind = "message.unconfirmed"
+	EventMessageNotLoaded   EventKind = "message.not_loaded"
+	EventGroupChanged       EventKind = "group.changed"
 	// An agent's session opened its door, or the door closed (SessionDoor).
 	EventDoorOpened EventKind = "door.opened"
 	EventDoorClosed EventKind = "door.closed"
@@ -58,6 +66,8 @@ type Event struct {
 	SessionDoor  *SessionDoor   // for door events
 	Reason       string         // for message.bounced: why
 	Via          WakePath       // for message.handed: the door's path
+	Until        time.Time      // for message.held: until when the client holds it, if it said
+	Letter       string         // for the letter's events (handed, held, seen...): the door's letter
 
 	// Detail is an event that another package defines (the runner's, the
 	// permission inbox's), as its publisher encoded it (Publish): the hub
@@ -174,5 +184,5 @@ func SendEvents(m *Message, recipients []string, handed []Handoff) []Event {
 // deliveryEvent is the event of one copy's change.
 func deliveryEvent(kind EventKind, d *Delivery, at time.Time) Event {
 	return Event{Kind: kind, Workspace: d.Workspace, Time: at, Agent: d.Recipient, MessageID: d.MessageID,
-		Reader: d.Reader, Count: d.Count, Message: d.Message, Reason: d.BounceReason}
+		Reader: d.Reader, Count: d.Count, Message: d.Message, Reason: d.BounceReason, Letter: d.Letter}
 }

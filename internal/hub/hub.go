@@ -92,8 +92,7 @@ type Hub struct {
 	seen     map[inboxKey]time.Time // last seen, in memory, fresher than the store
 	written  map[inboxKey]time.Time // last-seen time last written to the store
 	left     map[inboxKey]time.Time // when the agent's last session ended (agents.go)
-	unseen   map[inboxKey]struct{}  // agents told of copies through a door, not seen since (door.go)
-	early    map[inboxKey]time.Time // a letter seen before its copies were marked (door.go)
+	early    map[string]time.Time   // letters seen before their copies were recorded (letter.go)
 
 	// leftMu orders the writes of a PresenceStore's left times (agents.go).
 	leftMu sync.Mutex
@@ -178,33 +177,32 @@ func New(store Store, opts *Options) *Hub {
 	if o.UnjoinedTTL <= 0 {
 		o.UnjoinedTTL = DefaultUnjoinedTTL
 	}
-	return &Hub{
-		store:            store,
-		log:              o.Logger,
-		now:              o.Now,
-		maxContent:       o.MaxContent,
-		budget:           o.ResponseBudget,
-		notifier:         o.Notifier,
-		lease:            o.Lease,
-		sweepEvery:       o.SweepEvery,
-		deadAfter:        o.DeadAfter,
-		host:             o.Host,
-		ttl:              o.TTL,
-		unjoinedTTL:      o.UnjoinedTTL,
-		provisionalGrace: o.ProvisionalGrace,
-		waiters:          make(map[inboxKey]map[*waiter]struct{}),
-		sessions:         make(map[inboxKey]int),
-		seen:             make(map[inboxKey]time.Time),
-		written:          make(map[inboxKey]time.Time),
-		left:             make(map[inboxKey]time.Time),
-		unseen:           make(map[inboxKey]struct{}),
-		early:            make(map[inboxKey]time.Time),
-		owed:             make(map[string]*Reader),
-		acts:             make(map[inboxKey]*activity),
-		stallAfter:       o.StallAfter,
-		asks:             make(map[inboxKey][]ask),
-		entropy:          ulid.Monotonic(rand.Reader, 0),
+	h := &Hub{
+		store:      store,
+		log:        o.Logger,
+		now:        o.Now,
+		maxContent: o.MaxContent,
+		budget:     o.ResponseBudget,
+		notifier:   o.Notifier,
+		lease:      o.Lease,
+		sweepEvery: o.SweepEvery,
+		deadAfter:  o.DeadAfter,
+		host:       o.Host,
+		ttl:        o.TTL,
+		waiters:    make(map[inboxKey]map[*waiter]struct{}),
+		sessions:   make(map[inboxKey]int),
+		seen:       make(map[inboxKey]time.Time),
+		written:    make(map[inboxKey]time.Time),
+		left:       make(map[inboxKey]time.Time),
+		early:      make(map[string]time.Time),
+		owed:       make(map[string]*Reader),
+		acts:       make(map[inboxKey]*activity),
+		stallAfter: o.StallAfter,
+		asks:       make(map[inboxKey][]ask),
+		entropy:    ulid.Monotonic(rand.Reader, 0),
 	}
+	h.unjoinedTTL, h.provisionalGrace = o.UnjoinedTTL, o.ProvisionalGrace
+	return h
 }
 
 // Store returns the hub's store.

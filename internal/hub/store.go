@@ -88,8 +88,9 @@ type Store interface {
 	Confirm(ctx context.Context, reader string, messageIDs []string, at time.Time) ([]*Delivery, error)
 	// NoteWake records via (at at) as the wake path of recipient's
 	// deliveries of the messages that have none yet and are still in its
-	// inbox, and says how many it marked. Unknown ids are ignored.
-	NoteWake(ctx context.Context, ws, recipient string, messageIDs []string, via WakePath, at time.Time) (int, error)
+	// inbox, with letter (if not "") as the letter that told of them, and
+	// says how many it marked. Unknown ids are ignored.
+	NoteWake(ctx context.Context, ws, recipient string, messageIDs []string, via WakePath, letter string, at time.Time) (int, error)
 	// Release puts the leased deliveries that q selects back in their
 	// inboxes, Redelivered, in their places, and returns them.
 	Release(ctx context.Context, q ReleaseQuery) ([]*Delivery, error)
@@ -188,10 +189,25 @@ type Store interface {
 	// Doors returns ws's doors (of agent if not empty), newest opened
 	// first: the open ones, and with withClosed the closed ones too.
 	Doors(ctx context.Context, ws, agent string, withClosed bool) ([]*SessionDoor, error)
-	// MarkSeen marks seen, at at, recipient's copies that via (any path if
-	// "") reached at or before before and that are neither seen nor
-	// bounced, and returns them.
-	MarkSeen(ctx context.Context, ws, recipient string, via WakePath, before, at time.Time) ([]*Delivery, error)
+	// MarkLetter applies ch, at at, to recipient's copies that letter told
+	// of (or, with messageIDs, to those copies, whose letter becomes
+	// letter), and returns the copies it changed:
+	//   - MarkSeen: those neither seen nor bounced become seen (their door
+	//     state cleared);
+	//   - MarkHeld, MarkUnconfirmed: those neither seen nor out of the inbox
+	//     take the state (unconfirmed only where the client said nothing
+	//     yet), with ch.Note and ch.Until;
+	//   - MarkReleased: the held ones are handed again (no door state);
+	//   - MarkNotLoaded: those still in the inbox that no path reached take
+	//     the state and ch.Note;
+	//   - MarkDeclined, MarkBounced: those still in the inbox (queued or
+	//     redelivered, not leased) leave it, Declined or Bounced, with
+	//     ch.Note as the reason.
+	MarkLetter(ctx context.Context, ws, recipient, letter string, messageIDs []string, ch LetterChange, at time.Time) ([]*Delivery, error)
+	// Redeliver puts recipient's Bounced or Declined copy of the message
+	// back in its inbox, queued as if new (no wake path, letter, door state
+	// or seen mark), and returns it; NotFound if there is no such copy.
+	Redeliver(ctx context.Context, ws, recipient, messageID string) (*Delivery, error)
 	// DueExpiries finds the messages whose time to live ended at or before
 	// now and that were not reported yet, marks them reported, and returns
 	// their copies (with the message) that nothing reached: still in the

@@ -40,9 +40,9 @@ func (s *Server) openDoor(sess *session, in api.DoorRequest) {
 	}
 }
 
-// toolCalled notes a tool call of sess: its session is active (what a
-// letter through its door told it of is seen), and a Codex client names its
-// thread.
+// toolCalled notes a tool call of sess: a Codex client names its thread.
+// (A tool call says nothing of a letter: the session's hooks and the
+// client's receipts do.)
 func (s *Server) toolCalled(ctx context.Context, sess *session, req mcp.Request) {
 	var thread string
 	if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok {
@@ -53,12 +53,11 @@ func (s *Server) toolCalled(ctx context.Context, sess *session, req mcp.Request)
 	}
 	s.called(ctx, sess)
 	s.mu.Lock()
-	ws, agent := sess.caller.Workspace, sess.caller.Agent
+	agent := sess.caller.Agent
 	s.mu.Unlock()
 	if agent == "" {
 		return
 	}
-	s.hub.SessionActive(ctx, ws, agent)
 	if sess.codex == "" || !sess.local || thread == "" {
 		return
 	}

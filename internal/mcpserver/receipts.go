@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -20,10 +19,9 @@ import (
 // reader (hub.Reader) until the session is known to have them. The door only
 // tells the reader what happened:
 //
-//   - A bridge (parley mcp serve) confirms the ids a result lists under
-//     _meta[api.MetaDelivered] once it has written that result to its client
-//     (a POST with api.HeaderDelivered): the session's reader was opened with
-//     hub.ConfirmOnReceipt, since its requests carry api.HeaderReceipts.
+//   - A bridge (parley mcp serve) confirms, on its stream session, the ids
+//     a result lists under _meta[api.MetaDelivered] once it has written that
+//     result to its client (api.MethodDelivered).
 //   - For other clients (hub.ConfirmOnNextRequest), the session's next
 //     request confirms what its earlier responses carried, once they were
 //     written whole, unless the connection a response went out on shows
@@ -93,18 +91,6 @@ func (c *capture) id() string {
 	}
 	c.parsed = requestID(m.ID)
 	return c.parsed
-}
-
-// confirmReceipt answers a bridge's confirmation (a POST with
-// api.HeaderDelivered) without bothering the SDK.
-func (s *Server) confirmReceipt(w http.ResponseWriter, r *http.Request, sess *session) {
-	if sess == nil {
-		http.Error(w, "a confirmation needs the Mcp-Session-Id of the session that received the messages", http.StatusBadRequest)
-		return
-	}
-	ids := strings.Split(r.Header.Get(api.HeaderDelivered), ",")
-	sess.caller.Reader.Receipt(r.Context(), ids, true)
-	w.WriteHeader(http.StatusAccepted)
 }
 
 // settle tells the session's reader how the answer of the call that handed

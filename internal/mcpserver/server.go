@@ -275,10 +275,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	if r.Header.Get(api.HeaderDelivered) != "" {
-		s.confirmReceipt(w, r, sess)
-		return
-	}
 	if sess != nil {
 		// A client that does not confirm by itself has what its earlier
 		// responses carried once it makes another request.
@@ -366,10 +362,10 @@ func (s *Server) identityOf(r *http.Request) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A client that confirms what it was handed (the bridge) says so on
-	// every request; others confirm by asking again.
+	// A stream's client (the bridge) says what it has; others confirm by
+	// asking again.
 	c.ReadAs = &hub.ReaderOptions{Kind: "mcp", Confirm: hub.ConfirmOnNextRequest}
-	if r.Header.Get(api.HeaderReceipts) != "" || isStream(r) {
+	if isStream(r) {
 		c.ReadAs.Confirm = hub.ConfirmOnReceipt
 	}
 	sess := &session{

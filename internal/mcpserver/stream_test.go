@@ -65,7 +65,7 @@ func serveUnix(t testing.TB, h http.Handler) (sock string) {
 func upgrade(t testing.TB, sock, ws, agent string) (net.Conn, *bufio.Reader) {
 	t.Helper()
 	c, br, err := bridge.DialStream(context.Background(), "unix", sock, "http://parley/mcp",
-		http.Header{api.HeaderAgent: {agent}, api.HeaderWorkspace: {ws}})
+		http.Header{api.HeaderAgent: {agent}, api.HeaderWorkspace: {ws}}, nil)
 	if err != nil {
 		t.Fatalf("upgrade: %v", err)
 	}
@@ -244,7 +244,7 @@ func TestStreamUnconfirmedGoesBack(t *testing.T) {
 func pushStream(t *testing.T, sock, ws, agent string) (net.Conn, *bufio.Reader) {
 	t.Helper()
 	c, br, err := bridge.DialStream(context.Background(), "unix", sock, "http://parley/mcp",
-		http.Header{api.HeaderAgent: {agent}, api.HeaderWorkspace: {ws}, api.HeaderPush: {"1"}})
+		http.Header{api.HeaderAgent: {agent}, api.HeaderWorkspace: {ws}, api.HeaderPush: {"1"}}, nil)
 	if err != nil {
 		t.Fatalf("upgrade: %v", err)
 	}
@@ -352,15 +352,10 @@ func TestStreamPushOnlyWhenAsked(t *testing.T) {
 }
 
 // pusher is a bridge extension that takes pushed messages, as `mcp serve
-// --channel` does, or fetches them itself when Start runs.
-type pusher struct {
-	started chan struct{}
-}
+// --channel` does.
+type pusher struct{}
 
-func (p *pusher) InitResult(msg []byte) []byte { return msg }
-func (p *pusher) Start(ctx context.Context, write func([]byte) error) {
-	close(p.started)
-}
+func (p *pusher) InitResult(msg []byte) []byte                                       { return msg }
 func (p *pusher) Intercept(context.Context, string, []byte, func([]byte) error) bool { return false }
 func (p *pusher) Push(params json.RawMessage) []byte {
 	var n struct {
@@ -396,71 +391,41 @@ func (c notesConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	return m, err
 }
 
-// TestBridgePush: the bridge of a Pusher extension asks the daemon for
-// pushes, writes what the extension renders of each to its client and
-// confirms it; it never starts the extension's own fetching. A daemon that
-// does not push (an older one: here, one that never sees the ask) leaves
-// the fetching to the extension.
+// TestBridgePush: the bridge of an extension asks the daemon for pushes,
+// writes what the extension renders of each to its client and confirms it.
 func TestBridgePush(t *testing.T) {
-	for _, daemonPushes := range []bool{true, false} {
-		t.Run(fmt.Sprintf("daemon pushes %v", daemonPushes), func(t *testing.T) {
-			e := newEnv(t)
-			const ws = "stream"
-			joinAll(t, e, ws, "alice", "bob")
-			sock, _ := streamServer(t, e)
-			if !daemonPushes {
-				// As a daemon that does not know api.HeaderPush.
-				sock = serveUnix(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-					r.Header.Del(api.HeaderPush)
-					e.MCP.ServeHTTP(w, r)
-				}))
-			}
-			ext := &pusher{started: make(chan struct{})}
-			inR, inW := io.Pipe()
-			outR, outW := io.Pipe()
-			done := make(chan error, 1)
-			go func() {
-				done <- bridge.Run(context.Background(), inR, outW, &bridge.Options{SocketPath: sock, Stream: true, Extension: ext,
-					Header: http.Header{api.HeaderAgent: {"bob"}, api.HeaderWorkspace: {ws}}})
-				outW.Close()
-			}()
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			tr := &notes{Transport: &mcp.IOTransport{Reader: outR, Writer: inW}, ch: make(chan string, 8)}
-			cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !daemonPushes {
-				select {
-				case <-ext.started:
-				case <-ctx.Done():
-					t.Fatal("the extension was not started by a bridge whose daemon does not push")
-				}
-				cs.Close()
-				<-done
-				return
-			}
-			id := sendTo(t, e, ws, "bob", "through the bridge")
-			select {
-			case got := <-tr.ch:
-				if !strings.Contains(got, id) || !strings.Contains(got, "through the bridge") {
-					t.Errorf("pushed: got %s, want message %s", got, id)
-				}
-			case <-ctx.Done():
-				t.Fatal("no push reached the client")
-			}
-			waitFor(t, "the bridge's confirmation", func() bool { return deliveryOf(t, e, ws, id).State == hub.Read })
-			select {
-			case <-ext.started:
-				t.Error("the extension's Start ran although the daemon pushes")
-			default:
-			}
-			cs.Close()
-			if err := <-done; err != nil {
-				t.Errorf("bridge: %v", err)
-			}
-		})
+	e := newEnv(t)
+	const ws = "stream"
+	joinAll(t, e, ws, "alice", "bob")
+	sock, _ := streamServer(t, e)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- bridge.Run(context.Background(), inR, outW, &bridge.Options{SocketPath: sock, Stream: true, Extension: &pusher{},
+			Header: http.Header{api.HeaderAgent: {"bob"}, api.HeaderWorkspace: {ws}}})
+		outW.Close()
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	tr := &notes{Transport: &mcp.IOTransport{Reader: outR, Writer: inW}, ch: make(chan string, 8)}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := sendTo(t, e, ws, "bob", "through the bridge")
+	select {
+	case got := <-tr.ch:
+		if !strings.Contains(got, id) || !strings.Contains(got, "through the bridge") {
+			t.Errorf("pushed: got %s, want message %s", got, id)
+		}
+	case <-ctx.Done():
+		t.Fatal("no push reached the client")
+	}
+	waitFor(t, "the bridge's confirmation", func() bool { return deliveryOf(t, e, ws, id).State == hub.Read })
+	cs.Close()
+	if err := <-done; err != nil {
+		t.Errorf("bridge: %v", err)
 	}
 }
 
@@ -516,7 +481,7 @@ func BenchmarkStreamPush(b *testing.B) {
 	sock := benchServer(b)
 	ctx := context.Background()
 	pushes := make(chan string, 1)
-	bridged(b, sock, "bob", &pusher{started: make(chan struct{})}, func(t mcp.Transport) mcp.Transport { return &notes{Transport: t, ch: pushes} })
+	bridged(b, sock, "bob", &pusher{}, func(t mcp.Transport) mcp.Transport { return &notes{Transport: t, ch: pushes} })
 	alice := bridged(b, sock, "alice", nil, nil)
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()

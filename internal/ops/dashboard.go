@@ -42,6 +42,19 @@ func (o *Ops) DashboardLogin(ctx context.Context, c *Caller, in api.DashboardLog
 	return api.DashboardLogin{URL: url, Addr: o.dash.Addr(), User: in.User, Expires: exp.UTC()}, nil
 }
 
+// DashboardSignOutAll ends every dashboard sign-in: open pages show the
+// sign-in screen, and their cookies sign in nothing any more.
+func (o *Ops) DashboardSignOutAll(ctx context.Context, c *Caller, _ api.Empty) (api.SignOutResult, error) {
+	const op = "dashboard sign-out"
+	if !c.Local {
+		return api.SignOutResult{}, hub.Errorf(op, hub.Forbidden, "only the daemon's Unix socket ends dashboard sign-ins: run `parley dashboard --sign-out-all` on this machine")
+	}
+	if o.dash == nil {
+		return api.SignOutResult{}, hub.Errorf(op, hub.Unavailable, "this daemon has no dashboard")
+	}
+	return api.SignOutResult{Ended: o.dash.SignOutAll()}, nil
+}
+
 // SearchWorkspace finds messages of the whole workspace by words, best
 // first, each with a snippet that marks the matches with **.
 func (o *Ops) SearchWorkspace(ctx context.Context, c *Caller, in api.DashboardSearchRequest) (api.DashboardSearchResult, error) {

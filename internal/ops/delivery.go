@@ -36,20 +36,31 @@ func (o *Ops) MessageStatus(ctx context.Context, c *Caller, in api.MessageStatus
 			ReadAt: api.FormatTime(d.ReadAt), AckedAt: api.FormatTime(d.AckedAt),
 			WakePath: string(d.WokeVia), WokenAt: api.FormatTime(d.WokeAt), SeenAt: api.FormatTime(d.SeenAt),
 			BouncedAt: api.FormatTime(d.BouncedAt), BounceReason: d.BounceReason}
+		if d.Door != "" && d.Door != hub.DoorDeclined {
+			r := &out.Recipients[i]
+			r.Door, r.Note, r.Since, r.Until = string(d.Door), d.DoorNote, api.FormatTime(d.DoorAt), api.FormatTime(d.DoorUntil)
+		}
 	}
 	return out, nil
 }
 
 // AttentionState is where a copy stands, as a sender follows it: queued ->
-// handed (a letter through the recipient's door told it) -> seen (its
-// session started a turn with that) -> delivered -> read -> acked, or
-// redelivered, or bounced.
+// handed (a letter through the recipient's door told it) -> held (the
+// client holds the letter for a person) or unconfirmed (the session went
+// idle and said nothing of it) -> seen (the session's turn carried it) ->
+// delivered -> read -> acked; or redelivered, declined (a person refused
+// the letter) or bounced. Each comes from what the client said, never from
+// a guess.
 func AttentionState(d *hub.Delivery) string {
 	switch {
 	case d.State != hub.Queued && d.State != hub.Redelivered:
 		return string(d.State)
 	case !d.SeenAt.IsZero():
 		return "seen"
+	case d.Door == hub.DoorHeld:
+		return "held"
+	case d.Door == hub.DoorUnconfirmed && d.WokeVia.IsDoor():
+		return "unconfirmed"
 	case d.WokeVia.IsDoor():
 		return "handed"
 	}

@@ -73,9 +73,8 @@ func DoorInfo(d *hub.SessionDoor) api.DoorInfo {
 		ClosedAt: api.FormatTime(d.ClosedAt), CloseReason: d.CloseReason, ByMCP: d.Owner != ""}
 }
 
-// Seen records that the caller's session started a turn with a letter
-// through its door: the copies the letter told of (and earlier letters')
-// are seen.
+// Seen records that the caller's session started a turn carrying a letter
+// through its door: the copies the letter told of are seen.
 func (o *Ops) Seen(ctx context.Context, c *Caller, in api.SeenRequest) (api.SeenResult, error) {
 	const op = "seen"
 	if err := c.needAgent(op); err != nil {
@@ -84,10 +83,7 @@ func (o *Ops) Seen(ctx context.Context, c *Caller, in api.SeenRequest) (api.Seen
 	if _, err := ulid.ParseStrict(in.Letter); err != nil {
 		return api.SeenResult{}, hub.Errorf(op, hub.Invalid, "letter %q is not a letter id", in.Letter)
 	}
-	// Everything the doors told the agent of until now: the letter is
-	// written before its copies are marked, and one letter at a time waits
-	// to be seen.
-	n, err := o.hub.LetterSeen(ctx, c.Workspace, c.Agent)
+	n, err := o.hub.LetterSeen(ctx, c.Workspace, c.Agent, in.Letter)
 	if err != nil {
 		return api.SeenResult{}, err
 	}
@@ -117,8 +113,48 @@ func (o *Ops) Bounced(ctx context.Context, c *Caller, in api.BouncedRequest) (ap
 	out := api.BouncedResult{Bounced: make([]api.BouncedInfo, 0, len(ds))}
 	for _, d := range ds {
 		m := d.Message
-		out.Bounced = append(out.Bounced, api.BouncedInfo{MessageID: m.ID, From: m.From, To: m.To, Recipient: d.Recipient,
+		out.Bounced = append(out.Bounced, api.BouncedInfo{MessageID: m.ID, From: m.From, To: m.To, Recipient: d.Recipient, State: string(d.State),
 			Preview: api.Preview(m.Content), SentAt: api.FormatTime(m.CreatedAt), BouncedAt: api.FormatTime(d.BouncedAt), Reason: d.BounceReason})
 	}
+	return out, nil
+}
+
+// Redeliver sends a bounced or declined copy again: it goes back to its
+// recipient's inbox as if new, and the doors, hooks and waits reach it
+// again. The message's sender may (an agent token: only its own
+// messages), and so may a person on the daemon's socket or dashboard.
+func (o *Ops) Redeliver(ctx context.Context, c *Caller, in api.RedeliverRequest) (api.RedeliverResult, error) {
+	const op = "redeliver"
+	if in.MessageID == "" {
+		return api.RedeliverResult{}, hub.Errorf(op, hub.Invalid, "message_id must not be empty")
+	}
+	st, err := o.hub.MessageStatus(ctx, c.Workspace, "", in.MessageID)
+	if err != nil {
+		return api.RedeliverResult{}, err
+	}
+	if c.Token != "" && c.Agent != st.Message.From {
+		// An agent token redelivers its own messages; another's does not
+		// exist for it (the read rule).
+		return api.RedeliverResult{}, hub.Errorf(op, hub.NotFound, "no message %q in this workspace", in.MessageID)
+	}
+	var out api.RedeliverResult
+	for _, d := range st.Deliveries {
+		if d.State != hub.Bounced && d.State != hub.Declined || in.Recipient != "" && d.Recipient != in.Recipient {
+			continue
+		}
+		nd, err := o.hub.Redeliver(ctx, c.Workspace, d.Recipient, in.MessageID)
+		if err != nil {
+			return out, err
+		}
+		out.Recipients = append(out.Recipients, nd.Recipient)
+	}
+	if len(out.Recipients) == 0 {
+		who := "no recipient's copy"
+		if in.Recipient != "" {
+			who = in.Recipient + "'s copy"
+		}
+		return out, hub.Errorf(op, hub.NotFound, "%s of message %s is bounced or declined: nothing to redeliver", who, in.MessageID)
+	}
+	out.MessageID = in.MessageID
 	return out, nil
 }

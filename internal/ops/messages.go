@@ -3,10 +3,12 @@ package ops
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/hub"
+	"github.com/parley-dev/parley/internal/supervise"
 )
 
 // Send stores a message from the caller to in.To and says where it went.
@@ -14,6 +16,11 @@ func (o *Ops) Send(ctx context.Context, c *Caller, in api.SendRequest) (api.Send
 	if in.ReplyTo != "" && ReadViewer(c) != "" {
 		// A reply joins the thread: only one the caller may read.
 		if _, err := o.message(ctx, c, "send_message: reply_to", in.ReplyTo); err != nil {
+			return api.SendResult{}, err
+		}
+	}
+	if hub.DeliverMode(in.Deliver) == hub.DeliverInterrupt {
+		if err := o.mayInterrupt(ctx, c, in.To); err != nil {
 			return api.SendResult{}, err
 		}
 	}
@@ -39,6 +46,56 @@ func (o *Ops) Send(ctx context.Context, c *Caller, in api.SendRequest) (api.Send
 	o.hub.Called(ctx, c.Workspace, c.Agent) // a send is a call
 	return api.SendResult{Status: "delivered", MessageID: res.Message.ID, Recipients: res.Recipients,
 		ThreadID: res.Message.ThreadID, RecipientStatus: recipientStatus(res), Replayed: res.Replayed}, nil
+}
+
+// mayInterrupt refuses a send with deliver interrupt that would reach a
+// managed agent its caller does not manage: an interrupt cancels the
+// agent's turn in progress and starts another, which spends its budget,
+// so it is management (as cancel_agent is). A person (human:NAME), the
+// agent's owner (the agent that created it) and the escalation lead
+// ([escalation] lead in config.toml: a name, or @ROLE) may; an agent
+// token never may, as it may not manage agents.
+func (o *Ops) mayInterrupt(ctx context.Context, c *Caller, to string) error {
+	const op = "send_message"
+	if o.runner == nil {
+		return nil
+	}
+	names, err := o.hub.Resolve(ctx, c.Workspace, to, c.Agent)
+	if err != nil {
+		return nil // the send says what is wrong with the address
+	}
+	for _, name := range names {
+		a, err := o.runner.Get(c.Workspace, name)
+		if err != nil {
+			continue // not managed: a client session's door steers instead
+		}
+		switch {
+		case c.Token != "":
+			return hub.Errorf(op, hub.Forbidden, "deliver interrupt would cancel managed agent %s's turn and spend its budget: that is managing it, which an agent token may not; send with deliver steer", name)
+		case strings.HasPrefix(c.Agent, hub.HumanPrefix), c.Agent != "" && c.Agent == a.Owner, o.leads(ctx, c):
+			continue
+		}
+		owner := a.Owner
+		if owner == "" {
+			owner = "the person who created it"
+		}
+		return hub.Errorf(op, hub.Forbidden, "deliver interrupt would cancel managed agent %s's turn and spend its budget: only its owner (%s) or the escalation lead may; send with deliver steer, or ask them", name, owner)
+	}
+	return nil
+}
+
+// leads reports whether the caller is the escalation lead config.toml
+// names: that agent, or an agent with that @ROLE.
+func (o *Ops) leads(ctx context.Context, c *Caller) bool {
+	if o.ladder == nil || c.Agent == "" {
+		return false
+	}
+	lead := supervise.LeadAddress(o.ladder.Lead())
+	if role, ok := strings.CutPrefix(lead, hub.RolePrefix); ok {
+		a, err := o.hub.Agent(ctx, c.Workspace, c.Agent)
+		return err == nil && a.Role == role
+	}
+	return lead != "" && lead == c.Agent
 }
 
 // recipientStatus is a send's recipient_status: the presence of its one

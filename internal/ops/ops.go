@@ -151,6 +151,8 @@ type Dashboard interface {
 	Login(user string) (url string, expires time.Time, err error)
 	// Addr is the dashboard's listen address.
 	Addr() string
+	// SignOutAll ends every sign-in and says how many there were.
+	SignOutAll() int
 }
 
 // Ops holds what the operations need.

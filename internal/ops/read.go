@@ -40,6 +40,7 @@ var readRule = map[string]string{
 	"WaitForReply":   "mayRead of the message waited on",
 	"Overdue":        "its own messages; all=true refused",
 	"Bounced":        "its own messages' bounced copies; all=true refused",
+	"Redeliver":      "its own messages: another's is not found",
 	"Queue":          "the tasks waiting in a queue: any agent may claim them",
 	"Check":          "its own inbox",
 	"Peek":           "its own inbox",

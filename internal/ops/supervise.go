@@ -104,8 +104,10 @@ func (o *Ops) PermissionRules(ctx context.Context, c *Caller, _ api.Empty) (api.
 	return out, nil
 }
 
-// AddPermissionRule allows a tool (for an agent, matching a command's
-// start) for some minutes: requests that match are allowed when filed.
+// AddPermissionRule allows a tool (for an agent, matching what the person
+// approved: permission.Rule's Match) for some minutes: requests that match
+// are allowed when filed. With dry_run it only says what the rule would
+// allow (allows), saving nothing.
 func (o *Ops) AddPermissionRule(ctx context.Context, c *Caller, in api.PermissionRuleRequest) (api.PermissionRule, error) {
 	const op = "add permission rule"
 	if err := o.permissions(op); err != nil {
@@ -121,8 +123,16 @@ func (o *Ops) AddPermissionRule(ctx context.Context, c *Caller, in api.Permissio
 	if by == "" {
 		by = "api"
 	}
-	u, err := o.perms.AddRule(permission.Rule{Workspace: c.Workspace, Agent: in.Agent, Tool: in.ToolName, Match: strings.TrimSpace(in.Match), By: by},
-		time.Duration(in.Minutes)*time.Minute)
+	rule, ttl := permission.Rule{Workspace: c.Workspace, Agent: in.Agent, Tool: in.ToolName, Match: strings.TrimSpace(in.Match), By: by}, time.Duration(in.Minutes)*time.Minute
+	if in.DryRun {
+		// What the rule would allow, for the person to read first.
+		u, err := permission.Check(rule, ttl)
+		if err != nil {
+			return api.PermissionRule{}, err
+		}
+		return permissionRule(*u), nil
+	}
+	u, err := o.perms.AddRule(rule, ttl)
 	if err != nil {
 		return api.PermissionRule{}, err
 	}
@@ -170,5 +180,5 @@ func (o *Ops) RespondMany(ctx context.Context, c *Caller, in api.BulkDecision) (
 
 func permissionRule(u permission.Rule) api.PermissionRule {
 	return api.PermissionRule{ID: u.ID, Workspace: u.Workspace, Agent: u.Agent, ToolName: u.Tool, Match: u.Match, By: u.By,
-		Created: api.FormatTime(u.Created), Expires: api.FormatTime(u.Expires), Uses: u.Uses}
+		Created: api.FormatTime(u.Created), Expires: api.FormatTime(u.Expires), Uses: u.Uses, Allows: u.Allows()}
 }

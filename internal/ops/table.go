@@ -82,8 +82,9 @@ func (o *Ops) table() []Op {
 		def("Ack", Agent, "POST /acks", o.Ack),
 		def("Overdue", Agent, "GET /overdue", o.Overdue),
 		def("NoteWake", Agent, "POST /inbox/woken", o.NoteWake),
-		def("Seen", Agent, "POST /inbox/seen", o.Seen),   // the caller's own session saw a letter
-		def("Bounced", Agent, "GET /bounced", o.Bounced), // the caller's own dead letters (all=true: not a token)
+		def("Seen", Agent, "POST /inbox/seen", o.Seen),                                // the caller's own session saw a letter
+		def("Bounced", Agent, "GET /bounced", o.Bounced),                              // the caller's own dead letters (all=true: not a token)
+		def("Redeliver", Agent, "POST /messages/{message_id}/redeliver", o.Redeliver), // a token: its own messages only
 		def("Receipt", Agent, "POST /inbox/receipts", o.Receipt),
 		def("MessageStatus", Agent, "GET /messages/{message_id}/status", o.MessageStatus),
 		def("History", Agent, "GET /messages", o.History),
@@ -168,6 +169,7 @@ func (o *Ops) table() []Op {
 		def("DashboardLeases", Admin, "GET /dashboard/leases", o.DashboardLeases),
 		def("DashboardHealth", Admin, "GET /dashboard/health", o.DashboardHealth),
 		def("DashboardLogin", Admin, "POST /dashboard/login", o.DashboardLogin),
+		def("DashboardSignOutAll", Admin, "POST /dashboard/sign-out-all", o.DashboardSignOutAll),
 		def("Purge", Admin, "POST /purge", o.Purge),
 		def("Status", Admin, "GET /status", o.Status), // the daemon's paths, store and sessions
 		def("Health", Agent, "GET /health", o.Health), // is the daemon up: what a remote client asks first

@@ -805,7 +805,13 @@ func TestManagedDeliverModes(t *testing.T) {
 	var pr api.PromptResult
 	mustCall(t, m, "send_agent_prompt", map[string]any{"agent_id": "w", "prompt": "HANG-HERE"}, &pr)
 	eventually(t, "w to hang", e.asked("HANG-HERE"))
-	mustCall(t, alice, "send_message", map[string]any{"to": "w", "content": "stop-it", "deliver": "interrupt"}, nil)
+	// An interrupt is management: alice, who did not create w, may not;
+	// boss, who did, may.
+	if msg := toolError(t, alice, "send_message", map[string]any{"to": "w", "content": "stop-it", "deliver": "interrupt"}); !strings.Contains(msg, "only its owner (boss)") {
+		t.Errorf("alice interrupts w: got %q, want it refused", msg)
+	}
+	boss := e.Session(nil, "--agent", "boss")
+	mustCall(t, boss, "send_message", map[string]any{"to": "w", "content": "stop-it", "deliver": "interrupt"}, nil)
 	var cancelled api.WaitAgentResult
 	mustCall(t, m, "wait_for_agent", map[string]any{"agent_id": "w", "run": pr.Run, "timeout": 60}, &cancelled)
 	if cancelled.Run == nil || cancelled.Run.State != "cancelled" {

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -238,10 +239,24 @@ func (p *provider) claude(t *turn) (*spec, error) {
 		"--mcp-config", t.MCPConfig,
 		"--allowedTools", allowParley(t),
 	)
+	if !slices.Contains(p.Args, "--settings") {
+		// The letters of Parley's doorman come from this daemon, which
+		// runs the agent: Claude Code would hold them for a person in
+		// bypassPermissions (they assert no permission mode, and never
+		// will), and a headless run has no person to approve them. The
+		// project's .claude/settings.json cannot say this (project scope
+		// cannot loosen it). A provider that passes its own --settings
+		// says it there.
+		argv = append(argv, "--settings", acceptLetters)
+	}
 	s.Argv = argv
 	s.Env = claudeWaitsForMCP(p.Env)
 	return s, nil
 }
+
+// acceptLetters is the settings overlay that lets a Claude Code session
+// take cross-session letters without holding them.
+const acceptLetters = `{"crossSessionInbound":"accept"}`
 
 // claudeWaitsForMCP is the environment that makes Claude Code wait for the
 // agent's MCP servers before it asks the model. By default it starts them in

@@ -36,7 +36,7 @@ func TestClaudeArgv(t *testing.T) {
 	base := Agent{ID: "w1", Workspace: "ws", Cwd: "/src"}
 	tail := func(mode string) []string {
 		return []string{"--permission-mode", mode, "--permission-prompt-tool", "mcp__parley-self__request_permission", "--mcp-config", "/h/agents/w1/mcp.json",
-			"--allowedTools", "mcp__parley,mcp__parley-self"}
+			"--allowedTools", "mcp__parley,mcp__parley-self", "--settings", `{"crossSessionInbound":"accept"}`}
 	}
 	for _, tc := range []struct {
 		name      string
@@ -103,7 +103,7 @@ func TestSteerDefaults(t *testing.T) {
 	}
 	want := []string{claude, "-p", "--input-format", "stream-json", "--replay-user-messages", "--output-format", "stream-json", "--verbose", "--resume", "sess-1",
 		"--permission-mode", "default", "--permission-prompt-tool", "mcp__parley-self__request_permission", "--mcp-config", "/m.json",
-		"--allowedTools", "mcp__parley,mcp__parley-self"}
+		"--allowedTools", "mcp__parley,mcp__parley-self", "--settings", `{"crossSessionInbound":"accept"}`}
 	if !reflect.DeepEqual(sp.Argv, want) || sp.Stdin != "" {
 		t.Errorf("argv:\ngot  %q (stdin %q)\nwant %q", sp.Argv, sp.Stdin, want)
 	}
@@ -112,7 +112,9 @@ func TestSteerDefaults(t *testing.T) {
 func TestClaudeArgvConfigured(t *testing.T) {
 	bin := fakeBin(t, "my-claude")
 	perTurn := false
-	ps, err := providers(map[string]ProviderConfig{"claude": {Command: "my-claude", Steer: &perTurn, Args: []string{"--model", "opus"}, Env: map[string]string{"MCP_CONNECT_TIMEOUT_MS": "9000"}}})
+	// A provider that passes its own --settings says what it accepts there.
+	ps, err := providers(map[string]ProviderConfig{"claude": {Command: "my-claude", Steer: &perTurn, Args: []string{"--model", "opus", "--settings", "/mine.json"},
+		Env: map[string]string{"MCP_CONNECT_TIMEOUT_MS": "9000"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +122,7 @@ func TestClaudeArgvConfigured(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{bin, "--model", "opus", "-p", "hi", "--output-format", "stream-json", "--verbose",
+	want := []string{bin, "--model", "opus", "--settings", "/mine.json", "-p", "hi", "--output-format", "stream-json", "--verbose",
 		"--permission-mode", "default", "--permission-prompt-tool", "mcp__parley-self__request_permission", "--mcp-config", "/m.json",
 		"--allowedTools", "mcp__parley,mcp__parley-self"}
 	if !reflect.DeepEqual(sp.Argv, want) {

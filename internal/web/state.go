@@ -1,6 +1,7 @@
 package web
 
 import (
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -17,20 +18,37 @@ import (
 // port and its sign-ins in a state file ($PARLEY_HOME/dashboard.json, 0600),
 // so that a restarted daemon listens where the open page looks for it, and
 // the page's cookie still signs it in. The file holds the SHA-256 of each
-// session cookie, never the cookie: it signs nobody in by itself.
+// session cookie, never the cookie: it signs nobody in by itself. It holds
+// each session's proof key (proof.go) and a hash of the admin token the
+// sessions were made under; a run on another port, or under another admin
+// token, ends them.
 
 // stateFile is the dashboard's state as kept on disk.
 type stateFile struct {
-	Port     string         `json:"port"`
+	Port string `json:"port"`
+	// Admin is a hash of the admin token the sessions were made under: a
+	// new token (a rotation) ends them.
+	Admin    string         `json:"admin,omitempty"`
 	Sessions []savedSession `json:"sessions,omitempty"`
 }
 
 type savedSession struct {
-	Hash    string    `json:"hash"` // hex SHA-256 of the cookie
-	User    string    `json:"user"`
-	CSRF    string    `json:"csrf"`
-	Created time.Time `json:"created"`
-	Expires time.Time `json:"expires"`
+	Hash     string    `json:"hash"` // hex SHA-256 of the cookie
+	User     string    `json:"user"`
+	CSRF     string    `json:"csrf"`
+	Created  time.Time `json:"created"`
+	Expires  time.Time `json:"expires"`
+	ID       string    `json:"id,omitempty"`
+	ProofKey string    `json:"proof_key,omitempty"` // hex
+}
+
+// adminMark is what the state file keeps of the admin token.
+func (s *Server) adminMark() string {
+	if s.opts.Admin == "" {
+		return ""
+	}
+	h := sha256.Sum256([]byte("parley dashboard sign-ins\x00" + s.opts.Admin))
+	return hex.EncodeToString(h[:])
 }
 
 // maxStateFile bounds what is read of the state file.
@@ -61,6 +79,13 @@ func (s *Server) loadState() {
 	if _, err := fmt.Sscan(st.Port, new(uint16)); err == nil {
 		s.savedPort = st.Port
 	}
+	// Pages were signed in: the listener comes back for them, to let them
+	// in again or to tell them they were signed out.
+	s.resume = len(st.Sessions) > 0
+	if mark := s.adminMark(); mark != "" && st.Admin != mark && len(st.Sessions) > 0 {
+		s.log.Warn("dashboard: the admin token changed since the last run: its sign-ins end", "sessions", len(st.Sessions))
+		return
+	}
 	now := s.opts.Now()
 	for _, ss := range st.Sessions {
 		raw, err := hex.DecodeString(ss.Hash)
@@ -69,7 +94,12 @@ func (s *Server) loadState() {
 		}
 		var k token
 		copy(k[:], raw)
-		s.sessions[k] = &session{user: ss.User, csrf: ss.CSRF, created: ss.Created, expires: ss.Expires}
+		key, _ := hex.DecodeString(ss.ProofKey)
+		x := &session{user: ss.User, csrf: ss.CSRF, created: ss.Created, expires: ss.Expires, id: ss.ID, proof: key}
+		if newSessionState(x) != nil {
+			continue
+		}
+		s.sessions[k] = x
 	}
 }
 
@@ -79,13 +109,13 @@ func (s *Server) saveState() {
 		return
 	}
 	now := s.opts.Now()
-	st := stateFile{Port: s.port}
+	st := stateFile{Port: s.port, Admin: s.adminMark()}
 	for k, ss := range s.sessions {
 		if now.After(ss.expires) {
 			continue
 		}
 		st.Sessions = append(st.Sessions, savedSession{Hash: hex.EncodeToString(k[:]), User: ss.user, CSRF: ss.csrf,
-			Created: ss.created, Expires: ss.expires})
+			Created: ss.created, Expires: ss.expires, ID: ss.id, ProofKey: hex.EncodeToString(ss.proof)})
 	}
 	b, _ := json.Marshal(st) // strings and times: it cannot fail
 	if err := safefile.WriteFile(s.opts.State, b, 0o600); err != nil {
@@ -112,8 +142,9 @@ func (s *Server) listen() (net.Listener, error) {
 }
 
 // Resume starts the listener at once when browsers were signed in when the
-// daemon last stopped, so that their pages reconnect; else it waits for
-// the first Login.
+// daemon last stopped, so that their pages reconnect (or, their sign-ins
+// ended, hear that they must sign in again); else it waits for the first
+// Login.
 func (s *Server) Resume() error {
 	s.mu.Lock()
 	live := 0
@@ -123,8 +154,9 @@ func (s *Server) Resume() error {
 			live++
 		}
 	}
+	resume := s.resume
 	s.mu.Unlock()
-	if live == 0 {
+	if live == 0 && !resume {
 		return nil
 	}
 	return s.start()

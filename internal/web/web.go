@@ -54,6 +54,9 @@ type Options struct {
 	// BaseContext is every request's base context (the daemon ends it when
 	// it shuts down).
 	BaseContext func(net.Listener) context.Context
+	// Admin is the daemon's admin token: sign-ins made under another one
+	// end (state.go). Only a hash of it is kept.
+	Admin string
 }
 
 // Server is the dashboard of one daemon. Its listener starts with the first
@@ -68,6 +71,7 @@ type Server struct {
 	srv       *http.Server
 	port      string
 	savedPort string          // the port of the last run (state.go)
+	resume    bool            // the last run had sign-ins: listen at once (Resume)
 	hosts     map[string]bool // Host headers admitted
 	origins   map[string]bool // Origin headers admitted
 	logins    map[token]login
@@ -159,8 +163,17 @@ func (s *Server) start() error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", s.opts.Addr, err)
 	}
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	port := portOf(ln.Addr())
 	s.ln, s.port = ln, port
+	if s.savedPort != "" && port != s.savedPort && len(s.sessions) > 0 {
+		// A sign-in is good on its port only (proof.go): a cookie that
+		// went to whoever holds the old port now signs in nothing here.
+		s.log.Warn("dashboard: listening on another port than the last run's: its sign-ins end (open pages must sign in again)", "port", port, "last", s.savedPort, "sessions", len(s.sessions))
+		for k, ss := range s.sessions {
+			endSession(ss)
+			delete(s.sessions, k)
+		}
+	}
 	s.hosts, s.origins = map[string]bool{}, map[string]bool{}
 	for _, h := range []string{"127.0.0.1", "localhost", "[::1]"} {
 		s.hosts[h+":"+port] = true
@@ -238,6 +251,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveSession(w, r)
 	case p == "/auth/logout":
 		s.serveLogout(w, r)
+	case p == "/auth/prove":
+		s.serveProve(w, r)
 	case p == api.Prefix || strings.HasPrefix(p, api.Prefix+"/"):
 		s.serveAPI(w, r)
 	case r.Method == http.MethodGet || r.Method == http.MethodHead:
@@ -261,7 +276,16 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		refuse(w, http.StatusServiceUnavailable, hub.Unavailable, "no API behind this dashboard")
 		return
 	}
-	r2 := r.Clone(api.WithDoor(r.Context(), hub.DoorDashboard))
+	// What the request holds open ends with the sign-in (SignOutAll).
+	s.mu.Lock()
+	done := sess.done
+	s.mu.Unlock()
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	stop := context.AfterFunc(done, cancel)
+	defer stop()
+	r2 := r.Clone(api.WithDoor(ctx, hub.DoorDashboard))
+	w = sessionWriter{ResponseWriter: w, s: s, sess: sess}
 	// The API sees a local client speaking for the person: the browser's
 	// credentials stop here, and the Origin was checked above.
 	r2.Header.Del("Cookie")

@@ -8,7 +8,6 @@
 //	typed        tools decoded by our adapter, not mcp.AddTool's (internal/profile/tools.go)
 //	hijackget    a session's GET stream on its hijacked connection (internal/mcpserver/getstream.go)
 //	gctuner      the daemon's collector goal (internal/daemon/gc.go)
-//	stream       the bridge's stream session (internal/mcpserver/stream.go, internal/bridge)
 //
 // PARLEY_SDK_WORKAROUNDS=-name[,-name] turns the named ones off, for that
 // measurement only. It is a package of its own so that the transport

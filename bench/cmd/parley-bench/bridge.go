@@ -223,7 +223,7 @@ func tsRate(dur time.Duration, tool string, args map[string]any, cmd *exec.Cmd) 
 // mcp serve` uses), without a bridge process.
 func (d *daemon) streamSession(ctx context.Context, ws, agent string) (*mcp.ClientSession, error) {
 	c, br, err := bridge.DialStream(ctx, "unix", filepath.Join(d.home, "parley.sock"), "http://parley/mcp",
-		http.Header{"Parley-Workspace": {ws}, "Parley-Agent": {agent}})
+		http.Header{"Parley-Workspace": {ws}, "Parley-Agent": {agent}}, nil)
 	if err != nil {
 		return nil, err
 	}

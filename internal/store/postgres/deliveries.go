@@ -13,7 +13,8 @@ import (
 // delCols are a delivery's columns as scanDelivery reads them, for deliveries
 // aliased d joined with their messages aliased m.
 const delCols = `d.workspace, d.recipient, m.id, d.reader, d.lease_until, d.delivered_at,
-	d.delivery_count, d.read_at, d.acked_at, d.woke_via, d.woke_at, d.seen_at, d.bounced_at, d.bounce_reason`
+	d.delivery_count, d.read_at, d.acked_at, d.woke_via, d.woke_at, d.seen_at, d.bounced_at, d.bounce_reason,
+	d.letter, d.door_state, d.door_note, d.door_at, d.door_until`
 
 // scanDelivery reads delCols, then msgCols if withMessage.
 func scanDelivery(row pgx.Row, withMessage bool) (*hub.Delivery, error) {
@@ -22,8 +23,9 @@ func scanDelivery(row pgx.Row, withMessage bool) (*hub.Delivery, error) {
 		reader                            *string
 		lease, delivered, readAt, ackedAt *time.Time
 		woke, seen, bounced               *time.Time
+		doorAt, doorUntil                 *time.Time
 		dest                              = []any{&d.Workspace, &d.Recipient, &d.MessageID, &reader, &lease, &delivered, &d.Count, &readAt, &ackedAt, &d.WokeVia, &woke,
-			&seen, &bounced, &d.BounceReason}
+			&seen, &bounced, &d.BounceReason, &d.Letter, &d.Door, &d.DoorNote, &doorAt, &doorUntil}
 		err error
 	)
 	if withMessage {
@@ -42,12 +44,15 @@ func scanDelivery(row pgx.Row, withMessage bool) (*hub.Delivery, error) {
 	}
 	d.LeaseUntil, d.DeliveredAt, d.ReadAt, d.AckedAt, d.WokeAt = utc(lease), utc(delivered), utc(readAt), utc(ackedAt), utc(woke)
 	d.SeenAt, d.BouncedAt = utc(seen), utc(bounced)
+	d.DoorAt, d.DoorUntil = utc(doorAt), utc(doorUntil)
 	if reader != nil {
 		d.Reader = *reader
 	}
 	switch {
 	case ackedAt != nil:
 		d.State = hub.Acked
+	case bounced != nil && d.Door == hub.DoorDeclined:
+		d.State = hub.Declined
 	case bounced != nil:
 		d.State = hub.Bounced
 	case readAt != nil:
@@ -424,14 +429,15 @@ func (db *DB) ClearInbox(ctx context.Context, ws, recipient string) (int, error)
 }
 
 // NoteWake records the wake path of inbox deliveries that have none.
-func (db *DB) NoteWake(ctx context.Context, ws, recipient string, messageIDs []string, via hub.WakePath, at time.Time) (int, error) {
+func (db *DB) NoteWake(ctx context.Context, ws, recipient string, messageIDs []string, via hub.WakePath, letter string, at time.Time) (int, error) {
 	if len(messageIDs) == 0 {
 		return 0, nil
 	}
-	tag, err := db.lazy.Exec(ctx, `UPDATE deliveries d SET woke_via = $1, woke_at = $2
+	tag, err := db.lazy.Exec(ctx, `UPDATE deliveries d SET woke_via = $1, woke_at = $2,
+		letter = CASE WHEN $6 != '' THEN $6 ELSE d.letter END, door_state = '', door_note = '', door_at = NULL, door_until = NULL
 		FROM messages m WHERE m.seq = d.message_seq AND m.workspace = $3 AND m.id = ANY($5)
 		AND d.workspace = $3 AND d.recipient = $4 AND d.woke_via = '' AND d.read_at IS NULL AND d.reader IS NULL`,
-		string(via), at, ws, recipient, messageIDs)
+		string(via), at, ws, recipient, messageIDs, letter)
 	if err != nil {
 		return 0, db.mapErr(ctx, "note wake", err)
 	}

@@ -88,17 +88,79 @@ func (db *DB) Doors(ctx context.Context, ws, agent string, withClosed bool) ([]*
 	return ds, nil
 }
 
-// MarkSeen marks seen the copies a path reached before the session was
-// seen with them.
-func (db *DB) MarkSeen(ctx context.Context, ws, recipient string, via hub.WakePath, before, at time.Time) ([]*hub.Delivery, error) {
-	return db.queryDeliveriesOn(ctx, db.lazy, "mark seen", false, `WITH d AS (
-			UPDATE deliveries d SET seen_at = $5
-			WHERE d.workspace = $1 AND d.recipient = $2 AND d.seen_at IS NULL AND d.woke_via LIKE 'door:%'
-			AND ($3 = '' OR d.woke_via = $3) AND d.woke_at <= $4 AND d.bounced_at IS NULL
+// letterWhere is, for each mark, which copies of a letter it changes
+// (hub.Store.MarkLetter), and letterSet how.
+var (
+	letterWhere = map[hub.LetterMark]string{
+		hub.MarkSeen:        `d.seen_at IS NULL AND d.bounced_at IS NULL`,
+		hub.MarkHeld:        `d.seen_at IS NULL AND d.bounced_at IS NULL`,
+		hub.MarkUnconfirmed: `d.seen_at IS NULL AND d.bounced_at IS NULL AND d.door_state = ''`,
+		hub.MarkReleased:    `d.door_state = 'held' AND d.bounced_at IS NULL`,
+		hub.MarkNotLoaded:   `d.read_at IS NULL AND d.reader IS NULL AND d.woke_via = ''`,
+		hub.MarkDeclined:    `d.read_at IS NULL AND d.reader IS NULL`,
+		hub.MarkBounced:     `d.read_at IS NULL AND d.reader IS NULL`,
+	}
+	// From p: at the time, mark, note, until (NULL if none).
+	letterSet = map[hub.LetterMark]string{
+		hub.MarkSeen:        `seen_at = p.at, door_state = '', door_note = '', door_until = NULL`,
+		hub.MarkHeld:        `door_state = p.mark, door_note = p.note, door_at = p.at, door_until = p.until`,
+		hub.MarkUnconfirmed: `door_state = p.mark, door_note = p.note, door_at = p.at, door_until = p.until`,
+		hub.MarkNotLoaded:   `door_state = p.mark, door_note = p.note, door_at = p.at, door_until = p.until`,
+		hub.MarkReleased:    `door_state = '', door_note = '', door_at = p.at, door_until = NULL`,
+		hub.MarkDeclined:    `read_at = p.at, bounced_at = p.at, bounce_reason = p.note, door_state = 'declined', door_note = p.note, door_at = p.at, door_until = NULL`,
+		hub.MarkBounced:     `read_at = p.at, bounced_at = p.at, bounce_reason = p.note, door_state = '', door_note = '', door_at = p.at, door_until = NULL`,
+	}
+)
+
+// MarkLetter applies what the client said of a letter to the copies it
+// told of.
+func (db *DB) MarkLetter(ctx context.Context, ws, recipient, letter string, messageIDs []string, ch hub.LetterChange, at time.Time) ([]*hub.Delivery, error) {
+	const op = "mark letter"
+	where, ok := letterWhere[ch.Mark]
+	if !ok {
+		return nil, hub.Errorf(op, hub.Invalid, "invalid letter mark %q", ch.Mark)
+	}
+	var until *time.Time
+	if !ch.Until.IsZero() {
+		until = &ch.Until
+	}
+	sel := `d.letter = $3`
+	if messageIDs != nil {
+		sel = `d.message_seq IN (SELECT seq FROM messages WHERE workspace = $1 AND id = ANY(p.ids))`
+	}
+	ds, err := db.queryDeliveries(ctx, op, false, `WITH p AS (
+			SELECT $4::timestamptz AS at, $5::text AS mark, $6::text AS note, $7::timestamptz AS until, $8::text[] AS ids
+		), d AS (
+			UPDATE deliveries d SET letter = $3, `+letterSet[ch.Mark]+` FROM p
+			WHERE d.workspace = $1 AND d.recipient = $2 AND `+sel+` AND `+where+`
 			RETURNING d.*
 		)
 		SELECT `+delCols+` FROM d JOIN messages m ON m.seq = d.message_seq ORDER BY d.id`,
-		ws, recipient, string(via), before, at)
+		ws, recipient, letter, at, string(ch.Mark), ch.Note, until, messageIDs)
+	if err != nil {
+		return nil, err
+	}
+	return ds, nil
+}
+
+// Redeliver puts a bounced or declined copy back in its inbox, as new.
+func (db *DB) Redeliver(ctx context.Context, ws, recipient, messageID string) (*hub.Delivery, error) {
+	const op = "redeliver"
+	ds, err := db.queryDeliveries(ctx, op, false, `WITH d AS (
+			UPDATE deliveries d SET read_at = NULL, bounced_at = NULL, bounce_reason = '',
+			woke_via = '', woke_at = NULL, seen_at = NULL, letter = '', door_state = '', door_note = '', door_at = NULL, door_until = NULL
+			FROM messages m WHERE m.seq = d.message_seq AND m.id = $1 AND m.workspace = $2
+			AND d.workspace = $2 AND d.recipient = $3 AND d.bounced_at IS NOT NULL
+			RETURNING d.*
+		)
+		SELECT `+delCols+` FROM d JOIN messages m ON m.seq = d.message_seq`, messageID, ws, recipient)
+	if err != nil {
+		return nil, err
+	}
+	if len(ds) == 0 {
+		return nil, hub.Errorf(op, hub.NotFound, "%s has no bounced or declined copy of message %q", recipient, messageID)
+	}
+	return ds[0], nil
 }
 
 // maxExpiries bounds one sweep's expired messages; the next sweep takes

@@ -40,9 +40,11 @@ type wireEvent struct {
 	// A copy's attention: why it bounced, the door that told of it; a
 	// client session's door, without its token and its owner (credentials
 	// of the session, which stay with the daemon that has it).
-	Reason string    `json:"why,omitempty"`
-	Via    string    `json:"via,omitempty"`
-	Door   *wireDoor `json:"door,omitempty"`
+	Reason string     `json:"why,omitempty"`
+	Via    string     `json:"via,omitempty"`
+	Letter string     `json:"l,omitempty"`
+	Until  *time.Time `json:"u,omitempty"`
+	Door   *wireDoor  `json:"door,omitempty"`
 	// Cut: the message travels without its content, payload and metadata
 	// (read it from the store); Dropped: the event lost its detail and
 	// reservations on the way.
@@ -107,7 +109,10 @@ type wireReservation struct {
 func encodeEvent(e hub.Event) []byte {
 	w := wireEvent{Kind: string(e.Kind), Workspace: e.Workspace, Time: e.Time, Agent: e.Agent, Role: e.Role, Status: e.Status,
 		Recipients: e.Recipients, Group: e.Group, MessageID: e.MessageID, Reader: e.Reader, Count: e.Count, Change: e.Change, Previous: e.Previous,
-		Text: e.Text, Detail: e.Detail, Reason: e.Reason, Via: string(e.Via)}
+		Text: e.Text, Detail: e.Detail, Reason: e.Reason, Via: string(e.Via), Letter: e.Letter}
+	if !e.Until.IsZero() {
+		w.Until = &e.Until
+	}
 	if d := e.SessionDoor; d != nil {
 		w.Door = &wireDoor{ID: d.ID, Workspace: d.Workspace, Agent: d.Agent, Kind: string(d.Kind), Session: d.Session,
 			Address: d.Address, Host: d.Host, UID: d.UID, OpenedAt: d.OpenedAt, RefreshedAt: d.RefreshedAt,
@@ -138,7 +143,8 @@ func encodeEvent(e hub.Event) []byte {
 func isCopyEvent(k hub.EventKind) bool {
 	switch k {
 	case hub.EventMessageDelivered, hub.EventMessageRead, hub.EventMessageAcked, hub.EventMessageRedelivered,
-		hub.EventMessageHanded, hub.EventMessageSeen, hub.EventMessageBounced:
+		hub.EventMessageHanded, hub.EventMessageSeen, hub.EventMessageBounced,
+		hub.EventMessageHeld, hub.EventMessageDeclined, hub.EventMessageUnconfirmed, hub.EventMessageNotLoaded:
 		return true
 	}
 	return false
@@ -170,7 +176,10 @@ func decodeEvent(b []byte) (e hub.Event, cut bool, err error) {
 	}
 	e = hub.Event{Kind: hub.EventKind(w.Kind), Workspace: w.Workspace, Time: w.Time, Agent: w.Agent, Role: w.Role, Status: w.Status,
 		Recipients: w.Recipients, Group: w.Group, MessageID: w.MessageID, Reader: w.Reader, Count: w.Count, Change: w.Change, Previous: w.Previous,
-		Text: w.Text, Detail: w.Detail, Reason: w.Reason, Via: hub.WakePath(w.Via)}
+		Text: w.Text, Detail: w.Detail, Reason: w.Reason, Via: hub.WakePath(w.Via), Letter: w.Letter}
+	if w.Until != nil {
+		e.Until = w.Until.UTC()
+	}
 	if d := w.Door; d != nil {
 		e.SessionDoor = &hub.SessionDoor{ID: d.ID, Workspace: d.Workspace, Agent: d.Agent, Kind: hub.DoorKind(d.Kind), Session: d.Session,
 			Address: d.Address, Host: d.Host, UID: d.UID, OpenedAt: d.OpenedAt, RefreshedAt: d.RefreshedAt,

@@ -13,7 +13,8 @@ import (
 // delCols are a delivery's columns as scanDelivery reads them, for deliveries
 // aliased d joined with their messages aliased m.
 const delCols = `d.workspace, d.recipient, m.id, d.reader, d.lease_until, d.delivered_at,
-	d.delivery_count, d.read_at, d.acked_at, d.woke_via, d.woke_at, d.seen_at, d.bounced_at, d.bounce_reason`
+	d.delivery_count, d.read_at, d.acked_at, d.woke_via, d.woke_at, d.seen_at, d.bounced_at, d.bounce_reason,
+	d.letter, d.door_state, d.door_note, d.door_at, d.door_until`
 
 // scanDelivery reads d.id and delCols, then msgCols if withMessage.
 func scanDelivery(sc rowScanner, withMessage bool) (int64, *hub.Delivery, error) {
@@ -24,8 +25,9 @@ func scanDelivery(sc rowScanner, withMessage bool) (int64, *hub.Delivery, error)
 		lease, delivered, acked int64
 		read                    sql.NullInt64
 		woke, seen, bounced     int64
+		doorAt, doorUntil       int64
 		dest                    = []any{&id, &d.Workspace, &d.Recipient, &d.MessageID, &reader, &lease, &delivered, &d.Count, &read, &acked, &d.WokeVia, &woke,
-			&seen, &bounced, &d.BounceReason}
+			&seen, &bounced, &d.BounceReason, &d.Letter, &d.Door, &d.DoorNote, &doorAt, &doorUntil}
 		err error
 	)
 	if withMessage {
@@ -44,9 +46,12 @@ func scanDelivery(sc rowScanner, withMessage bool) (int64, *hub.Delivery, error)
 	d.WokeAt = fromNanos(woke)
 	d.SeenAt = fromNanos(seen)
 	d.BouncedAt = fromNanos(bounced)
+	d.DoorAt, d.DoorUntil = fromNanos(doorAt), fromNanos(doorUntil)
 	switch {
 	case acked != 0:
 		d.State = hub.Acked
+	case bounced != 0 && d.Door == hub.DoorDeclined:
+		d.State = hub.Declined
 	case bounced != 0:
 		d.State = hub.Bounced
 	case read.Valid:
@@ -559,17 +564,18 @@ func (db *DB) ClearInbox(ctx context.Context, ws, recipient string) (int, error)
 }
 
 // NoteWake records the wake path of inbox deliveries that have none.
-func (db *DB) NoteWake(ctx context.Context, ws, recipient string, messageIDs []string, via hub.WakePath, at time.Time) (int, error) {
+func (db *DB) NoteWake(ctx context.Context, ws, recipient string, messageIDs []string, via hub.WakePath, letter string, at time.Time) (int, error) {
 	if len(messageIDs) == 0 {
 		return 0, nil
 	}
 	var n int64
 	// Lazy: a wake path lost in a power cut loses no message.
 	err := db.writeLazy(ctx, "note wake", func(ctx context.Context, c *sql.Conn) error {
-		res, err := c.ExecContext(ctx, `UPDATE deliveries SET woke_via = ?1, woke_at = ?2
+		res, err := c.ExecContext(ctx, `UPDATE deliveries SET woke_via = ?1, woke_at = ?2,
+			letter = CASE WHEN ?6 != '' THEN ?6 ELSE letter END, door_state = '', door_note = '', door_at = 0, door_until = 0
 			WHERE woke_via = '' AND read_at IS NULL AND reader IS NULL AND workspace = ?3 AND recipient = ?4
 			AND message_seq IN (SELECT seq FROM messages WHERE workspace = ?3 AND id IN (SELECT value FROM json_each(?5)))`,
-			string(via), nanos(at), ws, recipient, jsonList(messageIDs))
+			string(via), nanos(at), ws, recipient, jsonList(messageIDs), letter)
 		if err != nil {
 			return err
 		}

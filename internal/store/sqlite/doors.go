@@ -102,30 +102,98 @@ func (db *DB) Doors(ctx context.Context, ws, agent string, withClosed bool) ([]*
 	return out, nil
 }
 
-// MarkSeen marks seen the copies a path reached before the session was
-// seen with them.
-func (db *DB) MarkSeen(ctx context.Context, ws, recipient string, via hub.WakePath, before, at time.Time) ([]*hub.Delivery, error) {
-	const op = "mark seen"
+// letterWhere is, for each mark, which copies of a letter it changes
+// (hub.Store.MarkLetter), and letterSet how.
+var (
+	letterWhere = map[hub.LetterMark]string{
+		hub.MarkSeen:        `d.seen_at = 0 AND d.bounced_at = 0`,
+		hub.MarkHeld:        `d.seen_at = 0 AND d.bounced_at = 0`,
+		hub.MarkUnconfirmed: `d.seen_at = 0 AND d.bounced_at = 0 AND d.door_state = ''`,
+		hub.MarkReleased:    `d.door_state = 'held' AND d.bounced_at = 0`,
+		hub.MarkNotLoaded:   `d.read_at IS NULL AND d.reader IS NULL AND d.woke_via = ''`,
+		hub.MarkDeclined:    `d.read_at IS NULL AND d.reader IS NULL`,
+		hub.MarkBounced:     `d.read_at IS NULL AND d.reader IS NULL`,
+	}
+	// ?1 the time, ?2 the mark, ?3 the note, ?4 until, ?5 the letter, ?6 the rowids.
+	letterSet = map[hub.LetterMark]string{
+		hub.MarkSeen:        `seen_at = ?1, door_state = '', door_note = '', door_until = 0`,
+		hub.MarkHeld:        `door_state = ?2, door_note = ?3, door_at = ?1, door_until = ?4`,
+		hub.MarkUnconfirmed: `door_state = ?2, door_note = ?3, door_at = ?1, door_until = ?4`,
+		hub.MarkNotLoaded:   `door_state = ?2, door_note = ?3, door_at = ?1, door_until = ?4`,
+		hub.MarkReleased:    `door_state = '', door_note = '', door_at = ?1, door_until = 0`,
+		hub.MarkDeclined:    `read_at = ?1, bounced_at = ?1, bounce_reason = ?3, door_state = 'declined', door_note = ?3, door_at = ?1, door_until = 0`,
+		hub.MarkBounced:     `read_at = ?1, bounced_at = ?1, bounce_reason = ?3, door_state = '', door_note = '', door_at = ?1, door_until = 0`,
+	}
+)
+
+// MarkLetter applies what the client said of a letter to the copies it
+// told of.
+func (db *DB) MarkLetter(ctx context.Context, ws, recipient, letter string, messageIDs []string, ch hub.LetterChange, at time.Time) ([]*hub.Delivery, error) {
+	const op = "mark letter"
+	where, ok := letterWhere[ch.Mark]
+	if !ok {
+		return nil, hub.Errorf(op, hub.Invalid, "invalid letter mark %q", ch.Mark)
+	}
+	sel := `d.letter = ?3`
+	arg := any(letter)
+	if messageIDs != nil {
+		sel, arg = `m.id IN (SELECT value FROM json_each(?3))`, jsonList(messageIDs)
+	}
 	var out []*hub.Delivery
-	// Lazy: a seen mark lost in a power cut loses no message.
-	err := db.writeLazy(ctx, op, func(ctx context.Context, c *sql.Conn) error {
+	err := db.write(ctx, op, func(ctx context.Context, c *sql.Conn) error {
 		ids, ds, err := queryDeliveries(ctx, stmtOn{c, `SELECT d.id, ` + delCols + `
 			FROM deliveries d JOIN messages m ON m.seq = d.message_seq
-			WHERE d.workspace = ?1 AND d.recipient = ?2 AND d.seen_at = 0 AND d.woke_via LIKE 'door:%'
-			AND (?3 = '' OR d.woke_via = ?3) AND d.woke_at <= ?4 AND d.bounced_at = 0 ORDER BY d.id`},
-			false, ws, recipient, string(via), nanos(before))
+			WHERE d.workspace = ?1 AND d.recipient = ?2 AND ` + sel + ` AND ` + where + ` ORDER BY d.id`},
+			false, ws, recipient, arg)
 		if err != nil || len(ds) == 0 {
 			out = nil
 			return err
 		}
-		if _, err := c.ExecContext(ctx, `UPDATE deliveries SET seen_at = ? WHERE id IN (SELECT value FROM json_each(?))`,
-			nanos(at), jsonList(ids)); err != nil {
+		if _, err := c.ExecContext(ctx, `UPDATE deliveries SET letter = ?5, `+letterSet[ch.Mark]+`
+			WHERE id IN (SELECT value FROM json_each(?6))`,
+			nanos(at), string(ch.Mark), ch.Note, nanos(ch.Until), letter, jsonList(ids)); err != nil {
 			return err
 		}
 		for _, d := range ds {
-			d.SeenAt = at.UTC()
+			ch.Apply(d, letter, at)
 		}
 		out = ds
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Redeliver puts a bounced or declined copy back in its inbox, as new.
+func (db *DB) Redeliver(ctx context.Context, ws, recipient, messageID string) (*hub.Delivery, error) {
+	const op = "redeliver"
+	var out *hub.Delivery
+	err := db.write(ctx, op, func(ctx context.Context, c *sql.Conn) error {
+		ids, ds, err := queryDeliveries(ctx, stmtOn{c, `SELECT d.id, ` + delCols + `
+			FROM deliveries d JOIN messages m ON m.seq = d.message_seq
+			WHERE m.id = ?1 AND m.workspace = ?2 AND d.recipient = ?3 AND d.bounced_at > 0`},
+			false, messageID, ws, recipient)
+		if err != nil {
+			return err
+		}
+		if len(ds) == 0 {
+			return hub.Errorf(op, hub.NotFound, "%s has no bounced or declined copy of message %q", recipient, messageID)
+		}
+		if _, err := c.ExecContext(ctx, `UPDATE deliveries SET read_at = NULL, bounced_at = 0, bounce_reason = '',
+			woke_via = '', woke_at = 0, seen_at = 0, letter = '', door_state = '', door_note = '', door_at = 0, door_until = 0
+			WHERE id = ?`, ids[0]); err != nil {
+			return err
+		}
+		d := ds[0]
+		d.ReadAt, d.BouncedAt, d.BounceReason, d.WokeVia, d.WokeAt, d.SeenAt = time.Time{}, time.Time{}, "", "", time.Time{}, time.Time{}
+		d.Letter, d.Door, d.DoorNote, d.DoorAt, d.DoorUntil = "", "", "", time.Time{}, time.Time{}
+		d.State = hub.Queued
+		if d.Count > 0 {
+			d.State = hub.Redelivered
+		}
+		out = d
 		return nil
 	})
 	if err != nil {

@@ -109,7 +109,8 @@ func (s *statements) prepare(ctx context.Context, w *sql.Conn, r *sql.DB) error 
 			WHERE reader = ?1 AND delivered_at <= ?3
 			AND (?2 IS NULL OR message_seq IN (SELECT seq FROM messages WHERE id IN (SELECT value FROM json_each(?2))))
 			RETURNING id, workspace, recipient, (SELECT id FROM messages WHERE seq = message_seq), reader, lease_until,
-				delivered_at, delivery_count, read_at, acked_at, woke_via, woke_at, seen_at, bounced_at, bounce_reason`},
+				delivered_at, delivery_count, read_at, acked_at, woke_via, woke_at, seen_at, bounced_at, bounce_reason,
+				letter, door_state, door_note, door_at, door_until`},
 		{&s.wTouch, w, `UPDATE agents SET last_seen = ? WHERE workspace = ? AND name = ?`},
 		{&s.wIndexOwed, w, `SELECT count(*) FROM search_pending`},
 		{&s.wIndexFTS, w, `INSERT INTO messages_fts (rowid, content, payload, metadata)

@@ -100,9 +100,12 @@ func testDoors(t *testing.T, s hub.Store) {
 	}
 }
 
-// testMarkSeen: the copies a door's letter told of, at or before the time
-// the session was seen with it, become seen once; others stay.
-func testMarkSeen(t *testing.T, s hub.Store) {
+// testMarkLetter: what a client says of a letter changes the copies that
+// letter told of, and no others: seen once; held with the client's words
+// and until when, then released or declined; unconfirmed only where the
+// client said nothing; not loaded for copies no letter reached; declined
+// and bounced copies leave the inbox and come back with Redeliver.
+func testMarkLetter(t *testing.T, s hub.Store) {
 	c := ctx(t)
 	f := newFixture(t, s)
 	m1 := f.send("ws", "alice", hub.Normal, "one", "bob")
@@ -111,51 +114,136 @@ func testMarkSeen(t *testing.T, s hub.Store) {
 	m4 := f.send("ws", "alice", hub.Normal, "four", "bob", "carol")
 	claude, codex := hub.DoorClaude.WakePath(), hub.DoorCodex.WakePath()
 	for _, w := range []struct {
-		ids []string
-		via hub.WakePath
-		n   int
-	}{{[]string{m1.ID}, claude, 10}, {[]string{m2.ID}, claude, 20}, {[]string{m3.ID}, hub.WakeHook, 10}, {[]string{m4.ID}, codex, 10}} {
-		if n, err := s.NoteWake(c, "ws", "bob", w.ids, w.via, at(w.n)); err != nil || n != 1 {
-			t.Fatalf("NoteWake: got %d, %v", n, err)
+		who    string
+		ids    []string
+		via    hub.WakePath
+		letter string
+	}{{"bob", []string{m1.ID, m2.ID}, claude, "L1"}, {"bob", []string{m3.ID}, hub.WakeHook, ""}, {"bob", []string{m4.ID}, codex, "L2"},
+		{"carol", []string{m4.ID}, claude, "L1"}} {
+		if n, err := s.NoteWake(c, "ws", w.who, w.ids, w.via, w.letter, at(10)); err != nil || n != len(w.ids) {
+			t.Fatalf("NoteWake %v: got %d, %v", w, n, err)
 		}
 	}
-	if _, err := s.NoteWake(c, "ws", "carol", []string{m4.ID}, claude, at(10)); err != nil {
+	if d := status(t, s, m1, "bob"); d.Letter != "L1" || d.WokeVia != claude || d.Door != "" {
+		t.Errorf("m1 handed: got letter %q via %q door %q", d.Letter, d.WokeVia, d.Door)
+	}
+	ids := func(ds []*hub.Delivery) []string {
+		var out []string
+		for _, d := range ds {
+			out = append(out, d.MessageID)
+		}
+		return out
+	}
+	mark := func(who, letter string, msgs []string, ch hub.LetterChange, n int) []*hub.Delivery {
+		t.Helper()
+		ds, err := s.MarkLetter(c, "ws", who, letter, msgs, ch, at(n))
+		if err != nil {
+			t.Fatalf("MarkLetter %s %s %s: %v", who, letter, ch.Mark, err)
+		}
+		return ds
+	}
+	// Held, with the client's words: L1's copies of bob alone.
+	until := at(100)
+	ds := mark("bob", "L1", nil, hub.LetterChange{Mark: hub.MarkHeld, Note: "no-mode-asserted", Until: until}, 11)
+	if got := ids(ds); !slices.Equal(got, []string{m1.ID, m2.ID}) || ds[0].Door != hub.DoorHeld || ds[0].DoorNote != "no-mode-asserted" ||
+		!ds[0].DoorUntil.Equal(until) || !ds[0].DoorAt.Equal(at(11)) {
+		t.Fatalf("held: got %v %+v, want m1, m2 held until 100", got, ds[0])
+	}
+	if d := status(t, s, m2, "bob"); d.Door != hub.DoorHeld || d.DoorNote != "no-mode-asserted" || !d.DoorUntil.Equal(until) || d.State != hub.Queued {
+		t.Errorf("m2 held, as stored: got %+v", d)
+	}
+	if d := status(t, s, m4, "carol"); d.Door != "" {
+		t.Errorf("carol's copy of L1: door %q, want none (bob's letter was held)", d.Door)
+	}
+	// Unconfirmed does not overwrite what the client said.
+	if ds := mark("bob", "L1", nil, hub.LetterChange{Mark: hub.MarkUnconfirmed}, 12); len(ds) != 0 {
+		t.Errorf("unconfirmed over held: got %v, want nothing", ids(ds))
+	}
+	// Released: handed again; then seen, once.
+	if ds := mark("bob", "L1", nil, hub.LetterChange{Mark: hub.MarkReleased}, 13); !slices.Equal(ids(ds), []string{m1.ID, m2.ID}) || ds[0].Door != "" {
+		t.Errorf("released: got %v", ids(ds))
+	}
+	if ds := mark("bob", "L1", nil, hub.LetterChange{Mark: hub.MarkReleased}, 14); len(ds) != 0 {
+		t.Errorf("released twice: got %v, want nothing", ids(ds))
+	}
+	ds = mark("bob", "L1", nil, hub.LetterChange{Mark: hub.MarkSeen}, 16)
+	if !slices.Equal(ids(ds), []string{m1.ID, m2.ID}) || !ds[0].SeenAt.Equal(at(16)) {
+		t.Fatalf("seen: got %v", ids(ds))
+	}
+	if d := status(t, s, m1, "bob"); !d.SeenAt.Equal(at(16)) || d.State != hub.Queued || d.Door != "" {
+		t.Errorf("m1 seen, as stored: got %+v", d)
+	}
+	if ds := mark("bob", "L1", nil, hub.LetterChange{Mark: hub.MarkSeen}, 17); len(ds) != 0 {
+		t.Errorf("seen again: got %v, want nothing", ids(ds))
+	}
+	if d := status(t, s, m3, "bob"); !d.SeenAt.IsZero() || d.Letter != "" {
+		t.Errorf("the hook's copy: got %+v, want no letter, never seen", d)
+	}
+	// L2 is unconfirmed, then seen after all (a late hook); seen outranks.
+	if ds := mark("bob", "L2", nil, hub.LetterChange{Mark: hub.MarkUnconfirmed}, 18); !slices.Equal(ids(ds), []string{m4.ID}) || ds[0].Door != hub.DoorUnconfirmed {
+		t.Errorf("unconfirmed: got %v", ids(ds))
+	}
+	if ds := mark("bob", "L2", nil, hub.LetterChange{Mark: hub.MarkSeen}, 19); len(ds) != 1 || ds[0].Door != "" {
+		t.Errorf("seen after unconfirmed: got %v", ids(ds))
+	}
+	// Not loaded: copies no path reached take the note; a reached one
+	// does not; a later letter clears it.
+	m5 := f.send("ws", "alice", hub.Normal, "five", "bob")
+	ds = mark("bob", "L3", []string{m5.ID, m3.ID}, hub.LetterChange{Mark: hub.MarkNotLoaded, Note: "thread not loaded"}, 20)
+	if !slices.Equal(ids(ds), []string{m5.ID}) || ds[0].Door != hub.DoorNotLoaded || ds[0].Letter != "L3" {
+		t.Fatalf("not loaded: got %v, want m5 (m3 was reached by a hook)", ids(ds))
+	}
+	if n, err := s.NoteWake(c, "ws", "bob", []string{m5.ID}, codex, "L4", at(21)); err != nil || n != 1 {
+		t.Fatalf("NoteWake after not loaded: %d, %v", n, err)
+	}
+	if d := status(t, s, m5, "bob"); d.Door != "" || d.DoorNote != "" || d.Letter != "L4" {
+		t.Errorf("m5 handed after not loaded: got %+v, want letter L4, no door state", d)
+	}
+	// Declined: out of the inbox, Declined, listed with the dead letters;
+	// a leased copy stays.
+	take(t, s, "ws", "carol", "rc", 1, at(22))
+	if ds := mark("carol", "L1", nil, hub.LetterChange{Mark: hub.MarkDeclined, Note: "declined"}, 23); len(ds) != 0 {
+		t.Errorf("declined while leased: got %v, want nothing", ids(ds))
+	}
+	ds = mark("bob", "L4", nil, hub.LetterChange{Mark: hub.MarkDeclined, Note: "declined by the person"}, 24)
+	if len(ds) != 1 || ds[0].State != hub.Declined || ds[0].BounceReason != "declined by the person" || !ds[0].BouncedAt.Equal(at(24)) {
+		t.Fatalf("declined: got %+v", ds)
+	}
+	if d := status(t, s, m5, "bob"); d.State != hub.Declined || d.Door != hub.DoorDeclined || d.BounceReason != "declined by the person" {
+		t.Errorf("m5 declined, as stored: got %+v", d)
+	}
+	dead, err := s.Bounced(c, "ws", "alice", 10)
+	if err != nil || len(dead) != 1 || dead[0].MessageID != m5.ID || dead[0].State != hub.Declined {
+		t.Errorf("Bounced with a declined copy: got %v, %v", states(dead), err)
+	}
+	// Bounced by the client (dropped): the same, Bounced.
+	m6 := f.send("ws", "alice", hub.Normal, "six", "bob")
+	if _, err := s.NoteWake(c, "ws", "bob", []string{m6.ID}, claude, "L5", at(25)); err != nil {
 		t.Fatal(err)
 	}
-	// bob's Claude session is seen with the letter of time 15: m1 only (m2
-	// came in a later letter, m3 by a hook, m4 by another door).
-	ds, err := s.MarkSeen(c, "ws", "bob", claude, at(15), at(16))
+	if ds := mark("bob", "L5", nil, hub.LetterChange{Mark: hub.MarkBounced, Note: "dropped: queue full"}, 26); len(ds) != 1 || ds[0].State != hub.Bounced {
+		t.Errorf("bounced: got %v", states(ds))
+	}
+	if ds, err := s.Peek(c, "ws", "bob", 10); err != nil || slices.ContainsFunc(ds, func(d *hub.Delivery) bool { return d.MessageID == m5.ID || d.MessageID == m6.ID }) {
+		t.Errorf("bob's inbox holds a declined or bounced copy: %v, %v", states(ds), err)
+	}
+	// Redeliver: back in the inbox as new.
+	d, err := s.Redeliver(c, "ws", "bob", m5.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ds) != 1 || ds[0].MessageID != m1.ID || !ds[0].SeenAt.Equal(at(16)) {
-		t.Fatalf("MarkSeen: got %v, want m1 seen at 16", states(ds))
+	if d.State != hub.Queued || d.WokeVia != "" || d.Letter != "" || d.Door != "" || !d.BouncedAt.IsZero() || !d.ReadAt.IsZero() {
+		t.Errorf("Redeliver: got %+v", d)
 	}
-	if d := status(t, s, m1, "bob"); !d.SeenAt.Equal(at(16)) || d.State != hub.Queued {
-		t.Errorf("m1 after MarkSeen: seen %v, state %s; want seen at 16, still queued", d.SeenAt, d.State)
+	if got := status(t, s, m5, "bob"); got.State != hub.Queued || got.Door != "" || got.BounceReason != "" || !got.SeenAt.IsZero() {
+		t.Errorf("m5 redelivered, as stored: got %+v", got)
 	}
-	// Seen once: again marks nothing.
-	if ds, err := s.MarkSeen(c, "ws", "bob", claude, at(15), at(17)); err != nil || len(ds) != 0 {
-		t.Errorf("MarkSeen again: got %v, %v; want nothing", states(ds), err)
+	if ds, err := s.Peek(c, "ws", "bob", 10); err != nil || !slices.ContainsFunc(ds, func(d *hub.Delivery) bool { return d.MessageID == m5.ID }) {
+		t.Errorf("bob's inbox after Redeliver lacks m5: %v, %v", states(ds), err)
 	}
-	// Any door's path: m2 and m4, not the hook's m3, not carol's m4.
-	ds, err = s.MarkSeen(c, "ws", "bob", "", at(30), at(31))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, d := range ds {
-		got = append(got, d.MessageID)
-	}
-	if !slices.Equal(got, []string{m2.ID, m4.ID}) {
-		t.Errorf("MarkSeen of any door: got %v, want m2, m4", got)
-	}
-	if d := status(t, s, m3, "bob"); !d.SeenAt.IsZero() {
-		t.Errorf("a hook's copy: seen at %v, want never", d.SeenAt)
-	}
-	if d := status(t, s, m4, "carol"); !d.SeenAt.IsZero() {
-		t.Errorf("carol's copy: seen at %v, want never (bob was seen)", d.SeenAt)
-	}
+	wantKind(t, "Redeliver of a copy in the inbox", func() error { _, err := s.Redeliver(c, "ws", "bob", m5.ID); return err }(), hub.NotFound)
+	wantKind(t, "Redeliver of an unknown message", func() error { _, err := s.Redeliver(c, "ws", "bob", "nope"); return err }(), hub.NotFound)
+	wantKind(t, "Redeliver in another workspace", func() error { _, err := s.Redeliver(c, "other", "bob", m6.ID); return err }(), hub.NotFound)
 	// Seen survives a read.
 	take(t, s, "ws", "bob", "", 10, at(40))
 	if d := status(t, s, m1, "bob"); d.State != hub.Read || !d.SeenAt.Equal(at(16)) {
@@ -267,7 +355,7 @@ func testExpiryAndBounce(t *testing.T, s hub.Store) {
 	if _, err := s.Release(c, hub.ReleaseQuery{Reader: "r1"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.NoteWake(c, "ws", "dave", []string{m1.ID}, hub.WakeHook, at(4)); err != nil {
+	if _, err := s.NoteWake(c, "ws", "dave", []string{m1.ID}, hub.WakeHook, "", at(4)); err != nil {
 		t.Fatal(err)
 	}
 	take(t, s, "ws", "erin", "", 1, at(5))

@@ -768,11 +768,11 @@ func testWakePath(t *testing.T, s hub.Store) {
 		t.Errorf("before any path: got %q at %v, want none", d.WokeVia, d.WokeAt)
 	}
 	// A hook tells bob of m1 and m2 (an unknown id is ignored).
-	if n, err := s.NoteWake(c, "ws", "bob", []string{m1.ID, m2.ID, "nope"}, hub.WakeHook, at(5)); err != nil || n != 2 {
+	if n, err := s.NoteWake(c, "ws", "bob", []string{m1.ID, m2.ID, "nope"}, hub.WakeHook, "", at(5)); err != nil || n != 2 {
 		t.Fatalf("NoteWake: got %d, %v; want 2", n, err)
 	}
 	// A second path does not replace the first.
-	if n, err := s.NoteWake(c, "ws", "bob", []string{m1.ID}, hub.WakeTmux, at(6)); err != nil || n != 0 {
+	if n, err := s.NoteWake(c, "ws", "bob", []string{m1.ID}, hub.WakeTmux, "", at(6)); err != nil || n != 0 {
 		t.Errorf("NoteWake again: got %d, %v; want 0", n, err)
 	}
 	ds, _, err := s.Take(c, hub.TakeQuery{Workspace: "ws", Recipient: "bob", Reader: "s1", MaxRank: hub.Low.Rank(), Limit: 3,
@@ -794,7 +794,7 @@ func testWakePath(t *testing.T, s hub.Store) {
 	// A copy out on lease is not in the inbox: NoteWake leaves it.
 	m4 := f.send("ws", "alice", hub.Normal, "four", "bob")
 	take(t, s, "ws", "bob", "s2", 1, at(20))
-	if n, err := s.NoteWake(c, "ws", "bob", []string{m4.ID}, hub.WakeTmux, at(21)); err != nil || n != 0 {
+	if n, err := s.NoteWake(c, "ws", "bob", []string{m4.ID}, hub.WakeTmux, "", at(21)); err != nil || n != 0 {
 		t.Errorf("NoteWake of a leased copy: got %d, %v; want 0", n, err)
 	}
 }

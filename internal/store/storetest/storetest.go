@@ -100,7 +100,7 @@ func runHub(t *testing.T, open func(t *testing.T) hub.Store) {
 		{"CompleteTask", testCompleteTask},
 		{"IdempotencyKey", testIdempotencyKey},
 		{"Doors", testDoors},
-		{"MarkSeen", testMarkSeen},
+		{"MarkLetter", testMarkLetter},
 		{"ExpiryAndBounce", testExpiryAndBounce},
 		{"ExpiryOrder", testExpiryOrder},
 		{"RenameAgent", testRenameAgent},

@@ -540,6 +540,11 @@ func Providers(t testing.TB, anthropic, openai *Server, dir string) string {
 				b.WriteString("steer = false\n")
 			}
 			fmt.Fprintf(&b, "[providers.%s.env]\n", name)
+			if os.Geteuid() == 0 {
+				// As root Claude Code refuses bypassPermissions outside a
+				// sandbox it is told of.
+				b.WriteString("IS_SANDBOX = \"1\"\n")
+			}
 			for _, kv := range ClaudeEnv(anthropic, dir) {
 				k, v, _ := strings.Cut(kv, "=")
 				fmt.Fprintf(&b, "%s = %q\n", k, v)

@@ -9,6 +9,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -29,11 +30,41 @@ type event struct {
 	ImportPath string // build-output and build-fail
 	Test       string
 	Output     string
+	Elapsed    float64 // seconds, on pass, fail and skip
 }
 
+// run is a top-level test that has not ended, with its output and its
+// sub-tests', each line named by the test that wrote it.
 type run struct {
 	start time.Time
-	out   strings.Builder
+	out   []line
+}
+
+type line struct{ test, text string }
+
+type timed struct {
+	name    string
+	elapsed time.Duration
+}
+
+// maxSlowest is how many of the slowest tests the summary names.
+const maxSlowest = 8
+
+// text is the output a plain run prints of a failed test: its own lines,
+// and its sub-tests' except those of the ones that passed or skipped.
+func (r *run) text() string {
+	var b strings.Builder
+	for _, l := range r.out {
+		b.WriteString(l.text)
+	}
+	return b.String()
+}
+
+// drop forgets the lines of sub-test name and of its own sub-tests.
+func (r *run) drop(name string) {
+	r.out = slices.DeleteFunc(r.out, func(l line) bool {
+		return l.test == name || strings.HasPrefix(l.test, name+"/")
+	})
 }
 
 type state struct {
@@ -44,6 +75,7 @@ type state struct {
 	failed   []string
 	passed   int
 	skipped  int
+	slowest  []timed                    // the top-level tests that took longest, longest first
 	running  map[string]time.Time       // package -> start
 	tests    map[string]map[string]*run // package -> test -> output so far
 	build    map[string]*strings.Builder
@@ -97,6 +129,13 @@ func (s *state) follow(in io.Reader, every time.Duration) {
 	defer s.mu.Unlock()
 	fmt.Fprintf(s.progress, "==> go test: %d packages in %s, %d tests passed, %d skipped, %d packages failed %v\n",
 		s.done, time.Since(s.begun).Round(time.Second), s.passed, s.skipped, len(s.failed), s.failed)
+	if len(s.slowest) > 0 {
+		var parts []string
+		for _, t := range s.slowest {
+			parts = append(parts, fmt.Sprintf("%s %s", t.name, t.elapsed.Round(time.Second)))
+		}
+		fmt.Fprintf(s.progress, "==> slowest tests: %s\n", strings.Join(parts, ", "))
+	}
 }
 
 func (s *state) take(e event) {
@@ -137,10 +176,11 @@ func (s *state) take(e event) {
 	switch e.Action {
 	case "output":
 		if !verboseOnly(e.Output) {
-			r.out.WriteString(e.Output)
+			r.out = append(r.out, line{e.Test, e.Output})
 		}
 	case "pass", "skip":
 		if sub {
+			r.drop(e.Test)
 			return
 		}
 		if e.Action == "pass" {
@@ -148,13 +188,31 @@ func (s *state) take(e event) {
 		} else {
 			s.skipped++
 		}
+		if e.Action == "pass" {
+			s.timed(e)
+		}
 		delete(ts, top)
 	case "fail":
 		if sub {
 			return
 		}
-		fmt.Fprint(s.stdout, r.out.String())
+		fmt.Fprint(s.stdout, r.text())
+		s.timed(e)
 		delete(ts, top)
+	}
+}
+
+// timed keeps the slowest top-level tests, for the summary: what to look at
+// when the suite grows slow.
+func (s *state) timed(e event) {
+	d := time.Duration(e.Elapsed * float64(time.Second))
+	i, _ := slices.BinarySearchFunc(s.slowest, d, func(t timed, d time.Duration) int { return cmp.Compare(d, t.elapsed) })
+	if i >= maxSlowest {
+		return
+	}
+	s.slowest = slices.Insert(s.slowest, i, timed{short(e.Package) + " " + e.Test, d})
+	if len(s.slowest) > maxSlowest {
+		s.slowest = s.slowest[:maxSlowest]
 	}
 }
 
@@ -186,7 +244,7 @@ func (s *state) pkg(e event) {
 			// A test that never ended (a panic, the timeout) has the
 			// reason in its output.
 			for _, r := range s.tests[e.Package] {
-				fmt.Fprint(s.stdout, r.out.String())
+				fmt.Fprint(s.stdout, r.text())
 			}
 		}
 		delete(s.running, e.Package)

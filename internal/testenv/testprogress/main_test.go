@@ -32,7 +32,7 @@ func TestPrintsWhatPlainGoTestPrints(t *testing.T) {
 			t.Errorf("output has %q, which a plain run does not print:\n%s", not, got)
 		}
 	}
-	if want := "2 packages in"; !strings.Contains(progress.String(), want) || !strings.Contains(progress.String(), "2 tests passed, 1 skipped, 1 packages failed") {
+	if want := "example.com/fx/a TestFail 0s"; !strings.Contains(progress.String(), "slowest tests: ") || !strings.Contains(progress.String(), want) || !strings.Contains(progress.String(), "2 tests passed, 1 skipped, 1 packages failed") {
 		t.Errorf("summary: got %q", progress.String())
 	}
 }
@@ -59,5 +59,28 @@ func TestProgressNamesWhatRuns(t *testing.T) {
 	got := progress.String()
 	if !strings.Contains(got, "0 of 2 packages done") || !strings.Contains(got, "1 tests passed") || !strings.Contains(got, "running example.com/fx/a (TestFail ") {
 		t.Errorf("progress line: got %q", got)
+	}
+}
+
+func TestPassingSubtestsStayQuiet(t *testing.T) {
+	var out, progress bytes.Buffer
+	s := newState(1, &out, &progress)
+	for _, e := range []event{
+		{Action: "run", Package: "p", Test: "TestA"},
+		{Action: "run", Package: "p", Test: "TestA/ok"},
+		{Action: "output", Package: "p", Test: "TestA/ok", Output: "    fine\n"},
+		{Action: "output", Package: "p", Test: "TestA/ok", Output: "--- PASS: TestA/ok (0.00s)\n"},
+		{Action: "pass", Package: "p", Test: "TestA/ok"},
+		{Action: "run", Package: "p", Test: "TestA/bad"},
+		{Action: "output", Package: "p", Test: "TestA/bad", Output: "    broken\n"},
+		{Action: "output", Package: "p", Test: "TestA/bad", Output: "--- FAIL: TestA/bad (0.00s)\n"},
+		{Action: "fail", Package: "p", Test: "TestA/bad"},
+		{Action: "output", Package: "p", Test: "TestA", Output: "--- FAIL: TestA (0.00s)\n"},
+		{Action: "fail", Package: "p", Test: "TestA"},
+	} {
+		s.take(e)
+	}
+	if got, want := out.String(), "    broken\n--- FAIL: TestA/bad (0.00s)\n--- FAIL: TestA (0.00s)\n"; got != want {
+		t.Errorf("got %q, want %q", got, want)
 	}
 }

@@ -132,6 +132,25 @@ func (p *Pane) WaitScreen(within time.Duration, sub string) {
 	}
 }
 
+// WaitScreenAny waits until the screen contains one of subs, and fails
+// the test with the screen after within.
+func (p *Pane) WaitScreenAny(within time.Duration, subs ...string) {
+	p.s.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		scr := p.Screen()
+		for _, sub := range subs {
+			if strings.Contains(scr, sub) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			p.s.t.Fatalf("%s: none of %q on the screen after %s:\n%s", p.name, subs, within, scr)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // Type types text and then Enter, apart, as a person does (a paste with a
 // newline is not a submission).
 func (p *Pane) Type(text string) {
@@ -142,6 +161,17 @@ func (p *Pane) Type(text string) {
 	time.Sleep(300 * time.Millisecond) // the TUIs debounce a paste
 	if _, err := p.s.run("send-keys", "-t", p.name, "Enter"); err != nil {
 		p.s.t.Fatal(err)
+	}
+}
+
+// Keys presses keys by tmux's names (Down, Enter, Escape...), apart.
+func (p *Pane) Keys(keys ...string) {
+	p.s.t.Helper()
+	for _, k := range keys {
+		if _, err := p.s.run("send-keys", "-t", p.name, k); err != nil {
+			p.s.t.Fatal(err)
+		}
+		time.Sleep(200 * time.Millisecond) // a TUI reads a burst of keys as a paste
 	}
 }
 
@@ -182,6 +212,13 @@ type ClaudeOptions struct {
 	// Window, if set, names the tmux window the session runs in, and the
 	// session sees tmux's variables (StartIn).
 	Window string
+	// PermissionMode is the session's --permission-mode: "default" unless
+	// set. "bypassPermissions" is the mode teams of autonomous agents run
+	// in: the session starts with its warning accepted (and, as root,
+	// IS_SANDBOX=1, without which Claude Code refuses the mode).
+	PermissionMode string
+	// Settings, if set, is passed as --settings (a JSON object).
+	Settings string
 }
 
 // StartClaude starts Claude Code (from test/npm) at its prompt, pointed at
@@ -213,11 +250,31 @@ func (s *Server) StartClaude(name string, model *standin.Server, o ClaudeOptions
 			s.t.Fatal(err)
 		}
 	}
-	argv := append([]string{bin, "--permission-mode", "default"}, o.Args...)
+	mode := o.PermissionMode
+	if mode == "" {
+		mode = "default"
+	}
+	if mode == "bypassPermissions" {
+		// The warning a person accepts once, in the user's settings.
+		b, _ := json.Marshal(map[string]any{"skipDangerousModePermissionPrompt": true})
+		if err := os.WriteFile(filepath.Join(c.ConfigDir, "settings.json"), b, 0o600); err != nil {
+			s.t.Fatal(err)
+		}
+		if os.Geteuid() == 0 {
+			env = append(env, "IS_SANDBOX=1")
+		}
+	}
+	argv := []string{bin, "--permission-mode", mode}
+	if o.Settings != "" {
+		argv = append(argv, "--settings", o.Settings)
+	}
+	argv = append(argv, o.Args...)
 	c.Pane = s.StartIn(name, o.Window, o.Dir, env, argv...)
 	// Before its directories go (cleanups run last first).
 	s.t.Cleanup(c.stop)
-	c.WaitScreen(60*time.Second, "for shortcuts")
+	// The prompt's footer: "? for shortcuts", or the mode and how to
+	// cycle it ("⏵⏵ bypass permissions on (shift+tab to cycle)").
+	c.WaitScreenAny(60*time.Second, "for shortcuts", "shift+tab to cycle")
 	return c
 }
 

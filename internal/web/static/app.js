@@ -41,7 +41,57 @@ const S = {
   rules: [],
   ticked: new Set(), // permission request ids ticked for a bulk decision
   daemonPID: 0, // the daemon the page last reached: a new one means a restart
+  // trusted: the listener at this address is the daemon that signed the
+  // page in. It is false from a lost connection until the listener proves
+  // itself again (proveDaemon): meanwhile the page sends its cookie nowhere.
+  trusted: true,
 };
+
+// ---- the daemon proves itself ----
+
+// While the daemon restarts, another program can take its port. Before
+// the page reconnects, it asks the listener, without its cookie, to prove
+// that it is the daemon: an HMAC of a fresh nonce and of this port under
+// the session's proof key, which only the page and the daemon hold (see
+// internal/web/proof.go). It resolves "ok", "offline" (nobody answers) or
+// "impostor" (someone answers who cannot prove it), and "signed-out" when
+// the daemon knows the sign-in no more.
+let proving = null; // the proof in flight: concurrent requests share it
+
+function proveDaemon() {
+  if (S.trusted) return Promise.resolve("ok");
+  if (!proving) proving = proveOnce().finally(() => { proving = null; });
+  return proving;
+}
+
+async function proveOnce() {
+  if (!S.me || !S.me.sid || !window.crypto || !crypto.subtle) return "impostor";
+  const nonce = b64url(crypto.getRandomValues(new Uint8Array(24)));
+  let r;
+  try {
+    r = await fetch(`/auth/prove?sid=${encodeURIComponent(S.me.sid)}&nonce=${nonce}`, { credentials: "omit", cache: "no-store" });
+  } catch {
+    return "offline";
+  }
+  if (r.status === 404) return "signed-out";
+  const j = await r.json().catch(() => ({}));
+  const key = await crypto.subtle.importKey("raw", unb64url(S.me.proof_key), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+  const want = await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(`parley-dashboard-proof\n${location.port}\n${nonce}`));
+  if (!r.ok || typeof j.proof !== "string" || j.proof !== b64url(new Uint8Array(want))) return "impostor";
+  S.trusted = true;
+  return "ok";
+}
+
+function b64url(bytes) {
+  let s = "";
+  for (const b of bytes) s += String.fromCharCode(b);
+  return btoa(s).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+function unb64url(s) {
+  const bin = atob(s.replace(/-/g, "+").replace(/_/g, "/"));
+  return Uint8Array.from(bin, (c) => c.charCodeAt(0));
+}
 
 // ---- the API ----
 
@@ -54,6 +104,14 @@ class APIError extends Error {
 }
 
 async function call(method, path, body, { workspace = S.ws, raw = false } = {}) {
+  // After a lost connection, nothing goes out with the cookie before the
+  // listener proved to be the daemon.
+  const proof = await proveDaemon();
+  if (proof === "signed-out") {
+    signedOut();
+    throw new APIError(401, "forbidden", "signed out: run `parley dashboard` for a sign-in link");
+  }
+  if (proof !== "ok") throw new APIError(0, "offline", proof === "impostor" ? "the listener at this address could not prove it is the daemon" : "the daemon is out of reach");
   const headers = {};
   if (method !== "GET") headers["X-Parley-CSRF"] = S.me ? S.me.csrf : "";
   const init = { method, headers, credentials: "same-origin" };
@@ -67,7 +125,9 @@ async function call(method, path, body, { workspace = S.ws, raw = false } = {}) 
   try {
     r = await fetch(url, init);
   } catch (err) {
-    // The daemon is out of reach: status 0, kind "offline".
+    // The daemon is out of reach: status 0, kind "offline". Whoever
+    // answers here next proves itself first.
+    S.trusted = false;
     throw new APIError(0, "offline", err.message || "the daemon is out of reach");
   }
   if (r.status === 204) return null;
@@ -247,12 +307,28 @@ function fromEvent(e) {
 let sock = null;
 let backoff = 500;
 
-function connect() {
+async function connect() {
+  // A reconnect opens the stream (which carries the cookie) only to a
+  // listener that proved to be the daemon.
+  const proof = await proveDaemon();
+  if (proof === "signed-out") {
+    signedOut();
+    return;
+  }
+  if (proof !== "ok") {
+    if (proof === "impostor") {
+      setConn("impostor");
+      document.getElementById("conn").title = `The listener at ${location.host} could not prove it is your Parley daemon: the page sends it nothing, and tries again.`;
+    }
+    setTimeout(connect, backoff);
+    backoff = Math.min(backoff * 2, 8000);
+    return;
+  }
   const proto = location.protocol === "https:" ? "wss:" : "ws:";
   sock = S.sock = new WebSocket(`${proto}//${location.host}/api/v1/events?all=true`);
   let opened = false;
   sock.onopen = () => {
-    const again = opened || S.conn === "reconnecting" || S.conn === "down";
+    const again = opened || S.conn === "reconnecting" || S.conn === "down" || S.conn === "impostor";
     opened = true;
     backoff = 500;
     setConn("live");
@@ -281,6 +357,8 @@ function connect() {
   sock.onclose = () => {
     sock = null;
     if (!S.me) return;
+    // Whoever answers at this address next must prove it is the daemon.
+    S.trusted = false;
     setConn(opened ? "reconnecting" : "down");
     setTimeout(connect, backoff);
     backoff = Math.min(backoff * 2, 8000);
@@ -474,7 +552,7 @@ function setConn(c) {
   S.conn = c;
   const el = document.getElementById("conn");
   el.textContent = c;
-  el.className = "conn " + (c === "live" ? "live" : c === "down" ? "down" : "");
+  el.className = "conn " + (c === "live" ? "live" : c === "down" || c === "impostor" ? "down" : "");
 }
 
 function drawBadges() {
@@ -1026,11 +1104,11 @@ function drawRules() {
     return;
   }
   el.replaceChildren(h("table.grid#rules-table", null,
-    h("thead", null, h("tr", null, ["Tool", "Agent", "Command starts with", "By", "Ends", "Used", ""].map((c) => h("th", { text: c })))),
+    h("thead", null, h("tr", null, ["Tool", "Agent", "Allows", "By", "Ends", "Used", ""].map((c) => h("th", { text: c })))),
     h("tbody", null, S.rules.map((u) => h("tr", { dataset: { id: u.id } },
       h("td.mono", { text: u.tool_name }),
       h("td", { text: u.agent || "any agent" }),
-      h("td.mono", { text: u.match || "(anything)" }),
+      h("td.allows", { text: u.allows, title: u.match || "" }),
       h("td", { text: u.by }),
       h("td.mono", { text: "in " + ago(Date.parse(u.expires) - Date.now()) }),
       h("td.num", { text: u.uses }),
@@ -1047,7 +1125,9 @@ function drawRules() {
 }
 
 // ruleMatch is what an allow rule made from req matches: its command, for
-// a shell tool; nothing (any input) else.
+// a shell tool (word for word: the daemon reads it as the shell would);
+// nothing else (for a file tool, any file inside the workspace). The
+// daemon says exactly what the rule allows before it is saved.
 function ruleMatch(req) {
   try {
     const v = typeof req.input === "string" ? JSON.parse(req.input) : req.input;
@@ -1088,7 +1168,8 @@ function permCard(p) {
     [15, 30, 60, 240].map((m) => h("option", { value: String(m), text: m < 60 ? `${m} min` : `${m / 60} h` })));
   ruleFor.value = "30";
   const allowRule = h("button.btn.allow-rule", { text: "Allow + rule",
-    title: `allow this, and for a while every ${req.tool_name}${match ? " whose command starts with \"" + match + "\"" : ""} from ${req.agent_id}` });
+    title: `allow this, and for a while the same ${req.tool_name} from ${req.agent_id}: the page shows exactly what the rule allows before it is saved` });
+  const preview = h("div.row.rule-preview", { hidden: true });
   const sync = () => {
     const edited = input.value !== orig;
     input.classList.toggle("edited", edited);
@@ -1119,17 +1200,35 @@ function permCard(p) {
   };
   allow.addEventListener("click", () => decide("allow"));
   deny.addEventListener("click", () => decide("deny"));
+  // "Allow + rule" asks the daemon what the rule would allow and shows it;
+  // only "Save rule" saves it (and allows this request).
   allowRule.addEventListener("click", async () => {
+    const rule = { agent: req.agent_id, tool_name: req.tool_name, match, minutes: Number(ruleFor.value),
+      by: S.me ? S.me.sender + " (dashboard)" : "dashboard" };
+    let u;
     try {
-      const u = await post("/permissions/rules", { agent: req.agent_id, tool_name: req.tool_name, match, minutes: Number(ruleFor.value),
-        by: S.me ? S.me.sender + " (dashboard)" : "dashboard" }, { workspace: req.workspace });
-      toast(`rule ${u.id}: ${req.tool_name} from ${req.agent_id} allowed for ${ruleFor.value} min`);
-      refreshRules().catch(report);
+      u = await post("/permissions/rules", { ...rule, dry_run: true }, { workspace: req.workspace });
     } catch (e) {
       report(e);
       return;
     }
-    decide("allow");
+    const save = h("button.btn.ok.save-rule", { text: "Save rule" });
+    const cancel = h("button.btn.cancel-rule", { text: "Cancel", onclick: () => { preview.hidden = true; } });
+    save.addEventListener("click", async () => {
+      save.disabled = true;
+      try {
+        const saved = await post("/permissions/rules", rule, { workspace: req.workspace });
+        toast(`rule ${saved.id}: ${saved.allows}`);
+        refreshRules().catch(report);
+      } catch (e) {
+        report(e);
+        save.disabled = false;
+        return;
+      }
+      decide("allow");
+    });
+    preview.replaceChildren(h("span.allows", { text: "This rule will allow: " + u.allows }), cancel, save);
+    preview.hidden = false;
   });
   const age = h("span.age", { dataset: { at: req.requested_at, exp: req.expires_at } });
   tickAge(age);
@@ -1147,7 +1246,8 @@ function permCard(p) {
     req.description ? h("div.desc", { text: req.description }) : null,
     input,
     h("div.row", null, msg, deny, allow),
-    h("div.row.rulerow", null, h("span.hint", { text: match ? `rule: ${req.tool_name} "${match.length > 40 ? match.slice(0, 40) + "…" : match}…" from ${req.agent_id} for` : `rule: any ${req.tool_name} from ${req.agent_id} for` }), ruleFor, allowRule));
+    h("div.row.rulerow", null, h("span.hint", { text: match ? `rule: ${req.tool_name} "${match.length > 40 ? match.slice(0, 40) + "…" : match}" from ${req.agent_id} for` : `rule: ${req.tool_name} from ${req.agent_id} for` }), ruleFor, allowRule),
+    preview);
   card._managed = isManaged(req);
   return card;
 }
