@@ -174,10 +174,12 @@ type initPlan struct {
 	leases      bool // the PreToolUse hook on edits (hook_edit.go)
 }
 
-// settleIdentity makes sure the server init writes has an agent name: a
-// server without one connects fine and then fails every send with "no
-// sender". Without --agent it takes the single identity of .parley/identities,
-// else derives one from the directory and the client, and says so.
+// settleIdentity settles the name of the server init writes. For claude and
+// codex, whose sessions name themselves, none unless --agent gives one
+// (settleSessionName). For the others a server without one would connect
+// fine and then fail every send with "no sender": without --agent it takes
+// the single identity of .parley/identities, else derives one from the
+// directory and the client, and says so.
 func (p *initPlan) settleIdentity(g *globals, dir string) error {
 	if p.agent != "" {
 		return hub.ValidName("agent name", p.agent)
