@@ -65,12 +65,15 @@ type Session struct {
 	// names a Codex thread gives it the thread's name.
 	naming sync.Mutex
 
-	mu      sync.Mutex
-	caller  Caller
-	asked   string // the name it was given and gave up for its own (Admit)
-	unhold  func() // ends its hold on its agent's name for its client session
-	thread  string // the Codex thread whose door it registered
-	counted bool   // it counts toward its agent's presence
+	mu     sync.Mutex
+	caller Caller
+	asked  string // the name it was given and gave up for its own (Admit)
+	unhold func() // ends its hold on its agent's name for its client session
+	thread string // the Codex thread whose door it registered
+	// joined: its agent is registered; a session named after itself with no
+	// door registers it at its first tool call. Guarded by naming.
+	joined  bool
+	counted bool // it counts toward its agent's presence
 	closed  bool
 }
 
@@ -134,10 +137,17 @@ func (o *Ops) OpenSession(ctx context.Context, h Hello) (*Session, error) {
 		}
 	}
 	proc := c.Agent // before joining: the name may stand for another agent now
-	if err := o.joinCaller(ctx, &c); err != nil {
+	// A name the session derived for itself registers at its start only
+	// when it has a door (a Claude Code session's inbox socket): then it is
+	// reachable from its first second. One without (a health check such as
+	// `claude mcp list`, a Codex process before its thread is known)
+	// registers at its first tool call, and a health check never.
+	j := joining{now: c.NameFrom == "" || h.ClaudeInbox != nil, provisional: c.NameFrom != ""}
+	joined, err := o.joinCaller(ctx, &c, j)
+	if err != nil {
 		return nil, err
 	}
-	s := &Session{o: o, id: "mcp-" + strconv.FormatUint(sessionSeq.Add(1), 36) + "-" + o.hub.NewID(), hello: h, asked: asked}
+	s := &Session{o: o, id: "mcp-" + strconv.FormatUint(sessionSeq.Add(1), 36) + "-" + o.hub.NewID(), hello: h, asked: asked, joined: joined}
 	if c.NameFrom == api.NameProcess {
 		s.proc = proc
 	}
@@ -165,16 +175,25 @@ func (o *Ops) OpenSession(ctx context.Context, h Hello) (*Session, error) {
 	return s, nil
 }
 
-// joinCaller joins c's agent on the fly: see OpenSession. c gets the
-// agent's name, role and module.
-func (o *Ops) joinCaller(ctx context.Context, c *Caller) error {
+// joining says whether joinCaller registers a new agent now, and whether as
+// one its session's start registered (hub.JoinRequest.Provisional).
+type joining struct{ now, provisional bool }
+
+// joinCaller joins c's agent on the fly, unless j says not now: a new name
+// joins (with its role, or the default one); a known one keeps its role and
+// module unless others were given. A name its session derived lives as long
+// as the session (hub.JoinRequest.SessionBound). A name that is an agent's
+// old one (it renamed itself, and the session comes back, or started in the
+// same client session again) is that agent. c gets the agent's name, role
+// and module; joined says whether the agent is registered.
+func (o *Ops) joinCaller(ctx context.Context, c *Caller, j joining) (joined bool, err error) {
 	if c.Agent == "" {
-		return nil
+		return false, nil
 	}
 	if c.Token == "" {
 		name, err := o.hub.Canonical(ctx, c.Workspace, c.Agent)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if name != c.Agent {
 			// It chose its name: it keeps the role it chose.
@@ -184,16 +203,19 @@ func (o *Ops) joinCaller(ctx context.Context, c *Caller) error {
 	a, err := o.hub.Agent(ctx, c.Workspace, c.Agent)
 	switch {
 	case err == nil && (c.Role == "" || c.Role == a.Role) && (c.Module == "" || c.Module == a.Module):
+	case hub.IsNotFound(err) && !j.now:
+		return false, nil
 	case err == nil || hub.IsNotFound(err):
-		a, err = o.hub.Join(ctx, hub.JoinRequest{Workspace: c.Workspace, Name: c.Agent, Role: c.Role, Module: c.Module})
+		a, err = o.hub.Join(ctx, hub.JoinRequest{Workspace: c.Workspace, Name: c.Agent, Role: c.Role, Module: c.Module,
+			SessionBound: c.NameFrom != "", Provisional: j.provisional})
 		if err != nil {
-			return err
+			return false, err
 		}
 	default:
-		return err
+		return false, err
 	}
 	c.Role, c.Module = a.Role, a.Module
-	return nil
+	return true, nil
 }
 
 // ID names the session (the owner of its doors).
@@ -235,6 +257,7 @@ func (s *Session) ToolCalled(ctx context.Context, thread string) {
 	if thread != "" {
 		s.threadName(ctx, thread)
 	}
+	s.called(ctx)
 	s.mu.Lock()
 	c := s.caller
 	fresh := thread != "" && s.thread != thread && s.hello.CodexHome != "" && c.Local
@@ -387,6 +410,7 @@ func (s *Session) threadName(ctx context.Context, thread string) {
 		s.o.log.Warn("name a Codex session after its thread", "agent", c.Agent, "thread", thread, "err", err)
 		return
 	}
+	s.joined = true
 	s.rebind(ctx, to.Agent, to.Role, to.Module)
 	s.mu.Lock()
 	s.caller.NameFrom = api.NameSession
@@ -394,9 +418,12 @@ func (s *Session) threadName(ctx context.Context, thread string) {
 }
 
 // threadAgent is the agent of the thread's name: the one that has it, or
-// has it as an old name; else the process's agent renamed to it; else, when
-// another session of the same Codex took the process's name to its own
-// thread (one Codex, several threads), a new agent.
+// has it as an old name (its hooks registered it at the thread's start, or
+// the thread resumed in another Codex), with that agent's role; else, when
+// the session registered the process's name already (a call that named no
+// thread), that agent renamed to it; else a new agent of that name, with
+// the role the session was given (another thread of the same Codex may
+// have taken the process's name for its own).
 func (s *Session) threadAgent(ctx context.Context, c Caller, name string) (Caller, error) {
 	h := s.o.hub
 	canon, err := h.Canonical(ctx, c.Workspace, name)
@@ -407,20 +434,46 @@ func (s *Session) threadAgent(ctx context.Context, c Caller, name string) (Calle
 	case err == nil:
 		// It keeps its role: the process's was not chosen for it.
 		c.Agent, c.Role, c.Module = canon, "", ""
-		return c, s.o.joinCaller(ctx, &c)
 	case !hub.IsNotFound(err):
 		return c, err
+	case s.joined && c.Agent == s.proc:
+		if owner, err := h.Canonical(ctx, c.Workspace, s.proc); err != nil {
+			return c, err
+		} else if owner == s.proc {
+			a, err := h.Rename(ctx, hub.RenameRequest{Workspace: c.Workspace, Old: s.proc, New: name, Module: c.Module})
+			if err != nil {
+				return c, err
+			}
+			c.Agent, c.Role, c.Module = a.Name, a.Role, a.Module
+			return c, nil
+		}
+		c.Agent = canon
+	default:
+		c.Agent = canon
 	}
-	if owner, err := h.Canonical(ctx, c.Workspace, s.proc); err != nil {
-		return c, err
-	} else if owner != s.proc || c.Agent != s.proc {
-		c.Agent, c.Role, c.Module = name, "", ""
-		return c, s.o.joinCaller(ctx, &c)
+	_, err = s.o.joinCaller(ctx, &c, joining{now: true})
+	return c, err
+}
+
+// called notes a tool call of the session's agent: a session that had not
+// registered its agent (named after itself, with no door) registers it now,
+// and an agent its session's start registered has made its first call
+// (hub.Called).
+func (s *Session) called(ctx context.Context) {
+	s.naming.Lock()
+	defer s.naming.Unlock()
+	c := s.Caller()
+	if c.Agent == "" {
+		return
 	}
-	a, err := h.Rename(ctx, hub.RenameRequest{Workspace: c.Workspace, Old: s.proc, New: name, Module: c.Module})
-	if err != nil {
-		return c, err
+	if s.joined {
+		s.o.hub.Called(ctx, c.Workspace, c.Agent)
+		return
 	}
-	c.Agent, c.Role, c.Module = a.Name, a.Role, a.Module
-	return c, nil
+	if _, err := s.o.joinCaller(ctx, &c, joining{now: true}); err != nil {
+		s.o.log.Warn("register a session's agent at its first call", "agent", c.Agent, "err", err)
+		return
+	}
+	s.joined = true
+	s.rebind(ctx, c.Agent, c.Role, c.Module)
 }
