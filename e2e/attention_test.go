@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -245,6 +246,30 @@ func TestDoorClaudeBypass(t *testing.T) {
 	cc := tm.StartClaude("held", s, tmuxcli.ClaudeOptions{Dir: repo, Home: filepath.Join(e.home, "claude"),
 		PermissionMode: "bypassPermissions", Args: []string{"--debug-file", debug}, Env: []string{"PARLEY_HOME=" + e.home}})
 	e.waitDoor(t, repo, "held-cc", "claude", cc.Screen)
+	// Its SessionStart hook told the person at once, and what to change.
+	cc.WaitScreen(20*time.Second, `Parley: sessions here run in bypassPermissions`)
+	if out, _, _ := e.runIn(repo, "doctor"); !strings.Contains(out, "claude letters") {
+		t.Errorf("parley doctor has no check of Claude Code's letters:\n%s", out)
+	}
+
+	// answer presses keys in the held letter's dialog until it closes (a
+	// TUI busy redrawing may miss a key).
+	answer := func(t *testing.T, keys ...string) {
+		t.Helper()
+		for try := 0; ; try++ {
+			cc.Keys(keys...)
+			deadline := time.Now().Add(5 * time.Second)
+			for time.Now().Before(deadline) && strings.Contains(cc.Visible(), "Deliver this message to Claude") {
+				time.Sleep(100 * time.Millisecond)
+			}
+			if !strings.Contains(cc.Visible(), "Deliver this message to Claude") {
+				return
+			}
+			if try == 3 {
+				t.Fatalf("the held letter's dialog did not take %q:\n%s", keys, cc.Visible())
+			}
+		}
+	}
 
 	// held waits for the copy to read held, and returns it.
 	held := func(t *testing.T, id string) api.RecipientDelivery {
@@ -260,7 +285,10 @@ func TestDoorClaudeBypass(t *testing.T) {
 			!strings.Contains(c.Note, `"crossSessionInbound":"accept"`) || c.WakePath != "door:claude" || c.SeenAt != "" {
 			t.Errorf("the held copy: got %+v, want held since a time, the session's words and how to let letters in", c)
 		}
-		cc.WaitScreen(20*time.Second, "Deliver this message to Claude")
+		waitFor(t, 20*time.Second, "the held letter's dialog", func() (bool, string) {
+			v := cc.Visible()
+			return strings.Contains(v, "Deliver this message to Claude"), v
+		})
 		return c
 	}
 
@@ -275,7 +303,7 @@ func TestDoorClaudeBypass(t *testing.T) {
 		if b, _ := os.ReadFile(debug); !strings.Contains(string(b), "cause=no-mode-asserted") {
 			t.Errorf("Claude Code's log does not say it held the letter for asserting no mode")
 		}
-		cc.Keys("Down", "Enter") // "Deliver this message to Claude"
+		answer(t, "Down", "Enter") // "Deliver this message to Claude"
 		m.wait(t, 60*time.Second, cc.Screen, door.LetterMarker, "MAIL-HOLD-1 approve me")
 		waitFor(t, 30*time.Second, "the copy seen and read", func() (bool, string) {
 			c := e.copyStatus(t, repo, "boss", id, "held-cc")
@@ -284,10 +312,15 @@ func TestDoorClaudeBypass(t *testing.T) {
 	})
 
 	t.Run("held, then denied: declined, never seen, the sender told", func(t *testing.T) {
-		cc.WaitScreen(30*time.Second, "READ THE MAIL")
+		// The first letter's turn is over, its Stop hook run: nothing but a
+		// letter can tell the session of the next message.
+		waitFor(t, 30*time.Second, "the session idle", func() (bool, string) {
+			st := cc.Session()
+			return st.Status == "idle", st.Status + "\n" + cc.Screen()
+		})
 		id := e.sendIn(t, repo, "held-cc", "MAIL-HOLD-2 deny me", "--agent", "boss")
 		held(t, id)
-		cc.Keys("Enter") // "Deny — drop it and tell the sender it was declined"
+		answer(t, "Enter") // "Deny — drop it and tell the sender it was declined"
 		var c api.RecipientDelivery
 		waitFor(t, 20*time.Second, "the copy declined", func() (bool, string) {
 			c = e.copyStatus(t, repo, "boss", id, "held-cc")
@@ -316,6 +349,56 @@ func TestDoorClaudeBypass(t *testing.T) {
 			t.Errorf("the model got a letter the session held or its person declined")
 		}
 	})
+}
+
+// TestDoorClaudeBypassAccept: a bypassPermissions session whose user's
+// settings say "crossSessionInbound": "accept" (what parley doctor and the
+// hooks advise) takes Parley's letters: never held, seen, read. Its
+// SessionStart hook says nothing, and doctor finds nothing to change.
+func TestDoorClaudeBypassAccept(t *testing.T) {
+	e := newEnv(t)
+	repo := initRepo(t, e)
+	claudeHome := filepath.Join(e.home, "claude")
+	e.extra = append(e.extra, "CLAUDE_CONFIG_DIR="+filepath.Join(claudeHome, ".claude-config"))
+	if out, errs, code := e.runIn(repo, "init", "claude", "--agent", "open-cc", "--yes"); code != 0 {
+		t.Fatalf("init claude: exit %d\n%s%s", code, out, errs)
+	}
+	writeFile(t, filepath.Join(repo, ".claude", "settings.local.json"), `{"enabledMcpjsonServers":["parley"]}`)
+	var m model
+	s := standin.Anthropic(t, func(r *standin.MessagesRequest) []standin.Block {
+		tail := r.Tail()
+		m.add(tail)
+		switch {
+		case strings.Contains(tail, door.LetterMarker):
+			return []standin.Block{standin.ToolUse("toolu_check", "mcp__parley__check_messages", nil)}
+		case strings.Contains(tail, "MAIL-"):
+			return []standin.Block{standin.Text("READ THE MAIL")}
+		}
+		return nil
+	})
+	e.Must("daemon", "start") // apart from the session (TestDoorClaudeBypass says why)
+	tm := tmuxcli.NewServer(t)
+	cc := tm.StartClaude("open", s, tmuxcli.ClaudeOptions{Dir: repo, Home: claudeHome, PermissionMode: "bypassPermissions",
+		UserSettings: map[string]any{"crossSessionInbound": "accept"}, Env: []string{"PARLEY_HOME=" + e.home}})
+	e.waitDoor(t, repo, "open-cc", "claude", cc.Screen)
+	if out, _, _ := e.runIn(repo, "doctor"); !strings.Contains(out, `"crossSessionInbound": "accept": sessions take Parley's letters`) {
+		t.Errorf("parley doctor, with the user's settings accepting letters:\n%s", out)
+	}
+	id := e.sendIn(t, repo, "open-cc", "MAIL-OPEN take me", "--agent", "boss")
+	var states []string
+	waitFor(t, 60*time.Second, "the copy seen and read", func() (bool, string) {
+		c := e.copyStatus(t, repo, "boss", id, "open-cc")
+		if len(states) == 0 || states[len(states)-1] != c.State {
+			states = append(states, c.State)
+		}
+		return c.SeenAt != "" && c.State == "read", fmt.Sprintf("%v\n%s", states, cc.Screen())
+	})
+	if slices.Contains(states, "held") || m.find(door.LetterMarker, "MAIL-OPEN take me") == "" {
+		t.Errorf("the copy went %v; the model got the letter: %v", states, m.find(door.LetterMarker, "MAIL-OPEN take me") != "")
+	}
+	if strings.Contains(cc.Screen(), "Parley: sessions here run in bypassPermissions") {
+		t.Errorf("the hook warned a session that takes letters")
+	}
 }
 
 // TestDoorCodex: an interactive Codex session that `parley init codex` set

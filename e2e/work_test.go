@@ -163,7 +163,7 @@ func TestCompactionWithClaudeCode(t *testing.T) {
 		t.Fatalf("after /compact and a prompt the model was asked %d times, want the summary and the turn", len(reqs))
 	}
 	summary, next := string(reqs[0]), string(reqs[len(reqs)-1])
-	for _, want := range []string{"Keep this in the summary", "rebuild the search index with stemming", "src/**"} {
+	for _, want := range []string{"Keep in the summary the agent's Parley working set", "rebuild the search index with stemming", "src/**"} {
 		if !strings.Contains(summary, want) {
 			t.Errorf("the summarizer's request lacks %q (PreCompact's instructions)", want)
 		}

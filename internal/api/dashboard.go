@@ -77,6 +77,13 @@ type DeliveryInfo struct {
 	WakePath  string `json:"wake_path,omitempty"`
 	WokenAt   string `json:"woken_at,omitempty"`
 	SeenAt    string `json:"seen_at,omitempty"`
-	// BounceReason says why a bounced copy left the inbox.
+	// BounceReason says why a bounced (or declined) copy left the inbox.
 	BounceReason string `json:"bounce_reason,omitempty"`
+	// Door, Note, Since and Until: what the client said of the letter that
+	// told of it (held: why, how to release it, until when), as in
+	// message_status.
+	Door  string `json:"door,omitempty"`
+	Note  string `json:"note,omitempty"`
+	Since string `json:"since,omitempty"`
+	Until string `json:"until,omitempty"`
 }

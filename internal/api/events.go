@@ -37,6 +37,8 @@ type Event struct {
 	// it bounced.
 	Path   string `json:"path,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	// For message.held: until when the client holds the letter, if it said.
+	Until string `json:"until,omitempty"`
 	// For door.opened and door.closed: the door (Reason: why it closed).
 	Door *DoorInfo `json:"door,omitempty"`
 	// For group.changed: the group and what happened to it (created, deleted,
@@ -92,6 +94,7 @@ var EventKinds = []string{
 	string(hub.EventMessageDelivered), string(hub.EventMessageRead),
 	string(hub.EventMessageAcked), string(hub.EventMessageRedelivered),
 	string(hub.EventMessageHanded), string(hub.EventMessageSeen), string(hub.EventMessageBounced),
+	string(hub.EventMessageHeld), string(hub.EventMessageDeclined), string(hub.EventMessageUnconfirmed), string(hub.EventMessageNotLoaded),
 	string(hub.EventDoorOpened), string(hub.EventDoorClosed),
 	string(hub.EventReservations),
 	string(hub.EventTaskClaimed), string(hub.EventTaskCompleted), string(hub.EventTaskReleased),
@@ -137,7 +140,7 @@ func EventOf(e hub.Event) Event {
 	if e.MessageID != "" {
 		out.ID, out.DeliveryCount = e.MessageID, e.Count
 	}
-	out.Path, out.Reason = string(e.Via), e.Reason
+	out.Path, out.Reason, out.Until = string(e.Via), e.Reason, FormatTime(e.Until)
 	if d := e.SessionDoor; d != nil {
 		out.Door = &DoorInfo{ID: d.ID, Agent: d.Agent, Kind: string(d.Kind), Session: d.Session, Address: d.Address,
 			Host: d.Host, UID: d.UID, OpenedAt: FormatTime(d.OpenedAt), RefreshedAt: FormatTime(d.RefreshedAt),
@@ -188,6 +191,14 @@ func (e Event) Line() string {
 		return fmt.Sprintf("%s %s  %s's session saw %s", t, e.Workspace, e.Agent, e.ID)
 	case hub.EventMessageBounced:
 		return fmt.Sprintf("%s %s  %s bounced from %s: %s", t, e.Workspace, e.ID, e.Agent, e.Reason)
+	case hub.EventMessageHeld:
+		return fmt.Sprintf("%s %s  %s's session holds the letter of %s: %s", t, e.Workspace, e.Agent, e.ID, e.Reason)
+	case hub.EventMessageDeclined:
+		return fmt.Sprintf("%s %s  %s declined by %s's session: %s", t, e.Workspace, e.ID, e.Agent, e.Reason)
+	case hub.EventMessageUnconfirmed:
+		return fmt.Sprintf("%s %s  %s's session went idle with no word of %s", t, e.Workspace, e.Agent, e.ID)
+	case hub.EventMessageNotLoaded:
+		return fmt.Sprintf("%s %s  %s queued for %s: %s", t, e.Workspace, e.ID, e.Agent, e.Reason)
 	case hub.EventDoorOpened, hub.EventDoorClosed:
 		if e.Door == nil {
 			break

@@ -280,6 +280,14 @@ func doctorClients(add addFunc) {
 			continue
 		}
 		p.agent, p.role = agentArg(args), flagValue(args, "--role")
+		if c == "claude" {
+			// Whether its sessions take Parley's letters or hold them.
+			if l := checkClaudeLetters(loc.Root, nil); l.Holds {
+				add("claude letters", "warn", l.Detail, l.Fix)
+			} else {
+				add("claude letters", "ok", l.Detail, "")
+			}
+		}
 		var changes []fileChange
 		switch c {
 		case "claude":

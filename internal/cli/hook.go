@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -356,8 +357,10 @@ type hookSpecificOutput struct {
 
 // claudeHookOutput is Claude Code's hook JSON output.
 type claudeHookOutput struct {
-	Decision           string              `json:"decision,omitempty"`
-	Reason             string              `json:"reason,omitempty"`
+	Decision string `json:"decision,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+	// SystemMessage is shown to the session's person.
+	SystemMessage      string              `json:"systemMessage,omitempty"`
 	HookSpecificOutput *hookSpecificOutput `json:"hookSpecificOutput,omitempty"`
 }
 
@@ -493,6 +496,22 @@ func runClaudeHook(ctx context.Context, g *globals, event string, stdin io.Reade
 	toldMail := out != nil
 	if event == evSessionStart && restoresWork(in.Source) {
 		out = withWork(ctx, g, c, event, out)
+	}
+	if event == evSessionStart {
+		// Tell the person now, not at the first held letter. (Claude Code
+		// gives SessionStart no permission mode: its command line and
+		// settings say.)
+		pid, _ := strconv.Atoi(os.Getenv("CLAUDE_PID"))
+		var args []string
+		if pid > 0 {
+			args = claudeArgs(pid)
+		}
+		if l := checkClaudeLetters(dir, args); l.Holds {
+			if out == nil {
+				out = &claudeHookOutput{}
+			}
+			out.SystemMessage = "Parley: " + l.Detail + ". To take them: " + l.Fix + "."
+		}
 	}
 	if status != "" {
 		if err := c.SetStatus(ctx, status); err != nil && !hub.IsNotFound(err) {

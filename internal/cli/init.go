@@ -109,6 +109,11 @@ are passed on to ` + "`parley mcp serve`" + ` (and the hooks).`,
 			}
 			if args[0] == "claude" {
 				fmt.Fprintln(g.stdout, "Claude Code applies .claude/settings.json (Parley's hooks, and the rule that lets Parley's tools run without a prompt, which the background message-listener needs) once this folder is trusted: accept the trust dialog at the first start here, and approve the parley server of .mcp.json.")
+				if l := checkClaudeLetters(loc.Root, nil); l.Holds {
+					fmt.Fprintf(g.stdout, "Warning: %s. To take them: %s.\n", l.Detail, l.Fix)
+				} else {
+					fmt.Fprintf(g.stdout, "Parley's letters: %s.\n", l.Detail)
+				}
 			}
 			if args[0] == "codex" {
 				path, _ := codexConfigPath()

@@ -188,9 +188,13 @@ whose certificate a private CA signed needs --ca-file.`,
 				}
 				set(api.HeaderAgentFrom, from)
 			}
-			if key := id.Session.Key(); key != "" {
+			if key := id.Session.Key(); key != "" && (g.fallback == nil || id.Session != *g.fallback) {
 				// Which client session this is, and its own name: the
-				// daemon keeps two live sessions from sharing a name.
+				// daemon keeps two live sessions from sharing a name. The
+				// client's process is no such key: Codex names its thread
+				// to its hooks but not to this server, so the two would
+				// count as two sessions (the thread's name is held from
+				// its first tool call on, threadName).
 				set(api.HeaderClientSession, key)
 				set(api.HeaderSessionName, id.Session.Name(id.Root))
 			}

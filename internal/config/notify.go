@@ -19,7 +19,7 @@ type Notify struct {
 	// text, with Title, Priority and Tags headers).
 	Format string `toml:"format,omitempty"`
 	// On lists the kinds to send: permission, ack_overdue, agent_error,
-	// agent_stalled, critical (default: all).
+	// agent_stalled, critical, held (default: all).
 	On []string `toml:"on,omitempty"`
 	// Headers go with every request (e.g. Authorization).
 	Headers map[string]string `toml:"headers,omitempty"`

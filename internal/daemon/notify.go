@@ -110,6 +110,10 @@ func (d *Daemon) openNotices(conf *config.Config) {
 		asked: map[string]bool{},
 	}
 	ns.unsub = d.hub.Subscribe(func(e hub.Event) {
+		if e.Kind == hub.EventMessageHeld && !e.Remote {
+			ns.offer(api.EventOf(e)) // this daemon's doorman heard it: it tells
+			return
+		}
 		if e.Kind != hub.EventMessageSent || e.Message == nil {
 			return
 		}
@@ -155,6 +159,10 @@ func (ns *notices) consider(e api.Event) {
 	case e.Kind == string(hub.EventMessageSent) && e.From == hub.NoticeSender:
 		ns.n.Notify(notify.Notice{Kind: notify.AckOverdue, Workspace: e.Workspace, Agent: e.To, ID: e.ID,
 			Title: fmt.Sprintf("ack overdue for %s", e.To), Message: e.Text})
+	case e.Kind == string(hub.EventMessageHeld):
+		ns.n.Notify(notify.Notice{Kind: notify.Held, Workspace: e.Workspace, Agent: e.Agent, ID: e.ID + "/" + e.Agent,
+			Title:   fmt.Sprintf("%s's session holds a message for you to approve", e.Agent),
+			Message: fmt.Sprintf("Message %s to %s is held in its Claude Code session: %s\nSee it: parley delivery %s", e.ID, e.Agent, e.Reason, e.ID)})
 	case e.Kind == string(hub.EventMessageSent):
 		ns.n.Notify(notify.Notice{Kind: notify.Critical, Workspace: e.Workspace, Agent: e.From, ID: e.ID,
 			Title:   fmt.Sprintf("critical: %s → %s", e.From, e.To),

@@ -33,10 +33,11 @@ const (
 	AgentError   Kind = "agent_error"   // a managed agent's run failed
 	AgentStalled Kind = "agent_stalled" // a managed agent has shown no activity for long
 	Critical     Kind = "critical"      // a message of critical priority
+	Held         Kind = "held"          // an agent's session holds a letter for its person
 )
 
 // Kinds lists every kind.
-var Kinds = []Kind{Permission, AckOverdue, AgentError, AgentStalled, Critical}
+var Kinds = []Kind{Permission, AckOverdue, AgentError, AgentStalled, Critical, Held}
 
 // Formats of an endpoint.
 const (

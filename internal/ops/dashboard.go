@@ -88,10 +88,14 @@ func (o *Ops) Deliveries(ctx context.Context, c *Caller, in api.DeliveriesReques
 		}
 		ds := []api.DeliveryInfo{}
 		for _, d := range st.Deliveries {
-			ds = append(ds, api.DeliveryInfo{Recipient: d.Recipient, State: AttentionState(d), Count: d.Count,
+			di := api.DeliveryInfo{Recipient: d.Recipient, State: AttentionState(d), Count: d.Count,
 				ReadAt: api.FormatTime(d.ReadAt), AckedAt: api.FormatTime(d.AckedAt),
 				WakePath: string(d.WokeVia), WokenAt: api.FormatTime(d.WokeAt), SeenAt: api.FormatTime(d.SeenAt),
-				BounceReason: d.BounceReason})
+				BounceReason: d.BounceReason}
+			if d.Door != "" && d.Door != hub.DoorDeclined {
+				di.Door, di.Note, di.Since, di.Until = string(d.Door), d.DoorNote, api.FormatTime(d.DoorAt), api.FormatTime(d.DoorUntil)
+			}
+			ds = append(ds, di)
 		}
 		out.Deliveries[id] = ds
 	}

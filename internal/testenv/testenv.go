@@ -139,7 +139,7 @@ func (e *Env) SessionIn(dir string, opts *mcp.ClientOptions, args ...string) *mc
 	stderr := &SyncBuffer{}
 	c.Stderr = stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "parley-test", Version: "1"}, opts)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	s, err := client.Connect(ctx, &mcp.CommandTransport{Command: c}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {

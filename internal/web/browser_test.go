@@ -740,7 +740,7 @@ func bulkAndRules(t *testing.T, e *env, ctx context.Context) {
 
 // TestThreadChipsShowAttention: a message's chips in its thread say where
 // each copy stands as the sender follows it: one that bounced says so, and
-// why, live.
+// why, live; its Redeliver button puts it back in the inbox.
 func TestThreadChipsShowAttention(t *testing.T) {
 	e := newEnv(t)
 	e.Must("join", "--name", "bob", "--role", "reviewer")
@@ -755,4 +755,10 @@ func TestThreadChipsShowAttention(t *testing.T) {
 	if title := eval[string](t, ctx, chip+`.title`); !strings.Contains(title, "no reader and no door") {
 		t.Errorf("bounced chip's title: got %q, want the reason", title)
 	}
+	must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`document.querySelector('#thread .tmsg .redeliver[data-recipient="ghost"]').click()`)))
+	waitJS(t, ctx, chip+`?.dataset.state === "queued"`, 15*time.Second)
+	if out := e.Must("bounced", "--agent", "bob", "--json"); strings.Contains(out, "anyone there") {
+		t.Errorf("after Redeliver the dead letters still list it: %s", out)
+	}
+	noErrors(t, ctx)
 }

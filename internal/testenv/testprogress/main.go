@@ -9,6 +9,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -29,6 +30,7 @@ type event struct {
 	ImportPath string // build-output and build-fail
 	Test       string
 	Output     string
+	Elapsed    float64 // seconds, on pass, fail and skip
 }
 
 // run is a top-level test that has not ended, with its output and its
@@ -39,6 +41,14 @@ type run struct {
 }
 
 type line struct{ test, text string }
+
+type timed struct {
+	name    string
+	elapsed time.Duration
+}
+
+// maxSlowest is how many of the slowest tests the summary names.
+const maxSlowest = 8
 
 // text is the output a plain run prints of a failed test: its own lines,
 // and its sub-tests' except those of the ones that passed or skipped.
@@ -65,6 +75,7 @@ type state struct {
 	failed   []string
 	passed   int
 	skipped  int
+	slowest  []timed                    // the top-level tests that took longest, longest first
 	running  map[string]time.Time       // package -> start
 	tests    map[string]map[string]*run // package -> test -> output so far
 	build    map[string]*strings.Builder
@@ -118,6 +129,13 @@ func (s *state) follow(in io.Reader, every time.Duration) {
 	defer s.mu.Unlock()
 	fmt.Fprintf(s.progress, "==> go test: %d packages in %s, %d tests passed, %d skipped, %d packages failed %v\n",
 		s.done, time.Since(s.begun).Round(time.Second), s.passed, s.skipped, len(s.failed), s.failed)
+	if len(s.slowest) > 0 {
+		var parts []string
+		for _, t := range s.slowest {
+			parts = append(parts, fmt.Sprintf("%s %s", t.name, t.elapsed.Round(time.Second)))
+		}
+		fmt.Fprintf(s.progress, "==> slowest tests: %s\n", strings.Join(parts, ", "))
+	}
 }
 
 func (s *state) take(e event) {
@@ -170,13 +188,31 @@ func (s *state) take(e event) {
 		} else {
 			s.skipped++
 		}
+		if e.Action == "pass" {
+			s.timed(e)
+		}
 		delete(ts, top)
 	case "fail":
 		if sub {
 			return
 		}
 		fmt.Fprint(s.stdout, r.text())
+		s.timed(e)
 		delete(ts, top)
+	}
+}
+
+// timed keeps the slowest top-level tests, for the summary: what to look at
+// when the suite grows slow.
+func (s *state) timed(e event) {
+	d := time.Duration(e.Elapsed * float64(time.Second))
+	i, _ := slices.BinarySearchFunc(s.slowest, d, func(t timed, d time.Duration) int { return cmp.Compare(d, t.elapsed) })
+	if i >= maxSlowest {
+		return
+	}
+	s.slowest = slices.Insert(s.slowest, i, timed{short(e.Package) + " " + e.Test, d})
+	if len(s.slowest) > maxSlowest {
+		s.slowest = s.slowest[:maxSlowest]
 	}
 }
 

@@ -32,7 +32,7 @@ func TestPrintsWhatPlainGoTestPrints(t *testing.T) {
 			t.Errorf("output has %q, which a plain run does not print:\n%s", not, got)
 		}
 	}
-	if want := "2 packages in"; !strings.Contains(progress.String(), want) || !strings.Contains(progress.String(), "2 tests passed, 1 skipped, 1 packages failed") {
+	if want := "example.com/fx/a TestFail 0s"; !strings.Contains(progress.String(), "slowest tests: ") || !strings.Contains(progress.String(), want) || !strings.Contains(progress.String(), "2 tests passed, 1 skipped, 1 packages failed") {
 		t.Errorf("summary: got %q", progress.String())
 	}
 }

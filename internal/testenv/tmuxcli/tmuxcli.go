@@ -102,6 +102,12 @@ func (p *Pane) Screen() string {
 	return out
 }
 
+// Visible is what the pane shows now, without its scrollback.
+func (p *Pane) Visible() string {
+	out, _ := p.s.run("capture-pane", "-p", "-J", "-t", p.name)
+	return out
+}
+
 // WaitScreen waits until the screen contains sub, and fails the test with
 // the screen after within.
 func (p *Pane) WaitScreen(within time.Duration, sub string) {
@@ -203,6 +209,9 @@ type ClaudeOptions struct {
 	PermissionMode string
 	// Settings, if set, is passed as --settings (a JSON object).
 	Settings string
+	// UserSettings are written to the user's settings.json
+	// ($CLAUDE_CONFIG_DIR/settings.json).
+	UserSettings map[string]any
 }
 
 // StartClaude starts Claude Code (from test/npm) at its prompt, pointed at
@@ -238,14 +247,21 @@ func (s *Server) StartClaude(name string, model *standin.Server, o ClaudeOptions
 	if mode == "" {
 		mode = "default"
 	}
+	user := map[string]any{}
+	for k, v := range o.UserSettings {
+		user[k] = v
+	}
 	if mode == "bypassPermissions" {
 		// The warning a person accepts once, in the user's settings.
-		b, _ := json.Marshal(map[string]any{"skipDangerousModePermissionPrompt": true})
-		if err := os.WriteFile(filepath.Join(c.ConfigDir, "settings.json"), b, 0o600); err != nil {
-			s.t.Fatal(err)
-		}
+		user["skipDangerousModePermissionPrompt"] = true
 		if os.Geteuid() == 0 {
 			env = append(env, "IS_SANDBOX=1")
+		}
+	}
+	if len(user) > 0 {
+		b, _ := json.Marshal(user)
+		if err := os.WriteFile(filepath.Join(c.ConfigDir, "settings.json"), b, 0o600); err != nil {
+			s.t.Fatal(err)
 		}
 	}
 	argv := []string{bin, "--permission-mode", mode}

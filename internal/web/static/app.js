@@ -436,8 +436,16 @@ function onEvent(e) {
     case "message.handed":
     case "message.seen":
     case "message.bounced":
+    case "message.declined":
+    case "message.unconfirmed":
+    case "message.not_loaded":
       unreadSoon();
       if (S.thread) threadSoon();
+      break;
+    case "message.held":
+      unreadSoon();
+      if (S.thread) threadSoon();
+      toast(`${e.agent}'s session holds a message for its person: ${e.reason || "approve it in the session"}`);
       break;
     case "agent.joined":
     case "agent.status":
@@ -853,17 +861,37 @@ function drawThread(focusReply = false) {
   if (focusReply) text.focus();
 }
 
-// deliveries shows where each recipient's copy stands.
+// deliveries shows where each recipient's copy stands, as its client said:
+// a held one since when (and until when, if the client said) and how to
+// release it; a bounced or declined one can be sent again.
 function deliveries(m) {
   const ds = m.deliveries;
   if (!Array.isArray(ds) || !ds.length) return null;
-  return h("div.deliv", null, ds.map((d) => h("span", {
-    class: "chip d-" + d.state, dataset: { recipient: d.recipient, state: d.state },
-    title: `${d.recipient}: ${d.state}` + (d.count > 1 ? `, handed out ${d.count} times` : "") +
-      (d.wake_path ? `, reached by ${d.wake_path}` : "") + (d.seen_at ? `, seen ${new Date(d.seen_at).toLocaleString()}` : "") +
-      (d.read_at ? `, read ${new Date(d.read_at).toLocaleString()}` : "") + (d.bounce_reason ? `: ${d.bounce_reason}` : ""),
-    text: `${d.recipient} · ${d.state}` + (d.count > 1 ? ` ×${d.count}` : ""),
-  })));
+  const when = (t) => new Date(t).toLocaleTimeString();
+  return h("div.deliv", null, ds.map((d) => {
+    const held = d.state === "held" ? ` since ${when(d.since)}` + (d.until ? `, until ${when(d.until)}` : "") : "";
+    const chip = h("span", {
+      class: "chip d-" + d.state, dataset: { recipient: d.recipient, state: d.state },
+      title: `${d.recipient}: ${d.state}${held}` + (d.count > 1 ? `, handed out ${d.count} times` : "") +
+        (d.wake_path ? `, reached by ${d.wake_path}` : "") + (d.seen_at ? `, seen ${new Date(d.seen_at).toLocaleString()}` : "") +
+        (d.read_at ? `, read ${new Date(d.read_at).toLocaleString()}` : "") + (d.bounce_reason ? `: ${d.bounce_reason}` : "") +
+        (d.note ? `: ${d.note}` : ""),
+      text: `${d.recipient} · ${d.state}${held}` + (d.count > 1 ? ` ×${d.count}` : ""),
+    });
+    if (d.state !== "bounced" && d.state !== "declined") return chip;
+    const btn = h("button.btn.redeliver", { text: "Redeliver", title: `Send it to ${d.recipient} again`, dataset: { recipient: d.recipient } });
+    btn.addEventListener("click", async () => {
+      btn.disabled = true;
+      try {
+        await post("/messages/" + encodeURIComponent(m.message_id) + "/redeliver", { recipient: d.recipient });
+        threadSoon();
+      } catch (e) {
+        report(e);
+        btn.disabled = false;
+      }
+    });
+    return h("span.dgroup", null, chip, btn);
+  }));
 }
 
 function closeThread() {
