@@ -31,32 +31,44 @@ func serverArgs(t *testing.T, path string) []string {
 	return args
 }
 
-// TestInitNeverWritesAServerWithoutIdentity: init without --agent derives a
-// name and says so, takes the single identity of the repository, keeps the
-// name a server already has, and stops with the exact command when the
-// choice is not clear.
+// TestInitNeverWritesAServerWithoutIdentity: init claude without --agent
+// bakes in no name (each Claude Code session is an agent of its own, named
+// after it) and says so, and drops a name an older init derived from the
+// directory; cursor and gemini, whose clients name no sessions, take the
+// single identity of the repository, and stop with the exact command when
+// the choice is not clear.
 func TestInitNeverWritesAServerWithoutIdentity(t *testing.T) {
 	e := newEnv(t)
 	repo := initRepo(t, e)
+	// What an older init wrote: a name derived from the directory.
+	writeFile(t, filepath.Join(repo, ".mcp.json"), `{"mcpServers":{"parley":{"type":"stdio","command":"parley","args":["mcp","serve","--agent","repo-claude"]}}}`)
 	out, errs, code := e.runIn(repo, "init", "claude", "--yes")
 	if code != 0 {
 		t.Fatalf("init claude: exit %d\n%s%s", code, out, errs)
 	}
-	if got := strings.Join(serverArgs(t, filepath.Join(repo, ".mcp.json")), " "); got != "mcp serve --agent repo-claude" {
-		t.Errorf("args: got %q, want mcp serve --agent repo-claude", got)
+	if got := strings.Join(serverArgs(t, filepath.Join(repo, ".mcp.json")), " "); got != "mcp serve" {
+		t.Errorf("args: got %q, want mcp serve, no name", got)
 	}
-	if !strings.Contains(out, "speaks as repo-claude") || !strings.Contains(out, "--agent NAME") {
-		t.Errorf("init did not say which name it chose and how to choose another:\n%s", out)
+	if !strings.Contains(out, "derived by an older parley init") || !strings.Contains(out, "each claude session takes a name of its own") || !strings.Contains(out, "--agent NAME") {
+		t.Errorf("init did not say that each session names itself and how to fix a name:\n%s", out)
 	}
 	settings, _ := os.ReadFile(filepath.Join(repo, ".claude", "settings.json"))
-	if !strings.Contains(string(settings), "hook claude Stop --agent repo-claude") {
-		t.Errorf("hooks do not name the same agent:\n%s", settings)
+	if !strings.Contains(string(settings), "hook claude Stop\"") || strings.Contains(string(settings), "--agent") {
+		t.Errorf("hooks name an agent:\n%s", settings)
 	}
-	// The derived name sends: the server it wrote works as written.
+	// The server as written works in a Claude Code session: it speaks as
+	// the session.
+	e.extra = []string{"CLAUDE_CODE_SESSION_ID=6f1c9a52-0000-4000-8000-000000000001"}
 	s := e.SessionIn(repo, nil, serverArgs(t, filepath.Join(repo, ".mcp.json"))[2:]...)
+	e.extra = nil
+	var who struct{ Agent string }
+	mustCall(t, s, "whoami", nil, &who)
+	if !strings.HasPrefix(who.Agent, "claude-repo-") {
+		t.Errorf("whoami: %+v, want the session's own name", who)
+	}
 	mustCall(t, s, "send_message", map[string]any{"to": "bob", "content": "hi"}, nil)
 
-	// Again, without --agent: the name stays.
+	// Again, without --agent: nothing changes.
 	out, _, _ = e.runIn(repo, "init", "claude")
 	if !strings.Contains(out, "nothing to change") {
 		t.Errorf("second run: %q, want nothing to change", out)
@@ -233,8 +245,8 @@ func TestInitCodexPermissions(t *testing.T) {
 	}
 	groups := conf.Hooks.PermissionRequest
 	if len(groups) != 2 || groups[0].Hooks[0].Command != "my-own-hook" || groups[1].Matcher != "*" || len(groups[1].Hooks) != 1 ||
-		!strings.HasSuffix(groups[1].Hooks[0].Command, " hook codex PermissionRequest --agent repo-codex") || groups[1].Hooks[0].Timeout != 60 {
-		t.Fatalf("hooks: got %+v, want the user's hook, then parley's with --agent repo-codex and timeout 60\n%s", groups, b)
+		!strings.HasSuffix(groups[1].Hooks[0].Command, " hook codex PermissionRequest") || groups[1].Hooks[0].Timeout != 60 {
+		t.Fatalf("hooks: got %+v, want the user's hook, then parley's, naming no agent, with timeout 60\n%s", groups, b)
 	}
 	if !strings.HasPrefix(string(b), "# mine\n") {
 		t.Errorf("the user's comment is gone:\n%s", b)

@@ -233,8 +233,16 @@ command = "y" # keep me
 	writeFile(t, path, "model = \"o3\"\n")
 	e.runIn(repo, "init", "codex", "--yes")
 	b, _ = os.ReadFile(path)
-	if !strings.HasPrefix(string(b), "model = \"o3\"\n\n[mcp_servers.parley]\n") {
+	// (thread_unload_delay_secs goes with the top-level keys: after /quit
+	// Codex unloads the thread, and Parley closes its door.)
+	if !strings.HasPrefix(string(b), "model = \"o3\"\n") || !strings.Contains(string(b), "\nthread_unload_delay_secs = 0\n\n[mcp_servers.parley]\n") {
 		t.Errorf("appended table: got\n%s", b)
+	}
+	// A setting of the user's stays, and init says what it costs.
+	writeFile(t, path, "thread_unload_delay_secs = 600\n")
+	out, _, _ = e.runIn(repo, "init", "codex", "--yes")
+	if b, _ = os.ReadFile(path); !strings.HasPrefix(string(b), "thread_unload_delay_secs = 600\n") || strings.Count(string(b), "thread_unload_delay_secs") != 1 || !strings.Contains(out, "Your thread_unload_delay_secs = 600 is kept") {
+		t.Errorf("the user's unload delay: %s\n%s", out, b)
 	}
 }
 

@@ -145,6 +145,43 @@ their self-reported status, when they were last seen and where.`,
 	}
 	cmd.Flags().BoolVar(&active, "active", false, "only agents active in the last 2 minutes")
 	addJSON(cmd, g)
+	cmd.AddCommand(agentsForgetCmd(g))
+	return cmd
+}
+
+func agentsForgetCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "forget NAME",
+		Short: "Remove an agent from this workspace",
+		Long: `Remove an agent that is gone (a client session that ended, a name nobody
+uses any more): its record, group memberships, file reservations and old
+names go, its doors close, and each message it had not read bounces back to
+its sender, who is told. What it sent stays in the history, and the name is
+free to join again. An agent with a live session cannot be forgotten.
+
+Agents named after a client session that never made a call are forgotten by
+themselves, a while after their session ends.`,
+		Example: `  parley agents forget claude-myrepo-3f9a1c`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, _, err := g.client(cmd.Context(), false)
+			if err != nil {
+				return err
+			}
+			res, err := c.ForgetAgent(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return g.out(res, func(w io.Writer) {
+				fmt.Fprintf(w, "forgot %s", res.Agent)
+				if res.Bounced > 0 {
+					fmt.Fprintf(w, ": %s it had not read went back to their senders", plural(res.Bounced, "message"))
+				}
+				fmt.Fprintln(w)
+			})
+		},
+	}
+	addJSON(cmd, g)
 	return cmd
 }
 

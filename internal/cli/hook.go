@@ -83,9 +83,10 @@ to --wait for a decision (parley allow|deny, a manager agent, the dashboard),
 then answers Claude Code with it; with none it prints nothing, and Claude Code
 shows its own prompt.
 
-It also keeps the session's door registered (its inbox socket, from
-$CLAUDE_CODE_MESSAGING_SOCKET) at SessionStart and UserPromptSubmit, and
-closes it at SessionEnd; a prompt that is a Parley letter (a turn the
+At SessionStart it registers the session's agent and its door (its inbox
+socket, from $CLAUDE_CODE_MESSAGING_SOCKET), as the session's MCP server
+does, keeps the door registered at UserPromptSubmit, and closes it at
+SessionEnd; a prompt that is a Parley letter (a turn the
 daemon's letter through that door started) is reported seen, and its
 messages are not named again as context.
 
@@ -143,9 +144,13 @@ func hookCodexCmd(g *globals) *cobra.Command {
 		Short: "Codex hook: the working set after a compaction, permission requests to Parley's inbox, edits checked against file reservations",
 		Long: `A Codex hook.
 
-SessionStart, after a compaction or on a resumed thread, gives Codex the
-agent's working set as context: the tasks it claimed, the files it reserved,
-the replies and acks it still waits for (see parley work).
+SessionStart registers the thread's agent (named after the thread, such as
+codex-myrepo-3f9a1c, unless --agent names one) and its door, the thread's
+queue on the app-server of $CODEX_HOME, at the thread's start: the session
+is reachable before its first tool call. After a compaction or on a resumed
+thread it also gives Codex the agent's working set as context: the tasks it
+claimed, the files it reserved, the replies and acks it still waits for (see
+parley work).
 
 PermissionRequest files the request in Parley's permission inbox and waits up
 to --wait for a decision (parley allow|deny, a manager agent, the dashboard),
@@ -158,7 +163,7 @@ refuses the patch and tells the model who holds the file and why, --policy
 warn lets it through with that as context; --lease 10m reserves the files for
 the editing agent.
 
-Set them up with ` + "`parley init codex --permissions --leases`" + `, which adds them to
+Set them up with ` + "`parley init codex`" + ` (and --permissions, --leases), which adds them to
 Codex's config.toml; Codex runs only hooks it trusts, so review and trust them
 in Codex (/hooks). It never fails the session: on any error it prints nothing
 on stdout, a note on stderr, and exits 0. In a managed agent's session
@@ -418,7 +423,11 @@ func runClaudeHook(ctx context.Context, g *globals, event string, stdin io.Reade
 	// The session's door: the hooks keep it registered (the MCP server
 	// registers it too; a hook may start before it, or after it restarted).
 	switch event {
-	case evSessionStart, evUserPromptSubmit:
+	case evSessionStart:
+		if !managed {
+			startSession(ctx, g, c, id, claudeDoor(in.SessionID))
+		}
+	case evUserPromptSubmit:
 		refreshDoor(ctx, g, c, in.SessionID)
 	case evSessionEnd:
 		closeDoor(ctx, g, c, in.SessionID)
@@ -552,18 +561,11 @@ func runClaudeHook(ctx context.Context, g *globals, event string, stdin io.Reade
 // hook's environment, for the hook's agent. It is best effort: the hook
 // goes on without it.
 func refreshDoor(ctx context.Context, g *globals, c *client.Client, session string) {
-	sock := os.Getenv(door.EnvClaudeSocket)
-	if sock == "" {
+	d := claudeDoor(session)
+	if d == nil {
 		return
 	}
-	if s := os.Getenv(door.EnvClaudeSession); s != "" {
-		session = s
-	}
-	if session == "" {
-		return
-	}
-	if _, err := c.OpenDoor(ctx, api.DoorRequest{Kind: string(hub.DoorClaude), Session: session, Address: sock,
-		Token: os.Getenv(door.EnvClaudeToken)}); err != nil && hub.KindOf(err) != hub.Unavailable {
+	if _, err := c.OpenDoor(ctx, *d); err != nil && hub.KindOf(err) != hub.Unavailable {
 		// (A daemon that is not running is said once, below.)
 		fmt.Fprintf(g.stderr, "parley hook: register the session's door: %v\n", err)
 	}

@@ -129,19 +129,6 @@ func runPreCompact(ctx context.Context, g *globals, stdin io.Reader) error {
 	return nil
 }
 
-// runCodexSessionStart answers Codex's SessionStart: after a compaction or
-// on a resumed thread, the working set as context.
-func runCodexSessionStart(ctx context.Context, g *globals, stdin io.Reader) (*claudeHookOutput, error) {
-	c, in, err := workHookClient(ctx, g, "codex", stdin)
-	if err != nil {
-		return nil, err
-	}
-	if !restoresWork(in.Source) {
-		return nil, nil
-	}
-	return withWork(ctx, g, c, evSessionStart, nil), nil
-}
-
 func workCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "work",

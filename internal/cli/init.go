@@ -45,23 +45,31 @@ commands as you: review them before you trust the folder).
            and the message-listener sub-agent in .claude/agents/message-listener.md
   codex    [mcp_servers.parley] in $CODEX_HOME/config.toml (default ~/.codex),
            with PARLEY_HOME and CODEX_HOME passed on (the thread's queue is
-           the session's door) and Parley's tools approved; with
-           --permissions, a PermissionRequest hook that sends Codex's approval
-           requests to Parley's inbox; with a name (--agent), a SessionStart
-           hook that gives the agent its working set back after a
-           compaction; with --leases, a PreToolUse hook that
-           checks each apply_patch against other agents' file reservations;
-           the hooks trusted in Codex through codex app-server when codex is
-           on PATH (else it prints the /hooks step). That file is user-wide:
-           without --agent (and without hooks) each Codex session takes a
-           name of its own rather than one derived from this directory
+           the session's door) and Parley's tools approved; a SessionStart
+           hook that registers each thread's agent and door at the
+           thread's start (so it is reachable before its first tool call)
+           and gives the agent its working set back after a compaction;
+           thread_unload_delay_secs = 0, so that Codex unloads a thread
+           once /quit leaves no window on it and Parley closes its door;
+           with --permissions, a PermissionRequest hook that sends Codex's
+           approval requests to Parley's inbox; with --leases, a PreToolUse
+           hook that checks each apply_patch against other agents' file
+           reservations; the hooks trusted in Codex through codex
+           app-server when codex is on PATH (else it prints the /hooks
+           step). That file is user-wide
   cursor   .cursor/mcp.json
   gemini   .gemini/settings.json
 
 Paths are relative to the top of this repository (or this directory). It shows
 the changes as a diff and asks before writing, unless --yes; without a
 terminal it needs --yes. Running it again changes nothing. --agent and --role
-are passed on to ` + "`parley mcp serve`" + ` (and the hooks).`,
+are passed on to ` + "`parley mcp serve`" + ` (and the hooks).
+
+For claude and codex, no --agent bakes in no name: each client session takes
+one of its own (claude-myrepo-3f9a1c, codex-myrepo-...), so two sessions in
+one checkout are two agents, and an identity file here (someone's parley
+join) is not every session's. cursor and gemini name no sessions: without
+--agent they take the single identity file here, else DIR-CLIENT.`,
 		Example: `  parley init claude
   parley init codex --agent reviewer --role reviewer --yes`,
 		Args:      cobra.ExactArgs(1),
@@ -122,6 +130,9 @@ are passed on to ` + "`parley mcp serve`" + ` (and the hooks).`,
 					who = "as agent " + p.agent
 				}
 				fmt.Fprintf(g.stdout, "Note: %s is user-wide: Codex starts this parley server in every repository, %s.\n", path, who)
+				if note := unloadDelayNote(path); note != "" {
+					fmt.Fprintln(g.stdout, note)
+				}
 				p.trustCodexHooks(cmd.Context(), g)
 			}
 			if withChannel {
@@ -168,13 +179,19 @@ type initPlan struct {
 	leases      bool // the PreToolUse hook on edits (hook_edit.go)
 }
 
-// settleIdentity makes sure the server init writes has an agent name: a
-// server without one connects fine and then fails every send with "no
-// sender". Without --agent it takes the single identity of .parley/identities,
-// else derives one from the directory and the client, and says so.
+// settleIdentity settles the name of the server init writes. For claude and
+// codex, whose sessions name themselves, none unless --agent gives one
+// (settleSessionName). For the others a server without one would connect
+// fine and then fail every send with "no sender": without --agent it takes
+// the single identity of .parley/identities, else derives one from the
+// directory and the client, and says so.
 func (p *initPlan) settleIdentity(g *globals, dir string) error {
 	if p.agent != "" {
 		return hub.ValidName("agent name", p.agent)
+	}
+	if namesSessions(p.client) {
+		p.settleSessionName(g)
+		return nil
 	}
 	// The name in the repository's own config file is not taken: a
 	// repository is data, and its --agent could be anyone's (issue 40).
@@ -189,15 +206,6 @@ func (p *initPlan) settleIdentity(g *globals, dir string) error {
 		return nil
 	case len(names) > 1:
 		return fmt.Errorf("no --agent given and several identities in %s (%s): run `parley init %s --agent NAME` with one of them", workspace.IdentityDir(p.root), strings.Join(names, ", "), p.client)
-	}
-	if p.client == "codex" && !p.permissions && !p.leases {
-		// Codex's config is user-wide: a name derived from this directory
-		// would be every repository's. Each session names itself instead.
-		// (With hooks, a fixed name is derived below for both, and the
-		// note says it is global; hooks given no name would take the
-		// thread's, as the MCP server does: hookIdentity.)
-		fmt.Fprintf(g.stdout, "No --agent given: each Codex session takes a name of its own (its thread's, such as codex-%s-3f9a1c; see `parley mcp serve --help`); run `parley init codex --agent NAME` for a fixed one.\n", filepath.Base(p.root))
-		return nil
 	}
 	name := deriveAgentName(filepath.Base(p.root), p.client)
 	if hub.ValidName("agent name", name) != nil {
@@ -857,6 +865,11 @@ func (p initPlan) codex() ([]fileChange, error) {
 		}
 		c.new, after = []byte(text), withHook
 	}
+	text, err := withUnloadDelay(string(c.new))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	c.new = []byte(text)
 	return []fileChange{c}, nil
 }
 
@@ -873,11 +886,8 @@ type codexHookSpec struct {
 // a resumed thread; PermissionRequest waits for a person (up to its --wait
 // of 50 s); PreToolUse checks apply_patch's files.
 func (p initPlan) codexHooks() []codexHookSpec {
-	var hs []codexHookSpec
-	if p.agent != "" {
-		hs = append(hs, codexHookSpec{evSessionStart, "", 10,
-			"After a compaction or on a resumed thread it gives Codex the agent's working set (parley work) as context."})
-	}
+	hs := []codexHookSpec{{evSessionStart, "", 10,
+		"It registers each thread's agent and door at the thread's start, so that the session is reachable before its first tool call, and after a compaction or on a resumed thread it gives Codex the agent's working set (parley work) as context."}}
 	if p.permissions {
 		hs = append(hs, codexHookSpec{evPermissionRequest, "*", 60,
 			"It fires where Codex would ask for an approval (codex with approvals on, or codex app-server), not in plain codex exec."})

@@ -246,6 +246,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	doorCtx, stopDoorman := context.WithCancel(ctx)
 	doorman, doormanDone := d.startDoorman(doorCtx)
 	defer func() { stopDoorman(); <-doormanDone }() // its letters in flight, before the store closes
+	d.startCodexSessions(doorCtx)                   // a Codex session that ended closes its door
 	d.startNudger(ctx, doorman)
 	d.resumeDashboard()
 	// Escalations; stopped before the store closes. Its nudges go through

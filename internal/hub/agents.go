@@ -19,6 +19,13 @@ type JoinRequest struct {
 	// existing agent's: for the admin to claim a name a look-alike
 	// squatted first (bob, after bоb). Never from an agent token.
 	AllowLookalike bool
+	// SessionBound: the name is its client session's own, and the agent
+	// lives as long as that session (Agent.SessionBound).
+	SessionBound bool
+	// Provisional: the session's start registers it, before any call; it
+	// stays provisional until its first call (Called), and expires if its
+	// session ends first. A join of an agent that made a call keeps it so.
+	Provisional bool
 }
 
 // Join registers the agent or updates its role and module. A rejoin keeps its
@@ -44,10 +51,11 @@ func (h *Hub) Join(ctx context.Context, r JoinRequest) (*Agent, error) {
 	}
 	now := h.now().UTC()
 	a := &Agent{Workspace: r.Workspace, Name: r.Name, Role: r.Role, Module: r.Module,
-		Status: StatusReady, CreatedAt: now, LastSeen: now}
+		Status: StatusReady, CreatedAt: now, LastSeen: now, SessionBound: r.SessionBound, Provisional: r.Provisional}
 	if old, err := h.store.Agent(ctx, r.Workspace, r.Name); err == nil {
 		a.Status = old.Status
 		a.CreatedAt = old.CreatedAt
+		a.Provisional = r.Provisional && old.Provisional
 	} else if !IsNotFound(err) {
 		return nil, withOp(op, err)
 	} else if owner, err := h.aliasOwner(ctx, r.Workspace, r.Name); err != nil {
@@ -59,6 +67,11 @@ func (h *Hub) Join(ctx context.Context, r JoinRequest) (*Agent, error) {
 	}
 	if err := h.store.PutAgent(ctx, a); err != nil {
 		return nil, withOp(op, err)
+	}
+	if a.Provisional {
+		h.provisional.add(inboxKey{r.Workspace, r.Name})
+	} else {
+		h.provisional.take(inboxKey{r.Workspace, r.Name})
 	}
 	h.roles.set(inboxKey{r.Workspace, r.Name}, a.Role, now)
 	h.recipients.forget() // a send to a look-alike of this name is refused from now on

@@ -40,7 +40,9 @@ func (h *Hub) Rename(ctx context.Context, r RenameRequest) (*Agent, error) {
 	if r.New == r.Old {
 		return nil, Errorf(op, Invalid, "%q is the agent's name already", r.New)
 	}
-	a := &Agent{Workspace: r.Workspace, Name: r.New, Role: r.Role, Module: r.Module, Status: StatusReady}
+	// Only a session named after itself renames itself, and its new name
+	// lives as long as it does; renaming is a call.
+	a := &Agent{Workspace: r.Workspace, Name: r.New, Role: r.Role, Module: r.Module, Status: StatusReady, SessionBound: true}
 	switch old, err := h.store.Agent(ctx, r.Workspace, r.Old); {
 	case err == nil:
 		a.Role, a.Module = first(r.Role, old.Role), first(r.Module, old.Module)

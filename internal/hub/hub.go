@@ -55,6 +55,13 @@ type Options struct {
 	// others on a shared store take it for dead and give back what it held
 	// (liveness.go); 0: DefaultDeadAfter.
 	DeadAfter time.Duration
+	// ProvisionalGrace is how long an agent that its session's start
+	// registered and that never made a call outlives its session
+	// (lifetime.go); 0: DefaultProvisionalGrace.
+	ProvisionalGrace time.Duration
+	// UnjoinedTTL is the time to live of a message that names none, sent
+	// to a name that never joined (unjoined.go); 0: DefaultUnjoinedTTL.
+	UnjoinedTTL time.Duration
 }
 
 // DefaultTTL is a message's time to live when neither it nor the daemon's
@@ -74,6 +81,10 @@ type Hub struct {
 	deadAfter  time.Duration
 	host       string
 	ttl        time.Duration // 0: none
+	// unjoinedTTL: for mail to a name that never joined (unjoined.go);
+	// provisionalGrace: how long a provisional agent outlives its session
+	// (lifetime.go).
+	unjoinedTTL, provisionalGrace time.Duration
 
 	mu       sync.Mutex
 	waiters  map[inboxKey]map[*waiter]struct{}
@@ -104,6 +115,8 @@ type Hub struct {
 	// holders are the client sessions whose live sessions speak as each
 	// agent (holders.go).
 	holders holders
+	// provisional are the provisional agents (lifetime.go).
+	provisional provisionals
 
 	// acts are what the agents are doing, for their health (health.go).
 	actMu      sync.Mutex
@@ -158,7 +171,13 @@ func New(store Store, opts *Options) *Hub {
 	if o.DeadAfter <= 0 {
 		o.DeadAfter = DefaultDeadAfter
 	}
-	return &Hub{
+	if o.ProvisionalGrace <= 0 {
+		o.ProvisionalGrace = DefaultProvisionalGrace
+	}
+	if o.UnjoinedTTL <= 0 {
+		o.UnjoinedTTL = DefaultUnjoinedTTL
+	}
+	h := &Hub{
 		store:      store,
 		log:        o.Logger,
 		now:        o.Now,
@@ -182,6 +201,8 @@ func New(store Store, opts *Options) *Hub {
 		asks:       make(map[inboxKey][]ask),
 		entropy:    ulid.Monotonic(rand.Reader, 0),
 	}
+	h.unjoinedTTL, h.provisionalGrace = o.UnjoinedTTL, o.ProvisionalGrace
+	return h
 }
 
 // Store returns the hub's store.

@@ -330,6 +330,7 @@ func (h *Hub) Sweep(ctx context.Context) {
 		h.noticeOverdue(ctx, od)
 	}
 	h.expire(ctx, now)
+	h.expireProvisional(ctx, now)
 }
 
 // NoticeSender is the sender of Parley's own notices (overdue acks).

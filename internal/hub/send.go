@@ -243,7 +243,12 @@ func (h *Hub) resolve(ctx context.Context, ws, addr, from string) ([]string, []*
 		switch a.Kind {
 		case AddrEveryone:
 			what = "@everyone"
-			for _, ag := range as {
+			// Not the agents whose client sessions ended (lifetime.go).
+			present, err := h.withoutGone(ctx, ws, as)
+			if err != nil {
+				return nil, nil, err
+			}
+			for _, ag := range present {
 				names = append(names, ag.Name)
 			}
 		case AddrRole:
@@ -345,8 +350,12 @@ func (h *Hub) Broadcast(ctx context.Context, r BroadcastRequest) (*SendResult, e
 	if err != nil {
 		return nil, withOp(op, err)
 	}
+	present, err := h.withoutGone(ctx, r.Workspace, as)
+	if err != nil {
+		return nil, withOp(op, err)
+	}
 	var recips []string
-	for _, a := range as {
+	for _, a := range present {
 		switch {
 		case a.Name == r.From:
 		case slices.Contains(r.Exclude, a.Name) || slices.Contains(r.Exclude, a.Role):

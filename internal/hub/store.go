@@ -43,6 +43,13 @@ type Store interface {
 	// Aliases returns the aliases of ws: each old name to the agent that
 	// has it now.
 	Aliases(ctx context.Context, ws string) (map[string]string, error)
+	// ForgetAgent removes the agent name of ws, atomically: its record, its
+	// group memberships, its reservations and its old names; its copies
+	// not yet read (queued, redelivered, or leased to a reader) leave the
+	// inbox Bounced at at with the reason, and are returned with their
+	// messages. What it sent and read stays in the history. NotFound if
+	// there is no such agent.
+	ForgetAgent(ctx context.Context, ws, name, reason string, at time.Time) ([]*Delivery, error)
 
 	// CreateMessage stores m with one delivery per recipient, atomically:
 	// Queued, or handed out at once for the recipients of handed (see

@@ -108,6 +108,15 @@ type Agent struct {
 	// store shared by several records it (PresenceStore); zero if it has not
 	// left, or came back.
 	LeftAt time.Time
+	// SessionBound: the agent is named after its client session
+	// (claude-myrepo-3f9a1c, or the name such a session chose for itself)
+	// and lives as long as that session: once none of its sessions or
+	// doors is open it is gone, and @everyone skips it.
+	SessionBound bool
+	// Provisional: its session's start registered it, so that it is
+	// reachable at once, and it has made no call since; once its session
+	// ends it expires (lifetime.go).
+	Provisional bool
 }
 
 // ID is the agent's composite id, agent:{role}:{hash} (seed 000).

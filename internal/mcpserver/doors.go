@@ -51,6 +51,7 @@ func (s *Server) toolCalled(ctx context.Context, sess *session, req mcp.Request)
 	if thread != "" {
 		s.threadName(ctx, sess, thread)
 	}
+	s.called(ctx, sess)
 	s.mu.Lock()
 	agent := sess.caller.Agent
 	s.mu.Unlock()

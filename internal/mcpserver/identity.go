@@ -56,11 +56,14 @@ func (s *Server) hold(sess *session) {
 // MCP servers with no word of the thread, but its hooks get it in their
 // input and its shell commands in CODEX_THREAD_ID, and derive the thread's
 // name from it (workspace.SessionName); from this call on, the session
-// speaks as that name too. The process's name becomes an alias of it
-// (hub.Rename). A thread's name that is an agent already (the thread
-// resumed in another Codex, or its hooks spoke first) is taken as it is, and
-// so is the name it chose for itself (set_identity). The session may still
-// choose its own.
+// speaks as that name too, and registers it (a session named after its
+// process registers nothing before its first call, which names the thread;
+// a process's name registered by a call that named none becomes the
+// thread's, and stays its alias).
+// A thread's name that is an agent already (the thread's SessionStart hook
+// registered it, or the thread resumed in another Codex) is taken as it
+// is, and so is the name it chose for itself (set_identity). The session
+// may still choose its own.
 func (s *Server) threadName(ctx context.Context, sess *session, thread string) {
 	sess.naming.Lock()
 	defer sess.naming.Unlock()
@@ -77,11 +80,12 @@ func (s *Server) threadName(ctx context.Context, sess *session, thread string) {
 	sess.caller.Session = ts.Key()
 	s.mu.Unlock()
 	s.hold(sess)
-	to, err := s.threadAgent(ctx, c, sess.proc, name)
+	to, err := s.threadAgent(ctx, c, sess.proc, name, sess.joined)
 	if err != nil {
 		s.log.Warn("name a Codex session after its thread", "agent", c.Agent, "thread", thread, "err", err)
 		return
 	}
+	sess.joined = true
 	s.rebind(ctx, sess, to.Agent, to.Role, to.Module)
 	s.mu.Lock()
 	sess.caller.NameFrom = api.NameSession
@@ -89,10 +93,13 @@ func (s *Server) threadName(ctx context.Context, sess *session, thread string) {
 }
 
 // threadAgent is the agent of the thread's name: the one that has it, or
-// has it as an old name; else the process's agent renamed to it; else, when
-// another session of the same Codex took the process's name to its own
-// thread (one Codex, several threads), a new agent.
-func (s *Server) threadAgent(ctx context.Context, c ops.Caller, proc, name string) (ops.Caller, error) {
+// has it as an old name (its hooks registered it at the thread's start, or
+// the thread resumed in another Codex), with that agent's role; else, when
+// the session registered the process's name already (a call that named no
+// thread), that agent renamed to it; else a new agent of that name, with
+// the role the session was given (another thread of the same Codex may
+// have taken the process's name for its own).
+func (s *Server) threadAgent(ctx context.Context, c ops.Caller, proc, name string, joined bool) (ops.Caller, error) {
 	canon, err := s.hub.Canonical(ctx, c.Workspace, name)
 	if err != nil {
 		return c, err
@@ -101,20 +108,48 @@ func (s *Server) threadAgent(ctx context.Context, c ops.Caller, proc, name strin
 	case err == nil:
 		// It keeps its role: the process's was not chosen for it.
 		c.Agent, c.Role, c.Module = canon, "", ""
-		return c, s.admit(ctx, &c)
 	case !hub.IsNotFound(err):
 		return c, err
+	case joined && c.Agent == proc:
+		if owner, err := s.hub.Canonical(ctx, c.Workspace, proc); err != nil {
+			return c, err
+		} else if owner == proc {
+			a, err := s.hub.Rename(ctx, hub.RenameRequest{Workspace: c.Workspace, Old: proc, New: name, Module: c.Module})
+			if err != nil {
+				return c, err
+			}
+			c.Agent, c.Role, c.Module = a.Name, a.Role, a.Module
+			return c, nil
+		}
+		c.Agent = canon
+	default:
+		c.Agent = canon
 	}
-	if owner, err := s.hub.Canonical(ctx, c.Workspace, proc); err != nil {
-		return c, err
-	} else if owner != proc || c.Agent != proc {
-		c.Agent, c.Role, c.Module = name, "", ""
-		return c, s.admit(ctx, &c)
+	_, err = s.admit(ctx, &c, joining{now: true})
+	return c, err
+}
+
+// called notes a tool call of sess's agent: a session that had not
+// registered its agent (named after itself, with no door) registers it now,
+// and an agent its session's start registered has made its first call
+// (hub.Called).
+func (s *Server) called(ctx context.Context, sess *session) {
+	sess.naming.Lock()
+	defer sess.naming.Unlock()
+	s.mu.Lock()
+	c := sess.caller
+	s.mu.Unlock()
+	if c.Agent == "" {
+		return
 	}
-	a, err := s.hub.Rename(ctx, hub.RenameRequest{Workspace: c.Workspace, Old: proc, New: name, Module: c.Module})
-	if err != nil {
-		return c, err
+	if sess.joined {
+		s.hub.Called(ctx, c.Workspace, c.Agent)
+		return
 	}
-	c.Agent, c.Role, c.Module = a.Name, a.Role, a.Module
-	return c, nil
+	if _, err := s.admit(ctx, &c, joining{now: true}); err != nil {
+		s.log.Warn("register a session's agent at its first call", "agent", c.Agent, "err", err)
+		return
+	}
+	sess.joined = true
+	s.rebind(ctx, sess, c.Agent, c.Role, c.Module)
 }

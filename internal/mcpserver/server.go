@@ -132,6 +132,10 @@ type session struct {
 	// asked is the name the session was given and gave up for its own
 	// (ops.Admit).
 	asked string
+	// joined: its agent is registered (admit); a session named after
+	// itself with no door registers it at its first tool call. Guarded by
+	// naming.
+	joined bool
 }
 
 // inflight is one HTTP request on /mcp.
@@ -347,7 +351,15 @@ func (s *Server) identityOf(r *http.Request) (*session, error) {
 		}
 	}
 	proc := c.Agent // before admit: the name may stand for another agent now
-	if err := s.admit(r.Context(), &c); err != nil {
+	// A name the session derived for itself registers at its start only
+	// when it has a door (a Claude Code session's inbox socket): then it is
+	// reachable from its first second. One without (a health check such
+	// as `claude mcp list`, a Codex process before its thread is known)
+	// registers at its first tool call, and a health check never.
+	doorSocket := r.Header.Get(api.HeaderDoorSocket)
+	j := joining{now: c.NameFrom == "" || doorSocket != "", provisional: c.NameFrom != ""}
+	joined, err := s.admit(r.Context(), &c, j)
+	if err != nil {
 		return nil, err
 	}
 	// A stream's client (the bridge) says what it has; others confirm by
@@ -363,33 +375,40 @@ func (s *Server) identityOf(r *http.Request) (*session, error) {
 		local:  isLocal(r),
 		codex:  r.Header.Get(api.HeaderCodexHome),
 		asked:  asked,
+		joined: joined,
 	}
 	if c.NameFrom == api.NameProcess {
 		sess.proc, sess.root = proc, r.Header.Get(api.HeaderSessionRoot)
 	}
-	if sock := r.Header.Get(api.HeaderDoorSocket); sock != "" {
+	if sock := doorSocket; sock != "" {
 		sess.door = api.DoorRequest{Kind: string(hub.DoorClaude), Address: sock,
 			Session: r.Header.Get(api.HeaderDoorSession), Token: r.Header.Get(api.HeaderDoorToken)}
 	}
 	return sess, nil
 }
 
+// joining says whether admit registers a new agent now, and whether as one
+// its session's start registered (hub.JoinRequest.Provisional).
+type joining struct{ now, provisional bool }
+
 // admit settles the profiles of a session's caller (known ones, each once,
 // sorted; native if none; the identity profile for a session that may
 // rename itself) and refuses a set in which two define the same tool. It
-// joins the caller's agent on the fly: a new name joins (with its role, or
-// the default one); a known one keeps its role and module unless others
-// were given. A name that is an agent's old one (it renamed itself, and the
-// session comes back, or started in the same client session again) is that
-// agent. c gets the agent's name, role and module.
-func (s *Server) admit(ctx context.Context, c *ops.Caller) error {
+// joins the caller's agent on the fly, unless j says not now: a new name
+// joins (with its role, or the default one); a known one keeps its role and
+// module unless others were given. A name its session derived lives as long
+// as the session (hub.JoinRequest.SessionBound). A name that is an agent's
+// old one (it renamed itself, and the session comes back, or started in
+// the same client session again) is that agent. c gets the agent's name,
+// role and module; joined says whether the agent is registered.
+func (s *Server) admit(ctx context.Context, c *ops.Caller, j joining) (joined bool, err error) {
 	var profiles []string
 	for _, p := range c.Profiles {
 		if p = strings.TrimSpace(p); p == "" || slices.Contains(profiles, p) {
 			continue
 		}
 		if _, ok := s.profiles[p]; !ok {
-			return hub.Errorf("mcp", hub.Invalid, "unknown profile %q: want one of %s", p, strings.Join(s.Profiles(), ", "))
+			return false, hub.Errorf("mcp", hub.Invalid, "unknown profile %q: want one of %s", p, strings.Join(s.Profiles(), ", "))
 		}
 		profiles = append(profiles, p)
 	}
@@ -403,15 +422,15 @@ func (s *Server) admit(ctx context.Context, c *ops.Caller) error {
 	sort.Strings(profiles)
 	c.Profiles = profiles
 	if err := s.checkClash(profiles); err != nil {
-		return err
+		return false, err
 	}
 	if c.Agent == "" {
-		return nil
+		return false, nil
 	}
 	if c.Token == "" {
 		name, err := s.hub.Canonical(ctx, c.Workspace, c.Agent)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if name != c.Agent {
 			// It chose its name: it keeps the role it chose.
@@ -421,16 +440,19 @@ func (s *Server) admit(ctx context.Context, c *ops.Caller) error {
 	a, err := s.hub.Agent(ctx, c.Workspace, c.Agent)
 	switch {
 	case err == nil && (c.Role == "" || c.Role == a.Role) && (c.Module == "" || c.Module == a.Module):
+	case hub.IsNotFound(err) && !j.now:
+		return false, nil
 	case err == nil || hub.IsNotFound(err):
-		a, err = s.hub.Join(ctx, hub.JoinRequest{Workspace: c.Workspace, Name: c.Agent, Role: c.Role, Module: c.Module})
+		a, err = s.hub.Join(ctx, hub.JoinRequest{Workspace: c.Workspace, Name: c.Agent, Role: c.Role, Module: c.Module,
+			SessionBound: c.NameFrom != "", Provisional: j.provisional})
 		if err != nil {
-			return err
+			return false, err
 		}
 	default:
-		return err
+		return false, err
 	}
 	c.Role, c.Module = a.Role, a.Module
-	return nil
+	return true, nil
 }
 
 // checkClash refuses a set of profiles in which two define a tool of the same
@@ -725,7 +747,7 @@ func (s *Server) Connect(ctx context.Context, t mcp.Transport, caller ops.Caller
 	if caller.Door == "" {
 		caller.Door = hub.DoorMCP
 	}
-	if err := s.admit(ctx, &caller); err != nil {
+	if _, err := s.admit(ctx, &caller, joining{now: true}); err != nil {
 		return nil, err
 	}
 	ss, err := s.server(caller.Profiles).Connect(ctx, t, nil)

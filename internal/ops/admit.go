@@ -107,3 +107,51 @@ func (o *Ops) Identify(ctx context.Context, c *Caller, in api.IdentifyRequest) (
 		Fixed: in.Fixed || c.Token != ""})
 	return api.IdentifyResult{Agent: a.Agent, Derived: a.NameFrom != "", Note: a.Note}, nil
 }
+
+// StartSession registers the caller's client session at its start, from a
+// hook of the session (Codex's SessionStart, whose input names the thread;
+// Claude Code's): its agent, unless it is one already (whose role and
+// module stay unless others are given), provisional and bound to the
+// session when its name is the session's own; and its door, if it has one.
+// Then the session is reachable before its first tool call.
+func (o *Ops) StartSession(ctx context.Context, c *Caller, in api.SessionStartRequest) (api.SessionStartResult, error) {
+	const op = "start_session"
+	if err := c.needAgent(op); err != nil {
+		return api.SessionStartResult{}, err
+	}
+	a, err := o.hub.Agent(ctx, c.Workspace, c.Agent)
+	switch {
+	case err == nil && (in.Role == "" || in.Role == a.Role) && (in.Module == "" || in.Module == a.Module):
+	case err == nil || hub.IsNotFound(err):
+		role, module := in.Role, in.Module
+		if err == nil {
+			role, module = first(role, a.Role), first(module, a.Module)
+		}
+		a, err = o.hub.Join(ctx, hub.JoinRequest{Workspace: c.Workspace, Name: c.Agent, Role: role, Module: module,
+			SessionBound: in.Derived, Provisional: in.Derived})
+		if err != nil {
+			return api.SessionStartResult{}, err
+		}
+	default:
+		return api.SessionStartResult{}, err
+	}
+	out := api.SessionStartResult{Agent: agentInfo(hub.AgentView{Agent: a, Active: o.hub.Active(a), Health: o.hub.Health(a)})}
+	if in.Door != nil {
+		d, err := o.OpenDoor(ctx, c, *in.Door)
+		if err != nil {
+			return out, err
+		}
+		out.Door = &d
+	}
+	return out, nil
+}
+
+// first is the first of vs that is not "".
+func first(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}

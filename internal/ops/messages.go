@@ -43,6 +43,7 @@ func (o *Ops) Send(ctx context.Context, c *Caller, in api.SendRequest) (api.Send
 	if err != nil {
 		return api.SendResult{}, err
 	}
+	o.hub.Called(ctx, c.Workspace, c.Agent) // a send is a call
 	return api.SendResult{Status: "delivered", MessageID: res.Message.ID, Recipients: res.Recipients,
 		ThreadID: res.Message.ThreadID, RecipientStatus: recipientStatus(res), Replayed: res.Replayed}, nil
 }
@@ -132,6 +133,7 @@ func (o *Ops) Check(ctx context.Context, c *Caller, in api.CheckRequest) (api.Ch
 	if err := c.needAgent(op); err != nil {
 		return api.CheckResult{}, err
 	}
+	o.hub.Called(ctx, c.Workspace, c.Agent) // so is a read
 	r, err := o.reader(c)
 	if err != nil {
 		return api.CheckResult{}, err
@@ -176,6 +178,7 @@ func (o *Ops) Wait(ctx context.Context, c *Caller, in api.WaitRequest) (api.Wait
 		return api.WaitResult{}, err
 	}
 	start := time.Now()
+	o.hub.Called(ctx, c.Workspace, c.Agent)
 	d, err := o.receive(ctx, c, timeout, filter, "")
 	if err != nil {
 		return api.WaitResult{}, err

@@ -95,13 +95,15 @@ func (o *Ops) table() []Op {
 		// Agents and groups of the workspace.
 		def("Join", Admin, "POST /agents", o.Join), // registers any name: the token's agent exists already
 		def("GetAgent", Agent, "GET /agents/{name}", o.GetAgent),
+		def("ForgetAgent", Admin, "DELETE /agents/{name}", o.ForgetAgent), // a person removes one
 		def("ListAgents", Agent, "GET /agents", o.ListAgents),
 		def("SetStatus", Agent, "PUT /agents/{name}/status", o.SetStatus),
 		def("ReportActivity", Agent, "POST /activity", o.ReportActivity), // the caller's own health
 		def("MyWork", Agent, "GET /work", o.MyWork),                      // the caller's own working set
 		def("Whoami", Agent, "", o.Whoami),
-		def("Identify", Admin, "POST /identify", o.Identify), // which agent a client session on this machine speaks as
-		def("SetIdentity", Agent, "", o.SetIdentity),         // an MCP session's own name; refused to a token, which names its agent
+		def("Identify", Admin, "POST /identify", o.Identify),               // which agent a client session on this machine speaks as
+		def("StartSession", Admin, "POST /sessions/start", o.StartSession), // a client session's hook registers its agent and door
+		def("SetIdentity", Agent, "", o.SetIdentity),                       // an MCP session's own name; refused to a token, which names its agent
 		def("ListGroups", Agent, "GET /groups", o.ListGroups),
 		def("GetGroup", Agent, "GET /groups/{name}", o.GetGroup),
 		def("CreateGroup", Agent, "POST /groups", o.CreateGroup),

@@ -10,7 +10,7 @@ import (
 	"github.com/parley-dev/parley/internal/hub"
 )
 
-const agentCols = `workspace, name, role, module, status, created_at, last_seen, host, left_at`
+const agentCols = `workspace, name, role, module, status, created_at, last_seen, host, left_at, session_bound, provisional`
 
 // scanAgent reads agentCols (after any leading dest) into a new agent.
 func scanAgent(row pgx.Row, lead ...any) (*hub.Agent, error) {
@@ -20,7 +20,7 @@ func scanAgent(row pgx.Row, lead ...any) (*hub.Agent, error) {
 		lastSeen *time.Time
 		left     *time.Time
 	)
-	if err := row.Scan(append(lead, &a.Workspace, &a.Name, &a.Role, &a.Module, &status, &a.CreatedAt, &lastSeen, &a.Host, &left)...); err != nil {
+	if err := row.Scan(append(lead, &a.Workspace, &a.Name, &a.Role, &a.Module, &status, &a.CreatedAt, &lastSeen, &a.Host, &left, &a.SessionBound, &a.Provisional)...); err != nil {
 		return nil, err
 	}
 	a.Status = hub.Status(status)
@@ -59,12 +59,13 @@ func (db *DB) PutAgent(ctx context.Context, a *hub.Agent) error {
 		if err := db.ensureWorkspace(ctx, tx, a.Workspace); err != nil {
 			return err
 		}
-		return tx.QueryRow(ctx, `INSERT INTO agents (workspace, name, role, module, status, created_at, last_seen, host, node)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+		return tx.QueryRow(ctx, `INSERT INTO agents (workspace, name, role, module, status, created_at, last_seen, host, node, session_bound, provisional)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 			ON CONFLICT (workspace, name) DO UPDATE SET role = excluded.role, module = excluded.module,
-				status = excluded.status, last_seen = excluded.last_seen, host = excluded.host, node = excluded.node
+				status = excluded.status, last_seen = excluded.last_seen, host = excluded.host, node = excluded.node,
+				session_bound = excluded.session_bound, provisional = excluded.provisional
 			RETURNING created_at`,
-			a.Workspace, a.Name, a.Role, a.Module, string(a.Status), created, ts(a.LastSeen), db.host, nullText(db.node),
+			a.Workspace, a.Name, a.Role, a.Module, string(a.Status), created, ts(a.LastSeen), db.host, nullText(db.node), a.SessionBound, a.Provisional,
 		).Scan(&stored)
 	})
 	if err != nil {
@@ -199,9 +200,9 @@ func (db *DB) RenameAgent(ctx context.Context, old string, to *hub.Agent, at tim
 		case owner != old:
 			return hub.Errorf(op, hub.Conflict, "%q is an old name of agent %q in workspace %q", name, owner, ws)
 		}
-		tag, err := tx.Exec(ctx, `INSERT INTO agents (workspace, name, role, module, status, created_at, last_seen, host, node)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (workspace, name) DO NOTHING`,
-			ws, name, a.Role, a.Module, string(a.Status), a.CreatedAt, ts(a.LastSeen), db.host, nullText(db.node))
+		tag, err := tx.Exec(ctx, `INSERT INTO agents (workspace, name, role, module, status, created_at, last_seen, host, node, session_bound, provisional)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (workspace, name) DO NOTHING`,
+			ws, name, a.Role, a.Module, string(a.Status), a.CreatedAt, ts(a.LastSeen), db.host, nullText(db.node), a.SessionBound, a.Provisional)
 		if err != nil {
 			return err
 		}

@@ -8,7 +8,7 @@ import (
 	"github.com/parley-dev/parley/internal/hub"
 )
 
-const agentCols = `workspace, name, role, module, status, created_at, last_seen`
+const agentCols = `workspace, name, role, module, status, created_at, last_seen, session_bound, provisional`
 
 func scanAgent(sc rowScanner) (*hub.Agent, error) {
 	var (
@@ -16,7 +16,7 @@ func scanAgent(sc rowScanner) (*hub.Agent, error) {
 		status            string
 		created, lastSeen int64
 	)
-	if err := sc.Scan(&a.Workspace, &a.Name, &a.Role, &a.Module, &status, &created, &lastSeen); err != nil {
+	if err := sc.Scan(&a.Workspace, &a.Name, &a.Role, &a.Module, &status, &created, &lastSeen, &a.SessionBound, &a.Provisional); err != nil {
 		return nil, err
 	}
 	a.Status = hub.Status(status)
@@ -45,11 +45,12 @@ func (db *DB) PutAgent(ctx context.Context, a *hub.Agent) error {
 				return err
 			}
 		}
-		return c.QueryRowContext(ctx, `INSERT INTO agents (`+agentCols+`) VALUES (?, ?, ?, ?, ?, ?, ?)
+		return c.QueryRowContext(ctx, `INSERT INTO agents (`+agentCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (workspace, name) DO UPDATE SET role = excluded.role, module = excluded.module,
-				status = excluded.status, last_seen = excluded.last_seen
+				status = excluded.status, last_seen = excluded.last_seen,
+				session_bound = excluded.session_bound, provisional = excluded.provisional
 			RETURNING created_at`,
-			a.Workspace, a.Name, a.Role, a.Module, string(a.Status), nanos(created), nanos(a.LastSeen),
+			a.Workspace, a.Name, a.Role, a.Module, string(a.Status), nanos(created), nanos(a.LastSeen), a.SessionBound, a.Provisional,
 		).Scan(&stored)
 	})
 	if err != nil {
@@ -206,8 +207,8 @@ func (db *DB) RenameAgent(ctx context.Context, old string, to *hub.Agent, at tim
 			sql  string
 			args []any
 		}{
-			{`INSERT INTO agents (` + agentCols + `) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-				[]any{ws, name, a.Role, a.Module, string(a.Status), nanos(a.CreatedAt), nanos(a.LastSeen)}},
+			{`INSERT INTO agents (` + agentCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+				[]any{ws, name, a.Role, a.Module, string(a.Status), nanos(a.CreatedAt), nanos(a.LastSeen), a.SessionBound, a.Provisional}},
 			// A copy both had stays once, the new name's.
 			{`DELETE FROM deliveries WHERE workspace = ? AND recipient = ? AND message_seq IN
 				(SELECT message_seq FROM deliveries WHERE workspace = ? AND recipient = ?)`, []any{ws, old, ws, name}},

@@ -104,6 +104,8 @@ func runHub(t *testing.T, open func(t *testing.T) hub.Store) {
 		{"ExpiryAndBounce", testExpiryAndBounce},
 		{"ExpiryOrder", testExpiryOrder},
 		{"RenameAgent", testRenameAgent},
+		{"AgentLifetime", testAgentLifetime},
+		{"ForgetAgent", testForgetAgent},
 	})
 }
 

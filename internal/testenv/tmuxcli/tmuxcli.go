@@ -81,8 +81,21 @@ type Pane struct {
 // Start runs argv in dir, in a new session named name, with exactly env as
 // its environment (plus TERM).
 func (s *Server) Start(name, dir string, env []string, argv ...string) *Pane {
+	return s.StartIn(name, "", dir, env, argv...)
+}
+
+// StartIn is Start in a window named window; with a window name, the
+// program also sees that it runs inside tmux ($TMUX, $TMUX_PANE), as a
+// program a person starts in a tmux window does.
+func (s *Server) StartIn(name, window, dir string, env []string, argv ...string) *Pane {
 	s.t.Helper()
-	args := []string{"new-session", "-d", "-s", name, "-x", "160", "-y", "50", "-c", dir, "env", "-i", "TERM=xterm-256color"}
+	args := []string{"new-session", "-d", "-s", name, "-x", "160", "-y", "50", "-c", dir}
+	if window != "" {
+		// The shell passes on tmux's own variables; env -i drops the rest.
+		args = append(args, "-n", window, "sh", "-c", `exec env -i TERM=xterm-256color TMUX="$TMUX" TMUX_PANE="$TMUX_PANE" "$@"`, "sh")
+	} else {
+		args = append(args, "env", "-i", "TERM=xterm-256color")
+	}
 	args = append(args, env...)
 	args = append(args, argv...)
 	if _, err := s.run(args...); err != nil {
@@ -202,6 +215,9 @@ type ClaudeOptions struct {
 	Args []string // more arguments, e.g. --mcp-config
 	// Home is HOME and holds CLAUDE_CONFIG_DIR; default a temporary dir.
 	Home string
+	// Window, if set, names the tmux window the session runs in, and the
+	// session sees tmux's variables (StartIn).
+	Window string
 	// PermissionMode is the session's --permission-mode: "default" unless
 	// set. "bypassPermissions" is the mode teams of autonomous agents run
 	// in: the session starts with its warning accepted (and, as root,
@@ -269,7 +285,7 @@ func (s *Server) StartClaude(name string, model *standin.Server, o ClaudeOptions
 		argv = append(argv, "--settings", o.Settings)
 	}
 	argv = append(argv, o.Args...)
-	c.Pane = s.Start(name, o.Dir, env, argv...)
+	c.Pane = s.StartIn(name, o.Window, o.Dir, env, argv...)
 	// Before its directories go (cleanups run last first).
 	s.t.Cleanup(c.stop)
 	// The prompt's footer: "? for shortcuts", or the mode and how to
@@ -359,12 +375,14 @@ screen_reader_detection_done = true
 [notice.model_migrations]
 "gpt-5.5" = "gpt-6-sol"
 `, model.URL+"/v1", o.Dir)
-		// Tables first: keys appended after a table header would land in it.
-		text = strings.Replace(text, "\n[model_providers.standin]", "\n"+o.Config+"\n[model_providers.standin]", 1)
+		// Keys before tables: keys after a table header would land in it,
+		// ours and those at the top of what is there (parley init's).
+		head, tables := topLevel(string(old))
+		text = strings.Replace(text, "\n[model_providers.standin]", "\n"+o.Config+"\n"+head+"\n[model_providers.standin]", 1)
 		if err := os.MkdirAll(home, 0o700); err != nil {
 			s.t.Fatal(err)
 		}
-		if err := os.WriteFile(conf, append([]byte(text), old...), 0o600); err != nil {
+		if err := os.WriteFile(conf, []byte(text+tables), 0o600); err != nil {
 			s.t.Fatal(err)
 		}
 	}
@@ -377,6 +395,18 @@ screen_reader_detection_done = true
 	})
 	c.WaitScreen(90*time.Second, "for shortcuts")
 	return c
+}
+
+// topLevel splits TOML text at its first table header: its top-level keys,
+// and the rest.
+func topLevel(text string) (head, tables string) {
+	lines := strings.SplitAfter(text, "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(strings.TrimSpace(l), "[") {
+			return strings.Join(lines[:i], ""), strings.Join(lines[i:], "")
+		}
+	}
+	return text, ""
 }
 
 // stopCodexDaemon stops the app-server daemon (and its updater) that the
