@@ -56,14 +56,14 @@ func Routes(mux Mux, o *ops.Ops, e Endpoints) *Access {
 	if e.Events != nil {
 		mux.Handle("GET "+api.Prefix+"/events", e.Events)
 	}
-	for _, op := range o.Table() {
+	for _, op := range ops.Table() {
 		if op.Route == "" {
 			continue
 		}
 		method, path, _ := strings.Cut(op.Route, " ")
 		pattern := method + " " + api.Prefix + path
 		a.agent[pattern] = op.Access == ops.Agent
-		mux.Handle(pattern, handler(op, wildcards(pattern), adapters[op.Name]))
+		mux.Handle(pattern, handler(o, op, wildcards(pattern), adapters[op.Name]))
 	}
 	return a
 }
@@ -81,7 +81,7 @@ func (a *Access) AgentMay(pattern string) bool { return a.agent[pattern] }
 var adapters = map[string]func(r *http.Request, c *ops.Caller) error{
 	// The path names the agent whose status changes: the caller itself
 	// for an agent token.
-	"SetStatus": func(r *http.Request, c *ops.Caller) error {
+	ops.SetStatus.Name: func(r *http.Request, c *ops.Caller) error {
 		name := r.PathValue("name")
 		if r.Header.Get(api.HeaderAgentToken) != "" && name != c.Agent {
 			return hub.Errorf("set status", hub.Forbidden, "this token speaks for agent %q only; it cannot set the status of %q", c.Agent, name)
@@ -91,11 +91,11 @@ var adapters = map[string]func(r *http.Request, c *ops.Caller) error{
 	},
 	// A request is answered by its id in any workspace: ids are unique,
 	// and the people at the CLI and the dashboard watch every workspace.
-	"Respond": func(_ *http.Request, c *ops.Caller) error {
+	ops.Respond.Name: func(_ *http.Request, c *ops.Caller) error {
 		c.Workspace = ""
 		return nil
 	},
-	"RespondMany": func(_ *http.Request, c *ops.Caller) error {
+	ops.RespondMany.Name: func(_ *http.Request, c *ops.Caller) error {
 		c.Workspace = ""
 		return nil
 	},
@@ -106,7 +106,7 @@ var adapters = map[string]func(r *http.Request, c *ops.Caller) error{
 // wildcards (each matched to the input's fields by their json names), runs
 // the operation and writes its result, or its error with the status of its
 // kind.
-func handler(op ops.Op, wild []string, adapt func(*http.Request, *ops.Caller) error) http.Handler {
+func handler(o *ops.Ops, op ops.Op, wild []string, adapt func(*http.Request, *ops.Caller) error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, err := CallerOf(r)
 		in := op.NewInput()
@@ -123,9 +123,10 @@ func handler(op ops.Op, wild []string, adapt func(*http.Request, *ops.Caller) er
 		// The messages a read hands out are leased to this request's reader
 		// (ops opens it, CallerOf says how) until its response is written;
 		// they go back if it cannot be.
-		out, err := op.Call(r.Context(), c, in)
+		out, err := op.Call(r.Context(), o, c, in)
 		settle := context.WithoutCancel(r.Context())
 		if err != nil {
+			o.Failed(r.Context(), op.Name, err)
 			WriteError(w, err)
 			c.Reader.Written(settle, "", err)
 			return

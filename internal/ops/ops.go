@@ -171,7 +171,6 @@ type Ops struct {
 	log           *slog.Logger
 	progressEvery time.Duration
 	sessions      sessions // the open MCP sessions (session.go)
-	opTable
 }
 
 // New returns the operations over h.
@@ -227,4 +226,15 @@ func limitArg(op, what string, n int) error {
 // client sent (its profiles, its hello), in the words the client reads.
 func Invalid(op, format string, args ...any) error {
 	return hub.Errorf(op, hub.Invalid, format, args...)
+}
+
+// Failed logs err, an operation's that a door is about to write to its
+// client, if it is internal (a bug, an unexpected storage failure) and the
+// call was not cancelled: once, where it is written, with the operation
+// that failed; what a client did wrong (invalid, not found...) is the
+// client's to read, not the log's.
+func (o *Ops) Failed(ctx context.Context, op string, err error) {
+	if err != nil && ctx.Err() == nil && hub.KindOf(err) == hub.Internal {
+		o.log.Error("internal error", "op", op, "err", err)
+	}
 }

@@ -30,34 +30,34 @@ import (
 // fails for an open operation that is in neither readRule nor readsNone,
 // and e2e's TestTokenReadRule tries each of them through every door.
 var readRule = map[string]string{
-	"History":        "Viewer",
-	"SearchMessages": "Viewer",
-	"GetMessage":     "mayRead",
-	"Thread":         "mayRead",
-	"MessageStatus":  "mayRead; copies: the sender's all, a recipient's own",
-	"Reply":          "mayRead of the message replied to",
-	"Send":           "mayRead of reply_to: no joining another's thread",
-	"WaitForReply":   "mayRead of the message waited on",
-	"Overdue":        "its own messages; all=true refused",
-	"Bounced":        "its own messages' bounced copies; all=true refused",
-	"Redeliver":      "its own messages: another's is not found",
-	"Queue":          "the tasks waiting in a queue: any agent may claim them",
-	"Check":          "its own inbox",
-	"Peek":           "its own inbox",
-	"Wait":           "its own inbox",
-	"Receive":        "its own inbox",
-	"ClaimTask":      "a task it claims",
-	"Unread":         "its own inbox: a count",
+	History.Name:        "Viewer",
+	SearchMessages.Name: "Viewer",
+	GetMessage.Name:     "mayRead",
+	Thread.Name:         "mayRead",
+	MessageStatus.Name:  "mayRead; copies: the sender's all, a recipient's own",
+	Reply.Name:          "mayRead of the message replied to",
+	Send.Name:           "mayRead of reply_to: no joining another's thread",
+	WaitForReply.Name:   "mayRead of the message waited on",
+	Overdue.Name:        "its own messages; all=true refused",
+	Bounced.Name:        "its own messages' bounced copies; all=true refused",
+	Redeliver.Name:      "its own messages: another's is not found",
+	Queue.Name:          "the tasks waiting in a queue: any agent may claim them",
+	Check.Name:          "its own inbox",
+	Peek.Name:           "its own inbox",
+	Wait.Name:           "its own inbox",
+	Receive.Name:        "its own inbox",
+	ClaimTask.Name:      "a task it claims",
+	Unread.Name:         "its own inbox: a count",
 }
 
 // readsNone lists the operations open to agent tokens that read no message.
 var readsNone = []string{
-	"Broadcast", "Clear", "Ack", "NoteWake", "Seen", "Receipt", "GetAgent", "ListAgents", "SetStatus", "Whoami", "SetIdentity",
-	"ListGroups", "GetGroup", "CreateGroup", "DeleteGroup", "AddMember", "RemoveMember",
-	"ReservePaths", "RenewReservations", "ReleaseReservations", "ListReservations", "WhoHas", "CheckPaths",
-	"CompleteTask", "ReleaseTask", "SetTitle", "SetBranch", "RequestPermission", "AskPermission",
-	"Tools", "CallTool", "Health", "ReportActivity",
-	"MyWork", // its own tasks (claimed by it), reservations and asks (sent by it)
+	Broadcast.Name, Clear.Name, Ack.Name, NoteWake.Name, Seen.Name, Receipt.Name, GetAgent.Name, ListAgents.Name, SetStatus.Name, Whoami.Name, SetIdentity.Name,
+	ListGroups.Name, GetGroup.Name, CreateGroup.Name, DeleteGroup.Name, AddMember.Name, RemoveMember.Name,
+	ReservePaths.Name, RenewReservations.Name, ReleaseReservations.Name, ListReservations.Name, WhoHas.Name, CheckPaths.Name,
+	CompleteTask.Name, ReleaseTask.Name, SetTitle.Name, SetBranch.Name, RequestPermission.Name, AskPermission.Name,
+	Tools.Name, CallTool.Name, Health.Name, ReportActivity.Name,
+	MyWork.Name, // its own tasks (claimed by it), reservations and asks (sent by it)
 }
 
 // ReadRuleOps names the operations open to agent tokens that read messages:

@@ -3,13 +3,14 @@ package ops
 import (
 	"context"
 	"reflect"
+	"strings"
 	"testing"
 )
 
 // agentToken is the table's access, by operation name, for the tests.
 func agentToken() map[string]bool {
 	m := map[string]bool{}
-	for _, op := range new(Ops).Table() {
+	for _, op := range Table() {
 		m[op.Name] = op.Access == Agent
 	}
 	return m
@@ -37,7 +38,7 @@ func TestTableHasEveryOp(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	routes := map[string]string{}
-	for _, op := range new(Ops).Table() {
+	for _, op := range Table() {
 		if seen[op.Name] {
 			t.Errorf("the table lists %s twice", op.Name)
 		}
@@ -59,13 +60,55 @@ func TestTableHasEveryOp(t *testing.T) {
 
 // TestAccess spot-checks the table's access against what the operations do.
 func TestAccess(t *testing.T) {
-	o := new(Ops)
-	for name, want := range map[string]Access{
-		"Send": Agent, "Ack": Agent, "ReservePaths": Agent, "Health": Agent,
-		"Purge": Admin, "KillAgent": Admin, "Respond": Admin, "Join": Admin, "CreateToken": Admin,
+	for _, tc := range []struct {
+		op   Op
+		want Access
+	}{
+		{Send, Agent}, {Ack, Agent}, {ReservePaths, Agent}, {Health, Agent},
+		{Purge, Admin}, {KillAgent, Admin}, {Respond, Admin}, {Join, Admin}, {CreateToken, Admin},
 	} {
-		if got := o.Op(name).Access; got != want {
-			t.Errorf("%s: access %v, want %v", name, got, want)
+		if tc.op.Access != tc.want {
+			t.Errorf("%s: access %v, want %v", tc.op.Name, tc.op.Access, tc.want)
+		}
+	}
+}
+
+// TestEffects holds what the table says an operation does to the state
+// (MCP's tool annotations come from it) to what its route says, and spots
+// the rest: a GET reads only; a DELETE destroys; nothing reads only and
+// destroys; reading one's own mail (check, wait) reads, for clients to run
+// it without asking.
+func TestEffects(t *testing.T) {
+	for _, op := range Table() {
+		method, _, _ := strings.Cut(op.Route, " ")
+		switch {
+		case method == "GET" && !op.ReadOnly:
+			t.Errorf("%s is GET %s but not read-only", op.Name, op.Route)
+		case method == "DELETE" && !op.Destructive:
+			t.Errorf("%s is DELETE %s but not destructive", op.Name, op.Route)
+		case op.ReadOnly && (op.Destructive || !op.Idempotent):
+			t.Errorf("%s: read-only, yet destructive or not idempotent", op.Name)
+		}
+	}
+	for _, tc := range []struct {
+		op                                           Op
+		readOnly, destructive, idempotent, openWorld bool
+	}{
+		{Peek, true, false, true, false},
+		{Whoami, true, false, true, false},
+		{Check, true, false, true, false},
+		{Wait, true, false, true, false},
+		{ClaimTask, false, false, false, false},
+		{Send, false, false, false, false},
+		{Ack, false, false, true, false},
+		{KillAgent, false, true, true, false},
+		{Clear, false, true, true, false},
+		{CallTool, false, false, false, true},
+	} {
+		op := tc.op
+		if op.ReadOnly != tc.readOnly || op.Destructive != tc.destructive || op.Idempotent != tc.idempotent || op.OpenWorld != tc.openWorld {
+			t.Errorf("%s: read-only %v, destructive %v, idempotent %v, open world %v; want %v %v %v %v", op.Name,
+				op.ReadOnly, op.Destructive, op.Idempotent, op.OpenWorld, tc.readOnly, tc.destructive, tc.idempotent, tc.openWorld)
 		}
 	}
 }

@@ -54,13 +54,13 @@ func Agentmail(h *Host) Profile {
 				InputSchema: obj(map[string]*jsonschema.Schema{
 					"recipient": str("the receiving agent's name"),
 					"message":   str("message text"),
-				}, "recipient", "message")}, h.amSend),
+				}, "recipient", "message")}, ops.Send, h.amSend),
 			raw(h, &mcp.Tool{Name: "receive", Description: `Read your oldest unread message (higher priorities first) and mark it read; "No unread messages" when there is none.`,
-				InputSchema: obj(nil)}, h.amReceive),
+				InputSchema: obj(nil)}, ops.Receive, h.amReceive),
 			raw(h, &mcp.Tool{Name: "status", Description: "Set your status: ready, work or offline.",
-				InputSchema: obj(map[string]*jsonschema.Schema{"status": status}, "status")}, h.amStatus),
+				InputSchema: obj(map[string]*jsonschema.Schema{"status": status}, "status")}, ops.SetStatus, h.amStatus),
 			raw(h, &mcp.Tool{Name: "list-recipients", Description: "List the agents you can send to (every agent of this workspace but you).",
-				InputSchema: obj(nil)}, h.amRecipients),
+				InputSchema: obj(nil)}, ops.ListAgents, h.amRecipients),
 		},
 		Middleware: unknownToolNotFound,
 	}

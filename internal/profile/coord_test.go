@@ -17,12 +17,12 @@ import (
 // is what a client puts in the model's context). A profile that grows past
 // its budget fails here: raise the budget only on purpose.
 var toolBudgets = map[string]int{
-	"lean":      2_400,
-	"native":    32_400, // issue 11 added acks and receipts; issue 15 reservations, search and queues, each with its output schema; issue 24 the provenance of every message; issue 25 portable schemas (anyOf for nullable and free-form values); issue 27 deliver, ttl_seconds and the attention states; issue 28 health in list_agents and my_work
-	"sidechat":  2_600,
-	"agentmail": 1_200,
-	"manager":   21_800, // issue 25: portable schemas; issue 28 budgets (create_agent's max_turns, max_cost, max_duration, and each agent's budget and spend)
-	"self":      1_600,
+	"lean":      3_000,  // issue 38: every tool's annotations (readOnlyHint, destructiveHint, ...), about 90 bytes a tool, here and below
+	"native":    35_200, // issue 11 added acks and receipts; issue 15 reservations, search and queues, each with its output schema; issue 24 the provenance of every message; issue 25 portable schemas (anyOf for nullable and free-form values); issue 27 deliver, ttl_seconds and the attention states; issue 28 health in list_agents and my_work; issue 38 annotations
+	"sidechat":  2_800,
+	"agentmail": 1_450,
+	"manager":   22_700, // issue 25: portable schemas; issue 28 budgets (create_agent's max_turns, max_cost, max_duration, and each agent's budget and spend)
+	"self":      1_900,
 	"identity":  1_000, // issue 25: set_identity, for a session whose name Parley derived
 }
 

@@ -76,7 +76,7 @@ const IdentityName = "identity"
 // Identity is the profile of set_identity (IdentityName).
 func Identity(h *Host) Profile {
 	return Profile{Tools: []Tool{
-		typed(h, "set_identity", "Replace the name Parley derived for this session (claude-myrepo-3f9a1c) with one you choose, and set your role. Mail to the old name follows you.", h.Ops.Op("SetIdentity")),
+		typed(h, "set_identity", "Replace the name Parley derived for this session (claude-myrepo-3f9a1c) with one you choose, and set your role. Mail to the old name follows you.", ops.SetIdentity),
 	}}
 }
 

@@ -63,15 +63,15 @@ const sidechatSummary = 200
 func Sidechat(h *Host) Profile {
 	return Profile{Tools: []Tool{
 		typed(h, "send_message", "Send a message (any JSON object) to an agent's inbox in a session. The agent need not exist yet: its inbox keeps the message until it is received.",
-			ops.Define("sidechat send_message", ops.Admin, h.scSend), editInput(func(in *jsonschema.Schema) {
+			ops.Define("sidechat send_message", ops.Admin, ops.Send, h.scSend), editInput(func(in *jsonschema.Schema) {
 				in.Properties["message"] = &jsonschema.Schema{Type: "object", Description: "message payload (any JSON object)"}
 			})),
 		// receive_message returns null on timeout, which an output schema
 		// cannot say.
 		typed(h, "receive_message", "Receive the next message from an agent's inbox, oldest first, and remove it from the inbox. Blocks until a message arrives or the timeout (milliseconds) passes; returns null on timeout. Without a timeout it blocks until a message arrives.",
-			ops.Define("sidechat receive_message", ops.Admin, h.scReceive), noOutputSchema()),
-		typed(h, "has_messages", "Report whether an agent's inbox in a session holds messages, without receiving them.", ops.Define("sidechat has_messages", ops.Admin, h.scHas)),
-		typed(h, "clear_messages", "Delete every pending message of an agent's inbox in a session.", ops.Define("sidechat clear_messages", ops.Admin, h.scClear)),
+			ops.Define("sidechat receive_message", ops.Admin, ops.Receive, h.scReceive), noOutputSchema()),
+		typed(h, "has_messages", "Report whether an agent's inbox in a session holds messages, without receiving them.", ops.Define("sidechat has_messages", ops.Admin, ops.Unread, h.scHas)),
+		typed(h, "clear_messages", "Delete every pending message of an agent's inbox in a session.", ops.Define("sidechat clear_messages", ops.Admin, ops.Clear, h.scClear)),
 	}}
 }
 

@@ -101,7 +101,7 @@ func typed(h *Host, name, desc string, op ops.Op, opts ...toolOption) Tool {
 		panic(fmt.Sprintf("tool %s: input schema: %v", name, err))
 	}
 	quick := quickFor(in)
-	t := &mcp.Tool{Name: name, Description: desc, InputSchema: in}
+	t := &mcp.Tool{Name: name, Description: desc, InputSchema: in, Annotations: annotations(op)}
 	var outRes *jsonschema.Resolved
 	if !cfg.noOutput {
 		out := schemaFor(op.Out)
@@ -145,12 +145,13 @@ func typed(h *Host, name, desc string, op ops.Op, opts ...toolOption) Tool {
 		}
 		c := h.Caller(ctx, req)
 		defer h.Ops.ToolCall(c)() // in flight, for the agent's health
-		out, err := op.Call(ctx, c, v)
+		out, err := op.Call(ctx, h.Ops, c, v)
 		if err != nil {
 			var rpcErr *jsonrpc.Error
 			if errors.As(err, &rpcErr) && err == error(rpcErr) {
 				return nil, rpcErr
 			}
+			h.Ops.Failed(ctx, name, err)
 			return toolError(err), nil
 		}
 		b, err := json.Marshal(out)
@@ -208,7 +209,7 @@ func sdkTyped(h *Host, t *mcp.Tool, cfg toolConfig, agentMay bool, op ops.Op) To
 			}
 			c := h.Caller(ctx, req)
 			defer h.Ops.ToolCall(c)()
-			out, err := op.Call(ctx, c, v)
+			out, err := op.Call(ctx, h.Ops, c, v)
 			if tx, ok := out.(texter); ok && err == nil {
 				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: tx.Text()}}}, out, nil
 			}
@@ -218,10 +219,25 @@ func sdkTyped(h *Host, t *mcp.Tool, cfg toolConfig, agentMay bool, op ops.Op) To
 	return Tool{Tool: t, add: add}
 }
 
+// annotations say what a tool's operation does to the state, as MCP's tool
+// annotations do, so that a client may run what only reads without asking
+// and warn before what destroys (the table's, never a tool's own word).
+func annotations(op ops.Op) *mcp.ToolAnnotations {
+	world := op.OpenWorld
+	a := &mcp.ToolAnnotations{ReadOnlyHint: op.ReadOnly, IdempotentHint: op.Idempotent, OpenWorldHint: &world}
+	if !op.ReadOnly {
+		destroys := op.Destructive
+		a.DestructiveHint = &destroys
+	}
+	return a
+}
+
 // raw makes a tool whose handler reads its own arguments and builds its own
 // result: agentmail's, which answers bad arguments with JSON-RPC -32602
-// (the typed adapter validates first and reports a tool error).
-func raw(h *Host, t *mcp.Tool, fn func(context.Context, *ops.Caller, *mcp.CallToolRequest) (*mcp.CallToolResult, error)) Tool {
+// (the typed adapter validates first and reports a tool error). Its
+// annotations are those of the operation like, which it renders.
+func raw(h *Host, t *mcp.Tool, like ops.Op, fn func(context.Context, *ops.Caller, *mcp.CallToolRequest) (*mcp.CallToolResult, error)) Tool {
+	t.Annotations = annotations(like)
 	return Tool{Tool: t, Handler: func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		c := h.Caller(ctx, req)
 		defer h.Ops.ToolCall(c)()

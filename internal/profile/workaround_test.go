@@ -21,7 +21,7 @@ func TestWorkaroundsOff(t *testing.T) {
 		To string `json:"to"`
 	}
 	schema := schemaFor(reflect.TypeFor[in]())
-	tool := typed(&Host{}, "t", "a tool", ops.Define("t", ops.Agent, func(context.Context, *ops.Caller, in) (api.Empty, error) {
+	tool := typed(&Host{}, "t", "a tool", ops.Define("t", ops.Agent, ops.Whoami, func(context.Context, *ops.Caller, in) (api.Empty, error) {
 		return api.Empty{}, nil
 	}))
 	switch os.Getenv("PARLEY_TEST_WORKAROUNDS_CHILD") {
