@@ -325,30 +325,75 @@ func TestRaceHTTPDisconnect(t *testing.T) {
 	r.finish("go-sdk client cancelling its wait over HTTP within ±3 ms of a send", rounds)
 }
 
-// TestRaceHTTPHangUp hangs up a blocked wait_for_message's connection
-// without reading anything (and without notifications/cancelled) within 3 ms
-// of a send: a message written to it sits unread in the client's socket. The
-// session goes on and reads the rest.
+// TestRaceHTTPHangUp kills a plain HTTP client (its blocked
+// wait_for_message's connection and its GET stream close, nothing read,
+// no notifications/cancelled) within 3 ms of a send: a message written to
+// it sits unread in its socket. Such a client never confirms it: its GET
+// stream's end gives it back, and the next client reads it.
 func TestRaceHTTPHangUp(t *testing.T) {
 	rounds := raceRounds(t, 30)
 	r := newRace(t, "hangup")
-	s := r.e.dropSession(t, r.ws, "bob", "")
 	for i := range rounds {
+		s := r.e.dropSession(t, r.ws, "bob", "")
+		s.openStream()
 		wait, hangUp := hangUpRound[*msgInfo](t, i, func() (net.Conn, error) {
 			return s.send("wait_for_message", map[string]any{"timeout": 20})
 		})
-		r.round(i, 3*time.Millisecond, wait, hangUp)
-		// The session's next request.
-		var c struct {
-			Messages []msgInfo `json:"messages"`
-		}
-		if b := s.tool(context.Background(), "check_messages", nil); b != nil && json.Unmarshal(b, &c) == nil {
-			for _, m := range c.Messages {
-				r.g.add(m)
-			}
-		}
+		r.round(i, 3*time.Millisecond, wait, func() { hangUp(); s.die() })
 	}
-	r.finish("HTTP hang-up of a wait, unread, within ±3 ms of a send", rounds)
+	r.finish("a plain HTTP client killed in a wait, unread, within ±3 ms of a send", rounds)
+}
+
+// TestNextRequestConfirms holds the rule for plain HTTP clients: a client
+// that hangs up an answered request without reading it, and without
+// cancelling it, and makes its next request in the session, has confirmed
+// what the answer carried (a receipt is said, not guessed from its
+// socket). One that dies with no GET stream leaves the copy leased to its
+// session, unconfirmed, until the lease runs out or the session expires;
+// nothing says it has it.
+func TestNextRequestConfirms(t *testing.T) {
+	e := newEnv(t)
+	const ws = "rule"
+	e.Must("join", "--name", "bob", "--role", "dev", "--workspace", ws)
+	sender := e.Session(nil, "--agent", "alice", "--workspace", ws)
+	send := func(text string) string {
+		var out struct {
+			MessageID string `json:"message_id"`
+		}
+		mustCall(t, sender, "send_message", map[string]any{"to": "bob", "content": text}, &out)
+		return out.MessageID
+	}
+	state := func(id string) (string, string) {
+		var st struct {
+			Recipients []struct {
+				State      string `json:"state"`
+				LeaseUntil string `json:"lease_until"`
+			} `json:"recipients"`
+		}
+		e.mustAPI("GET", "/messages/"+id+"/status", ws, "alice", nil, &st)
+		return st.Recipients[0].State, st.Recipients[0].LeaseUntil
+	}
+	s := e.dropSession(t, ws, "bob", "")
+	id := send("hung up on")
+	conn, err := s.send("check_messages", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the check to take the message", func() bool { st, _ := state(id); return st != "queued" })
+	conn.Close() // unread
+	s.tool(context.Background(), "whoami", nil)
+	if st, _ := state(id); st != "read" {
+		t.Errorf("after the session's next request: %s, want read", st)
+	}
+	id = send("never confirmed")
+	if conn, err = s.send("check_messages", nil); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the check to take the message", func() bool { st, _ := state(id); return st != "queued" })
+	conn.Close() // and the client is gone
+	if st, until := state(id); st != "delivered" || until == "" {
+		t.Errorf("a copy its dead client never confirmed: %s (lease until %q), want delivered, leased", st, until)
+	}
 }
 
 // check reads bob's inbox through cs.
@@ -374,6 +419,42 @@ type dropSession struct {
 	ws      string
 	profile string // "": native
 	next    int
+	mu      sync.Mutex
+	conns   []net.Conn // its GET stream's, once open
+}
+
+// openStream opens the session's GET stream, as the go-sdk's and the
+// TypeScript SDK's clients do.
+func (s *dropSession) openStream() {
+	s.t.Helper()
+	conn, err := net.Dial("unix", filepath.Join(s.e.home, "parley.sock"))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	req := s.request(context.Background(), "")
+	req.Method, req.Body, req.ContentLength = "GET", nil, 0
+	req.Header.Set("Accept", "text/event-stream")
+	if err := req.Write(conn); err != nil {
+		s.t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		s.t.Fatalf("GET stream: %v %v", resp, err)
+	}
+	s.mu.Lock()
+	s.conns = append(s.conns, conn)
+	s.mu.Unlock()
+}
+
+// die closes what the session's client keeps open, as a killed client's
+// kernel does.
+func (s *dropSession) die() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.conns {
+		c.Close()
+	}
+	s.conns = nil
 }
 
 func (e *env) dropSession(t *testing.T, ws, agent, profile string) *dropSession {

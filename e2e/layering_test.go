@@ -36,6 +36,17 @@ func TestLayering(t *testing.T) {
 	if slices.Contains(deps(t, "../internal/mcpserver"), mod+"bridge") {
 		t.Error("internal/mcpserver imports internal/bridge: wire names belong in internal/api")
 	}
+	// The MCP transport calls operations only (issue 38): sessions are
+	// admitted by ops.OpenSession, naming rules live below it.
+	mi, err := exec.Command("go", "list", "-f", `{{join .Imports " "}}`, "../internal/mcpserver").Output()
+	if err != nil {
+		t.Fatalf("go list -f {{.Imports}} ../internal/mcpserver: %v", err)
+	}
+	for _, below := range []string{"hub", "workspace"} {
+		if slices.Contains(strings.Fields(string(mi)), mod+below) {
+			t.Errorf("internal/mcpserver imports internal/%s: it calls ops, which calls the domain", below)
+		}
+	}
 	// The tool surfaces (profiles) sit below the transport that serves them:
 	// they know no HTTP (the go-sdk below them does, for its own handler),
 	// and nothing of the doors above.

@@ -199,9 +199,10 @@ func killRace(t *testing.T, p profileRead) {
 	r.finish("kill -9 of parley mcp serve --profile "+p.profile+" reading, within ±20 ms of a send", rounds)
 }
 
-// hangUpRace hangs up the profile's read over HTTP, unread and without
-// notifications/cancelled, within 3 ms of a send; the session's next request
-// reads on.
+// hangUpRace kills a plain HTTP client of the profile as it reads (its
+// read's connection and its GET stream close, unread and without
+// notifications/cancelled) within 3 ms of a send; the next client reads
+// on.
 func hangUpRace(t *testing.T, p profileRead) {
 	rounds := raceRounds(t, 30)
 	r := newProfileRace(t, p)
@@ -209,15 +210,15 @@ func hangUpRace(t *testing.T, p profileRead) {
 	if len(p.reader) > 2 {
 		agent = p.reader[3]
 	}
-	s := r.e.dropSession(t, r.ws, agent, p.profile)
 	for i := range rounds {
+		s := r.e.dropSession(t, r.ws, agent, p.profile)
+		s.openStream()
 		read, hangUp := hangUpRound[json.RawMessage](t, i, func() (net.Conn, error) {
 			return s.send(p.recv, p.recvIn)
 		})
-		r.round(i, 3*time.Millisecond, read, hangUp)
-		r.got(s.tool(context.Background(), p.recv, p.drainIn)) // the session's next request
+		r.round(i, 3*time.Millisecond, read, func() { hangUp(); s.die() })
 	}
-	r.finish("HTTP hang-up of "+p.profile+" "+p.recv+", unread, within ±3 ms of a send", rounds)
+	r.finish("a plain HTTP client of "+p.profile+" killed in "+p.recv+", unread, within ±3 ms of a send", rounds)
 }
 
 func TestRaceKillSidechatReceive(t *testing.T) { killRace(t, sidechatRead) }

@@ -15,37 +15,14 @@ import (
 	"github.com/parley-dev/parley/internal/hub"
 )
 
-// Identity headers; the same names are accepted as query parameters
-// (agent, workspace, profile, role, module) on /mcp.
+// Identity headers of the JSON API, and of a plain HTTP client's MCP
+// session (which may send HeaderHello instead, or ?agent=&workspace=).
 const (
 	HeaderAgent     = "Parley-Agent"
 	HeaderWorkspace = "Parley-Workspace"
-	HeaderRole      = "Parley-Role"
-	HeaderModule    = "Parley-Module"
-	HeaderProfile   = "Parley-Profile"
 	// HeaderWakePath names how the caller passes on what it reads (a
 	// channel pushes it): recorded as the messages' wake path.
 	HeaderWakePath = "Parley-Wake-Path"
-	// HeaderAgentFrom says, at the start of an MCP session, that its agent
-	// name was not given but derived for the client session (NameSession,
-	// NameProcess): the session may rename itself (set_identity).
-	HeaderAgentFrom = "Parley-Agent-From"
-	// HeaderSessionRoot goes with HeaderAgentFrom NameProcess: the
-	// checkout the session works in, from which the daemon derives the
-	// name of its Codex thread once a tool call names it
-	// (workspace.SessionName), as the thread's hooks do.
-	HeaderSessionRoot = "Parley-Session-Root"
-)
-
-// How a session's name was derived (HeaderAgentFrom).
-const (
-	// NameSession: from the client session's own id (PARLEY_SESSION,
-	// CLAUDE_CODE_SESSION_ID, CODEX_THREAD_ID), as its hooks derive it.
-	NameSession = "session"
-	// NameProcess: from the client process that started the server, for a
-	// client that names no session (Gemini CLI; Codex, until its first
-	// tool call names its thread).
-	NameProcess = "process"
 )
 
 // doorKey carries, in a request's context, the door a request came by when
@@ -68,27 +45,6 @@ func DoorOf(ctx context.Context) hub.Door {
 // removes one a client sent), on a request made with an agent token: the
 // token's id. The doors then run only the operations open to agent tokens.
 const HeaderAgentToken = "Parley-Agent-Token"
-
-// Headers of a session started inside tmux (`parley mcp serve` sends them at
-// initialize): where the agent's pane is, and whether it asked to be nudged.
-const (
-	HeaderTmuxSocket = "Parley-Tmux-Socket"
-	HeaderTmuxPane   = "Parley-Tmux-Pane"
-	HeaderNudge      = "Parley-Nudge"
-)
-
-// Headers of a session whose client opened a door for it (`parley mcp
-// serve` sends them at initialize, from the environment the client started
-// it with): Claude Code's inbox socket, its token and the Claude session
-// id; or the CODEX_HOME whose app-server holds a Codex session's threads
-// (the thread id comes with each tools/call, in _meta.threadId). The
-// daemon registers the door only for a session over its Unix socket.
-const (
-	HeaderDoorSocket  = "Parley-Door-Socket"
-	HeaderDoorToken   = "Parley-Door-Token"
-	HeaderDoorSession = "Parley-Door-Session"
-	HeaderCodexHome   = "Parley-Codex-Home"
-)
 
 // Receipts over the JSON API: a read with HeaderReceipts is not confirmed
 // when its response is written; its response names the reader that holds
@@ -491,6 +447,9 @@ func FormatTime(t time.Time) string {
 }
 
 // ---- errors ----
+
+// StatusOf is the HTTP status of an error, by its kind (HTTPStatus).
+func StatusOf(err error) int { return HTTPStatus(hub.KindOf(err)) }
 
 // HTTPStatus is the one table from error kinds to HTTP statuses.
 func HTTPStatus(k hub.Kind) int {

@@ -18,12 +18,8 @@ const (
 	// with it turns the connection into newline-delimited JSON-RPC both
 	// ways.
 	StreamProtocol = "parley-mcp"
-	// HeaderPush on a stream's upgrade asks the daemon to push the agent's
-	// messages once the client has initialized; a daemon that will says so
-	// with the same header on its 101.
-	HeaderPush = "Parley-Push"
 	// MethodMessage is the notification with which a daemon pushes one of
-	// the agent's messages on a stream that asked for them. Its params are
+	// the agent's messages on a stream that asked for them (Hello.Push). Its params are
 	// {"message": MessageInfo, "_meta": {MetaDelivered: [its id]}}; the
 	// message is leased to the session until the bridge confirms it.
 	MethodMessage = "notifications/parley/message"

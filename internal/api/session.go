@@ -1,27 +1,5 @@
 package api
 
-// What a session says of its client session at its start (`parley mcp
-// serve` sends them; the daemon's admission reads them, ops.Admission).
-// They let the daemon keep the rule that two live client sessions never
-// share a name silently.
-const (
-	// HeaderClientSession is the key of the client session the MCP server
-	// runs in (workspace.Session.Key: a Claude Code session, a Codex
-	// thread, $PARLEY_SESSION), never its id.
-	HeaderClientSession = "Parley-Client-Session"
-	// HeaderSessionName is that client session's own name
-	// (workspace.Session.Name), which it speaks as when the name it asks
-	// for is held by another live client session.
-	HeaderSessionName = "Parley-Session-Name"
-	// HeaderFixedName says the agent's name is not the session's to give
-	// up: a managed agent's session, whose name the runner chose.
-	HeaderFixedName = "Parley-Fixed-Name"
-	// HeaderAskedAgent is the name given to a session that speaks as its
-	// own instead (HeaderAgent, HeaderAgentFrom), because another live
-	// client session held it when it started: the daemon tells it why.
-	HeaderAskedAgent = "Parley-Asked-Agent"
-)
-
 // IdentifyRequest asks which agent a process of a client session speaks
 // as (POST /api/v1/identify): a hook or a command that resolved Agent, the
 // name it was given, in the client session Session (its key) whose own

@@ -55,11 +55,11 @@ type Options struct {
 	TLSConfig *tls.Config
 }
 
-// Extension adds to the protocol between the client and a Parley daemon.
-// The bridge asks the daemon to push the agent's messages (api.HeaderPush),
-// passes each api.MethodMessage to Push, writes what Push returns to the
-// client, and then confirms the message as it confirms a result's
-// api.MetaDelivered.
+// Extension adds to the protocol between the client and a Parley daemon
+// whose session pushes the agent's messages (api.Hello.Push, in Header):
+// the bridge passes each api.MethodMessage to Push, writes what Push
+// returns to the client, and then confirms the message as it confirms a
+// result's api.MetaDelivered.
 type Extension interface {
 	// InitResult may rewrite the server's initialize response before the
 	// client sees it (to declare capabilities).

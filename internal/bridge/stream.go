@@ -69,8 +69,7 @@ func (b *bridge) openStream() *stream {
 	return st
 }
 
-// dialStream connects to the server and upgrades the connection, asking
-// for the agent's messages when the extension takes them.
+// dialStream connects to the server and upgrades the connection.
 func (b *bridge) dialStream(ctx context.Context) (net.Conn, *bufio.Reader, error) {
 	network, addr := "unix", b.opts.SocketPath
 	if addr == "" {
@@ -84,12 +83,7 @@ func (b *bridge) dialStream(ctx context.Context) (net.Conn, *bufio.Reader, error
 			addr = net.JoinHostPort(u.Hostname(), port)
 		}
 	}
-	h := b.base
-	if b.opts.Extension != nil {
-		h = h.Clone()
-		h[api.HeaderPush] = []string{"1"}
-	}
-	return DialStream(ctx, network, addr, b.endpoint, h, b.opts.TLSConfig)
+	return DialStream(ctx, network, addr, b.endpoint, b.base, b.opts.TLSConfig)
 }
 
 // DialStream connects to a Parley daemon at addr and asks for a stream

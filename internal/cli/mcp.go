@@ -170,23 +170,16 @@ whose certificate a private CA signed needs --ca-file.`,
 				go watchTmux(ctx, cancel, tenv, log)
 			}
 
-			h := http.Header{}
-			set := func(k, v string) {
-				if v != "" {
-					h.Set(k, v)
-				}
-			}
-			set(api.HeaderWorkspace, id.Workspace)
-			set(api.HeaderAgent, id.Agent)
+			// What the session says of itself, in one header (api.Hello).
+			hello := api.Hello{Workspace: id.Workspace, Agent: id.Agent, Role: id.Role, Module: id.Module,
+				Profiles: splitList(profile), Nudge: nudge, Asked: id.Asked, Push: withChannel}
 			if strings.HasPrefix(id.Source, "session") {
 				// A name of the session's own, not given: it may choose
 				// another (set_identity).
-				from := api.NameSession
+				hello.NameFrom = api.NameSession
 				if g.fallback != nil && id.Session == *g.fallback {
-					from = api.NameProcess
-					set(api.HeaderSessionRoot, id.Root)
+					hello.NameFrom, hello.Root = api.NameProcess, id.Root
 				}
-				set(api.HeaderAgentFrom, from)
 			}
 			if key := id.Session.Key(); key != "" && (g.fallback == nil || id.Session != *g.fallback) {
 				// Which client session this is, and its own name: the
@@ -195,30 +188,24 @@ whose certificate a private CA signed needs --ca-file.`,
 				// to its hooks but not to this server, so the two would
 				// count as two sessions (the thread's name is held from
 				// its first tool call on, threadName).
-				set(api.HeaderClientSession, key)
-				set(api.HeaderSessionName, id.Session.Name(id.Root))
+				hello.ClientSession, hello.SessionName = key, id.Session.Name(id.Root)
 			}
-			set(api.HeaderAskedAgent, id.Asked)
 			if m := os.Getenv(runner.EnvManagedAgent); m != "" && m == id.Agent {
-				set(api.HeaderFixedName, "1")
+				hello.Fixed = true
 			}
-			set(api.HeaderRole, id.Role)
-			set(api.HeaderModule, id.Module)
-			set(api.HeaderProfile, strings.ReplaceAll(profile, " ", ""))
 			if inTmux {
-				set(api.HeaderTmuxSocket, tenv.Socket)
-				set(api.HeaderTmuxPane, tenv.Pane)
+				hello.Tmux = &api.TmuxPane{Socket: tenv.Socket, Pane: tenv.Pane}
 			}
-			set(api.HeaderNudge, nudge)
 			// The client session's own door, from the environment it started
 			// us with: the daemon writes a short letter through it when mail
 			// comes and the agent is not waiting for it.
-			set(api.HeaderDoorSocket, os.Getenv(door.EnvClaudeSocket))
-			set(api.HeaderDoorToken, os.Getenv(door.EnvClaudeToken))
-			set(api.HeaderDoorSession, os.Getenv(door.EnvClaudeSession))
-			if id.Agent != "" {
-				set(api.HeaderCodexHome, door.Home(os.Getenv))
+			if sock := os.Getenv(door.EnvClaudeSocket); sock != "" {
+				hello.ClaudeInbox = &api.DoorRequest{Address: sock, Token: os.Getenv(door.EnvClaudeToken), Session: os.Getenv(door.EnvClaudeSession)}
 			}
+			if id.Agent != "" {
+				hello.CodexHome = door.Home(os.Getenv)
+			}
+			h := http.Header{api.HeaderHello: {hello.Header()}}
 			opts := &bridge.Options{
 				SocketPath: paths.Socket,
 				Header:     h,
@@ -325,4 +312,15 @@ func checkServeFlags(ctx context.Context, c *client.Client, profiles, nudge stri
 		}
 	}
 	return nil
+}
+
+// splitList splits a comma-separated list, leaving out blanks.
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }

@@ -71,18 +71,10 @@ func (rs *remoteServe) run(cmd *cobra.Command, g *globals) error {
 
 	// The token binds agent, workspace and role: send only what was asked
 	// for explicitly, which the server checks against the token.
-	h := http.Header{}
-	set := func(k, v string) {
-		if v != "" {
-			h.Set(k, v)
-		}
-	}
-	set("Authorization", "Bearer "+tok)
-	set(api.HeaderAgent, firstOf(g.agent, os.Getenv("PARLEY_AGENT")))
-	set(api.HeaderWorkspace, firstOf(g.workspace, os.Getenv("PARLEY_WORKSPACE")))
-	set(api.HeaderRole, firstOf(rs.role, os.Getenv("PARLEY_ROLE")))
-	set(api.HeaderModule, rs.module)
-	set(api.HeaderProfile, strings.ReplaceAll(firstOf(rs.profile, os.Getenv("PARLEY_PROFILE")), " ", ""))
+	hello := api.Hello{Agent: firstOf(g.agent, os.Getenv("PARLEY_AGENT")), Workspace: firstOf(g.workspace, os.Getenv("PARLEY_WORKSPACE")),
+		Role: firstOf(rs.role, os.Getenv("PARLEY_ROLE")), Module: rs.module,
+		Profiles: splitList(firstOf(rs.profile, os.Getenv("PARLEY_PROFILE"))), Push: rs.withChannel}
+	h := http.Header{"Authorization": {"Bearer " + tok}, api.HeaderHello: {hello.Header()}}
 	opts := &bridge.Options{
 		URL:       base + "/mcp",
 		Header:    h,

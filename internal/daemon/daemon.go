@@ -205,9 +205,6 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(d.log.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return base },
-		// /mcp learns from how a connection ends whether its client read
-		// the messages a response carried.
-		ConnContext: mcpserver.ConnContext,
 	}
 	if err := d.openTCP(h); err != nil {
 		return nil, err
@@ -229,10 +226,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 		tuneGC()
 	}
 	errc := make(chan error, 2)
-	go func() { errc <- d.srv.Serve(mcpserver.WatchConns(d.ln)) }()
+	go func() { errc <- d.srv.Serve(d.ln) }()
 	if d.tcpSrv != nil {
 		d.log.Info("listening on tcp", "addr", d.tcp.addr)
-		go func() { errc <- d.tcpSrv.Serve(mcpserver.WatchConns(d.tcpLn)) }()
+		go func() { errc <- d.tcpSrv.Serve(d.tcpLn) }()
 	}
 	go d.watchConfig(ctx)
 	if d.notices != nil {

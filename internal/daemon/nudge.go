@@ -44,8 +44,8 @@ func (d *Daemon) startNudger(ctx context.Context, dm *attention.Doorman) {
 			if dm.HasDoor(ws, agent) {
 				return nudge.Target{}, false
 			}
-			s, ok := d.mcp.AgentSession(ws, agent)
-			return nudge.Target{Socket: s.Tmux.Socket, Pane: s.Tmux.Pane, Nudge: s.Nudge}, ok
+			pane, n, ok := d.ops.TmuxPane(ws, agent)
+			return nudge.Target{Socket: pane.Socket, Pane: pane.Pane, Nudge: n}, ok
 		},
 	})
 	go n.Run(ctx)

@@ -45,21 +45,23 @@ func (d *Daemon) agentMay(r *http.Request) bool {
 // request's. It returns the refusal, or "".
 func bindAgent(r *http.Request, t *token.Token, may func(*http.Request) bool) string {
 	q := r.URL.Query()
-	claim := func(header, query string) []string {
-		var vs []string
-		for _, v := range append(r.Header.Values(header), q[query]...) {
-			if v != "" {
-				vs = append(vs, v)
-			}
+	claim := func(header, query, inHello string) []string {
+		vs := []string{inHello}
+		if header != "" {
+			vs = append(vs, r.Header.Values(header)...)
 		}
-		return vs
+		return slices.DeleteFunc(append(vs, q[query]...), func(v string) bool { return v == "" })
 	}
-	for _, a := range claim(api.HeaderAgent, "agent") {
+	hello, err := api.HelloOf(r.Header, q)
+	if err != nil {
+		return err.Error()
+	}
+	for _, a := range claim(api.HeaderAgent, "agent", hello.Agent) {
 		if a != t.Agent {
 			return fmt.Sprintf("this token speaks for agent %q only; it cannot act as %q", t.Agent, a)
 		}
 	}
-	for _, w := range claim(api.HeaderWorkspace, "workspace") {
+	for _, w := range claim(api.HeaderWorkspace, "workspace", hello.Workspace) {
 		if w != t.Workspace {
 			return fmt.Sprintf("this token is for workspace %q only; it cannot reach workspace %q", t.Workspace, w)
 		}
@@ -67,7 +69,7 @@ func bindAgent(r *http.Request, t *token.Token, may func(*http.Request) bool) st
 	// The token binds the role too: a session cannot make its agent a
 	// reviewer to receive @reviewer mail. A token without one (made before
 	// roles were bound) leaves the agent its role.
-	for _, role := range claim(api.HeaderRole, "role") {
+	for _, role := range claim("", "role", hello.Role) {
 		if role != t.Role {
 			if t.Role == "" {
 				return fmt.Sprintf("this token binds no role: agent %q keeps the role it has and cannot take %q; make a token with --role", t.Agent, role)
@@ -75,19 +77,17 @@ func bindAgent(r *http.Request, t *token.Token, may func(*http.Request) bool) st
 			return fmt.Sprintf("this token gives agent %q the role %q only; it cannot take %q", t.Agent, t.Role, role)
 		}
 	}
-	for _, ps := range claim(api.HeaderProfile, "profile") {
-		for _, p := range strings.Split(ps, ",") {
-			if p = strings.TrimSpace(p); p != "" && !slices.Contains(agentProfiles, p) {
-				return fmt.Sprintf("profile %q is not open to an agent token (open: %s); use the admin token", p, strings.Join(agentProfiles, ", "))
-			}
+	for _, p := range hello.Profiles {
+		if !slices.Contains(agentProfiles, p) {
+			return fmt.Sprintf("profile %q is not open to an agent token (open: %s); use the admin token", p, strings.Join(agentProfiles, ", "))
 		}
 	}
 	r.Header.Set(api.HeaderAgent, t.Agent)
 	r.Header.Set(api.HeaderWorkspace, t.Workspace)
-	r.Header.Del(api.HeaderRole)
-	if t.Role != "" {
-		r.Header.Set(api.HeaderRole, t.Role)
-	}
+	// The identity an MCP session starts with is the token's.
+	hello.Agent, hello.Workspace, hello.Role = t.Agent, t.Workspace, t.Role
+	r.Header.Set(api.HeaderHello, hello.Header())
+	r.Header.Del("Parley-Role") // read for one release (api.HelloOf)
 	r.Header.Set(api.HeaderAgentToken, t.ID)
 	if !may(r) {
 		return fmt.Sprintf("%s %s is not open to an agent token; use the admin token", r.Method, r.URL.Path)

@@ -53,9 +53,15 @@ func (p Paths) Check() error {
 	return nil
 }
 
-// checkoutOf is the top of the git checkout that holds dir, or "".
+// checkoutOf is the top of the git checkout that holds dir, or "". The
+// search stops at a directory anyone may write to (/tmp): a .git there is
+// anyone's, not a checkout of the user's (and another user could make one
+// to refuse every state directory below it).
 func checkoutOf(dir string) string {
 	for d := dir; ; d = filepath.Dir(d) {
+		if st, err := os.Stat(d); err == nil && runtime.GOOS != "windows" && st.Mode().Perm()&0o002 != 0 {
+			return ""
+		}
 		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
 			return d
 		}

@@ -27,6 +27,10 @@ func TestCheck(t *testing.T) {
 	empty := filepath.Join(root, "empty")
 	os.MkdirAll(empty, 0o755)
 	os.Chmod(empty, 0o755)
+	// A .git in a directory anyone may write to (as /tmp) is anyone's.
+	shared := filepath.Join(root, "shared")
+	os.MkdirAll(filepath.Join(shared, ".git"), 0o755)
+	os.Chmod(shared, 0o1777)
 	mine := filepath.Join(root, "mine")
 	os.MkdirAll(mine, 0o700)
 	os.WriteFile(filepath.Join(mine, "config.toml"), nil, 0o600)
@@ -41,6 +45,7 @@ func TestCheck(t *testing.T) {
 		{Paths{Home: empty}, ""},
 		{Paths{Home: mine}, ""},
 		{Paths{Home: filepath.Join(root, "new")}, ""},
+		{Paths{Home: filepath.Join(shared, "ph")}, ""},
 	} {
 		err := tc.p.Check()
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {

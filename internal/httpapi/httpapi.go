@@ -127,7 +127,7 @@ func handler(op ops.Op, wild []string, adapt func(*http.Request, *ops.Caller) er
 		settle := context.WithoutCancel(r.Context())
 		if err != nil {
 			WriteError(w, err)
-			c.Reader.Written(settle, "", err, nil)
+			c.Reader.Written(settle, "", err)
 			return
 		}
 		if c.Reader.HandedIn("") == nil {
@@ -146,7 +146,7 @@ func handler(op ops.Op, wild []string, adapt func(*http.Request, *ops.Caller) er
 		// Written whole: it has them, or (receipts) will say so. Only a
 		// failed write says otherwise: a client may hang up as soon as it
 		// has read its answer.
-		c.Reader.Written(settle, "", werr, nil)
+		c.Reader.Written(settle, "", werr)
 	})
 }
 

@@ -41,7 +41,7 @@
 //	r := h.OpenReader(hub.ReaderOptions{Workspace: ws, Agent: agent, Confirm: hub.ConfirmOnWrite})
 //	ds, _, err := h.Receive(ctx, hub.ReceiveRequest{Workspace: ws, Agent: agent, Reader: r, Call: call})
 //	err = write(ds)                     // the door's own transport
-//	r.Written(ctx, call, err, nil)      // read if written, back in the inbox if not
+//	r.Written(ctx, call, err)           // read if written, back in the inbox if not
 //
 // A door whose client confirms by itself opens the reader with
 // ConfirmOnReceipt and calls Receipt as confirmations arrive, and Close when

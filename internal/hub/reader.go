@@ -86,8 +86,7 @@ type readCall struct {
 	open      []string     // the ids of those neither confirmed nor put back
 	state     callState
 	cancelled bool
-	early     bool        // cancelled before it handed anything out
-	read      func() bool // ConfirmOnNextRequest: did the client read the answer
+	early     bool // cancelled before it handed anything out
 }
 
 // handedCopy names a copy a call handed out: its inbox and message.
@@ -254,10 +253,9 @@ func (r *Reader) Claimed(taskID string) {
 // Written settles the call's answer: err is why it could not be written
 // (its messages go back), nil that it was. Then, by the reader's policy,
 // what the call handed out is confirmed (ConfirmOnWrite), awaits the
-// client's receipt (ConfirmOnReceipt), or the next request
-// (ConfirmOnNextRequest), which asks read, if set, whether the client read
-// this answer.
-func (r *Reader) Written(ctx context.Context, call string, err error, read func() bool) {
+// client's receipt (ConfirmOnReceipt), or its next request
+// (ConfirmOnNextRequest).
+func (r *Reader) Written(ctx context.Context, call string, err error) {
 	if r == nil {
 		return
 	}
@@ -275,7 +273,7 @@ func (r *Reader) Written(ctx context.Context, call string, err error, read func(
 	case len(c.open) == 0: // the client confirmed them all already
 		c.state = settled
 	default:
-		c.state, c.read = written, read
+		c.state = written
 		ids = nil
 	}
 	r.prune()
@@ -297,7 +295,7 @@ func (r *Reader) Receipt(ctx context.Context, ids []string, received bool) (int,
 	for _, c := range r.calls {
 		c.open = slices.DeleteFunc(c.open, func(id string) bool { return slices.Contains(ids, id) })
 		if c.state == written && len(c.open) == 0 {
-			c.state, c.read = settled, nil
+			c.state = settled
 		}
 	}
 	r.prune()
@@ -310,29 +308,22 @@ func (r *Reader) Receipt(ctx context.Context, ids []string, received bool) (int,
 
 // NextRequest is a new request of the reader's client. A client that
 // confirms this way (ConfirmOnNextRequest) has what every answer written so
-// far carried, except those whose check says it did not read them: they go
-// back. For other policies it says nothing.
+// far carried: its request says so. For other policies it says nothing.
 func (r *Reader) NextRequest(ctx context.Context) {
 	if r == nil || r.confirm != ConfirmOnNextRequest {
 		return
 	}
-	var got, lost []string
+	var got []string
 	r.mu.Lock()
 	for _, c := range r.calls {
-		if c.state != written {
-			continue
-		}
-		if c.read == nil || c.read() {
+		if c.state == written {
 			got = append(got, c.open...)
-		} else {
-			lost = append(lost, c.open...)
+			c.state, c.open = settled, nil
 		}
-		c.state, c.open, c.read = settled, nil, nil
 	}
 	r.prune()
 	r.mu.Unlock()
 	r.confirmed(ctx, got)
-	r.release(ctx, lost)
 }
 
 // Cancel is the client giving up a call: what it handed out goes back,
@@ -358,7 +349,7 @@ func (r *Reader) Cancel(ctx context.Context, call string) {
 		return
 	}
 	handed := c.handed
-	c.handed, c.open, c.state, c.read = nil, nil, settled, nil
+	c.handed, c.open, c.state = nil, nil, settled
 	r.mu.Unlock()
 	// By inbox: a door may read for several (sidechat's receive names its
 	// agent).
@@ -386,7 +377,7 @@ func (r *Reader) Lost(ctx context.Context) {
 	for _, c := range r.calls {
 		if c.state == written {
 			ids = append(ids, c.open...)
-			c.state, c.open, c.read = settled, nil, nil
+			c.state, c.open = settled, nil
 		}
 	}
 	claims := r.claims

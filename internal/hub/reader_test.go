@@ -31,48 +31,49 @@ func read(t *testing.T, h *hub.Hub, r *hub.Reader, call string) *hub.Delivery {
 func TestReaderNeverHoldsWhatItDidNotGet(t *testing.T) {
 	ctx := context.Background()
 	lost := errors.New("write failed")
-	yes := func() bool { return true }
-	no := func() bool { return false }
 	tests := []struct {
 		name   string
 		policy hub.ConfirmPolicy
 		steps  func(r *hub.Reader)
 		want   hub.DeliveryState
 	}{
-		{"on write: written", hub.ConfirmOnWrite, func(r *hub.Reader) { r.Written(ctx, "1", nil, nil) }, hub.Read},
-		{"on write: the write failed", hub.ConfirmOnWrite, func(r *hub.Reader) { r.Written(ctx, "1", lost, nil) }, hub.Redelivered},
+		{"on write: written", hub.ConfirmOnWrite, func(r *hub.Reader) { r.Written(ctx, "1", nil) }, hub.Read},
+		{"on write: the write failed", hub.ConfirmOnWrite, func(r *hub.Reader) { r.Written(ctx, "1", lost) }, hub.Redelivered},
 		{"on write: not written yet", hub.ConfirmOnWrite, func(r *hub.Reader) {}, hub.Delivered},
-		{"on receipt: written, no receipt", hub.ConfirmOnReceipt, func(r *hub.Reader) { r.Written(ctx, "1", nil, nil) }, hub.Delivered},
+		{"on receipt: written, no receipt", hub.ConfirmOnReceipt, func(r *hub.Reader) { r.Written(ctx, "1", nil) }, hub.Delivered},
 		{"on receipt: received", hub.ConfirmOnReceipt, func(r *hub.Reader) {
 			ids := r.HandedIn("1")
-			r.Written(ctx, "1", nil, nil)
+			r.Written(ctx, "1", nil)
 			r.Receipt(ctx, ids, true)
 		}, hub.Read},
 		{"on receipt: received before the door saw it written", hub.ConfirmOnReceipt, func(r *hub.Reader) {
 			r.Receipt(ctx, r.HandedIn("1"), true)
-			r.Written(ctx, "1", nil, nil)
+			r.Written(ctx, "1", nil)
 			r.Lost(ctx)
 		}, hub.Read},
 		{"on receipt: given back", hub.ConfirmOnReceipt, func(r *hub.Reader) {
 			ids := r.HandedIn("1")
-			r.Written(ctx, "1", nil, nil)
+			r.Written(ctx, "1", nil)
 			r.Receipt(ctx, ids, false)
 		}, hub.Redelivered},
 		{"on receipt: closed unconfirmed", hub.ConfirmOnReceipt, func(r *hub.Reader) {
-			r.Written(ctx, "1", nil, nil)
+			r.Written(ctx, "1", nil)
 			r.Close(ctx)
 		}, hub.Redelivered},
 		{"on receipt: closed in flight", hub.ConfirmOnReceipt, func(r *hub.Reader) { r.Close(ctx) }, hub.Redelivered},
 		{"on receipt: lost", hub.ConfirmOnReceipt, func(r *hub.Reader) {
-			r.Written(ctx, "1", nil, nil)
+			r.Written(ctx, "1", nil)
 			r.Lost(ctx)
 		}, hub.Redelivered},
 		{"next request: it came", hub.ConfirmOnNextRequest, func(r *hub.Reader) {
-			r.Written(ctx, "1", nil, yes)
+			r.Written(ctx, "1", nil)
 			r.NextRequest(ctx)
 		}, hub.Read},
-		{"next request: unread by the check", hub.ConfirmOnNextRequest, func(r *hub.Reader) {
-			r.Written(ctx, "1", nil, no)
+		{"next request: not yet", hub.ConfirmOnNextRequest, func(r *hub.Reader) {
+			r.Written(ctx, "1", nil)
+		}, hub.Delivered},
+		{"next request: the client hung up before the answer", hub.ConfirmOnNextRequest, func(r *hub.Reader) {
+			r.Written(ctx, "1", lost)
 			r.NextRequest(ctx)
 		}, hub.Redelivered},
 		{"next request: before the answer was written", hub.ConfirmOnNextRequest, func(r *hub.Reader) {
@@ -80,30 +81,30 @@ func TestReaderNeverHoldsWhatItDidNotGet(t *testing.T) {
 		}, hub.Delivered},
 		{"next request: lost in flight, then written and asked again", hub.ConfirmOnNextRequest, func(r *hub.Reader) {
 			r.Lost(ctx)
-			r.Written(ctx, "1", nil, nil)
+			r.Written(ctx, "1", nil)
 			r.NextRequest(ctx)
 		}, hub.Read},
 		{"next request: lost after the answer", hub.ConfirmOnNextRequest, func(r *hub.Reader) {
-			r.Written(ctx, "1", nil, nil)
+			r.Written(ctx, "1", nil)
 			r.Lost(ctx)
 			r.NextRequest(ctx)
 		}, hub.Redelivered},
 		{"cancelled after it was confirmed", hub.ConfirmOnNextRequest, func(r *hub.Reader) {
-			r.Written(ctx, "1", nil, nil)
+			r.Written(ctx, "1", nil)
 			r.NextRequest(ctx)
 			r.Cancel(ctx, "1")
 		}, hub.Redelivered},
 		{"cancelled in flight", hub.ConfirmOnReceipt, func(r *hub.Reader) {
 			r.Cancel(ctx, "1")
-			r.Written(ctx, "1", nil, nil)
+			r.Written(ctx, "1", nil)
 		}, hub.Redelivered},
 		{"on receipt: a next request says nothing", hub.ConfirmOnReceipt, func(r *hub.Reader) {
-			r.Written(ctx, "1", nil, yes)
+			r.Written(ctx, "1", nil)
 			r.NextRequest(ctx)
 		}, hub.Delivered},
 		{"another call cancelled", hub.ConfirmOnWrite, func(r *hub.Reader) {
 			r.Cancel(ctx, "2")
-			r.Written(ctx, "1", nil, nil)
+			r.Written(ctx, "1", nil)
 		}, hub.Read},
 	}
 	for _, tc := range tests {
@@ -129,13 +130,13 @@ func TestReaderCancelledBeforeKnown(t *testing.T) {
 	r := h.OpenReader(hub.ReaderOptions{Workspace: "w", Agent: "b", Confirm: hub.ConfirmOnWrite})
 	r.Cancel(ctx, "7")
 	read(t, h, r, "7")
-	r.Written(ctx, "7", nil, nil)
+	r.Written(ctx, "7", nil)
 	if d := state(t, h, m, "b"); d.State != hub.Redelivered {
 		t.Fatalf("got %s, want redelivered at once", d.State)
 	}
 	// A later call of the same id is a new call.
 	read(t, h, r, "7")
-	r.Written(ctx, "7", nil, nil)
+	r.Written(ctx, "7", nil)
 	if d := state(t, h, m, "b"); d.State != hub.Read || d.Count != 2 {
 		t.Errorf("got %s (count %d), want read at its second delivery", d.State, d.Count)
 	}
@@ -152,7 +153,7 @@ func TestReaderRemembersRecentCalls(t *testing.T) {
 		ms = append(ms, send(t, h, "a", "b", fmt.Sprint(i)))
 		call := fmt.Sprint(i)
 		read(t, h, r, call)
-		r.Written(ctx, call, nil, nil)
+		r.Written(ctx, call, nil)
 	}
 	r.Cancel(ctx, "0")  // forgotten: 19 calls came after it
 	r.Cancel(ctx, "19") // the latest
@@ -207,7 +208,7 @@ func TestReaderLeaseRunsOut(t *testing.T) {
 		m := send(t, h, "a", "b", "hello")
 		r := h.OpenReader(hub.ReaderOptions{Workspace: "w", Agent: "b", Confirm: hub.ConfirmOnReceipt, Lease: time.Minute})
 		read(t, h, r, "1")
-		r.Written(ctx, "1", nil, nil)
+		r.Written(ctx, "1", nil)
 		time.Sleep(59 * time.Second)
 		synctest.Wait()
 		if d := state(t, h, m, "b"); d.State != hub.Delivered {
@@ -258,7 +259,7 @@ func TestReaderKeys(t *testing.T) {
 		t.Fatalf("two readers share the key %s", r.Key())
 	}
 	read(t, h, r, "")
-	r.Written(ctx, "", nil, nil)
+	r.Written(ctx, "", nil)
 	for _, tc := range []struct{ name, key, ws, agent string }{
 		{"another agent", r.Key(), "w", "c"},
 		{"another workspace", r.Key(), "x", "b"},
@@ -295,7 +296,7 @@ func TestNilReader(t *testing.T) {
 	if err != nil || len(ds) != 1 {
 		t.Fatal(ds, err)
 	}
-	r.Written(ctx, "", nil, nil)
+	r.Written(ctx, "", nil)
 	r.Close(ctx)
 	if d := state(t, h, m, "b"); d.State != hub.Read {
 		t.Errorf("got %s, want read", d.State)

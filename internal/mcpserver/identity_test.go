@@ -144,11 +144,11 @@ func TestSetIdentity(t *testing.T) {
 // process (api.NameProcess) in root, or with a given name if root is "".
 func codexSession(t *testing.T, sock, ws, agent, root string) *mcp.ClientSession {
 	t.Helper()
-	h := http.Header{api.HeaderAgent: {agent}, api.HeaderWorkspace: {ws}}
+	hello := api.Hello{Agent: agent, Workspace: ws}
 	if root != "" {
-		h.Set(api.HeaderAgentFrom, api.NameProcess)
-		h.Set(api.HeaderSessionRoot, root)
+		hello.NameFrom, hello.Root = api.NameProcess, root
 	}
+	h := http.Header{api.HeaderHello: {hello.Header()}}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	done := make(chan error, 1)

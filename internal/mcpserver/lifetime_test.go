@@ -55,12 +55,11 @@ func TestSessionRegistersWhenReachable(t *testing.T) {
 	ctx := context.Background()
 	const ws = "life"
 	derived := func(name, door string) http.Header {
-		h := http.Header{api.HeaderAgent: {name}, api.HeaderWorkspace: {ws}, api.HeaderAgentFrom: {api.NameSession}}
+		hello := api.Hello{Agent: name, Workspace: ws, NameFrom: api.NameSession}
 		if door != "" {
-			h.Set(api.HeaderDoorSocket, door)
-			h.Set(api.HeaderDoorSession, "6f1c9a52-0000")
+			hello.ClaudeInbox = &api.DoorRequest{Address: door, Session: "6f1c9a52-0000"}
 		}
-		return h
+		return http.Header{api.HeaderHello: {hello.Header()}}
 	}
 	agent := func(name string) (*hub.Agent, error) { return e.Hub.Agent(ctx, ws, name) }
 

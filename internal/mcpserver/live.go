@@ -5,31 +5,23 @@ import (
 )
 
 // Liveness of sessions over HTTP. The SDK ends a session on DELETE or after
-// sessionTimeout without a request (30 minutes, so that a quiet client keeps
-// its session). A client killed without a DELETE would hold its session, and
-// keep its agent present, that long. But a client that keeps a GET stream
-// open (the bridge, and the go-sdk and TypeScript clients, do) shows its
-// death: the stream's connection closes with it. So a session whose last
-// request ended with the client gone, and one whose client never finished
-// initializing, ends after Linger without a new request. A client that only
-// reconnected its stream is back well within Linger.
-
-// DefaultLinger is how long a session may go without a connection once its
-// client hung up, or without finishing initialization.
-const DefaultLinger = 15 * time.Second
-
-// A plain Streamable HTTP client keeps no connection between its requests
-// (no GET stream), so nothing shows when it vanishes without a DELETE: its
-// session would keep its agent present for sessionTimeout. Such a session,
-// once it has had no connection for Idle, stops counting toward its agent's
-// presence (the agent shows offline, unless another session or a recent
-// request of its own keeps it present), and counts again from its next
-// request. The session itself lives on: a quiet client keeps it.
-
-// DefaultIdle is how long a session over HTTP may go without a connection
-// before it stops counting toward its agent's presence: an abandoned one
-// shows offline within a minute.
-const DefaultIdle = 45 * time.Second
+// sessionTimeout without a request (30 minutes: a quiet client keeps its
+// session). But a client that keeps a GET stream open (the go-sdk's and the
+// TypeScript SDK's do) shows its death: the stream closes with it. So a
+// session whose last request ended with the client gone, and one whose
+// client never finished initializing, ends after Linger without a new
+// request; a client that only reconnected its stream is back within it. A
+// client with no GET stream shows nothing when it vanishes: its session,
+// once it had no connection for Idle, stops counting toward its agent's
+// presence until its next request, and lives on.
+const (
+	// DefaultLinger is how long a session may go without a connection once
+	// its client hung up, or without finishing initialization.
+	DefaultLinger = 15 * time.Second
+	// DefaultIdle is how long a session over HTTP may go without a
+	// connection before it stops counting toward its agent's presence.
+	DefaultIdle = 45 * time.Second
+)
 
 // requestStarted counts a request of the session sid, if it is one of ours
 // and was opened with the same agent token (or none), and returns the
@@ -37,7 +29,7 @@ const DefaultIdle = 45 * time.Second
 func (s *Server) requestStarted(sid, token string) *session {
 	s.mu.Lock()
 	sess := s.byID[sid]
-	if sess == nil || sess.caller.Token != token {
+	if sess == nil || sess.Caller().Token != token {
 		s.mu.Unlock()
 		return nil
 	}
@@ -51,10 +43,9 @@ func (s *Server) requestStarted(sid, token string) *session {
 	}
 	back := sess.away
 	sess.away = false
-	ws, agent := sess.caller.Workspace, sess.caller.Agent // set_identity changes it under s.mu
 	s.mu.Unlock()
 	if back {
-		s.hub.SessionOpened(ws, agent)
+		sess.Back()
 	}
 	return sess
 }
@@ -83,11 +74,10 @@ func (s *Server) idleSession(sess *session) {
 	if away {
 		sess.away = true
 	}
-	ws, agent := sess.caller.Workspace, sess.caller.Agent
 	s.mu.Unlock()
 	if away {
-		s.log.Debug("an MCP session without a connection no longer counts toward presence", "session", sess.id, "agent", agent)
-		s.hub.SessionClosed(ws, agent)
+		s.log.Debug("an MCP session without a connection no longer counts toward presence", "session", sess.ss.ID(), "agent", sess.Caller().Agent)
+		sess.Away()
 	}
 }
 
@@ -101,7 +91,6 @@ func (sess *session) dying() bool {
 func (s *Server) reapSession(sess *session) {
 	s.mu.Lock()
 	end := sess.reap != nil && sess.dying()
-	agent := sess.caller.Agent
 	s.mu.Unlock()
 	if !end {
 		return
@@ -110,6 +99,6 @@ func (s *Server) reapSession(sess *session) {
 	if !sess.ready {
 		why = "never initialized"
 	}
-	s.log.Info("ending an abandoned MCP session", "session", sess.id, "agent", agent, "why", why)
+	s.log.Info("ending an abandoned MCP session", "session", sess.ss.ID(), "agent", sess.Caller().Agent, "why", why)
 	sess.ss.Close()
 }

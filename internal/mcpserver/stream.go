@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"maps"
 	"net/http"
 	"slices"
@@ -16,49 +17,38 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/parley-dev/parley/internal/api"
-	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/ops"
 )
 
-// A stream session is one MCP session on one connection: the bridge (parley
-// mcp serve) opens a WebSocket on /mcp with the subprotocol
-// api.StreamProtocol, and the connection then carries newline-delimited
-// JSON-RPC both ways (as WebSocket text), served by the SDK's own IO
-// transport. It saves an HTTP request, SSE framing and a
-// session lookup per message, and it makes delivery exact: the bridge
-// confirms what it wrote to its client (api.MethodDelivered), and when
-// the connection ends, so does the session, and everything it did not
-// confirm goes back to the inbox, marked redelivered. No guess from how a
-// connection ended is needed.
-//
-// A bridge that asks (api.HeaderPush: `mcp serve --channel`) also gets
-// the agent's messages pushed as they arrive, each handed to the session
-// as a wait_for_message would (leased, recorded as the channel's wake-up)
-// and written as a api.MethodMessage; it confirms each one as it
-// confirms a result's deliveries. That saves the channel an HTTP request
-// per message, and a confirmation per message written at once.
+// A stream session is one MCP session on one connection: the bridge
+// (parley mcp serve) opens a WebSocket on /mcp with the subprotocol
+// api.StreamProtocol, which then carries newline-delimited JSON-RPC both
+// ways, served by the SDK's own IO transport. It saves an HTTP request,
+// SSE framing and a session lookup per message, and makes delivery exact:
+// the bridge confirms what it wrote to its client (api.MethodDelivered),
+// and the session ends with the connection, giving back what it did not
+// confirm. A session whose Hello asks (Push: `mcp serve --channel`) also
+// gets the agent's messages pushed as they arrive, each handed to it as a
+// wait would (leased, recorded as the channel's wake-up) and written as an
+// api.MethodMessage, which the bridge confirms likewise.
 
-// serveStream serves a stream session on r's WebSocket until the connection
-// or the daemon ends. The identity comes from r's headers, as
-// for a session over HTTP (identityOf).
+// serveStream serves a stream session on r's WebSocket until the
+// connection or the daemon ends. Its Hello comes with the upgrade.
 func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
-	sess, err := s.identityOf(r)
+	sess, err := s.openSession(r, ops.ConfirmByReceipt)
 	if err != nil {
-		http.Error(w, err.Error(), api.HTTPStatus(hub.KindOf(err)))
+		http.Error(w, err.Error(), api.StatusOf(err))
 		return
-	}
-	push := r.Header.Get(api.HeaderPush) != "" && sess.caller.Agent != ""
-	if push {
-		w.Header().Set(api.HeaderPush, "1") // on the 101
 	}
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{api.StreamProtocol},
 		// Origin and Host are checked by the daemon for every endpoint.
 		InsecureSkipVerify: true})
-	if err != nil {
-		return // Accept answered
-	}
-	if ws.Subprotocol() != api.StreamProtocol {
+	if err == nil && ws.Subprotocol() != api.StreamProtocol {
 		ws.Close(websocket.StatusPolicyViolation, "a stream session speaks "+api.StreamProtocol)
+		err = errors.New("no subprotocol")
+	}
+	if err != nil { // Accept answered
+		sess.Close(context.WithoutCancel(r.Context()))
 		return
 	}
 	// r's context ends when the daemon shuts down; the stream's also when
@@ -71,13 +61,14 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request) {
 	defer pusher.Wait()
 	defer cancel(nil)
 	t := &streamTransport{IOTransport: mcp.IOTransport{Reader: conn, Writer: conn, MaxLineLength: maxRequestBytes},
-		s: s, ctx: ctx, cancel: cancel, header: r.Header.Clone(), ready: make(chan struct{}), push: push, pusher: &pusher}
-	ss, err := s.server(sess.caller.Profiles).Connect(ctx, t, nil)
+		s: s, ctx: ctx, cancel: cancel, header: r.Header, sess: sess, ready: make(chan struct{}),
+		push: sess.Hello().Push && sess.Caller().Agent != "", pusher: &pusher}
+	ss, err := s.server(sess.Caller().Profiles).Connect(ctx, t, nil)
 	if err != nil {
 		s.log.Warn("mcp stream: connect", "err", err)
+		sess.Close(context.WithoutCancel(ctx))
 		return
 	}
-	t.sess = sess
 	s.open(ss, sess, false)
 	close(t.ready)
 	s.ended(ss, sess) // here: this goroutine would only wait otherwise
@@ -91,8 +82,8 @@ type streamTransport struct {
 	ctx    context.Context // the stream's
 	cancel context.CancelCauseFunc
 	header http.Header // of the upgrade request
-	sess   *session    // set before ready is closed
-	ready  chan struct{}
+	sess   *session
+	ready  chan struct{}   // closed once the session is bound
 	push   bool            // push the agent's messages once initialized
 	pusher *sync.WaitGroup // the pusher's, once started
 }
@@ -102,19 +93,20 @@ func (t *streamTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &streamConn{Connection: c, t: t, keys: map[jsonrpc.ID]string{}}, nil
+	return &streamConn{Connection: c, t: t, calls: map[jsonrpc.ID]func(){}}, nil
 }
 
-// streamConn gives each request what the handlers find on a request over
-// HTTP (an inflight, through the private header), takes the bridge's
-// confirmations, and ends the stream's context when the connection ends, so
-// that blocked calls end with it.
+// streamConn registers each call it reads for its handler (the shim,
+// reqctx.go), with the stream's context and its JSON-RPC id, takes the
+// bridge's confirmations, tells the reader what it wrote, and ends the
+// stream's context when the connection ends, so that blocked calls end
+// with it.
 type streamConn struct {
 	mcp.Connection
 	t *streamTransport
 
-	mu   sync.Mutex
-	keys map[jsonrpc.ID]string // inflight keys of the calls not answered yet
+	mu    sync.Mutex
+	calls map[jsonrpc.ID]func() // the calls not answered yet: each unregisters its request
 }
 
 func (c *streamConn) Read(ctx context.Context) (jsonrpc.Message, error) {
@@ -143,13 +135,13 @@ func (c *streamConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			t.pusher.Go(func() { c.pushMessages(t.ctx) })
 		}
 		if req.IsCall() {
-			key := strconv.FormatUint(t.s.nextReq.Add(1), 36)
+			// Each call gets a header map of its own, under which its
+			// handlers find its request.
 			h := maps.Clone(t.header)
-			h[headerRequest] = []string{key}
 			req.Extra = &mcp.RequestExtra{Header: h}
-			t.s.requests.Store(key, &inflight{ctx: t.ctx, id: requestID(req.ID.Raw())})
+			done := t.s.reqs.add(h, &request{ctx: t.ctx, call: requestID(req.ID.Raw())})
 			c.mu.Lock()
-			c.keys[req.ID] = key
+			c.calls[req.ID] = done
 			c.mu.Unlock()
 		}
 		return req, nil
@@ -160,14 +152,14 @@ func (c *streamConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	err := c.Connection.Write(ctx, msg)
 	if resp, ok := msg.(*jsonrpc.Response); ok {
 		c.mu.Lock()
-		key, ok := c.keys[resp.ID]
-		delete(c.keys, resp.ID)
+		done, ok := c.calls[resp.ID]
+		delete(c.calls, resp.ID)
 		c.mu.Unlock()
 		if ok {
-			c.t.s.requests.Delete(key)
+			done()
 			// The answer is written (the bridge confirms what it carried),
 			// or the connection is gone (and the session with it).
-			c.t.sess.caller.Reader.Written(ctx, requestID(resp.ID.Raw()), err, nil)
+			c.t.sess.Reader().Written(ctx, requestID(resp.ID.Raw()), err)
 		}
 	}
 	return err
@@ -176,9 +168,9 @@ func (c *streamConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 func (c *streamConn) Close() error {
 	c.t.cancel(errGone)
 	c.mu.Lock()
-	for id, key := range c.keys {
-		c.t.s.requests.Delete(key)
-		delete(c.keys, id)
+	for id, done := range c.calls {
+		done()
+		delete(c.calls, id)
 	}
 	c.mu.Unlock()
 	return c.Connection.Close()
@@ -194,7 +186,7 @@ func (c *streamConn) confirm(params json.RawMessage) {
 	if json.Unmarshal(params, &p) != nil || len(p.MessageIDs) == 0 {
 		return
 	}
-	c.t.sess.caller.Reader.Receipt(c.t.ctx, p.MessageIDs, true)
+	c.t.sess.Reader().Receipt(c.t.ctx, p.MessageIDs, true)
 }
 
 // pushMessages hands the agent's messages to the session as they arrive
@@ -202,21 +194,18 @@ func (c *streamConn) confirm(params json.RawMessage) {
 // What it took and could not write stays leased to the session, which puts
 // it back as it ends, with the connection.
 func (c *streamConn) pushMessages(ctx context.Context) {
-	s := c.t.s
-	caller := c.t.sess.caller // a copy: its reads record the channel
-	caller.Via = hub.WakeChannel
-	rd := caller.Reader
+	s, sess := c.t.s, c.t.sess
 	backoff := storeRetry
 	for n := 0; ctx.Err() == nil; n++ {
-		caller.Call = "push-" + strconv.Itoa(n)
-		mi, err := s.ops.Receive(ctx, &caller, ops.Forever)
+		call := "push-" + strconv.Itoa(n)
+		mi, err := sess.Push(ctx, call)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}
 			// The store cannot serve (PostgreSQL restarting): look again,
 			// not too often.
-			s.log.Warn("mcp stream: push messages", "agent", caller.Agent, "err", err)
+			s.log.Warn("mcp stream: push messages", "agent", sess.Caller().Agent, "err", err)
 			select {
 			case <-ctx.Done():
 				return
@@ -234,7 +223,7 @@ func (c *streamConn) pushMessages(ctx context.Context) {
 			err = c.Connection.Write(ctx, &jsonrpc.Request{Method: api.MethodMessage, Params: params})
 		}
 		// Written: the bridge confirms it. Not: it goes back.
-		rd.Written(ctx, caller.Call, err, nil)
+		sess.Reader().Written(ctx, call, err)
 		if err != nil {
 			s.log.Warn("mcp stream: push messages", "err", err)
 			return

@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -114,7 +113,7 @@ func TestStreamSession(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- bridge.Run(context.Background(), inR, outW, &bridge.Options{SocketPath: sock, Stream: true,
-			Header: http.Header{api.HeaderAgent: {"bob"}, api.HeaderWorkspace: {ws}}})
+			Header: http.Header{api.HeaderHello: {api.Hello{Agent: "bob", Workspace: ws}.Header()}}})
 		outW.Close()
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -244,7 +243,7 @@ func TestStreamUnconfirmedGoesBack(t *testing.T) {
 func pushStream(t *testing.T, sock, ws, agent string) (net.Conn, *bufio.Reader) {
 	t.Helper()
 	c, br, err := bridge.DialStream(context.Background(), "unix", sock, "http://parley/mcp",
-		http.Header{api.HeaderAgent: {agent}, api.HeaderWorkspace: {ws}, api.HeaderPush: {"1"}}, nil)
+		http.Header{api.HeaderHello: {api.Hello{Agent: agent, Workspace: ws, Push: true}.Header()}}, nil)
 	if err != nil {
 		t.Fatalf("upgrade: %v", err)
 	}
@@ -319,33 +318,48 @@ func TestStreamPush(t *testing.T) {
 	}
 }
 
-// TestStreamPushOnlyWhenAsked: a daemon pushes only to a stream that asks,
-// and says on its 101 whether it will; a session with no agent has nothing
-// to push.
+// TestStreamPushOnlyWhenAsked: a daemon pushes only to a stream whose
+// hello asks; a session with no agent has nothing to push.
 func TestStreamPushOnlyWhenAsked(t *testing.T) {
 	e := newEnv(t)
 	sock, _ := streamServer(t, e)
 	for _, tc := range []struct {
-		name string
-		h    http.Header
-		want bool
+		name  string
+		hello api.Hello
+		want  bool
 	}{
-		{"asked", http.Header{api.HeaderAgent: {"bob"}, api.HeaderWorkspace: {"w"}, api.HeaderPush: {"1"}}, true},
-		{"not asked", http.Header{api.HeaderAgent: {"bob"}, api.HeaderWorkspace: {"w"}}, false},
-		{"no agent", http.Header{api.HeaderWorkspace: {"w"}, api.HeaderPush: {"1"}}, false},
+		{"asked", api.Hello{Agent: "bob", Workspace: "w", Push: true}, true},
+		{"not asked", api.Hello{Agent: "carol", Workspace: "w"}, false},
+		{"no agent", api.Hello{Workspace: "w", Push: true}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-				return net.Dial("unix", sock)
-			}}}
-			c, resp, err := websocket.Dial(context.Background(), "http://parley/mcp", &websocket.DialOptions{HTTPClient: hc,
-				HTTPHeader: tc.h, Subprotocols: []string{api.StreamProtocol}})
-			if err != nil || resp.StatusCode != http.StatusSwitchingProtocols || c.Subprotocol() != api.StreamProtocol {
-				t.Fatalf("upgrade: %v %v", resp, err)
+			c, br, err := bridge.DialStream(context.Background(), "unix", sock, "http://parley/mcp", http.Header{api.HeaderHello: {tc.hello.Header()}}, nil)
+			if err != nil {
+				t.Fatal(err)
 			}
-			defer c.CloseNow()
-			if got := resp.Header.Get(api.HeaderPush) != ""; got != tc.want {
-				t.Errorf("101 says it pushes: %v, want %v", got, tc.want)
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(20 * time.Second))
+			fmt.Fprintln(c, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+			br.ReadBytes('\n')
+			fmt.Fprintln(c, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+			to := tc.hello.Agent
+			if to == "" {
+				to = "dave" // nobody's session
+			}
+			id := sendTo(t, e, "w", to, "push? "+tc.name)
+			if tc.want {
+				if m, _ := pushedLine(t, br); m.MessageID != id {
+					t.Errorf("pushed %+v, want %s", m, id)
+				}
+				return
+			}
+			// A round trip on the stream, and the message is still queued.
+			fmt.Fprintln(c, `{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+			if line, err := br.ReadBytes('\n'); err != nil || !strings.Contains(string(line), `"id":2`) {
+				t.Fatalf("ping: %s %v (a push first?)", line, err)
+			}
+			if d := deliveryOf(t, e, "w", id); d.State != hub.Queued {
+				t.Errorf("message: %s, want queued (not pushed)", d.State)
 			}
 		})
 	}
@@ -403,7 +417,7 @@ func TestBridgePush(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- bridge.Run(context.Background(), inR, outW, &bridge.Options{SocketPath: sock, Stream: true, Extension: &pusher{},
-			Header: http.Header{api.HeaderAgent: {"bob"}, api.HeaderWorkspace: {ws}}})
+			Header: http.Header{api.HeaderHello: {api.Hello{Agent: "bob", Workspace: ws, Push: true}.Header()}}})
 		outW.Close()
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -522,7 +536,7 @@ func bridged(b *testing.B, sock, agent string, ext bridge.Extension, wrap func(m
 	done := make(chan struct{})
 	go func() {
 		bridge.Run(ctx, inR, outW, &bridge.Options{SocketPath: sock, Stream: true, Extension: ext,
-			Header: http.Header{api.HeaderAgent: {agent}, api.HeaderWorkspace: {"w"}}})
+			Header: http.Header{api.HeaderHello: {api.Hello{Agent: agent, Workspace: "w", Push: ext != nil}.Header()}}})
 		outW.Close()
 		close(done)
 	}()

@@ -170,6 +170,7 @@ type Ops struct {
 	ladder        *supervise.Ladder
 	log           *slog.Logger
 	progressEvery time.Duration
+	sessions      sessions // the open MCP sessions (session.go)
 	opTable
 }
 
@@ -220,4 +221,10 @@ func limitArg(op, what string, n int) error {
 		return hub.Errorf(op, hub.Invalid, "%s must not be negative", what)
 	}
 	return nil
+}
+
+// Invalid is an error of kind invalid for op: what a door refuses of what a
+// client sent (its profiles, its hello), in the words the client reads.
+func Invalid(op, format string, args ...any) error {
+	return hub.Errorf(op, hub.Invalid, format, args...)
 }

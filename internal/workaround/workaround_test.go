@@ -11,7 +11,7 @@ func TestParse(t *testing.T) {
 		"-typed":                  {"typed"},
 		"-typed, -quickargs":      {"typed", "quickargs"},
 		"typed,-stream,,+gctuner": {"stream"}, // only "-name" turns one off
-		" -hijackget ,-gctuner  ": {"hijackget", "gctuner"},
+		" -typed ,-gctuner  ":     {"typed", "gctuner"},
 	} {
 		if got := parse(v); !slices.Equal(got, want) {
 			t.Errorf("parse(%q) = %q, want %q", v, got, want)
