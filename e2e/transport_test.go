@@ -319,6 +319,7 @@ func TestInspectorCLI(t *testing.T) {
 	insp, path := inspector(t)
 	e := newEnv(t)
 	addr, token := e.startTCP()
+	e.Must("join", "--workspace", "insp", "--name", "bob") // a name that joined: delivered, not queued
 	run := func(args ...string) map[string]any {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -239,11 +239,15 @@ type SendRequest struct {
 	// bounces back to the sender. 0 means none; absent, the daemon's
 	// default.
 	TTL *int `json:"ttl_seconds,omitempty" jsonschema:"bounce back if nothing reaches them this long (0: never; default 86400)"`
+	// KeepUnjoined gives a message to a name that never joined the
+	// default time to live, not the short one (hub.SendRequest): set by a
+	// profile whose seed keeps such mail (Sidechat), never on the wire.
+	KeepUnjoined bool `json:"-"`
 }
 
 // SendResult is the send_message result (seed 000 plus recipients and thread).
 type SendResult struct {
-	Status          string   `json:"status" jsonschema:"delivered"`
+	Status          string   `json:"status" jsonschema:"delivered, or queued: see warning"`
 	MessageID       string   `json:"message_id"`
 	RecipientStatus string   `json:"recipient_status" jsonschema:"active, offline or unregistered (of the first recipient); mixed for several"`
 	Recipients      []string `json:"recipients"`
@@ -251,6 +255,9 @@ type SendResult struct {
 	// Replayed says this answers a retry with an idempotency key: the first
 	// send's result; nothing new was sent.
 	Replayed bool `json:"replayed,omitempty"`
+	// Warning says what the sender should know: the name never joined (and
+	// the names that look like it), so the message only waits for it.
+	Warning string `json:"warning,omitempty"`
 }
 
 // MessageInfo is one message as a reader sees it (seed 000's MessageInfo plus

@@ -44,7 +44,12 @@ idle, low queues. parley delivery ID shows where each copy stands.
 
 --ttl is how long the message may wait for its recipient: a copy that no
 reader took and no door told of by then bounces back to you with the reason
-(default: message_ttl in config.toml, 24h; 0: never).`,
+(default: message_ttl in config.toml, 24h; 0: never).
+
+A name that never joined gets the message in its inbox, to wait for it, but
+the send says so ("queued", not "sent", with the names that look like it:
+bbo has never joined; did you mean bob?), and without --ttl the message
+bounces back after unjoined_ttl in config.toml (10m) unless the name joins.`,
 		Example: `  parley send bob "please review PR 12"
   parley send @reviewer --priority high "build is red"
   parley send bob --deliver steer --ttl 1h "stop: main is broken"
@@ -65,10 +70,10 @@ reader took and no door told of by then bounces back to you with the reason
 				if strings.TrimSpace(ttl) != "0" {
 					d, err := config.ParseAge(ttl)
 					if err != nil {
-						return fmt.Errorf("invalid --ttl: %v", err)
+						return hub.Errorf("send", hub.Invalid, "invalid --ttl: %v", err)
 					}
 					if secs = int(d.Round(time.Second) / time.Second); secs < 1 {
-						return fmt.Errorf("--ttl %s is too short: want at least 1s, or 0 for none", ttl)
+						return hub.Errorf("send", hub.Invalid, "--ttl %s is too short: want at least 1s, or 0 for none", ttl)
 					}
 				}
 				req.TTL = &secs
@@ -76,14 +81,14 @@ reader took and no door told of by then bounces back to you with the reason
 			if ackWithin != 0 {
 				secs := int(ackWithin.Round(time.Second) / time.Second)
 				if secs < 1 {
-					return fmt.Errorf("--ack-within %s is too short: want at least 1s", ackWithin)
+					return hub.Errorf("send", hub.Invalid, "--ack-within %s is too short: want at least 1s", ackWithin)
 				}
 				req.AckWithin = &secs
 			}
 			for _, kv := range meta {
 				k, v, ok := strings.Cut(kv, "=")
 				if !ok || k == "" {
-					return fmt.Errorf("invalid --meta %q: want key=value", kv)
+					return hub.Errorf("send", hub.Invalid, "invalid --meta %q: want key=value", kv)
 				}
 				if req.Metadata == nil {
 					req.Metadata = map[string]string{}
@@ -92,7 +97,7 @@ reader took and no door told of by then bounces back to you with the reason
 			}
 			if payload != "" {
 				if !json.Valid([]byte(payload)) {
-					return fmt.Errorf("--payload is not valid JSON")
+					return hub.Errorf("send", hub.Invalid, "--payload is not valid JSON")
 				}
 				req.Payload = json.RawMessage(payload)
 			}
@@ -104,7 +109,14 @@ reader took and no door told of by then bounces back to you with the reason
 			if err != nil {
 				return err
 			}
+			if res.Warning != "" && g.json {
+				fmt.Fprintf(g.stderr, "parley: warning: %s\n", res.Warning)
+			}
 			return g.out(res, func(w io.Writer) {
+				if res.Status == "queued" {
+					fmt.Fprintf(w, "queued %s for %s: %s\n", res.MessageID, strings.Join(res.Recipients, ", "), res.Warning)
+					return
+				}
 				fmt.Fprintf(w, "sent %s to %s\n", res.MessageID, strings.Join(res.Recipients, ", "))
 			})
 		},

@@ -52,6 +52,23 @@ func TestMessageTTLInConfig(t *testing.T) {
 	}
 }
 
+func TestUnjoinedTTLInConfig(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want time.Duration
+	}{{``, 0}, {`unjoined_ttl = "0"`, -1}, {`unjoined_ttl = "30m"`, 30 * time.Minute}} {
+		c, err := Parse([]byte(tt.in), "config.toml")
+		if err != nil || c.UnjoinedAge() != tt.want {
+			t.Errorf("%s: got %v, %v; want %v", tt.in, c.UnjoinedAge(), err, tt.want)
+		}
+	}
+	for _, bad := range []string{`unjoined_ttl = "soon"`, `unjoined_ttl = "31d"`, `unjoined_ttl = "-1h"`} {
+		if _, err := Parse([]byte(bad), "config.toml"); err == nil || !strings.Contains(err.Error(), "unjoined_ttl") {
+			t.Errorf("%s: got %v, want an unjoined_ttl error", bad, err)
+		}
+	}
+}
+
 func FuzzParseAge(f *testing.F) {
 	for _, s := range []string{"30d", "2w", "1h30m", "-1d", "9223372036854775807d", "0.5h"} {
 		f.Add(s)

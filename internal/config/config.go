@@ -80,6 +80,11 @@ type Config struct {
 	// and no door, bounces back to its sender (an age such as "24h" or
 	// "7d"; "0" keeps messages until read; default "24h").
 	MessageTTL string `toml:"message_ttl,omitempty"`
+	// UnjoinedTTL is the time to live of a message that names none, sent
+	// to a name that never joined: the sender of a misspelt name learns
+	// soon (an age such as "10m"; "0": message_ttl, as for any other
+	// message; default "10m").
+	UnjoinedTTL string `toml:"unjoined_ttl,omitempty"`
 	// DaemonTimeout is how long a daemon on a shared store (PostgreSQL) may
 	// miss its heartbeat before the others take it for dead and give back
 	// what it held: leased messages, claimed tasks, reservations; its agents
@@ -97,6 +102,19 @@ func (c *Config) TTL() time.Duration {
 		return -1
 	}
 	d, _ := ParseAge(c.MessageTTL)
+	return d
+}
+
+// UnjoinedAge is UnjoinedTTL as a duration: 0 for the default, a negative
+// one for message_ttl's. Load checked it.
+func (c *Config) UnjoinedAge() time.Duration {
+	switch strings.TrimSpace(c.UnjoinedTTL) {
+	case "":
+		return 0
+	case "0":
+		return -1
+	}
+	d, _ := ParseAge(c.UnjoinedTTL)
 	return d
 }
 
@@ -228,6 +246,11 @@ func Parse(b []byte, name string) (*Config, error) {
 	if t := strings.TrimSpace(c.MessageTTL); t != "" && t != "0" {
 		if d, err := ParseAge(t); err != nil || d > 30*24*time.Hour {
 			return nil, fmt.Errorf("%s: invalid message_ttl %q: want an age up to 30d such as \"24h\" or \"7d\", or \"0\" for none", name, c.MessageTTL)
+		}
+	}
+	if t := strings.TrimSpace(c.UnjoinedTTL); t != "" && t != "0" {
+		if d, err := ParseAge(t); err != nil || d < time.Second || d > 30*24*time.Hour {
+			return nil, fmt.Errorf("%s: invalid unjoined_ttl %q: want an age from 1s up to 30d such as \"10m\", or \"0\" for message_ttl", name, c.UnjoinedTTL)
 		}
 	}
 	if d, err := time.ParseDuration(c.StallAfter); c.StallAfter != "" && (err != nil || d <= 0) {

@@ -119,6 +119,7 @@ func TestDeliverModes(t *testing.T) {
 func TestTTL(t *testing.T) {
 	ctx := context.Background()
 	h, c := newClockHub(t)
+	join(t, h, "w", "b", "dev")
 	send := func(ttl time.Duration) (*hub.Message, error) {
 		res, err := h.Send(ctx, hub.SendRequest{Workspace: "w", From: "a", To: "b", Content: "x", TTL: ttl})
 		if err != nil {
@@ -145,9 +146,56 @@ func TestTTL(t *testing.T) {
 	}
 	// A daemon without a default: none.
 	h2 := newHub(t, &hub.Options{TTL: hub.NoTTL})
+	join(t, h2, "w", "b", "dev")
 	res, err := h2.Send(ctx, hub.SendRequest{Workspace: "w", From: "a", To: "b", Content: "x"})
 	if err != nil || !res.Message.ExpiresAt.IsZero() {
 		t.Errorf("no default: got %v, %v", res.Message.ExpiresAt, err)
+	}
+}
+
+// TestUnjoinedRecipient: a message to a name that never joined waits in
+// its inbox, says so (Unjoined), and lives UnjoinedTTL unless the send
+// names a time to live or keeps it (Sidechat); the names that look like it
+// are the sender's suggestions. Roles, old names and joined names are not
+// unjoined.
+func TestUnjoinedRecipient(t *testing.T) {
+	ctx := context.Background()
+	h, c := newClockHub(t)
+	for _, n := range []string{"bob", "boris", "alice", "robert"} {
+		join(t, h, "w", n, "dev")
+	}
+	send := func(r hub.SendRequest) *hub.SendResult {
+		t.Helper()
+		r.Workspace, r.From, r.Content = "w", "alice", "x"
+		res, err := h.Send(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	res := send(hub.SendRequest{To: "bbo"})
+	if !res.Unjoined || !res.Message.ExpiresAt.Equal(c.now().Add(hub.DefaultUnjoinedTTL)) || res.Presence[0] != hub.PresenceUnregistered {
+		t.Errorf("to bbo: unjoined %v, expires %v, presence %v; want unjoined, in %s", res.Unjoined, res.Message.ExpiresAt, res.Presence, hub.DefaultUnjoinedTTL)
+	}
+	if res := send(hub.SendRequest{To: "bbo", TTL: time.Hour}); !res.Message.ExpiresAt.Equal(c.now().Add(time.Hour)) {
+		t.Errorf("to bbo with a ttl: expires %v, want in an hour", res.Message.ExpiresAt)
+	}
+	if res := send(hub.SendRequest{To: "bbo", KeepUnjoined: true}); !res.Unjoined || !res.Message.ExpiresAt.Equal(c.now().Add(hub.DefaultTTL)) {
+		t.Errorf("to bbo, kept: expires %v, want the default", res.Message.ExpiresAt)
+	}
+	for _, to := range []string{"bob", "@dev"} {
+		if res := send(hub.SendRequest{To: to}); res.Unjoined || !res.Message.ExpiresAt.Equal(c.now().Add(hub.DefaultTTL)) {
+			t.Errorf("to %s: unjoined %v, expires %v, want the default", to, res.Unjoined, res.Message.ExpiresAt)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		want []string
+	}{{"bbo", []string{"bob"}}, {"Bob", []string{"bob"}}, {"bor", []string{"bob", "boris"}}, {"roberto", []string{"robert"}}, {"zed", []string{}}, {"bori", []string{"boris", "bob"}}} {
+		got, err := h.NearNames(ctx, "w", tc.name)
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("near %s: %v %v, want %v", tc.name, got, err, tc.want)
+		}
 	}
 }
 

@@ -60,7 +60,8 @@ type Options struct {
 	// (lifetime.go); 0: DefaultProvisionalGrace.
 	ProvisionalGrace time.Duration
 	// UnjoinedTTL is the time to live of a message that names none, sent
-	// to a name that never joined (unjoined.go); 0: DefaultUnjoinedTTL.
+	// to a name that never joined (unjoined.go); 0: DefaultUnjoinedTTL;
+	// NoTTL: the default TTL, as for any other message.
 	UnjoinedTTL time.Duration
 }
 
@@ -174,8 +175,11 @@ func New(store Store, opts *Options) *Hub {
 	if o.ProvisionalGrace <= 0 {
 		o.ProvisionalGrace = DefaultProvisionalGrace
 	}
-	if o.UnjoinedTTL <= 0 {
+	switch {
+	case o.UnjoinedTTL == 0:
 		o.UnjoinedTTL = DefaultUnjoinedTTL
+	case o.UnjoinedTTL < 0:
+		o.UnjoinedTTL = 0
 	}
 	h := &Hub{
 		store:      store,

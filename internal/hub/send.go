@@ -36,6 +36,10 @@ type SendRequest struct {
 	// sends nothing new and returns the first send's result
 	// (idempotency.go).
 	IdempotencyKey string
+	// KeepUnjoined gives a message to a name that never joined the
+	// default time to live, not UnjoinedTTL: Sidechat's inbox keeps a
+	// message for an agent that does not exist yet (seed 001).
+	KeepUnjoined bool
 	// task is the task whose result this is (Complete).
 	task string
 }
@@ -52,6 +56,10 @@ type SendResult struct {
 	// Replayed says the send was a retry with an idempotency key: this is
 	// the first send's result, and nothing new was sent.
 	Replayed bool
+	// Unjoined says the message went to a plain name that no agent has
+	// (nor had): it waits in that name's inbox, for UnjoinedTTL unless
+	// the send named a time to live (unjoined.go).
+	Unjoined bool
 }
 
 // Send resolves the address and stores the message with one delivery per
@@ -75,7 +83,17 @@ func (h *Hub) Send(ctx context.Context, r SendRequest) (*SendResult, error) {
 	if err != nil {
 		return nil, withOp(op, err)
 	}
+	unjoined := h.unjoined(ctx, r.Workspace, r.To, recips)
+	if unjoined && r.TTL == 0 && !r.KeepUnjoined && h.unjoinedTTL > 0 {
+		// Nobody has the name: the sender learns it soon (unjoined.go).
+		if end := m.CreatedAt.Add(h.unjoinedTTL); m.ExpiresAt.IsZero() || end.Before(m.ExpiresAt) {
+			m.ExpiresAt = end
+		}
+	}
 	res, err := h.deliver(ctx, m, recips, agents)
+	if res != nil {
+		res.Unjoined = unjoined
+	}
 	if KindOf(err) == Conflict && r.IdempotencyKey != "" {
 		// A retry raced its first send, which won: its result.
 		if first, ferr := h.replaySend(ctx, r); ferr == nil && first != nil {

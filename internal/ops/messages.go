@@ -26,7 +26,8 @@ func (o *Ops) Send(ctx context.Context, c *Caller, in api.SendRequest) (api.Send
 	}
 	req := hub.SendRequest{Workspace: c.Workspace, From: c.Agent, To: in.To,
 		Content: in.Content, Payload: in.Payload, Priority: in.Priority, ReplyTo: in.ReplyTo, Metadata: in.Metadata,
-		AckRequired: in.AckRequired, Door: c.Door, IdempotencyKey: in.IdempotencyKey, Deliver: in.Deliver}
+		AckRequired: in.AckRequired, Door: c.Door, IdempotencyKey: in.IdempotencyKey, Deliver: in.Deliver,
+		KeepUnjoined: in.KeepUnjoined}
 	ttl, err := messageTTL("send_message", in.TTL)
 	if err != nil {
 		return api.SendResult{}, err
@@ -44,8 +45,53 @@ func (o *Ops) Send(ctx context.Context, c *Caller, in api.SendRequest) (api.Send
 		return api.SendResult{}, err
 	}
 	o.hub.Called(ctx, c.Workspace, c.Agent) // a send is a call
-	return api.SendResult{Status: "delivered", MessageID: res.Message.ID, Recipients: res.Recipients,
-		ThreadID: res.Message.ThreadID, RecipientStatus: recipientStatus(res), Replayed: res.Replayed}, nil
+	out := api.SendResult{Status: "delivered", MessageID: res.Message.ID, Recipients: res.Recipients,
+		ThreadID: res.Message.ThreadID, RecipientStatus: recipientStatus(res), Replayed: res.Replayed}
+	if res.Unjoined {
+		out.Status, out.Warning = "queued", o.unjoinedWarning(ctx, c.Workspace, res)
+	}
+	return out, nil
+}
+
+// unjoinedWarning tells the sender of a message to a name nobody has what
+// became of it: the names that look like it, and when it comes back.
+func (o *Ops) unjoinedWarning(ctx context.Context, ws string, res *hub.SendResult) string {
+	name := res.Recipients[0]
+	w := fmt.Sprintf("%s has never joined this workspace", name)
+	if near, err := o.hub.NearNames(ctx, ws, name); err == nil && len(near) > 0 {
+		w += "; did you mean " + orList(near) + "?"
+	} else {
+		w += "."
+	}
+	w += fmt.Sprintf(" The message waits in %s's inbox", name)
+	if m := res.Message; !m.ExpiresAt.IsZero() {
+		w += fmt.Sprintf(" and bounces back to you in %s unless %s joins", shortDuration(m.ExpiresAt.Sub(m.CreatedAt)), name)
+	}
+	return w + "."
+}
+
+// orList is "a", "a or b", "a, b or c".
+func orList(ns []string) string {
+	if len(ns) == 1 {
+		return ns[0]
+	}
+	return strings.Join(ns[:len(ns)-1], ", ") + " or " + ns[len(ns)-1]
+}
+
+// shortDuration writes d as people do: 10m, 1h30m, 2d.
+func shortDuration(d time.Duration) string {
+	d = d.Round(time.Second)
+	switch {
+	case d >= 24*time.Hour && d%(24*time.Hour) == 0:
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d%time.Minute == 0 && d > time.Hour:
+		return strings.TrimSuffix(d.String(), "0s")
+	case d%time.Minute == 0:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	}
+	return d.String()
 }
 
 // mayInterrupt refuses a send with deliver interrupt that would reach a

@@ -18,7 +18,7 @@ import (
 // its budget fails here: raise the budget only on purpose.
 var toolBudgets = map[string]int{
 	"lean":      3_000,  // issue 38: every tool's annotations (readOnlyHint, destructiveHint, ...), about 90 bytes a tool, here and below
-	"native":    35_200, // issue 11 added acks and receipts; issue 15 reservations, search and queues, each with its output schema; issue 24 the provenance of every message; issue 25 portable schemas (anyOf for nullable and free-form values); issue 27 deliver, ttl_seconds and the attention states; issue 28 health in list_agents and my_work; issue 38 annotations
+	"native":    35_400, // issue 11 added acks and receipts; issue 15 reservations, search and queues, each with its output schema; issue 24 the provenance of every message; issue 25 portable schemas (anyOf for nullable and free-form values); issue 27 deliver, ttl_seconds and the attention states; issue 28 health in list_agents and my_work; issue 39 send_message's warning for a name that never joined; issue 38 annotations
 	"sidechat":  2_800,
 	"agentmail": 1_450,
 	"manager":   22_700, // issue 25: portable schemas; issue 28 budgets (create_agent's max_turns, max_cost, max_duration, and each agent's budget and spend)

@@ -111,7 +111,9 @@ func (h *Host) scSend(ctx context.Context, c *ops.Caller, in scSendIn) (scSendOu
 		from = sidechatSender
 	}
 	res, err := h.Ops.Send(ctx, &ops.Caller{Workspace: sc.Workspace, Agent: from},
-		api.SendRequest{To: in.To, Content: summarize(msg), Payload: json.RawMessage(msg), Metadata: map[string]string{"profile": "sidechat"}})
+		// The inbox of an agent that does not exist yet keeps it (seed 001).
+		api.SendRequest{To: in.To, Content: summarize(msg), Payload: json.RawMessage(msg), Metadata: map[string]string{"profile": "sidechat"},
+			KeepUnjoined: true})
 	if err != nil {
 		return scSendOut{}, err
 	}
