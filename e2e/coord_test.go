@@ -80,8 +80,8 @@ func TestReserveCLI(t *testing.T) {
 		t.Fatalf("alice reserves src/a.go: exit %d\n%s%s", code, out, errs)
 	}
 	out, _, code := e.in(t, repo, "reserve", "src/", "--agent", "bob", "--reason", "moving src")
-	if code != 1 || !strings.Contains(out, "src/** overlaps src/a.go, reserved by alice") || !strings.Contains(out, "refactoring a") {
-		t.Fatalf("bob reserves src/: exit %d, %q; want exit 1 naming alice and her reason", code, out)
+	if code != 5 || !strings.Contains(out, "src/** overlaps src/a.go, reserved by alice") || !strings.Contains(out, "refactoring a") {
+		t.Fatalf("bob reserves src/: exit %d, %q; want exit 5 (conflict) naming alice and her reason", code, out)
 	}
 	if _, _, code := e.in(t, repo, "reserve", "docs/*.md", "--shared", "--agent", "bob"); code != 0 {
 		t.Fatalf("bob reserves docs/*.md shared: exit %d", code)

@@ -331,6 +331,14 @@ func TestDoctor(t *testing.T) {
 	if code != 0 || d.Failed != 0 {
 		t.Errorf("healthy: exit %d, %d failed", code, d.Failed)
 	}
+	// A zero-flag Codex config names no agent: doctor says who speaks.
+	e.extra = append(e.extra, "CODEX_HOME="+filepath.Join(e.home, "codex"))
+	e.Must("init", "codex", "--yes")
+	d, _ = e.doctor()
+	if st, detail, _ := d.find("client codex"); st != "ok" || !strings.Contains(detail, "each session as an agent of its own (codex-") {
+		t.Errorf("client codex: %s %q, want ok, each session its own agent", st, detail)
+	}
+	e.extra = nil
 
 	for _, tt := range []struct {
 		name, check, want string

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
@@ -144,13 +145,17 @@ func TestDemoHintWorks(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("demo: exit %d\n%s%s", code, out, errs)
 	}
-	m := regexp.MustCompile("see it with `PARLEY_HOME=(\\S+) parley (history --workspace parley-demo)`").FindStringSubmatch(out + errs)
-	if m == nil || m[1] != e.home {
+	// The hint runs as written, in a shell whose PATH has no parley (the
+	// test's binary is not on it).
+	m := regexp.MustCompile("see it with `(PARLEY_HOME=(\\S+) \\S+ history --workspace parley-demo)`").FindStringSubmatch(out + errs)
+	if m == nil || m[2] != e.home {
 		t.Fatalf("demo's hint: %q; want one naming PARLEY_HOME=%s", out+errs, e.home)
 	}
-	hist := e.Must(strings.Fields(m[2])...)
-	if strings.Count(hist, "── ") < 2 {
-		t.Errorf("the hinted history: %q; want the demo's messages", hist)
+	c := exec.Command("sh", "-c", m[1])
+	c.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + e.home}
+	hist, err := c.CombinedOutput()
+	if err != nil || strings.Count(string(hist), "── ") < 2 {
+		t.Errorf("the hinted command %q: %v %q; want the demo's messages", m[1], err, hist)
 	}
 }
 

@@ -95,8 +95,10 @@ func TestTeamServerTLS(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(srv.home, "config.toml"), []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	srv.Must("daemon", "start")
 	base := fmt.Sprintf("https://127.0.0.1:%d", port)
+	if out := srv.Must("daemon", "start"); !strings.Contains(out, "listening on "+base+" ") {
+		t.Errorf("daemon start: %q, want it listening on %s", out, base)
+	}
 	var st api.Status
 	srv.MustJSON(&st, "daemon", "status")
 	if !st.TLS || st.ServerURL != base {

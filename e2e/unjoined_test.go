@@ -88,3 +88,31 @@ func TestSendToANameNobodyHas(t *testing.T) {
 		t.Errorf("Sidechat's later has no message %s after unjoined_ttl: want it kept", scOut.MessageID)
 	}
 }
+
+// TestExitStatusesAsDocumented: README's table of exit statuses holds for
+// the commands that used to exit 1: a bad --ttl is invalid input (2), a
+// token with no agent is a usage error (2), a reservation that runs into
+// another agent's is a conflict (5).
+func TestExitStatusesAsDocumented(t *testing.T) {
+	e := newEnv(t)
+	repo := gitRepo(t)
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"send", "bob", "hi", "--ttl", "soon", "--agent", "alice"}, 2},
+		{[]string{"send", "bob", "hi", "--ttl", "10ms", "--agent", "alice"}, 2},
+		{[]string{"send", "bob", "hi", "--meta", "novalue", "--agent", "alice"}, 2},
+		{[]string{"token", "create"}, 2},
+	} {
+		if out, errs, code := e.in(t, repo, tc.args...); code != tc.want {
+			t.Errorf("parley %v: exit %d %s%s, want %d", tc.args, code, out, errs, tc.want)
+		}
+	}
+	if _, errs, code := e.in(t, repo, "reserve", "src/a.go", "--agent", "alice"); code != 0 {
+		t.Fatalf("alice reserves: exit %d %s", code, errs)
+	}
+	if out, _, code := e.in(t, repo, "reserve", "src/a.go", "--agent", "bob"); code != 5 {
+		t.Errorf("bob reserves alice's file: exit %d %s, want 5 (conflict)", code, out)
+	}
+}

@@ -21,8 +21,12 @@ func agentCmd(g *globals) *cobra.Command {
 		Use:   "agent",
 		Short: "Launch and steer managed agents (Claude Code, Codex, any command)",
 		Long: `Managed agents are coding agents the daemon launches and supervises: it runs
-their turns (one process per prompt, resuming the provider's session), records
-what they do, queues prompts, and brokers their permission requests.
+their turns, records what they do, queues prompts, and brokers their
+permission requests. A claude agent keeps one process across its turns (a
+prompt that comes during a turn is streamed into it, between tool calls);
+codex and command agents run one process per prompt, resuming the
+provider's session (steer = true in a provider's config keeps one codex
+process too).
 
 A managed agent is also an agent on the bus, named by its id: a message sent to
 it while it is idle starts a turn (unless created with --no-auto-wake).

@@ -59,7 +59,7 @@ listen = "127.0.0.1:PORT" in $PARLEY_HOME/config.toml instead.`,
 			}
 			fmt.Fprintf(g.stdout, "parley daemon started (pid %d, socket %s)\n", h.PID, paths.Socket)
 			if st, err := c.Status(cmd.Context()); err == nil && st.Listen != "" {
-				fmt.Fprintf(g.stdout, "listening on http://%s (bearer token in %s)\n", st.Listen, paths.Token)
+				fmt.Fprintf(g.stdout, "listening on %s://%s (bearer token in %s)\n", listenScheme(st), st.Listen, paths.Token)
 			}
 			return nil
 		},
@@ -159,11 +159,7 @@ it) when it does not, so that scripts can test it.`,
 				fmt.Fprintf(w, "parley daemon running\n  pid:        %d\n  version:    %s\n  uptime:     %s\n  socket:     %s\n",
 					st.PID, st.Version, st.Uptime, st.Socket)
 				if st.Listen != "" {
-					scheme := "http"
-					if st.TLS {
-						scheme = "https"
-					}
-					fmt.Fprintf(w, "  tcp:        %s://%s (bearer token in %s)\n", scheme, st.Listen, paths.Token)
+					fmt.Fprintf(w, "  tcp:        %s://%s (bearer token in %s)\n", listenScheme(st), st.Listen, paths.Token)
 				}
 				fmt.Fprintf(w, "  store:      %s\n  database:   %s\n  sessions:   %d\n  workspaces: %s\n", st.Store, st.Database, st.Sessions, strings.Join(st.Workspaces, ", "))
 			})
@@ -236,4 +232,12 @@ func daemonRunCmd(g *globals) *cobra.Command {
 	}
 	addListenFlags(cmd, &listen, &allowRemote)
 	return cmd
+}
+
+// listenScheme is how a client reaches the daemon's TCP listener.
+func listenScheme(st *api.Status) string {
+	if st.TLS {
+		return "https"
+	}
+	return "http"
 }

@@ -116,9 +116,11 @@ needed).`,
 				return fmt.Errorf("the planner did not get the reply")
 			}
 			say("planner-1 read %d message(s): %q from %s, thread %s", len(inbox.Messages), inbox.Messages[0].Content, inbox.Messages[0].From, inbox.Messages[0].ThreadID)
-			see := "parley history --workspace parley-demo"
+			// This binary as a shell runs it: "parley" only when that is it
+			// on $PATH.
+			see := shellQuote(parleyCommand()) + " history --workspace parley-demo"
 			if h := os.Getenv("PARLEY_HOME"); h != "" {
-				see = "PARLEY_HOME=" + h + " " + see
+				see = "PARLEY_HOME=" + shellQuote(h) + " " + see
 			}
 			say("demo finished in %s; see it with `%s`", time.Since(t0).Round(time.Millisecond), see)
 			return nil

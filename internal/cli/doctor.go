@@ -320,7 +320,12 @@ func doctorClients(add addFunc) {
 			add("client "+c, "warn", "differs from what parley init writes: "+strings.Join(stale, ", "), fix)
 			continue
 		}
-		add("client "+c, "ok", "configured, as agent "+p.agent, "")
+		who := "as agent " + p.agent
+		if p.agent == "" {
+			// (A zero-flag init: each session is named after itself.)
+			who = fmt.Sprintf("each session as an agent of its own (%s-%s-...)", c, filepath.Base(loc.Root))
+		}
+		add("client "+c, "ok", "configured, "+who, "")
 	}
 }
 

@@ -61,6 +61,7 @@ func hookTimeout(g *globals) time.Duration {
 func hookClaudeCmd(g *globals) *cobra.Command {
 	var wait time.Duration
 	var edit editHookOptions
+	var allowReads bool
 	cmd := &cobra.Command{
 		Use:   "claude EVENT",
 		Short: "Claude Code hook: set the agent's status and report new messages",
@@ -125,7 +126,7 @@ writes .claude/settings.json.`,
 				return runPreCompact(ctx, g, cmd.InOrStdin())
 			}
 			if args[0] == evPreToolUse {
-				return printHook(g, func() (any, error) { return runPreToolUse(ctx, g, "claude", edit, cmd.InOrStdin()) })
+				return printHook(g, func() (any, error) { return runClaudePreToolUse(ctx, g, edit, allowReads, cmd.InOrStdin()) })
 			}
 			return printHook(g, func() (any, error) { return runClaudeHook(ctx, g, args[0], cmd.InOrStdin()) })
 		},
@@ -133,6 +134,7 @@ writes .claude/settings.json.`,
 	cmd.Flags().DurationVar(&wait, "wait", defaultPermissionWait, "PermissionRequest: how long to wait for a decision before falling back to the client's own prompt (keep it under the hook's timeout)")
 	cmd.Flags().StringVar(&edit.policy, "policy", policyDeny, "PreToolUse: deny or warn when an edit runs into another agent's reservation; off: only report the tool call")
 	cmd.Flags().DurationVar(&edit.lease, "lease", 0, "PreToolUse: reserve the edited file for this long (e.g. 10m; 0: no lease)")
+	cmd.Flags().BoolVar(&allowReads, "allow-reads", false, "PreToolUse: let Parley's own tools that only read (check_messages, wait_for_message, list_agents...) run without a prompt, for a client package that cannot carry permission rules (the Claude Code plugin)")
 	return cmd
 }
 

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"github.com/parley-dev/parley/internal/door"
 	"github.com/parley-dev/parley/internal/home"
 	"github.com/parley-dev/parley/internal/hub"
+	"github.com/parley-dev/parley/internal/profile"
 	"github.com/parley-dev/parley/internal/workspace"
 )
 
@@ -105,4 +107,42 @@ func runCodexSessionStart(ctx context.Context, g *globals, stdin io.Reader) (*cl
 		return nil, nil
 	}
 	return withWork(ctx, g, c, evSessionStart, nil), nil
+}
+
+// runClaudePreToolUse is Claude Code's PreToolUse hook: with allowReads,
+// a call of one of Parley's own tools that only read (profile.ReadTools,
+// through any parley server: mcp__parley__..., the plugin's
+// mcp__plugin_parley_parley__...) is allowed without a prompt: a Claude
+// Code plugin can carry no permission rules, and a session that a letter
+// woke must read its mail without stopping at a dialog. Anything else goes
+// on to the activity report and the edit check (runPreToolUse).
+func runClaudePreToolUse(ctx context.Context, g *globals, edit editHookOptions, allowReads bool, stdin io.Reader) (*preToolUseOutput, error) {
+	b, err := io.ReadAll(io.LimitReader(stdin, maxHookInput))
+	if err != nil {
+		return nil, fmt.Errorf("read hook input: %w", err)
+	}
+	out, err := runPreToolUse(ctx, g, "claude", edit, bytes.NewReader(b))
+	if err != nil || out != nil || !allowReads {
+		return out, err
+	}
+	var in struct {
+		ToolName string `json:"tool_name"`
+	}
+	if json.Unmarshal(b, &in) != nil || !isParleyReadTool(in.ToolName) {
+		return nil, nil
+	}
+	return &preToolUseOutput{HookSpecificOutput: preToolUseSpecific{HookEventName: evPreToolUse, PermissionDecision: "allow",
+		PermissionDecisionReason: "Parley's own read tool: it reads this session's inbox or the team, nothing else"}}, nil
+}
+
+// isParleyReadTool reports whether a Claude Code tool name is a read tool of
+// a parley MCP server: mcp__parley__NAME, or the plugin's
+// mcp__plugin_parley_parley__NAME.
+func isParleyReadTool(tool string) bool {
+	for _, prefix := range []string{"mcp__parley__", "mcp__plugin_parley_parley__"} {
+		if name, ok := strings.CutPrefix(tool, prefix); ok {
+			return profile.IsReadTool(name)
+		}
+	}
+	return false
 }

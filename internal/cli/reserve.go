@@ -63,7 +63,7 @@ A path named like a subcommand is written ./list.`,
 				return err
 			}
 			if len(res.Conflicts) > 0 {
-				return &exitError{code: 1}
+				return &exitError{code: 5} // conflict (README's exit statuses)
 			}
 			return nil
 		},

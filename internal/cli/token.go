@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/parley-dev/parley/internal/api"
+	"github.com/parley-dev/parley/internal/hub"
 )
 
 func tokenCmd(g *globals) *cobra.Command {
@@ -36,7 +37,7 @@ daemon's TCP listener (https with tls_cert; see docs/team-server.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if g.agent == "" {
-				return fmt.Errorf("--agent NAME is required: the agent the token acts as")
+				return hub.Errorf("token create", hub.Invalid, "--agent NAME is required: the agent the token acts as")
 			}
 			c, id, err := g.client(cmd.Context(), false)
 			if err != nil {
