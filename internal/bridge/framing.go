@@ -87,6 +87,9 @@ type message struct {
 // JSON-RPC error code to answer with (and the message, for its id).
 func parseMessage(raw []byte) (*message, int, error) {
 	if raw[0] == '[' {
+		if !json.Valid(raw) {
+			return nil, codeParseError, errors.New("parse error: the line is not valid JSON")
+		}
 		return nil, codeInvalidRequest, errors.New("invalid request: MCP has no JSON-RPC batches since 2025-06-18; send one message a line")
 	}
 	var env envelope
