@@ -437,7 +437,11 @@ func (c *Client) StartDaemon(ctx context.Context, args ...string) (*api.Health, 
 		if err == nil {
 			return h, nil
 		}
-		if !IsNotRunning(err) {
+		// A daemon that fails its start after binding the socket (a bad
+		// certificate) resets the connection: not an answer, so wait for
+		// its exit and read why from its log.
+		var he *hub.Error
+		if !IsNotRunning(err) && !(errors.As(err, &he) && he.Kind == hub.Unavailable) {
 			return nil, err
 		}
 		select {
