@@ -241,9 +241,10 @@ func TestDoorClaudeBypass(t *testing.T) {
 		}
 		return nil
 	})
-	// The session's own MCP server (or hook) starts the daemon: it is not
-	// their descendant (Claude Code would take its letters as its own, no
-	// hold), as TestDaemonDescendsFromNoSession checks.
+	// The daemon runs apart from the session, as a team's does. (One that
+	// the session's own MCP server starts is no descendant of the session
+	// either: TestDaemonDescendsFromNoSession.)
+	e.Must("daemon", "start")
 	tm := tmuxcli.NewServer(t)
 	debug := filepath.Join(tm.Dir(), "cc-debug.log")
 	cc := tm.StartClaude("held", s, tmuxcli.ClaudeOptions{Dir: repo, Home: filepath.Join(e.home, "claude"),
