@@ -7,7 +7,7 @@ package api
 type ClaimTaskRequest struct {
 	Queue        string `json:"queue" jsonschema:"NAME of queue:NAME"`
 	Timeout      *int   `json:"timeout,omitempty" jsonschema:"seconds to wait (default 300, max 600)"`
-	LeaseSeconds int    `json:"lease_seconds,omitempty" jsonschema:"seconds the claim lasts unless renewed (default the daemon's claim_lease, 120); your live session renews it"`
+	LeaseSeconds int    `json:"lease_seconds,omitempty" jsonschema:"seconds the claim lasts unless your live session renews it (default 120)"`
 }
 
 // TaskInfo is a claimed task: the message sent to the queue, and the claim.
