@@ -62,6 +62,7 @@ func benchClaudeMode(b *testing.B, mode string) {
 	s := standin.Anthropic(b, func(q *standin.MessagesRequest) []standin.Block {
 		tail := q.Tail()
 		if strings.Contains(tail, "BUSY-SLEEP") && !strings.Contains(tail, "SLEPT") {
+			tk.saw(tail, false)
 			mu.Lock()
 			sleeps++
 			id := fmt.Sprintf("toolu_sleep_%d", sleeps)
