@@ -1,0 +1,66 @@
+package cli
+
+import (
+	"fmt"
+	"maps"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+
+	"github.com/parley-dev/parley/internal/door"
+)
+
+// opencode is what `parley init opencode` changes: the project's
+// opencode.json gets mcp.parley, a local server that runs parley mcp
+// serve. The door needs nothing more: the TUI serves on loopback (port
+// 4096 unless taken, or its server.port), and the server finds it from
+// OPENCODE_PID.
+func (p initPlan) opencode() ([]fileChange, error) {
+	path := filepath.Join(p.root, "opencode.json")
+	m, old, exists, err := loadJSONObject(p.root, path)
+	if err != nil {
+		return nil, err
+	}
+	servers, err := object(m, "mcp", path)
+	if err != nil {
+		return nil, err
+	}
+	entry := map[string]any{"type": "local", "command": toAny(append([]string{p.command}, p.serveArgs()...)), "enabled": true}
+	var review []string
+	if cur, ok := servers["parley"].(map[string]any); ok {
+		for _, k := range slices.Sorted(maps.Keys(cur)) {
+			if _, ours := entry[k]; !ours {
+				review = append(review, fmt.Sprintf("took %s out of the parley server: %s", k, compactJSON(cur[k])))
+			} else if !reflect.DeepEqual(normalJSON(cur[k]), normalJSON(entry[k])) {
+				review = append(review, fmt.Sprintf("replaced the parley server's %s %s", k, compactJSON(cur[k])))
+			}
+		}
+	}
+	servers["parley"] = entry
+	for _, name := range slices.Sorted(maps.Keys(servers)) {
+		if name != "parley" {
+			review = append(review, fmt.Sprintf("kept the MCP server %q, not Parley's: %s", name, compactJSON(servers[name])))
+		}
+	}
+	c := changeJSON(path, old, exists, m)
+	c.review = review
+	return []fileChange{c}, nil
+}
+
+// opencodeConfigPort is the server.port of dir's opencode.json, or 0.
+func opencodeConfigPort(dir string) int {
+	m, _, _, err := loadJSONObject(dir, filepath.Join(dir, "opencode.json"))
+	if err != nil {
+		return 0
+	}
+	s, _ := m["server"].(map[string]any)
+	switch v := s["port"].(type) {
+	case interface{ String() string }:
+		n, _ := strconv.Atoi(v.String())
+		return n
+	case float64:
+		return int(v)
+	}
+	return door.OpencodeDefaultPort
+}
