@@ -149,6 +149,7 @@ join) is not every session's. cursor and gemini name no sessions: without
 				fmt.Fprintln(g.stdout, "Start Claude Code with the channel (a research preview: it needs a claude.ai login, and until parley is on Claude Code's approved allowlist it must be loaded as a development channel):\n  claude --dangerously-load-development-channels server:parley")
 			}
 			if args[0] == "qwen" {
+				fmt.Fprintln(g.stdout, "Qwen Code asks before it starts a project's MCP server: approve the parley server of .qwen/settings.json at the first start here.")
 				if policy, path := checkQwenLetters(); policy == "accept" {
 					fmt.Fprintf(g.stdout, "Parley's letters: Qwen Code sessions take them (agents.crossSessionInbound is accept in %s, user-wide: other sessions of yours are taken too).\n", path)
 				} else {
