@@ -38,6 +38,7 @@ func chatModel(t *testing.T, m *model) *standin.Server {
 // door. Qwen Code's own receipt says delivered before that; seen comes
 // only from the session's transcript of the turn.
 func TestDoorQwen(t *testing.T) {
+	standin.CLI(t, "qwen")
 	e := newEnv(t)
 	repo := initRepo(t, e)
 	home := filepath.Join(e.home, "qwen")
@@ -70,6 +71,7 @@ func TestDoorQwen(t *testing.T) {
 // claims no review class), and says so: the copy reads held, with how to
 // let letters in, and is never seen.
 func TestDoorQwenHeld(t *testing.T) {
+	standin.CLI(t, "qwen")
 	e := newEnv(t)
 	repo := initRepo(t, e)
 	home := filepath.Join(e.home, "qwen")
@@ -112,6 +114,7 @@ func TestDoorQwenHeld(t *testing.T) {
 // session, the TUI having none yet) whose model request carries the
 // letter, and the copy reads seen once the model answered it.
 func TestDoorOpencode(t *testing.T) {
+	standin.CLI(t, "opencode")
 	e := newEnv(t)
 	repo := initRepo(t, e)
 	out, errs, code := e.runIn(repo, "init", "opencode", "--agent", "oc", "--yes")

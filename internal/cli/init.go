@@ -256,7 +256,10 @@ func (p *initPlan) configuredArgs() []string {
 		}
 		entry = conf.Servers["parley"]
 	default:
-		path := map[string]string{"claude": ".mcp.json", "cursor": ".cursor/mcp.json", "gemini": ".gemini/settings.json"}[p.client]
+		if p.client == "opencode" {
+			return opencodeArgs(p.root)
+		}
+		path := map[string]string{"claude": ".mcp.json", "cursor": ".cursor/mcp.json", "gemini": ".gemini/settings.json", "qwen": ".qwen/settings.json"}[p.client]
 		if path == "" {
 			return nil
 		}

@@ -64,3 +64,25 @@ func opencodeConfigPort(dir string) int {
 	}
 	return door.OpencodeDefaultPort
 }
+
+// opencodeArgs are the args of the parley server in root's opencode.json
+// (its command after the program), or nil.
+func opencodeArgs(root string) []string {
+	m, _, _, err := loadJSONObject(root, filepath.Join(root, "opencode.json"))
+	if err != nil {
+		return nil
+	}
+	servers, _ := m["mcp"].(map[string]any)
+	entry, _ := servers["parley"].(map[string]any)
+	cmd, _ := entry["command"].([]any)
+	if len(cmd) == 0 {
+		return nil
+	}
+	args := []string{}
+	for _, a := range cmd[1:] {
+		if s, ok := a.(string); ok {
+			args = append(args, s)
+		}
+	}
+	return args
+}

@@ -98,7 +98,7 @@ func Chat(t testing.TB, reply func(*ChatRequest) string) *Server {
 			w.Header().Set("Content-Type", "application/json")
 			json.NewEncoder(w).Encode(map[string]any{"id": id, "object": "chat.completion", "created": created, "model": req.Model,
 				"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": text}, "finish_reason": "stop"}},
-				"usage": usage})
+				"usage":   usage})
 			return
 		}
 		w.Header().Set("Content-Type", "text/event-stream")

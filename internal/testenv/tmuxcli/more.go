@@ -140,6 +140,6 @@ func (s *Server) StartOpencode(name string, model *standin.Server, o OpencodeOpt
 	c := &Opencode{Home: home}
 	c.Pane = s.Start(name, o.Dir, env, bin)
 	s.t.Cleanup(c.stop)
-	c.WaitScreen(90*time.Second, "Ask anything")
+	c.WaitScreen(180*time.Second, "Ask anything") // a first start migrates its database: slow on a loaded machine
 	return c
 }
