@@ -60,7 +60,8 @@ commands as you: review them before you trust the folder).
   cursor   .cursor/mcp.json
   gemini   .gemini/settings.json
   opencode opencode.json (mcp.parley, a local server); the door is the local
-           server opencode's TUI starts, found from the server's process
+           server of opencode's TUI, which it starts with --port only:
+           run ` + "`opencode --port 0`" + ` (Parley finds the port from the process)
   qwen     .qwen/settings.json, plus agents.crossSessionInbound = "accept" in
            $QWEN_HOME/settings.json (default ~/.qwen), user-wide: without it
            Qwen Code holds Parley's letters for review (/peers), since a
@@ -157,7 +158,7 @@ join) is not every session's. cursor and gemini name no sessions: without
 				}
 			}
 			if args[0] == "opencode" {
-				fmt.Fprintln(g.stdout, "Parley's letters go to the opencode TUI's newest session in this folder, through the local server the TUI starts (opencode's MCP servers are told of no session).")
+				fmt.Fprintln(g.stdout, "Start opencode with its local server on (the door Parley writes letters through): `opencode --port 0` (a free port, 4096 if it is), or --port N. Without --port the TUI serves no API (its config's server.port does not turn it on), and its agent wakes only when it calls Parley's tools. Letters go to the TUI's newest session in this folder (opencode tells its MCP servers of no session).")
 			}
 			if args[0] == "gemini" {
 				fmt.Fprintln(g.stdout, "Gemini CLI starts a project's MCP servers only in a trusted folder: trust this one (gemini asks when it starts here, or /permissions) before `gemini mcp list` shows parley Connected.")

@@ -13,9 +13,10 @@ import (
 
 // opencode is what `parley init opencode` changes: the project's
 // opencode.json gets mcp.parley, a local server that runs parley mcp
-// serve. The door needs nothing more: the TUI serves on loopback (port
-// 4096 unless taken, or its server.port), and the server finds it from
-// OPENCODE_PID.
+// serve. The door is the TUI's API, which it serves on loopback only when
+// started with --port (0: 4096, or a free port); the server finds the
+// port from OPENCODE_PID. (opencode 1.18.33's config server.port is for
+// opencode serve and web, not the TUI: nothing init writes turns it on.)
 func (p initPlan) opencode() ([]fileChange, error) {
 	path := filepath.Join(p.root, "opencode.json")
 	m, old, exists, err := loadJSONObject(p.root, path)

@@ -37,7 +37,7 @@ func clientDoors(ctx context.Context, stderr io.Writer) []api.DoorRequest {
 		defer cancel()
 		url, _, err := door.OpencodeServer(ctx, pid, dir, opencodeConfigPort(dir))
 		if err != nil {
-			fmt.Fprintf(stderr, "parley mcp serve: no door into this opencode instance: %v\n", err)
+			fmt.Fprintf(stderr, "parley mcp serve: no door into this opencode instance (start opencode with --port 0 to open its local server): %v\n", err)
 		} else {
 			out = append(out, api.DoorRequest{Kind: string(hub.DoorOpencode), Session: dir, Address: url})
 		}

@@ -119,7 +119,9 @@ type OpencodeOptions struct {
 }
 
 // StartOpencode starts opencode (from test/npm) at its prompt, its model
-// the chat-completions stand-in (a provider of the user's config, through
+// the chat-completions stand-in, serving its API on a free loopback port
+// (--port 0) as `parley init opencode` tells a person to start it (a
+// provider of the user's config, through
 // @ai-sdk/openai-compatible), with no update, models or share traffic.
 func (s *Server) StartOpencode(name string, model *standin.Server, o OpencodeOptions) *Opencode {
 	s.t.Helper()
@@ -138,7 +140,9 @@ func (s *Server) StartOpencode(name string, model *standin.Server, o OpencodeOpt
 		"OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_DEFAULT_PLUGINS=1",
 		"OPENCODE_DISABLE_LSP_DOWNLOAD=1", "OPENCODE_DISABLE_SHARE=1"}, o.Env...)
 	c := &Opencode{Home: home}
-	c.Pane = s.Start(name, o.Dir, env, bin)
+	// --port: the TUI serves its API (the door) only when told a port;
+	// 0 is 4096, or another free one (parley init opencode says so).
+	c.Pane = s.Start(name, o.Dir, env, bin, "--port", "0")
 	s.t.Cleanup(c.stop)
 	c.WaitScreen(180*time.Second, "Ask anything") // a first start migrates its database: slow on a loaded machine
 	return c
