@@ -68,6 +68,6 @@ func doctorQwenLetters(add addFunc) {
 	if policy != "" {
 		what = policy
 	}
-	add("qwen letters", "warn", fmt.Sprintf("Qwen Code %s Parley's letters: agents.crossSessionInbound is %s in %s (a letter claims no review class)", qwenPolicyEffect(policy), what, path),
+	add("qwen letters", "warn", fmt.Sprintf("Qwen Code %s: agents.crossSessionInbound is %s in %s (a letter claims no review class)", qwenPolicyEffect(policy), what, path),
 		`set "agents": {"crossSessionInbound": "accept"} in `+path+" (parley init qwen does), or release each letter in the session with /peers")
 }

@@ -154,7 +154,7 @@ join) is not every session's. cursor and gemini name no sessions: without
 				if policy, path := checkQwenLetters(); policy == "accept" {
 					fmt.Fprintf(g.stdout, "Parley's letters: Qwen Code sessions take them (agents.crossSessionInbound is accept in %s, user-wide: other sessions of yours are taken too).\n", path)
 				} else {
-					fmt.Fprintf(g.stdout, "Warning: Qwen Code %s Parley's letters (agents.crossSessionInbound in %s). To take them: set it to \"accept\".\n", qwenPolicyEffect(policy), path)
+					fmt.Fprintf(g.stdout, "Warning: Qwen Code %s (agents.crossSessionInbound in %s). To take them: set it to \"accept\".\n", qwenPolicyEffect(policy), path)
 				}
 			}
 			if args[0] == "opencode" {

@@ -38,20 +38,20 @@ func (p initPlan) qwen() ([]fileChange, error) {
 		c = changeJSON(user, old, exists, m)
 	default:
 		// A choice of the person's (hold, refuse): theirs to change.
-		c.new, c.note = old, fmt.Sprintf("agents.crossSessionInbound is %v: Qwen Code %s Parley's letters; set it to \"accept\" to let them in", v, qwenPolicyEffect(v))
+		c.new, c.note = old, fmt.Sprintf("agents.crossSessionInbound is %v: Qwen Code %s; set it to \"accept\" to let them in", v, qwenPolicyEffect(v))
 	}
 	return append(changes, c), nil
 }
 
-// qwenPolicyEffect says what an inbound policy does to a letter.
+// qwenPolicyEffect says what an inbound policy does to Parley's letters.
 func qwenPolicyEffect(v any) string {
 	switch v {
 	case "refuse":
-		return "refuses"
+		return "refuses Parley's letters"
 	case "accept":
-		return "takes"
+		return "takes Parley's letters"
 	}
-	return "holds for review (/peers)"
+	return "holds Parley's letters for review (/peers)"
 }
 
 // qwenUserSettings is the user's Qwen Code settings file.
