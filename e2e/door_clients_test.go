@@ -139,3 +139,42 @@ func TestDoorOpencode(t *testing.T) {
 		return c.WakePath == "door:opencode" && c.SeenAt != "", fmt.Sprintf("%+v", c)
 	})
 }
+
+// TestInitOpencodeQwen: parley init opencode and init qwen merge with what
+// the files have, write the parley server whole, change nothing when run
+// again, and leave a person's own inbound choice (refuse) as it is,
+// saying what it does to Parley's letters.
+func TestInitOpencodeQwen(t *testing.T) {
+	e := newEnv(t)
+	repo := initRepo(t, e)
+	qhome := filepath.Join(e.home, "qwen-home")
+	e.extra = append(e.extra, "QWEN_HOME="+qhome)
+	writeFile(t, filepath.Join(repo, "opencode.json"), `{"theme":"dark","mcp":{"other":{"type":"local","command":["x"]}}}`)
+	if out, errs, code := e.runIn(repo, "init", "opencode", "--agent", "oc", "--yes"); code != 0 || !strings.Contains(out, "opencode --port 0") {
+		t.Fatalf("init opencode: exit %d, want 0 and how to start opencode\n%s%s", code, out, errs)
+	}
+	m := readJSON(t, filepath.Join(repo, "opencode.json"))
+	servers := m["mcp"].(map[string]any)
+	p := servers["parley"].(map[string]any)
+	cmd, _ := p["command"].([]any)
+	if m["theme"] != "dark" || servers["other"] == nil || p["type"] != "local" || len(cmd) != 5 || cmd[0] != bin || cmd[4] != "oc" {
+		t.Errorf("opencode.json: got %v, want theme and the other server kept, and parley's local server", m)
+	}
+	writeFile(t, filepath.Join(qhome, "settings.json"), `{"agents":{"crossSessionInbound":"refuse"},"theme":"x"}`)
+	out, errs, code := e.runIn(repo, "init", "qwen", "--agent", "qw", "--yes")
+	if code != 0 || !strings.Contains(out, "Qwen Code refuses Parley's letters") {
+		t.Fatalf("init qwen: exit %d, want 0 and the refusal said\n%s%s", code, out, errs)
+	}
+	if u := readJSON(t, filepath.Join(qhome, "settings.json")); u["agents"].(map[string]any)["crossSessionInbound"] != "refuse" || u["theme"] != "x" {
+		t.Errorf("init qwen changed the person's own choice: %v", u)
+	}
+	q := readJSON(t, filepath.Join(repo, ".qwen", "settings.json"))
+	if q["mcpServers"].(map[string]any)["parley"].(map[string]any)["command"] != bin {
+		t.Errorf(".qwen/settings.json: %v", q)
+	}
+	for _, c := range []string{"opencode", "qwen"} {
+		if out, _, code := e.runIn(repo, "init", c, "--agent", map[string]string{"opencode": "oc", "qwen": "qw"}[c], "--yes"); code != 0 || !strings.Contains(out, "nothing to change") {
+			t.Errorf("init %s again: exit %d, want nothing to change\n%s", c, code, out)
+		}
+	}
+}
