@@ -40,6 +40,7 @@ package attention
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -84,6 +85,11 @@ type Options struct {
 	Unconfirmed time.Duration
 	// Version names Parley to Codex's app-server.
 	Version string
+	// CodexResume resumes a Codex thread that its app-server has not
+	// loaded, to queue a letter there (config.toml codex_resume); without
+	// it no letter goes to such a thread, and its copies are marked not
+	// loaded.
+	CodexResume bool
 }
 
 // Doorman writes letters through doors. Run starts it.
@@ -547,7 +553,7 @@ func (d *Doorman) deliver(ctx context.Context, k key, st *agentState, dr *hub.Se
 			watch = func(ctx context.Context) { d.watchClaude(ctx, k, id, dr, rc, expiries(fresh)) }
 		}
 	case hub.DoorCodex:
-		c := &door.Codex{Home: dr.Address, Thread: dr.Session, ClientName: "parley", ClientVersion: d.o.Version}
+		c := &door.Codex{Home: dr.Address, Thread: dr.Session, ClientName: "parley", ClientVersion: d.o.Version, Resume: d.o.CodexResume}
 		var steered bool
 		if mode == hub.DeliverSteer || mode == hub.DeliverInterrupt {
 			steered, err = c.Steer(ctx, text)
@@ -556,11 +562,17 @@ func (d *Doorman) deliver(ctx context.Context, k key, st *agentState, dr *hub.Se
 			var q *door.Queued
 			q, err = c.Queue(ctx, text)
 			if err == nil {
+				if q.Resumed {
+					log.Info("doorman: resumed a Codex thread that was not loaded", "thread", dr.Session)
+				}
 				watch = func(ctx context.Context) {
 					defer q.Close()
-					if q.Started(ctx) == nil {
-						// The queue gave the letter to a turn.
+					switch err := q.Started(ctx); {
+					case err == nil:
+						// A turn of the thread carries the letter.
 						d.mark(k, id, hub.LetterChange{Mark: hub.MarkSeen})
+					case door.IsDropped(err):
+						d.mark(k, id, hub.LetterChange{Mark: hub.MarkBounced, Note: "the Codex queue dropped the letter: it left the queue of thread " + dr.Session + " and no turn carried it"})
 					}
 					d.done(k, id)
 				}
@@ -574,6 +586,9 @@ func (d *Doorman) deliver(ctx context.Context, k key, st *agentState, dr *hub.Se
 		return false, false
 	}
 	switch {
+	case door.IsNotLoaded(err):
+		d.notLoaded(ctx, k, id, dr, fresh)
+		return true, false // nothing to write until the thread is back (its door opens again)
 	case door.IsGone(err):
 		log.Info("doorman: door gone", "err", err)
 		d.hub.CloseDoor(context.WithoutCancel(ctx), k.ws, dr.ID, hub.DoorClosedGone)
@@ -626,6 +641,27 @@ func (d *Doorman) deliver(ctx context.Context, k key, st *agentState, dr *hub.Se
 		time.AfterFunc(d.o.SeenTimeout, func() { d.done(k, id) })
 	}
 	return true, false
+}
+
+// notLoadedNote is why a letter did not go to a Codex thread.
+const notLoadedNote = "queued: thread not loaded. The Codex thread %s is not loaded on its app-server (a `codex exec` run, or a session the app-server closed): a letter queued there would not run until a client resumes it, so none was written. The message waits in the inbox: `codex resume %s` brings the thread back and its letter; codex_resume = true in config.toml lets Parley resume it on the app-server."
+
+// notLoaded marks the copies no letter could go for, because the Codex
+// thread is not loaded (once each: a copy marked already is left).
+func (d *Doorman) notLoaded(ctx context.Context, k key, id string, dr *hub.SessionDoor, fresh []*hub.Delivery) {
+	var ids []string
+	for _, c := range fresh {
+		if c.Door != hub.DoorNotLoaded {
+			ids = append(ids, c.MessageID)
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	d.log.Info("doorman: the Codex thread is not loaded; no letter", "workspace", k.ws, "agent", k.agent, "thread", dr.Session, "messages", len(ids))
+	if _, err := d.hub.NotLoaded(context.WithoutCancel(ctx), k.ws, k.agent, ids, id, fmt.Sprintf(notLoadedNote, dr.Session, dr.Session)); err != nil {
+		d.log.Warn("doorman: mark copies not loaded", "agent", k.agent, "err", err)
+	}
 }
 
 // mark records what the client said of letter id.

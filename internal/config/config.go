@@ -44,6 +44,12 @@ type Config struct {
 	DashboardAddr string `toml:"dashboard_addr,omitempty"`
 	// Nudge, if "tmux", types a notice into an idle agent's tmux pane on new mail.
 	Nudge string `toml:"nudge,omitempty"`
+	// CodexResume lets the daemon resume, on its app-server, a Codex thread
+	// that is not loaded there when a letter comes for it: the app-server
+	// then runs the turn headless, where no window may show it. Off (the
+	// default), such a letter is not written and its copies read
+	// "queued: thread not loaded" until the thread is back.
+	CodexResume bool `toml:"codex_resume,omitempty"`
 	// Upstreams are the MCP servers the gateway fronts ([[upstream]] tables).
 	Upstreams []Upstream `toml:"upstream,omitempty"`
 	// Providers configure the managed agents' providers ([providers.NAME]).
@@ -90,6 +96,11 @@ type Config struct {
 	// what it held: leased messages, claimed tasks, reservations; its agents
 	// go offline (a duration, "1s" to "1h"; default "30s").
 	DaemonTimeout string `toml:"daemon_timeout,omitempty"`
+	// ClaimLease is how long a claimed task stays with a claimant whose
+	// liveness does not renew it (no live session, managed run or parley
+	// queue renew) before it goes back to its queue (a duration, "5s" to
+	// "24h"; default "2m").
+	ClaimLease string `toml:"claim_lease,omitempty"`
 }
 
 // TTL is MessageTTL as a duration: 0 for the default, a negative one for
@@ -115,6 +126,12 @@ func (c *Config) UnjoinedAge() time.Duration {
 		return -1
 	}
 	d, _ := ParseAge(c.UnjoinedTTL)
+	return d
+}
+
+// ClaimLeaseDuration is ClaimLease as a duration; 0 means the default.
+func (c *Config) ClaimLeaseDuration() time.Duration {
+	d, _ := time.ParseDuration(c.ClaimLease)
 	return d
 }
 
@@ -269,6 +286,9 @@ func Parse(b []byte, name string) (*Config, error) {
 	}
 	if d, err := time.ParseDuration(c.DaemonTimeout); c.DaemonTimeout != "" && (err != nil || d < time.Second || d > time.Hour) {
 		return nil, fmt.Errorf("%s: invalid daemon_timeout %q: want a duration from \"1s\" to \"1h\", such as \"30s\"", name, c.DaemonTimeout)
+	}
+	if d, err := time.ParseDuration(c.ClaimLease); c.ClaimLease != "" && (err != nil || d < 5*time.Second || d > 24*time.Hour) {
+		return nil, fmt.Errorf("%s: invalid claim_lease %q: want a duration from \"5s\" to \"24h\", such as \"2m\"", name, c.ClaimLease)
 	}
 	if err := validateNotify(c.Notify); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
