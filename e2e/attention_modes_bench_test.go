@@ -117,7 +117,7 @@ func (rg *attentionRig) busyLatency(n int, typeIn func(string)) (parley, floor [
 		kick := fmt.Sprintf("PING-K%d", i)
 		typeIn("BUSY-SLEEP " + kick)
 		rg.tk.waitFirst(rg.b, kick, 60*time.Second, rg.screen)
-		time.Sleep(200 * time.Millisecond)                     // the tool runs
+		time.Sleep(200 * time.Millisecond) // the tool runs
 		if i%2 == 0 {
 			tok := fmt.Sprintf("PING-P%d", i)
 			start := time.Now()
