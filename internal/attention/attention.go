@@ -18,7 +18,9 @@
 // session goes idle (Claude Code's idle notice), the copies are
 // unconfirmed, never seen. A declined letter's copies leave the inbox
 // (declined); a dropped or expired one's bounce; their senders are told,
-// and `parley redeliver` sends them again.
+// and `parley redeliver` sends them again. A held copy whose message's time
+// to live ends bounces ("hold expired"); copies still held when the daemon
+// starts are unconfirmed: their receipts went to the old daemon's socket.
 //
 // One letter per burst: while a letter waits for its session's word, new
 // mail waits; a held letter holds back the next (they would be held too)
@@ -38,6 +40,7 @@ package attention
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -82,6 +85,11 @@ type Options struct {
 	Unconfirmed time.Duration
 	// Version names Parley to Codex's app-server.
 	Version string
+	// CodexResume resumes a Codex thread that its app-server has not
+	// loaded, to queue a letter there (config.toml codex_resume); without
+	// it no letter goes to such a thread, and its copies are marked not
+	// loaded.
+	CodexResume bool
 }
 
 // Doorman writes letters through doors. Run starts it.
@@ -275,13 +283,43 @@ func (d *Doorman) loadDoors(ctx context.Context) {
 			d.log.Warn("doorman: list doors", "workspace", ws, "err", err)
 			continue
 		}
+		seen := map[string]bool{}
 		for _, dr := range ds {
 			if d.mine(dr) {
 				d.mu.Lock()
 				d.doors[key{ws, dr.Agent}]++
 				d.mu.Unlock()
+				if !seen[dr.Agent] {
+					seen[dr.Agent] = true
+					d.orphanHeld(ctx, key{ws, dr.Agent})
+				}
 				d.poke(key{ws, dr.Agent}) // mail may have come while it was down
 			}
+		}
+	}
+}
+
+// orphanedNote is why a held copy turned unconfirmed at the daemon's start.
+const orphanedNote = "the session held the letter when the Parley daemon stopped; what it did with the letter since cannot reach this daemon (its receipts go to the old daemon's address). Approve it in the session if it is still held; its turn then reports it seen."
+
+// orphanHeld marks unconfirmed the agent's copies that a session held
+// when this daemon started: the letters were written by a daemon before
+// it, whose reply socket (named by its pid) gets their receipts, so that
+// nothing will ever say delivered, denied or expired of them here.
+func (d *Doorman) orphanHeld(ctx context.Context, k key) {
+	ds, _, err := d.hub.Inbox(ctx, k.ws, k.agent, maxLetterList)
+	if err != nil {
+		d.log.Warn("doorman: read inbox", "workspace", k.ws, "agent", k.agent, "err", err)
+		return
+	}
+	done := map[string]bool{}
+	for _, c := range ds {
+		if c.Door != hub.DoorHeld || c.Letter == "" || done[c.Letter] {
+			continue
+		}
+		done[c.Letter] = true
+		if _, err := d.hub.MarkLetter(ctx, k.ws, k.agent, c.Letter, hub.LetterChange{Mark: hub.MarkOrphaned, Note: orphanedNote}); err != nil {
+			d.log.Warn("doorman: mark a held letter unconfirmed", "agent", k.agent, "letter", c.Letter, "err", err)
 		}
 	}
 }
@@ -510,10 +548,10 @@ func (d *Doorman) deliver(ctx context.Context, k key, st *agentState, dr *hub.Se
 		var rc *door.Receipts
 		rc, err = c.Write(ctx, d.claudeLetter(text, mode, dr))
 		if rc != nil {
-			watch = func(ctx context.Context) { d.watchClaude(ctx, k, id, dr, rc) }
+			watch = func(ctx context.Context) { d.watchClaude(ctx, k, id, dr, rc, expiries(fresh)) }
 		}
 	case hub.DoorCodex:
-		c := &door.Codex{Home: dr.Address, Thread: dr.Session, ClientName: "parley", ClientVersion: d.o.Version}
+		c := &door.Codex{Home: dr.Address, Thread: dr.Session, ClientName: "parley", ClientVersion: d.o.Version, Resume: d.o.CodexResume}
 		var steered bool
 		if mode == hub.DeliverSteer || mode == hub.DeliverInterrupt {
 			steered, err = c.Steer(ctx, text)
@@ -522,11 +560,17 @@ func (d *Doorman) deliver(ctx context.Context, k key, st *agentState, dr *hub.Se
 			var q *door.Queued
 			q, err = c.Queue(ctx, text)
 			if err == nil {
+				if q.Resumed {
+					log.Info("doorman: resumed a Codex thread that was not loaded", "thread", dr.Session)
+				}
 				watch = func(ctx context.Context) {
 					defer q.Close()
-					if q.Started(ctx) == nil {
-						// The queue gave the letter to a turn.
+					switch err := q.Started(ctx); {
+					case err == nil:
+						// A turn of the thread carries the letter.
 						d.mark(k, id, hub.LetterChange{Mark: hub.MarkSeen})
+					case door.IsDropped(err):
+						d.mark(k, id, hub.LetterChange{Mark: hub.MarkBounced, Note: "the Codex queue dropped the letter: it left the queue of thread " + dr.Session + " and no turn carried it"})
 					}
 					d.done(k, id)
 				}
@@ -536,6 +580,9 @@ func (d *Doorman) deliver(ctx context.Context, k key, st *agentState, dr *hub.Se
 		return false, false
 	}
 	switch {
+	case door.IsNotLoaded(err):
+		d.notLoaded(ctx, k, id, dr, fresh)
+		return true, false // nothing to write until the thread is back (its door opens again)
 	case door.IsGone(err):
 		log.Info("doorman: door gone", "err", err)
 		d.hub.CloseDoor(context.WithoutCancel(ctx), k.ws, dr.ID, hub.DoorClosedGone)
@@ -590,6 +637,27 @@ func (d *Doorman) deliver(ctx context.Context, k key, st *agentState, dr *hub.Se
 	return true, false
 }
 
+// notLoadedNote is why a letter did not go to a Codex thread.
+const notLoadedNote = "queued: thread not loaded. The Codex thread %s is not loaded on its app-server (a `codex exec` run, or a session the app-server closed): a letter queued there would not run until a client resumes it, so none was written. The message waits in the inbox: `codex resume %s` brings the thread back and its letter; codex_resume = true in config.toml lets Parley resume it on the app-server."
+
+// notLoaded marks the copies no letter could go for, because the Codex
+// thread is not loaded (once each: a copy marked already is left).
+func (d *Doorman) notLoaded(ctx context.Context, k key, id string, dr *hub.SessionDoor, fresh []*hub.Delivery) {
+	var ids []string
+	for _, c := range fresh {
+		if c.Door != hub.DoorNotLoaded {
+			ids = append(ids, c.MessageID)
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	d.log.Info("doorman: the Codex thread is not loaded; no letter", "workspace", k.ws, "agent", k.agent, "thread", dr.Session, "messages", len(ids))
+	if _, err := d.hub.NotLoaded(context.WithoutCancel(ctx), k.ws, k.agent, ids, id, fmt.Sprintf(notLoadedNote, dr.Session, dr.Session)); err != nil {
+		d.log.Warn("doorman: mark copies not loaded", "agent", k.agent, "err", err)
+	}
+}
+
 // mark records what the client said of letter id.
 func (d *Doorman) mark(k key, id string, ch hub.LetterChange) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(d.ctx), 10*time.Second)
@@ -606,12 +674,37 @@ func (d *Doorman) mark(k key, id string, ch hub.LetterChange) {
 // idle, its turn over, and the letter is unconfirmed unless its hooks said
 // the turn carried it (the mark then changes nothing). A letter not held
 // that hears nothing within SeenTimeout lets the next one go.
-func (d *Doorman) watchClaude(ctx context.Context, k key, id string, dr *hub.SessionDoor, rc *door.Receipts) {
+func (d *Doorman) watchClaude(ctx context.Context, k key, id string, dr *hub.SessionDoor, rc *door.Receipts, expires map[string]time.Time) {
 	defer rc.Close()
 	bound := time.NewTimer(d.o.SeenTimeout)
 	defer bound.Stop()
 	var grace <-chan time.Time
 	held := false
+	// While held, the next time to live of the letter's messages to end.
+	var expiry *time.Timer
+	var expired <-chan time.Time
+	defer func() {
+		if expiry != nil {
+			expiry.Stop()
+		}
+	}()
+	armExpiry := func() {
+		if expiry != nil {
+			expiry.Stop()
+			expiry, expired = nil, nil
+		}
+		if !held || len(expires) == 0 {
+			return
+		}
+		var next time.Time
+		for _, t := range expires {
+			if next.IsZero() || t.Before(next) {
+				next = t
+			}
+		}
+		expiry = time.NewTimer(time.Until(next))
+		expired = expiry.C
+	}
 	setHeld := func(v bool) {
 		held = v
 		d.mu.Lock()
@@ -619,11 +712,32 @@ func (d *Doorman) watchClaude(ctx context.Context, k key, id string, dr *hub.Ses
 			st.letter.held = v
 		}
 		d.mu.Unlock()
+		armExpiry()
 	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-expired:
+			// A message's time to live ended while the session held
+			// its letter: its copy bounces (the sender is told); the
+			// rest stay held.
+			var ids []string
+			for m, t := range expires {
+				if !time.Now().Before(t) {
+					ids = append(ids, m)
+					delete(expires, m)
+				}
+			}
+			slices.Sort(ids)
+			if _, err := d.hub.HoldExpired(context.WithoutCancel(ctx), k.ws, k.agent, id, ids, HoldExpiredNote); err != nil {
+				d.log.Warn("doorman: bounce held copies whose time to live ended", "agent", k.agent, "letter", id, "err", err)
+			}
+			if len(expires) == 0 {
+				d.done(k, id)
+				return
+			}
+			armExpiry()
 		case <-bound.C:
 			if !held {
 				d.done(k, id)
@@ -670,6 +784,21 @@ func (d *Doorman) watchClaude(ctx context.Context, k key, id string, dr *hub.Ses
 			}
 		}
 	}
+}
+
+// HoldExpiredNote is why a held copy bounced when its message's time to
+// live ended.
+const HoldExpiredNote = "hold expired: the message's time to live ended while the session held its letter for a person"
+
+// expiries is when each of the copies' messages' time to live ends.
+func expiries(cs []*hub.Delivery) map[string]time.Time {
+	out := map[string]time.Time{}
+	for _, c := range cs {
+		if c.Message != nil && !c.Message.ExpiresAt.IsZero() {
+			out[c.MessageID] = c.Message.ExpiresAt
+		}
+	}
+	return out
 }
 
 // heldNote is why a session holds a letter, and how to let letters in.

@@ -169,10 +169,23 @@ func (in *inbox) send(t *testing.T, from string, v any) {
 }
 
 type env struct {
-	t   *testing.T
-	h   *hub.Hub
-	dm  *attention.Doorman
-	ctx context.Context
+	t    *testing.T
+	h    *hub.Hub
+	dm   *attention.Doorman
+	ctx  context.Context
+	stop func() // stops the doorman and waits for it
+}
+
+// restart stops the doorman and runs a new one over the same hub, as a
+// daemon that starts again does.
+func (e *env) restart(o *attention.Options) {
+	e.t.Helper()
+	e.stop()
+	e.dm = attention.New(e.h, o)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { e.dm.Run(ctx); close(done) }()
+	e.stop = func() { cancel(); <-done }
 }
 
 func newEnv(t *testing.T, o *attention.Options) *env {
@@ -186,12 +199,13 @@ func newEnv(t *testing.T, o *attention.Options) *env {
 		o = &attention.Options{NoReplies: true}
 	}
 	dm := attention.New(h, o)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx := context.Background()
+	dctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	go func() { dm.Run(ctx); close(done) }()
+	go func() { dm.Run(dctx); close(done) }()
+	e := &env{t: t, h: h, dm: dm, ctx: ctx, stop: func() { cancel(); <-done }}
 	t.Cleanup(func() {
-		cancel()
-		<-done
+		e.stop()
 		db.Close()
 	})
 	for _, a := range [][2]string{{"alice", "lead"}, {"bob", "dev"}} {
@@ -199,7 +213,7 @@ func newEnv(t *testing.T, o *attention.Options) *env {
 			t.Fatal(err)
 		}
 	}
-	return &env{t: t, h: h, dm: dm, ctx: ctx}
+	return e
 }
 
 func (e *env) door(agent, sock string) *hub.SessionDoor {
@@ -401,6 +415,60 @@ func TestHeldThenDelivered(t *testing.T) {
 	waitFor(t, "the letter's watch ended", func() bool { return e.dm.Following() == 0 })
 	if got := ops.AttentionState(e.copyOf(m2, "bob")); got != "seen" {
 		t.Errorf("m2: got %s, want seen", got)
+	}
+}
+
+// TestHoldExpires: a message whose time to live ends while the session
+// holds its letter bounces, "hold expired", and its sender is told; the
+// letter's other copy, whose message lives on, stays held.
+func TestHoldExpires(t *testing.T) {
+	e := newEnv(t, &attention.Options{})
+	in := newInbox(t)
+	long := e.send("bob", "stays", hub.SendRequest{})
+	short := e.send("bob", "short-lived", hub.SendRequest{TTL: 1500 * time.Millisecond})
+	e.door("bob", in.path) // one letter for both
+	in.next(t)
+	waitFor(t, "both handed", func() bool { return e.copyOf(short, "bob").Letter != "" && e.copyOf(long, "bob").Letter != "" })
+	in.receipt(t, "held", "held")
+	waitFor(t, "held", func() bool { return ops.AttentionState(e.copyOf(short, "bob")) == "held" })
+	waitFor(t, "the short one bounced", func() bool { return e.copyOf(short, "bob").State == hub.Bounced })
+	if c := e.copyOf(short, "bob"); !strings.HasPrefix(c.BounceReason, "hold expired") || !c.SeenAt.IsZero() {
+		t.Errorf("bounced copy: %+v, want the reason hold expired, never seen", c)
+	}
+	if got := ops.AttentionState(e.copyOf(long, "bob")); got != "held" {
+		t.Errorf("the long-lived copy: %s, want held", got)
+	}
+	waitFor(t, "alice told", func() bool { n, _ := e.h.Unread(e.ctx, "w", "alice"); return n > 0 })
+	msgs, _, err := e.h.Check(e.ctx, "w", "alice", 10)
+	if err != nil || len(msgs) != 1 || msgs[0].Metadata["kind"] != "bounced" || msgs[0].Metadata["message_id"] != short.ID ||
+		!strings.Contains(msgs[0].Content, "hold expired") {
+		t.Errorf("alice's notice: %v %v", msgs, err)
+	}
+}
+
+// TestHeldAcrossRestart: a copy held when the daemon stopped is
+// unconfirmed when it starts again (the session's receipts go to the old
+// daemon's socket), with why; a copy the client said nothing of stays
+// handed; and a late hook still reports the held one seen.
+func TestHeldAcrossRestart(t *testing.T) {
+	e := newEnv(t, &attention.Options{})
+	in := newInbox(t)
+	e.door("bob", in.path)
+	m1 := e.send("bob", "one", hub.SendRequest{})
+	l := in.next(t)
+	waitFor(t, "m1 handed", func() bool { return e.copyOf(m1, "bob").Letter != "" })
+	in.receipt(t, "held", "held")
+	waitFor(t, "m1 held", func() bool { return ops.AttentionState(e.copyOf(m1, "bob")) == "held" })
+	e.restart(&attention.Options{})
+	waitFor(t, "m1 unconfirmed", func() bool { return ops.AttentionState(e.copyOf(m1, "bob")) == "unconfirmed" })
+	if c := e.copyOf(m1, "bob"); !strings.Contains(c.DoorNote, "daemon stopped") || c.Letter != door.LetterID(l) {
+		t.Errorf("unconfirmed copy: %+v", c)
+	}
+	if _, err := e.h.LetterSeen(e.ctx, "w", "bob", door.LetterID(l)); err != nil {
+		t.Fatal(err)
+	}
+	if got := ops.AttentionState(e.copyOf(m1, "bob")); got != "seen" {
+		t.Errorf("m1 after its hook: %s, want seen", got)
 	}
 }
 

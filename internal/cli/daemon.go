@@ -177,6 +177,9 @@ func daemonRunCmd(g *globals) *cobra.Command {
 		Short: "Run the daemon in the foreground (logs to daemon.log and stderr)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if os.Getenv(client.LaunchEnv) == "1" {
+				return client.Launch() // StartDaemon's first hop
+			}
 			paths, err := home.Resolve("")
 			if err != nil {
 				return err

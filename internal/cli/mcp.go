@@ -216,7 +216,7 @@ whose certificate a private CA signed needs --ca-file.`,
 			if withChannel {
 				opts.Extension = &channel{c: c.As(id.Workspace, id.Agent).Via("channel"), log: log}
 			}
-			err = bridge.Run(ctx, cmd.InOrStdin(), g.raw, opts)
+			err = runBridge(ctx, cmd.InOrStdin(), g.raw, opts)
 			if cause := context.Cause(ctx); errors.Is(cause, errTmuxGone) {
 				return cause
 			}
@@ -266,7 +266,7 @@ between requests (tools/list_changed) does not arrive.`,
 			// session must end (putting back what it held) as on SIGTERM.
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 			defer stop()
-			return bridge.Run(ctx, cmd.InOrStdin(), g.raw, &bridge.Options{SocketPath: socket, URL: url, Header: h, Logger: log})
+			return runBridge(ctx, cmd.InOrStdin(), g.raw, &bridge.Options{SocketPath: socket, URL: url, Header: h, Logger: log})
 		},
 	}
 	f := cmd.Flags()

@@ -86,7 +86,7 @@ func (rs *remoteServe) run(cmd *cobra.Command, g *globals) error {
 	if rs.withChannel {
 		opts.Extension = &channel{c: c.Via("channel"), log: log}
 	}
-	return bridge.Run(ctx, cmd.InOrStdin(), g.raw, opts)
+	return runBridge(ctx, cmd.InOrStdin(), g.raw, opts)
 }
 
 // token reads the agent token: $PARLEY_TOKEN, else --token-file.

@@ -18,6 +18,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -418,16 +420,23 @@ func (c *Client) StartDaemon(ctx context.Context, args ...string) (*api.Health, 
 	logStart, _ := logf.Seek(0, io.SeekEnd)
 	cmd := exec.Command(exe, append([]string{"daemon", "run"}, args...)...)
 	// The daemon serves every session: it keeps none of the client session
-	// that happened to start it (door.SessionVars).
-	cmd.Env = append(door.StripSession(os.Environ()), "PARLEY_HOME="+c.Paths.Home, "PARLEY_DAEMON_CHILD=1", daemonGODEBUG())
-	cmd.Stdout, cmd.Stderr = logf, logf
+	// that happened to start it (door.SessionVars), and it is no process's
+	// descendant: started through a launcher that exits at once (Launch),
+	// it is the child of no session's process. A Claude Code session takes
+	// a letter from its own descendant (its MCP server, and what that
+	// started) as its own, past the hold its person set.
+	cmd.Env = append(door.StripSession(os.Environ()), "PARLEY_HOME="+c.Paths.Home, "PARLEY_DAEMON_CHILD=1", LaunchEnv+"=1", daemonGODEBUG())
+	var pidOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &pidOut, logf
 	cmd.Dir = filepath.VolumeName(c.Paths.Home) + string(filepath.Separator) // holds no directory in use
 	proc.Detach(cmd)
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start daemon: %w", err)
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("start daemon: %w%s", err, startErrorSuffix(c.Paths.Log, logStart))
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	pid, err := strconv.Atoi(strings.TrimSpace(pidOut.String()))
+	if err != nil || pid <= 0 {
+		return nil, fmt.Errorf("start daemon: the launcher named no process (%q)", pidOut.String())
+	}
 
 	deadline := time.Now().Add(15 * time.Second)
 	delay := 2 * time.Millisecond
@@ -437,16 +446,15 @@ func (c *Client) StartDaemon(ctx context.Context, args ...string) (*api.Health, 
 		if err == nil {
 			return h, nil
 		}
-		if !IsNotRunning(err) {
+		// A daemon that fails its start after binding the socket (a bad
+		// certificate) resets the connection: not an answer, so wait for
+		// its exit and read why from its log.
+		var he *hub.Error
+		if !IsNotRunning(err) && !(errors.As(err, &he) && he.Kind == hub.Unavailable) {
 			return nil, err
 		}
-		select {
-		case childErr = <-exited:
-			exited = nil
-			if childErr == nil {
-				childErr = errors.New("exited")
-			}
-		default:
+		if childErr == nil && !proc.Alive(pid) {
+			childErr = errors.New("exited")
 		}
 		// A child that lost a start race to another daemon exits too: give that
 		// one a moment to answer. Any other failure is final at once.
@@ -468,6 +476,38 @@ func (c *Client) StartDaemon(ctx context.Context, args ...string) (*api.Health, 
 		}
 		delay = min(delay*2, 50*time.Millisecond)
 	}
+}
+
+// LaunchEnv, set to 1, makes `parley daemon run` a launcher: it starts
+// the daemon detached (Launch) and exits.
+const LaunchEnv = "PARLEY_DAEMON_LAUNCH"
+
+// Launch starts this process's command again, without LaunchEnv, as a
+// session of its own with this process's stderr (the daemon's log), prints
+// its pid on stdout and returns: the daemon's parent is gone at once, and
+// the system adopts it, so that it descends from none of the processes
+// that started it (the second fork of a daemon's double fork).
+func Launch() error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("launch the daemon: %w", err)
+	}
+	cmd := exec.Command(exe, os.Args[1:]...)
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, LaunchEnv+"=") })
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	proc.Detach(cmd)
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("launch the daemon: %w", err)
+	}
+	fmt.Println(cmd.Process.Pid)
+	return cmd.Process.Release()
+}
+
+func startErrorSuffix(log string, offset int64) string {
+	if why := startError(log, offset); why != "" {
+		return ": " + why
+	}
+	return ""
 }
 
 // startError returns the error a daemon that failed to start wrote to its log

@@ -44,6 +44,12 @@ type Config struct {
 	DashboardAddr string `toml:"dashboard_addr,omitempty"`
 	// Nudge, if "tmux", types a notice into an idle agent's tmux pane on new mail.
 	Nudge string `toml:"nudge,omitempty"`
+	// CodexResume lets the daemon resume, on its app-server, a Codex thread
+	// that is not loaded there when a letter comes for it: the app-server
+	// then runs the turn headless, where no window may show it. Off (the
+	// default), such a letter is not written and its copies read
+	// "queued: thread not loaded" until the thread is back.
+	CodexResume bool `toml:"codex_resume,omitempty"`
 	// Upstreams are the MCP servers the gateway fronts ([[upstream]] tables).
 	Upstreams []Upstream `toml:"upstream,omitempty"`
 	// Providers configure the managed agents' providers ([providers.NAME]).

@@ -185,17 +185,6 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 	d.mcp.Register("gateway", func(*profile.Host) profile.Profile { return profile.Profile{Attach: d.gw.mgr.Profile} })
 	d.startNotifier()
 
-	// We hold the lock, so a socket file left behind is stale.
-	if err := os.Remove(paths.Socket); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("remove stale socket: %w", err)
-	}
-	d.ln, err = listenUnix(paths.Socket)
-	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", paths.Socket, err)
-	}
-	if err := os.Chmod(paths.Socket, 0o600); err != nil {
-		return nil, fmt.Errorf("secure socket: %w", err)
-	}
 	h := d.handler()
 	// Every request's context ends when shutdown begins, so blocked waits
 	// return at once instead of holding the shutdown for its grace period.
@@ -207,8 +196,25 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		ErrorLog:          slog.NewLogLogger(d.log.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return base },
 	}
+	// TCP and its certificate first: a configuration the daemon refuses
+	// stops it before its socket exists, so no client meets a socket that
+	// resets.
 	if err := d.openTCP(h); err != nil {
 		return nil, err
+	}
+	// We hold the lock, so a socket file left behind is stale.
+	if err := os.Remove(paths.Socket); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("remove stale socket: %w", err)
+	}
+	d.ln, err = listenUnix(paths.Socket)
+	if err != nil {
+		if d.tcpLn != nil {
+			d.tcpLn.Close()
+		}
+		return nil, fmt.Errorf("listen on %s: %w", paths.Socket, err)
+	}
+	if err := os.Chmod(paths.Socket, 0o600); err != nil {
+		return nil, fmt.Errorf("secure socket: %w", err)
 	}
 	d.openDashboard(h)
 	return d, nil

@@ -13,7 +13,7 @@ import (
 // waiting for it; managed agents that the runner wakes itself are left to
 // it. It stops with ctx; done is closed once its letters in flight ended.
 func (d *Daemon) startDoorman(ctx context.Context) (dm *attention.Doorman, done <-chan struct{}) {
-	o := &attention.Options{Logger: d.log.With("subsystem", "doorman"), Host: d.host, Version: d.cfg.Version}
+	o := &attention.Options{Logger: d.log.With("subsystem", "doorman"), Host: d.host, Version: d.cfg.Version, CodexResume: d.conf.CodexResume}
 	if d.runner != nil {
 		o.TakesMail = d.runner.TakesMail
 	}

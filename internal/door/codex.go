@@ -32,6 +32,11 @@ type Codex struct {
 	Thread string // the thread id
 	// ClientName names Parley to the app-server (initialize's clientInfo).
 	ClientName, ClientVersion string
+	// Resume lets Queue resume a thread that the app-server has not
+	// loaded (thread/resume): the app-server then runs the letter's turn
+	// itself, headless, where no window may show it. Without it such a
+	// letter is not queued (ErrNotLoaded).
+	Resume bool
 }
 
 // ControlSocket is where the app-server daemon of a CODEX_HOME listens.
@@ -45,9 +50,12 @@ const codexTimeout = 10 * time.Second
 // Queued is a letter in a thread's queue.
 type Queued struct {
 	ID string // the queued submission's id, as `codex queue` prints it
+	// Resumed says Queue resumed the thread to queue the letter.
+	Resumed bool
 
 	c      *codexConn
 	thread string
+	client string // the clientUserMessageId the letter went with
 }
 
 // Queue adds a letter to the thread's queue. Keep the result to learn when
@@ -61,12 +69,33 @@ func (c *Codex) Queue(ctx context.Context, text string) (*Queued, error) {
 	if err != nil {
 		return nil, codexErr(op, err)
 	}
+	// A thread the app-server has not loaded keeps what is queued for it
+	// until some client resumes it: the letter would wait unseen, and a
+	// `codex exec` thread's may be lost (openai/codex#44491, #41060).
+	st, err := cc.status(ctx, c.Thread)
+	if err != nil {
+		cc.close()
+		return nil, codexErr(op, err)
+	}
+	resumed := false
+	if st == "notLoaded" {
+		if !c.Resume {
+			cc.close()
+			return nil, &Error{Op: op, Kind: ErrNotLoaded, Err: fmt.Errorf("thread %s is not loaded on the app-server of %s", c.Thread, c.Home)}
+		}
+		if err := cc.rpc.Call(ctx, "thread/resume", map[string]any{"threadId": c.Thread, "excludeTurns": true}, nil); err != nil {
+			cc.close()
+			return nil, codexErr("codex resume", err)
+		}
+		resumed = true
+	}
 	var res struct {
 		QueuedSubmission struct {
 			ID string `json:"id"`
 		} `json:"queuedSubmission"`
 	}
-	err = cc.rpc.Call(ctx, "thread/queue/add", map[string]any{"threadId": c.Thread, "clientUserMessageId": newID(),
+	client := newID()
+	err = cc.rpc.Call(ctx, "thread/queue/add", map[string]any{"threadId": c.Thread, "clientUserMessageId": client,
 		"input": []any{textInput(text)}}, &res)
 	if err != nil {
 		cc.close()
@@ -76,13 +105,20 @@ func (c *Codex) Queue(ctx context.Context, text string) (*Queued, error) {
 		cc.close()
 		return nil, &Error{Op: op, Err: errors.New("no queued submission id in the answer")}
 	}
-	return &Queued{ID: res.QueuedSubmission.ID, c: cc, thread: c.Thread}, nil
+	return &Queued{ID: res.QueuedSubmission.ID, Resumed: resumed, c: cc, thread: c.Thread, client: client}, nil
 }
 
-// Started waits until the letter has left the thread's queue, that is until
-// a turn started with it, or ctx ends.
+// carriedWithin bounds how long after a letter left the queue a turn that
+// carries it may take to show it.
+const carriedWithin = 10 * time.Second
+
+// Started waits until a turn started with the letter: it left the thread's
+// queue, and one of the thread's turns holds it (the user message the
+// queue added, by its client id). A letter that left the queue and that no
+// turn shows within carriedWithin was dropped (ErrDropped).
 func (q *Queued) Started(ctx context.Context) error {
 	const op = "codex queue"
+	var left time.Time // when the letter was first seen out of the queue
 	for {
 		ch := q.c.queueChanged()
 		in, err := q.inQueue(ctx)
@@ -90,11 +126,26 @@ func (q *Queued) Started(ctx context.Context) error {
 			return codexErr(op, err)
 		}
 		if !in {
-			return nil
+			carried, err := q.carried(ctx)
+			if err != nil {
+				return codexErr(op, err)
+			}
+			if carried {
+				return nil
+			}
+			if left.IsZero() {
+				left = time.Now()
+			} else if time.Since(left) > carriedWithin {
+				return &Error{Op: op, Kind: ErrDropped, Err: fmt.Errorf("submission %s left the queue of thread %s and no turn carries it", q.ID, q.thread)}
+			}
 		}
 		// The daemon announces changes of the thread's status (and of
 		// its queue); a slow poll covers a notice that never comes.
-		t := time.NewTimer(5 * time.Second)
+		wait := 5 * time.Second
+		if !left.IsZero() {
+			wait = 200 * time.Millisecond // the turn's record is on its way, or never comes
+		}
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -107,6 +158,30 @@ func (q *Queued) Started(ctx context.Context) error {
 		}
 		t.Stop()
 	}
+}
+
+// carried reports whether one of the thread's latest turns holds the
+// letter's user message.
+func (q *Queued) carried(ctx context.Context) (bool, error) {
+	var res struct {
+		Data []struct {
+			Items []struct {
+				Type     string `json:"type"`
+				ClientID string `json:"clientId"`
+			} `json:"items"`
+		} `json:"data"`
+	}
+	if err := q.c.rpc.Call(ctx, "thread/turns/list", map[string]any{"threadId": q.thread, "limit": 3, "itemsView": "full"}, &res); err != nil {
+		return false, err
+	}
+	for _, t := range res.Data {
+		for _, it := range t.Items {
+			if it.Type == "userMessage" && it.ClientID == q.client {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }
 
 func (q *Queued) inQueue(ctx context.Context) (bool, error) {
@@ -320,6 +395,21 @@ func Home(getenv func(string) string) string {
 	return filepath.Join(home, ".codex")
 }
 
+// status is the thread's status on the app-server.
+func (cc *codexConn) status(ctx context.Context, thread string) (string, error) {
+	var res struct {
+		Thread struct {
+			Status struct {
+				Type string `json:"type"`
+			} `json:"status"`
+		} `json:"thread"`
+	}
+	if err := cc.rpc.Call(ctx, "thread/read", map[string]any{"threadId": thread, "includeTurns": false}, &res); err != nil {
+		return "", err
+	}
+	return res.Thread.Status.Type, nil
+}
+
 // Status is the thread's status on its app-server: "idle", "active" (a turn
 // runs), "notLoaded" or "systemError".
 func (c *Codex) Status(ctx context.Context) (string, error) {
@@ -332,15 +422,9 @@ func (c *Codex) Status(ctx context.Context) (string, error) {
 		return "", codexErr(op, err)
 	}
 	defer cc.close()
-	var res struct {
-		Thread struct {
-			Status struct {
-				Type string `json:"type"`
-			} `json:"status"`
-		} `json:"thread"`
-	}
-	if err := cc.rpc.Call(ctx, "thread/read", map[string]any{"threadId": c.Thread, "includeTurns": false}, &res); err != nil {
+	st, err := cc.status(ctx, c.Thread)
+	if err != nil {
 		return "", codexErr(op, err)
 	}
-	return res.Thread.Status.Type, nil
+	return st, nil
 }

@@ -30,6 +30,16 @@ var ErrGone = errors.New("the session is gone")
 // unknown thread, an invalid request). Nothing was queued.
 var ErrRefused = errors.New("the client refused the letter")
 
+// ErrNotLoaded means the Codex thread is not loaded on its app-server (no
+// client runs it: a `codex exec` thread, or one the app-server unloaded),
+// and it was not to be resumed: nothing was queued. A letter queued there
+// would not run until some client resumes the thread, if ever.
+var ErrNotLoaded = errors.New("the thread is not loaded")
+
+// ErrDropped means the client took the letter and then let it go without
+// a turn carrying it (a Codex queue that lost it).
+var ErrDropped = errors.New("the client dropped the letter")
+
 // Error is a door failure with what was being done and, for a refusal, the
 // client's own words.
 type Error struct {
@@ -54,6 +64,12 @@ func (e *Error) Unwrap() []error {
 
 // IsGone reports whether err says the session is gone.
 func IsGone(err error) bool { return errors.Is(err, ErrGone) }
+
+// IsNotLoaded reports whether err says the thread is not loaded.
+func IsNotLoaded(err error) bool { return errors.Is(err, ErrNotLoaded) }
+
+// IsDropped reports whether err says the client dropped the letter.
+func IsDropped(err error) bool { return errors.Is(err, ErrDropped) }
 
 // IsRefused reports whether err says the client refused the letter.
 func IsRefused(err error) bool { return errors.Is(err, ErrRefused) }

@@ -7,9 +7,11 @@ package door_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -354,9 +356,55 @@ func TestCodexQueue(t *testing.T) {
 			t.Fatalf("unknown thread: got %v, want a refusal", err)
 		}
 		// The app-server's own words, once: its error answer is the refusal.
-		if msg := err.Error(); !strings.HasPrefix(msg, "codex queue: thread/queue/add: ") || !strings.Contains(msg, " (code -32") ||
+		// (Queue reads the thread's status first: that is what refuses.)
+		if msg := err.Error(); !strings.HasPrefix(msg, "codex queue: thread/read: ") || !strings.Contains(msg, " (code -32") ||
 			strings.Contains(msg, door.ErrRefused.Error()) {
-			t.Errorf("unknown thread: got %q, want codex queue: thread/queue/add: <the app-server's words> (code -32...)", msg)
+			t.Errorf("unknown thread: got %q, want codex queue: thread/read: <the app-server's words> (code -32...)", msg)
+		}
+	})
+
+	// A `codex exec` thread runs in its own process, not on the
+	// app-server: there it is not loaded, and what is queued for it waits
+	// until some client resumes it (openai/codex#44491; an exec run's
+	// queue may drop it, #41060).
+	t.Run("thread not loaded: not queued, unless resumed", func(t *testing.T) {
+		ectx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+		ex := exec.CommandContext(ectx, standin.CLI(t, "codex"), "exec", "--json", "--skip-git-repo-check", "EXEC-TURN hello")
+		ex.Dir, ex.WaitDelay = cxDir, 5*time.Second
+		ex.Env = []string{"HOME=" + cx.Home, "CODEX_HOME=" + cx.Home, "PATH=" + os.Getenv("PATH"), "TMPDIR=" + srv.Dir()}
+		out, err := ex.CombinedOutput()
+		if err != nil {
+			t.Fatalf("codex exec: %v\n%s", err, out)
+		}
+		execThread := execThreadOf(out)
+		if execThread == "" {
+			t.Fatalf("no thread.started in codex exec's output:\n%s", out)
+		}
+		e := &door.Codex{Home: cx.Home, Thread: execThread}
+		if st, err := e.Status(ctx); err != nil || st != "notLoaded" {
+			t.Fatalf("status of the exec thread on the app-server: %q, %v; want notLoaded", st, err)
+		}
+		if _, err := e.Queue(ctx, "LETTER-17 not loaded"); !door.IsNotLoaded(err) {
+			t.Fatalf("queue to a thread not loaded: got %v, want ErrNotLoaded", err)
+		}
+		e.Resume = true
+		q, err := e.Queue(ctx, "LETTER-18 resumed")
+		if err != nil {
+			t.Fatalf("queue with resume: %v", err)
+		}
+		defer q.Close()
+		if !q.Resumed {
+			t.Error("Resumed: false, want true")
+		}
+		sctx, scancel := context.WithTimeout(ctx, time.Minute)
+		defer scancel()
+		if err := q.Started(sctx); err != nil {
+			t.Fatalf("started: %v", err)
+		}
+		seen.wait(t, 30*time.Second, "LETTER-18 resumed", cx.Screen)
+		if seen.count("LETTER-17") != 0 {
+			t.Errorf("the letter not queued reached the model: %q", seen.short())
 		}
 	})
 
@@ -366,4 +414,18 @@ func TestCodexQueue(t *testing.T) {
 			t.Fatalf("CODEX_HOME without an app-server: got %v, want the session gone", err)
 		}
 	})
+}
+
+// execThreadOf returns the thread id of a `codex exec --json` run.
+func execThreadOf(out []byte) string {
+	for _, l := range strings.Split(string(out), "\n") {
+		var ev struct {
+			Type     string `json:"type"`
+			ThreadID string `json:"thread_id"`
+		}
+		if json.Unmarshal([]byte(l), &ev) == nil && ev.Type == "thread.started" {
+			return ev.ThreadID
+		}
+	}
+	return ""
 }

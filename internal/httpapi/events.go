@@ -203,7 +203,10 @@ func (b *Events) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer c.CloseNow()
 	// We read nothing from the client; CloseRead answers its pings and close.
-	ctx := c.CloseRead(context.Background())
+	// The request's context stays live after the upgrade until this returns,
+	// and ends the stream when whoever serves it says so (the dashboard's
+	// sign-out): closing it closes the connection.
+	ctx := c.CloseRead(r.Context())
 	go func() {
 		t := time.NewTicker(eventPingEvery)
 		defer t.Stop()

@@ -144,8 +144,12 @@ const (
 	MarkReleased    LetterMark = "released"    // the person let a held letter through: handed again
 	MarkUnconfirmed LetterMark = "unconfirmed" // handed, the session went idle, no word of it
 	MarkNotLoaded   LetterMark = "notloaded"   // not written: the thread is not loaded
-	MarkDeclined    LetterMark = "declined"    // a person refused it: out of the inbox, Declined
-	MarkBounced     LetterMark = "bounced"     // the client dropped it or it expired: out of the inbox, Bounced
+	// MarkOrphaned: the client held the letter, and its later word can no
+	// longer come (the daemon that wrote it restarted: the receipts went to
+	// the old one's address): the held copies are unconfirmed.
+	MarkOrphaned LetterMark = "orphaned"
+	MarkDeclined LetterMark = "declined" // a person refused it: out of the inbox, Declined
+	MarkBounced  LetterMark = "bounced"  // the client dropped it or it expired: out of the inbox, Bounced
 )
 
 // LetterChange is one letter mark with what the client said.
@@ -281,6 +285,8 @@ func (ch LetterChange) Apply(d *Delivery, letter string, at time.Time) {
 		}
 	case MarkReleased:
 		d.Door, d.DoorNote, d.DoorAt, d.DoorUntil = "", "", at, time.Time{}
+	case MarkOrphaned:
+		d.Door, d.DoorNote, d.DoorAt, d.DoorUntil = DoorUnconfirmed, ch.Note, at, time.Time{}
 	case MarkDeclined, MarkBounced:
 		d.State, d.ReadAt, d.BouncedAt, d.BounceReason = Bounced, at, at, ch.Note
 		d.Door, d.DoorNote, d.DoorAt, d.DoorUntil = "", "", at, time.Time{}

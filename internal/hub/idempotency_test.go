@@ -75,3 +75,38 @@ func TestIdempotentComplete(t *testing.T) {
 		t.Errorf("boss's inbox: %d results, want 1", n)
 	}
 }
+
+// TestIdempotentSendAfterPurge: a purge that takes every read message (a
+// retention shorter than a day) keeps the keyed one until its window ends,
+// so a retry within the window still sends nothing.
+func TestIdempotentSendAfterPurge(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now()
+	h := newHub(t, &hub.Options{Now: func() time.Time { return now }})
+	req := hub.SendRequest{Workspace: "w", From: "alice", To: "bob", Content: "deploy", IdempotencyKey: "deploy-1"}
+	first, err := h.Send(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Send(ctx, hub.SendRequest{Workspace: "w", From: "alice", To: "bob", Content: "no key"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.ClearInbox(ctx, "w", "bob"); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(time.Hour)
+	if res, err := h.Purge(ctx, now.Add(-time.Minute)); err != nil || res.Messages != 1 {
+		t.Fatalf("purge of what is older than a minute: %+v, %v; want the message without a key only", res, err)
+	}
+	again, err := h.Send(ctx, req)
+	if err != nil || !again.Replayed || again.Message.ID != first.Message.ID {
+		t.Fatalf("retry an hour later, after the purge: %+v, %v; want the first send, replayed", again, err)
+	}
+	if n, _ := h.Unread(ctx, "w", "bob"); n != 0 {
+		t.Errorf("bob's inbox after the retry: %d unread, want 0 (nothing sent again)", n)
+	}
+	now = now.Add(hub.IdempotencyWindow)
+	if res, err := h.Purge(ctx, now.Add(-time.Minute)); err != nil || res.Messages != 1 {
+		t.Errorf("purge after the key's window: %+v, %v; want the keyed message gone", res, err)
+	}
+}

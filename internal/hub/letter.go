@@ -95,6 +95,29 @@ func (h *Hub) NotLoaded(ctx context.Context, ws, agent string, messageIDs []stri
 	return h.markLetter(ctx, "not loaded", ws, agent, letter, messageIDs, LetterChange{Mark: MarkNotLoaded, Note: note})
 }
 
+// HoldExpired bounces, with note as the reason, the agent's copies of the
+// messages that letter told of and its client still holds for a person,
+// once their time to live ended (the client's own hold may outlast it):
+// their senders are told. It returns the bounced copies.
+func (h *Hub) HoldExpired(ctx context.Context, ws, agent, letter string, messageIDs []string, note string) ([]*Delivery, error) {
+	var held []string
+	for _, id := range messageIDs {
+		ds, err := h.store.Deliveries(ctx, ws, id)
+		if err != nil {
+			return nil, withOp("hold expired", err)
+		}
+		for _, d := range ds {
+			if d.Recipient == agent && d.Letter == letter && d.Door == DoorHeld {
+				held = append(held, id)
+			}
+		}
+	}
+	if len(held) == 0 {
+		return nil, nil
+	}
+	return h.markLetter(ctx, "hold expired", ws, agent, letter, held, LetterChange{Mark: MarkBounced, Note: note})
+}
+
 func (h *Hub) markLetter(ctx context.Context, op, ws, agent, letter string, ids []string, ch LetterChange) ([]*Delivery, error) {
 	if err := validLetter(op, letter); err != nil {
 		return nil, err
@@ -130,7 +153,7 @@ const maxNote = 500
 // letterEvents is the event each mark announces.
 var letterEvents = map[LetterMark]EventKind{
 	MarkSeen: EventMessageSeen, MarkHeld: EventMessageHeld, MarkReleased: EventMessageHanded,
-	MarkUnconfirmed: EventMessageUnconfirmed, MarkNotLoaded: EventMessageNotLoaded,
+	MarkUnconfirmed: EventMessageUnconfirmed, MarkNotLoaded: EventMessageNotLoaded, MarkOrphaned: EventMessageUnconfirmed,
 	MarkDeclined: EventMessageDeclined, MarkBounced: EventMessageBounced,
 }
 

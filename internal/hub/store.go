@@ -198,6 +198,8 @@ type Store interface {
 	//     take the state (unconfirmed only where the client said nothing
 	//     yet), with ch.Note and ch.Until;
 	//   - MarkReleased: the held ones are handed again (no door state);
+	//   - MarkOrphaned: the held ones (not seen, in the inbox) become
+	//     unconfirmed, with ch.Note;
 	//   - MarkNotLoaded: those still in the inbox that no path reached take
 	//     the state and ch.Note;
 	//   - MarkDeclined, MarkBounced: those still in the inbox (queued or

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"html"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"time"
@@ -57,9 +56,8 @@ type session struct {
 	proof []byte
 	// done ends what is open under the session (its event stream, a
 	// blocked request) when it is signed out.
-	done  context.Context
-	end   context.CancelFunc
-	conns map[net.Conn]bool // hijacked connections (the event stream); guarded by Server.mu
+	done context.Context
+	end  context.CancelFunc
 }
 
 // newSessionState gives a session its id, proof key and lifetime. Call
@@ -73,7 +71,6 @@ func newSessionState(ss *session) error {
 		ss.id, ss.proof = hex.EncodeToString(b[:8]), b[8:]
 	}
 	ss.done, ss.end = context.WithCancel(context.Background())
-	ss.conns = map[net.Conn]bool{}
 	return nil
 }
 
@@ -82,10 +79,6 @@ func endSession(ss *session) {
 	if ss.end != nil {
 		ss.end()
 	}
-	for c := range ss.conns {
-		c.Close()
-	}
-	ss.conns = nil
 }
 
 // cookieName is per port: cookies are shared by every port of a host, and two

@@ -38,6 +38,9 @@ func TestDashboardAcrossDaemons(t *testing.T) {
 	// The command echoes its prompt, which carries the message.
 	waitJS(t, ctx, `(t => t.includes("handled") && t.includes(`+js(text)+`))(document.getElementById("timeline").innerText)`, 20*time.Second)
 	t.Logf("the run it started on B in B's dashboard after %v", time.Since(start).Round(time.Millisecond))
+	// The managed list refreshes on the run's events, a moment after the
+	// timeline shows its output: wait for it, then check it counted once.
+	waitJS(t, ctx, `window.parley.managed.find(m => m.agent_id === "builder").runs >= 1`, 10*time.Second)
 	if runs := eval[float64](t, ctx, `window.parley.managed.find(m => m.agent_id === "builder").runs`); runs != 1 {
 		t.Errorf("builder's runs shown on B: %v, want 1", runs)
 	}

@@ -1,14 +1,12 @@
 package web
 
 import (
-	"bufio"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"net"
 	"net/http"
 	"strconv"
-	"sync"
 	"unicode"
 
 	"github.com/parley-dev/parley/internal/hub"
@@ -93,48 +91,4 @@ func portOf(addr net.Addr) string {
 	}
 	_, p, _ := net.SplitHostPort(addr.String())
 	return p
-}
-
-// sessionWriter registers the connection a request hijacks (the event
-// stream's WebSocket) with its session, which closes it when it ends.
-type sessionWriter struct {
-	http.ResponseWriter
-	s    *Server
-	sess *session
-}
-
-func (w sessionWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-func (w sessionWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	conn, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
-	if err != nil {
-		return nil, nil, err
-	}
-	w.s.mu.Lock()
-	defer w.s.mu.Unlock()
-	if w.sess.conns == nil { // ended meanwhile
-		conn.Close()
-		return nil, nil, net.ErrClosed
-	}
-	tc := &trackedConn{Conn: conn}
-	tc.forget = func() {
-		w.s.mu.Lock()
-		delete(w.sess.conns, tc)
-		w.s.mu.Unlock()
-	}
-	w.sess.conns[tc] = true
-	return tc, brw, nil
-}
-
-// trackedConn leaves its session's list when it closes.
-type trackedConn struct {
-	net.Conn
-	once   sync.Once
-	forget func()
-}
-
-func (c *trackedConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(func() { go c.forget() }) // off the lock endSession may hold
-	return err
 }

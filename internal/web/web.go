@@ -276,7 +276,8 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		refuse(w, http.StatusServiceUnavailable, hub.Unavailable, "no API behind this dashboard")
 		return
 	}
-	// What the request holds open ends with the sign-in (SignOutAll).
+	// What the request holds open ends with the sign-in (SignOutAll): its
+	// context, which the event stream watches after its upgrade too.
 	s.mu.Lock()
 	done := sess.done
 	s.mu.Unlock()
@@ -285,7 +286,6 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	stop := context.AfterFunc(done, cancel)
 	defer stop()
 	r2 := r.Clone(api.WithDoor(ctx, hub.DoorDashboard))
-	w = sessionWriter{ResponseWriter: w, s: s, sess: sess}
 	// The API sees a local client speaking for the person: the browser's
 	// credentials stop here, and the Origin was checked above.
 	r2.Header.Del("Cookie")

@@ -24,17 +24,18 @@ import (
 )
 
 var (
-	flagParley = flag.String("parley", "", "the parley binary to measure (required)")
-	flagRedis  = flag.String("redis", "", "host:port of a redis-server for the floor (empty: no floor)")
-	flagN      = flag.Int("n", 2000, "samples per latency scenario")
-	flagDur    = flag.Duration("dur", 5*time.Second, "duration of each throughput scenario")
-	flagRun    = flag.String("run", "", "run only scenarios whose name matches this regexp")
-	flagSeed   = flag.Int("seed-messages", 1_000_000, "messages stored before the check_messages scenario")
-	flagAgents = flag.Int("agents", 1000, "agents of the broadcast scenario")
-	flagSess   = flag.Int("sessions", 10000, "MCP sessions of the RSS scenario")
-	flagGOGC   = flag.String("daemon-gogc", "", "GOGC for the daemons (and mcp serve), to measure the collector's share")
-	flagSend   = flag.String("senders", "1,8,64", "sender counts of the throughput scenario, comma-separated")
-	flagBare   = flag.String("bare-serve", "", "internal: serve the bare floor server (bare.go) on this Unix socket until stdin closes")
+	flagParley       = flag.String("parley", "", "the parley binary to measure (required)")
+	flagRedis        = flag.String("redis", "", "host:port of a redis-server for the floor (empty: no floor)")
+	flagRedisDurable = flag.String("redis-durable", "", "host:port of a redis-server with appendfsync always, the durable floor of send->wake (empty: none)")
+	flagN            = flag.Int("n", 2000, "samples per latency scenario")
+	flagDur          = flag.Duration("dur", 5*time.Second, "duration of each throughput scenario")
+	flagRun          = flag.String("run", "", "run only scenarios whose name matches this regexp")
+	flagSeed         = flag.Int("seed-messages", 1_000_000, "messages stored before the check_messages scenario")
+	flagAgents       = flag.Int("agents", 1000, "agents of the broadcast scenario")
+	flagSess         = flag.Int("sessions", 10000, "MCP sessions of the RSS scenario")
+	flagGOGC         = flag.String("daemon-gogc", "", "GOGC for the daemons (and mcp serve), to measure the collector's share")
+	flagSend         = flag.String("senders", "1,8,64", "sender counts of the throughput scenario, comma-separated")
+	flagBare         = flag.String("bare-serve", "", "internal: serve the bare floor server (bare.go) on this Unix socket until stdin closes")
 )
 
 func main() {
@@ -92,6 +93,7 @@ type latRow struct {
 	name, what  string
 	parley      []time.Duration
 	floor       []time.Duration
+	durable     []time.Duration // the durable floor's (redis appendfsync always)
 	target      string
 	met         string // "yes", "no" or ""
 	floorAbsent string // why there is no floor, if none
@@ -139,20 +141,22 @@ func (b *bench) print(w *os.File, took time.Duration) {
 		time.Now().UTC().Format("2006-01-02 15:04 MST"), host, cpuModel(), runtime.NumCPU(), runtime.Version(),
 		b.load0, strings.Join(strings.Fields(string(load))[:3], " "))
 	if len(b.lat) > 0 {
-		fmt.Fprintln(w, "| scenario | parley p50 | p99 | p999 | redis floor p50 | floor p99 | ratio p50 | target | met |")
-		fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---|---|")
+		fmt.Fprintln(w, "| scenario | parley p50 | p99 | p999 | redis floor p50 | floor p99 | ratio p50 | durable floor p50 | durable p99 | ratio p50 | target | met |")
+		fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
 	}
 	for _, r := range b.lat {
 		p := percentiles(r.parley)
-		fl := [3]string{"-", "-", "-"}
-		ratio := "-"
-		if len(r.floor) > 0 {
-			f := percentiles(r.floor)
-			fl = [3]string{ms(f[0]), ms(f[1]), ms(f[2])}
-			ratio = fmt.Sprintf("%.1fx", float64(p[0])/float64(max(f[0], 1)))
+		floor := func(ds []time.Duration, digits int) (p50, p99, ratio string) {
+			if len(ds) == 0 {
+				return "-", "-", "-"
+			}
+			f := percentiles(ds)
+			return ms(f[0]), ms(f[1]), fmt.Sprintf("%.*fx", digits, float64(p[0])/float64(max(f[0], 1)))
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-			r.name, ms(p[0]), ms(p[1]), ms(p[2]), fl[0], fl[1], ratio, dash(r.target), dash(r.met))
+		f50, f99, fr := floor(r.floor, 1)
+		d50, d99, dr := floor(r.durable, 2)
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			r.name, ms(p[0]), ms(p[1]), ms(p[2]), f50, f99, fr, d50, d99, dr, dash(r.target), dash(r.met))
 	}
 	if len(b.val) > 0 {
 		fmt.Fprintln(w)

@@ -96,6 +96,7 @@ var (
 		hub.MarkHeld:        `d.seen_at IS NULL AND d.bounced_at IS NULL`,
 		hub.MarkUnconfirmed: `d.seen_at IS NULL AND d.bounced_at IS NULL AND d.door_state = ''`,
 		hub.MarkReleased:    `d.door_state = 'held' AND d.bounced_at IS NULL`,
+		hub.MarkOrphaned:    `d.door_state = 'held' AND d.seen_at IS NULL AND d.bounced_at IS NULL`,
 		hub.MarkNotLoaded:   `d.read_at IS NULL AND d.reader IS NULL AND d.woke_via = ''`,
 		hub.MarkDeclined:    `d.read_at IS NULL AND d.reader IS NULL`,
 		hub.MarkBounced:     `d.read_at IS NULL AND d.reader IS NULL`,
@@ -107,6 +108,7 @@ var (
 		hub.MarkUnconfirmed: `door_state = p.mark, door_note = p.note, door_at = p.at, door_until = p.until`,
 		hub.MarkNotLoaded:   `door_state = p.mark, door_note = p.note, door_at = p.at, door_until = p.until`,
 		hub.MarkReleased:    `door_state = '', door_note = '', door_at = p.at, door_until = NULL`,
+		hub.MarkOrphaned:    `door_state = 'unconfirmed', door_note = p.note, door_at = p.at, door_until = NULL`,
 		hub.MarkDeclined:    `read_at = p.at, bounced_at = p.at, bounce_reason = p.note, door_state = 'declined', door_note = p.note, door_at = p.at, door_until = NULL`,
 		hub.MarkBounced:     `read_at = p.at, bounced_at = p.at, bounce_reason = p.note, door_state = '', door_note = '', door_at = p.at, door_until = NULL`,
 	}

@@ -110,6 +110,7 @@ var (
 		hub.MarkHeld:        `d.seen_at = 0 AND d.bounced_at = 0`,
 		hub.MarkUnconfirmed: `d.seen_at = 0 AND d.bounced_at = 0 AND d.door_state = ''`,
 		hub.MarkReleased:    `d.door_state = 'held' AND d.bounced_at = 0`,
+		hub.MarkOrphaned:    `d.door_state = 'held' AND d.seen_at = 0 AND d.bounced_at = 0`,
 		hub.MarkNotLoaded:   `d.read_at IS NULL AND d.reader IS NULL AND d.woke_via = ''`,
 		hub.MarkDeclined:    `d.read_at IS NULL AND d.reader IS NULL`,
 		hub.MarkBounced:     `d.read_at IS NULL AND d.reader IS NULL`,
@@ -121,6 +122,7 @@ var (
 		hub.MarkUnconfirmed: `door_state = ?2, door_note = ?3, door_at = ?1, door_until = ?4`,
 		hub.MarkNotLoaded:   `door_state = ?2, door_note = ?3, door_at = ?1, door_until = ?4`,
 		hub.MarkReleased:    `door_state = '', door_note = '', door_at = ?1, door_until = 0`,
+		hub.MarkOrphaned:    `door_state = 'unconfirmed', door_note = ?3, door_at = ?1, door_until = 0`,
 		hub.MarkDeclined:    `read_at = ?1, bounced_at = ?1, bounce_reason = ?3, door_state = 'declined', door_note = ?3, door_at = ?1, door_until = 0`,
 		hub.MarkBounced:     `read_at = ?1, bounced_at = ?1, bounce_reason = ?3, door_state = '', door_note = '', door_at = ?1, door_until = 0`,
 	}

@@ -34,6 +34,10 @@ func (db *DB) Purge(ctx context.Context, q hub.PurgeQuery) (hub.PurgeResult, err
 	const op = "purge"
 	var res hub.PurgeResult
 	cut, givenUp := q.Before.UnixNano(), nanos(q.AckGivenUp)
+	keyed := cut
+	if !q.KeyedBefore.IsZero() && q.KeyedBefore.Before(q.Before) {
+		keyed = q.KeyedBefore.UnixNano()
+	}
 	after := int64(0)
 	for {
 		seqs, more, err := db.purgeCandidates(ctx, after, cut)
@@ -59,9 +63,10 @@ func (db *DB) Purge(ctx context.Context, q hub.PurgeQuery) (hub.PurgeResult, err
 				if _, err := c.ExecContext(ctx, `INSERT INTO temp.purge_seqs (seq)
 					SELECT j.value FROM json_each(?1) j
 					WHERE NOT EXISTS (SELECT 1 FROM deliveries u WHERE u.message_seq = j.value AND u.read_at IS NULL)
+					AND NOT EXISTS (SELECT 1 FROM messages k WHERE k.seq = j.value AND k.idem_key IS NOT NULL AND k.created_at >= ?3)
 					AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.seq = j.value AND m.ack_required
 						AND EXISTS (SELECT 1 FROM deliveries u WHERE u.message_seq = m.seq AND u.acked_at = 0)
-						AND NOT (m.ack_reported AND m.ack_deadline > 0 AND m.ack_deadline < ?2))`, string(list), givenUp); err != nil {
+						AND NOT (m.ack_reported AND m.ack_deadline > 0 AND m.ack_deadline < ?2))`, string(list), givenUp, keyed); err != nil {
 					return err
 				}
 				r, err := c.ExecContext(ctx, `DELETE FROM deliveries WHERE message_seq IN (SELECT seq FROM temp.purge_seqs)`)

@@ -224,6 +224,23 @@ func testMarkLetter(t *testing.T, s hub.Store) {
 	if ds := mark("bob", "L5", nil, hub.LetterChange{Mark: hub.MarkBounced, Note: "dropped: queue full"}, 26); len(ds) != 1 || ds[0].State != hub.Bounced {
 		t.Errorf("bounced: got %v", states(ds))
 	}
+	// Orphaned: the held copies of a letter whose word can no longer come
+	// turn unconfirmed; a copy not held (L6 seen) does not.
+	m7 := f.send("ws", "alice", hub.Normal, "seven", "bob")
+	if _, err := s.NoteWake(c, "ws", "bob", []string{m7.ID}, claude, "L6", at(27)); err != nil {
+		t.Fatal(err)
+	}
+	if ds := mark("bob", "L6", nil, hub.LetterChange{Mark: hub.MarkOrphaned, Note: "restarted"}, 28); len(ds) != 0 {
+		t.Errorf("orphaned, not held: got %v, want nothing", ids(ds))
+	}
+	mark("bob", "L6", nil, hub.LetterChange{Mark: hub.MarkHeld, Note: "no-mode-asserted", Until: at(100)}, 29)
+	ds = mark("bob", "L6", nil, hub.LetterChange{Mark: hub.MarkOrphaned, Note: "restarted"}, 30)
+	if len(ds) != 1 || ds[0].Door != hub.DoorUnconfirmed || ds[0].DoorNote != "restarted" || !ds[0].DoorUntil.IsZero() {
+		t.Errorf("orphaned: got %+v", ds)
+	}
+	if d := status(t, s, m7, "bob"); d.Door != hub.DoorUnconfirmed || d.DoorNote != "restarted" || !d.DoorAt.Equal(at(30)) || !d.DoorUntil.IsZero() || d.State != hub.Queued {
+		t.Errorf("m7 orphaned, as stored: got %+v", d)
+	}
 	if ds, err := s.Peek(c, "ws", "bob", 10); err != nil || slices.ContainsFunc(ds, func(d *hub.Delivery) bool { return d.MessageID == m5.ID || d.MessageID == m6.ID }) {
 		t.Errorf("bob's inbox holds a declined or bounced copy: %v, %v", states(ds), err)
 	}

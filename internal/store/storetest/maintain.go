@@ -123,3 +123,39 @@ func runPurge(t *testing.T, open func(t *testing.T) hub.Store) {
 		t.Errorf("second Purge: got %+v %v, want nothing", res, err)
 	}
 }
+
+// runPurgeKeepsKeys: a purge keeps a read message sent with an idempotency
+// key until KeyedBefore, whatever Before says, so that a retry within the
+// key's window finds its first send; a message without one goes at Before.
+func runPurgeKeepsKeys(t *testing.T, open func(t *testing.T) hub.Store) {
+	s := open(t)
+	t.Cleanup(func() { s.Close() })
+	c := ctx(t)
+	now := time.Now().UTC()
+	sent := now.Add(-2 * time.Hour)
+	for _, m := range []*hub.Message{
+		{ID: "01KPLAIN000000000000000000", Workspace: "ws", From: "a", To: "b", Content: "plain", Priority: hub.Normal, CreatedAt: sent},
+		{ID: "01KKEYED000000000000000000", Workspace: "ws", From: "a", To: "b", Content: "keyed", Priority: hub.Normal, CreatedAt: sent.Add(time.Millisecond),
+			IdempotencyKey: "retry-me"},
+	} {
+		if err := s.CreateMessage(c, m, []string{"b"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.ClearInbox(c, "ws", "b"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Purge(c, hub.PurgeQuery{Before: now.Add(-time.Hour), KeyedBefore: now.Add(-hub.IdempotencyWindow)})
+	if err != nil || res.Messages != 1 {
+		t.Errorf("purge of messages older than 1h: %+v, %v; want the plain one only", res, err)
+	}
+	if m, err := s.MessageByKey(c, "ws", "a", "retry-me"); err != nil || m.ID != "01KKEYED000000000000000000" {
+		t.Errorf("the keyed message after a purge within its key's window: %v, %v; want it kept", m, err)
+	}
+	if _, err := s.Message(c, "ws", "01KPLAIN000000000000000000"); hub.KindOf(err) != hub.NotFound {
+		t.Errorf("the plain message after the purge: %v, want it gone", err)
+	}
+	if res, err := s.Purge(c, hub.PurgeQuery{Before: now.Add(-time.Hour), KeyedBefore: now.Add(-time.Hour)}); err != nil || res.Messages != 1 {
+		t.Errorf("purge once the key's window is over: %+v, %v; want the keyed message gone", res, err)
+	}
+}

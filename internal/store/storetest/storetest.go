@@ -48,6 +48,7 @@ func RunAll(t *testing.T, open func(t *testing.T) Backend) {
 	t.Run("Reservations", func(t *testing.T) { runReservations(t, hubStore) })
 	t.Run("Search", func(t *testing.T) { runSearch(t, hubStore) })
 	t.Run("Purge", func(t *testing.T) { runPurge(t, hubStore) })
+	t.Run("PurgeKeepsKeys", func(t *testing.T) { runPurgeKeepsKeys(t, hubStore) })
 	t.Run("Queues", func(t *testing.T) { runQueues(t, hubStore) })
 	t.Run("Runner", func(t *testing.T) { runRunner(t, func(t *testing.T) runner.Store { return open(t) }) })
 	t.Run("Tokens", func(t *testing.T) { runTokens(t, func(t *testing.T) token.Store { return open(t) }) })
