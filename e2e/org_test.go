@@ -112,9 +112,17 @@ func TestPostgresDeadDaemonReclaimed(t *testing.T) {
 		}
 		return res
 	}
-	first := claim(a, "worker", 10)
+	// Claimed with the CLI, which holds no session: the claim is the
+	// agent's, renewed by parley queue renew.
+	var first api.ClaimTaskResult
+	a.MustJSON(&first, "queue", "claim", "builds", "--agent", "worker", "--timeout", "10s")
 	if first.Task == nil || first.Task.Redelivered {
 		t.Fatalf("worker's claim through A: %+v, want the task", first)
+	}
+	var renewed api.RenewTaskResult
+	a.MustJSON(&renewed, "queue", "renew", first.Task.MessageID, "--agent", "worker", "--lease", "10m")
+	if renewed.Status != "renewed" || renewed.LeaseUntil <= first.Task.LeaseUntil {
+		t.Fatalf("parley queue renew: %+v after a claim until %s, want a later lease", renewed, first.Task.LeaseUntil)
 	}
 	excl := true
 	if res, err := pgClient(t, a, "worker").Reserve(ctx, api.ReserveRequest{Paths: []string{"release/**"}, Exclusive: &excl}); err != nil || len(res.Granted) != 1 {
@@ -147,6 +155,12 @@ func TestPostgresDeadDaemonReclaimed(t *testing.T) {
 		t.Fatalf("claim through B after A's kill -9: %+v, want task %s handed out again (redelivered, count 2)", second.Task, first.Task.MessageID)
 	}
 	t.Logf("the task went to another claimant %v after A's kill -9 (daemon_timeout 2s)", took.Round(100*time.Millisecond))
+	if took > 2*2*time.Second {
+		t.Errorf("the task claimed through the killed daemon came back after %v, want within twice daemon_timeout (4s)", took)
+	}
+	if out, errOut, code := b.Run("queue", "renew", first.Task.MessageID, "--agent", "worker"); code == 0 || !strings.Contains(errOut, "another claimant") {
+		t.Errorf("worker renews, through B, the task that went to another claimant: exit %d, %s%s; want it refused, saying so", code, out, errOut)
+	}
 	if res, err := pgClient(t, b, "other").Reserve(ctx, api.ReserveRequest{Paths: []string{"release/notes.md"}, Exclusive: &excl}); err != nil || len(res.Granted) != 1 {
 		t.Errorf("other reserves release/notes.md through B: %+v, %v; want it granted", res, err)
 	}
@@ -189,5 +203,120 @@ func TestPostgresBackupRestore(t *testing.T) {
 	}
 	if out := b.Must("search", "backup", "--agent", "bob"); !strings.Contains(out, "read before the **backup**") {
 		t.Errorf("search after the restore: want the message read before the backup:\n%s", out)
+	}
+}
+
+// TestPostgresOutageRunsNoTaskTwice: PostgreSQL goes away for longer than
+// daemon_timeout with both daemons alive. The daemon a task was claimed and
+// a file reserved through tells its clients at once, on its event stream,
+// that the claim may be lost and the reservation is to be taken as ended;
+// once the store is back, it says all stands, and nobody took anybody for
+// dead: no second claimant gets the task, the first one's completion goes
+// through, the reservation still holds. Issue 41: the other daemon took the
+// first for dead at once and gave its task to a second claimant.
+func TestPostgresOutageRunsNoTaskTwice(t *testing.T) {
+	cluster := pgtest.Private(t)
+	const timeout = 2 * time.Second
+	envv := []string{"PARLEY_STORE=" + cluster.DSN("postgres"), "PARLEY_WORKSPACE=team"}
+	a, b := newEnv(t, envv...), newEnv(t, envv...)
+	for _, e := range []*env{a, b} {
+		if err := os.WriteFile(filepath.Join(e.home, "config.toml"), []byte("daemon_timeout = \"2s\"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		e.Must("daemon", "start")
+	}
+	ctx := t.Context()
+	a.Must("join", "--name", "worker", "--role", "dev")
+	if _, err := pgClient(t, b, "boss").Send(ctx, api.SendRequest{To: "queue:builds", Content: "build release 1.3"}); err != nil {
+		t.Fatal(err)
+	}
+	var first api.ClaimTaskResult
+	a.MustJSON(&first, "queue", "claim", "builds", "--agent", "worker", "--timeout", "10s")
+	if first.Task == nil {
+		t.Fatalf("worker's claim through A: %+v, want the task", first)
+	}
+	excl := true
+	if res, err := pgClient(t, a, "worker").Reserve(ctx, api.ReserveRequest{Paths: []string{"release/**"}, Exclusive: &excl}); err != nil || len(res.Granted) != 1 {
+		t.Fatalf("worker reserves release/** through A: %+v, %v", res, err)
+	}
+	stream, err := pgClient(t, a, "").Events(ctx, true, []string{"daemon.store", "task.at_risk", "reservations.changed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Close()
+	evs := make(chan api.Event, 64)
+	go func() {
+		defer close(evs)
+		for {
+			e, _, err := stream.Next(ctx)
+			if err != nil {
+				return
+			}
+			evs <- e
+		}
+	}()
+	next := func(what string, match func(api.Event) bool) api.Event {
+		t.Helper()
+		var saw []string
+		deadline := time.After(30 * time.Second)
+		for {
+			select {
+			case e, ok := <-evs:
+				if !ok {
+					t.Fatalf("A's event stream ended before %s; saw %v", what, saw)
+				}
+				if match(e) {
+					return e
+				}
+				saw = append(saw, e.Kind+" "+e.Status+e.Change)
+			case <-deadline:
+				t.Fatalf("A's event stream did not say %s within 30 s; saw %v", what, saw)
+			}
+		}
+	}
+
+	stopped := time.Now()
+	if err := cluster.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	next("that A is cut off", func(e api.Event) bool { return e.Kind == "daemon.store" && e.Status == "cut" })
+	told := time.Since(stopped)
+	risk := next("that worker's claim may be lost", func(e api.Event) bool { return e.Kind == "task.at_risk" })
+	if risk.Agent != "worker" || risk.ID != first.Task.MessageID || !strings.Contains(risk.Text, "may be lost") {
+		t.Errorf("task.at_risk: %+v, want worker's task %s", risk, first.Task.MessageID)
+	}
+	if e := next("that worker's reservation is to be taken as ended", func(e api.Event) bool { return e.Kind == "reservations.changed" && e.Change == "ended" }); len(e.Reservations) != 1 || e.Reservations[0].Agent != "worker" {
+		t.Errorf("reservations ended: %+v, want worker's release/**", e)
+	}
+	t.Logf("A told its clients %v after the store went away (daemon_timeout %s)", told.Round(100*time.Millisecond), timeout)
+	// A's last beat was at most a third of the bound before the store
+	// went away; the others could take it for dead a bound after that.
+	if told > timeout+timeout/3 {
+		t.Errorf("A told its clients %v after the store went away, want within daemon_timeout %s of its last beat: before the others may take it for dead", told, timeout)
+	}
+	// An outage of 5 s, over twice the bound.
+	waitFor(t, 10*time.Second, "the store down for 5 s", func() (bool, string) { return time.Since(stopped) >= 5*time.Second, "" })
+	if err := cluster.Start(); err != nil {
+		t.Fatal(err)
+	}
+	next("that A reached its store again, all standing", func(e api.Event) bool { return e.Kind == "daemon.store" && e.Status == "restored" })
+
+	// For twice the bound after, nobody is taken for dead.
+	secs := int(2 * timeout / time.Second)
+	res, err := pgClient(t, b, "other").ClaimTask(ctx, api.ClaimTaskRequest{Queue: "builds", Timeout: &secs})
+	if err != nil || res.Task != nil {
+		t.Fatalf("a second claimant through B after the outage: %+v, %v; want no task (it is worker's)", res.Task, err)
+	}
+	if out := a.Must("queue", "complete", first.Task.MessageID, "--agent", "worker", "--result", "built once"); !strings.Contains(out, "completed") {
+		t.Errorf("worker completes its task after the outage: %s", out)
+	}
+	if res, err := pgClient(t, b, "other").Reserve(ctx, api.ReserveRequest{Paths: []string{"release/notes.md"}, Exclusive: &excl}); err != nil || len(res.Conflicts) != 1 {
+		t.Errorf("other reserves release/notes.md through B after the outage: %+v, %v; want a conflict with worker's reservation", res, err)
+	}
+	for _, e := range []*env{a, b} {
+		log, _ := os.ReadFile(filepath.Join(e.home, "daemon.log"))
+		if strings.Contains(string(log), "a daemon on the store is dead") {
+			t.Errorf("%s's daemon.log: it took the other daemon for dead over the store's outage", e.home)
+		}
 	}
 }

@@ -70,9 +70,16 @@ type Event struct {
 	// its queue, Agent the claimant (for .released, the queue), Status
 	// task_completed or task_failed for .completed.
 	//
+	// For task.at_risk: ID is the task, Recipients its queue, Agent the
+	// claimant, Text why its claim may be lost (the daemon it came through
+	// has not reached its store for nearly its daemon_timeout). For
+	// daemon.store: Status cut, reclaimed or restored, Text what it means.
+	//
 	// For reservations.changed: the reservations granted, renewed,
 	// released, force_released, or reclaimed (ended because the daemon that
-	// granted them died; Change says which).
+	// granted them died), ended (the daemon they were granted through is
+	// cut off from its store: take them as ended) or restored (it reached
+	// its store again in time); Change says which.
 	Reservations []ReservationInfo `json:"reservations,omitempty"`
 }
 
@@ -97,7 +104,8 @@ var EventKinds = []string{
 	string(hub.EventMessageHeld), string(hub.EventMessageDeclined), string(hub.EventMessageUnconfirmed), string(hub.EventMessageNotLoaded),
 	string(hub.EventDoorOpened), string(hub.EventDoorClosed),
 	string(hub.EventReservations),
-	string(hub.EventTaskClaimed), string(hub.EventTaskCompleted), string(hub.EventTaskReleased),
+	string(hub.EventTaskClaimed), string(hub.EventTaskCompleted), string(hub.EventTaskReleased), string(hub.EventTaskAtRisk),
+	string(hub.EventDaemonStore),
 	string(hub.EventAgentHealth), string(hub.EventAgentStalled), string(hub.EventAgentEscalated),
 	EventRunEvent, EventManagedStatus, EventPermissionRequested, EventPermissionResolved,
 }
@@ -226,6 +234,10 @@ func (e Event) Line() string {
 			return fmt.Sprintf("%s %s  %s finished task %s of %s (%s)", t, e.Workspace, e.Agent, e.ID, queue, strings.TrimPrefix(e.Status, "task_"))
 		}
 		return fmt.Sprintf("%s %s  task %s went back to %s", t, e.Workspace, e.ID, queue)
+	case hub.EventTaskAtRisk:
+		return fmt.Sprintf("%s %s  %s's claim on task %s may be lost: %s", t, e.Workspace, e.Agent, e.ID, oneLine(e.Text))
+	case hub.EventDaemonStore:
+		return fmt.Sprintf("%s %s  daemon %s: %s", t, e.Workspace, e.Status, oneLine(e.Text))
 	}
 	switch e.Kind {
 	case EventManagedStatus:

@@ -7,7 +7,7 @@ package api
 type ClaimTaskRequest struct {
 	Queue        string `json:"queue" jsonschema:"NAME of queue:NAME"`
 	Timeout      *int   `json:"timeout,omitempty" jsonschema:"seconds to wait (default 300, max 600)"`
-	LeaseSeconds int    `json:"lease_seconds,omitempty" jsonschema:"seconds the claim lasts (default 1800)"`
+	LeaseSeconds int    `json:"lease_seconds,omitempty" jsonschema:"seconds the claim lasts unless your live session renews it (default 120)"`
 }
 
 // TaskInfo is a claimed task: the message sent to the queue, and the claim.
@@ -54,6 +54,21 @@ type ReleaseTaskResult struct {
 	Status string `json:"status" jsonschema:"released"`
 	TaskID string `json:"task_id"`
 	Queue  string `json:"queue"`
+}
+
+// RenewTaskRequest is POST /api/v1/tasks/{task_id}/renew: the claimant is
+// alive and still at it (parley queue renew).
+type RenewTaskRequest struct {
+	TaskID       string `json:"task_id" jsonschema:"the task's message_id"`
+	LeaseSeconds int    `json:"lease_seconds,omitempty" jsonschema:"seconds from now the claim lasts (default the daemon's claim_lease, 120)"`
+}
+
+// RenewTaskResult is the renewed claim.
+type RenewTaskResult struct {
+	Status     string `json:"status" jsonschema:"renewed"`
+	TaskID     string `json:"task_id"`
+	Queue      string `json:"queue"`
+	LeaseUntil string `json:"lease_until"`
 }
 
 // QueueRequest is GET /api/v1/queues/{queue}: the tasks waiting in a queue.

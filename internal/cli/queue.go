@@ -20,10 +20,15 @@ that goes to exactly one claimant. "parley queue NAME" lists the tasks
 waiting, next first (priority, then oldest).
 
 A task claimed here is held for this agent until it is completed or
-released, or its lease runs out; then it goes back to the queue.`,
+released, or its claim lease (the daemon's claim_lease, 2m by default)
+runs out with nothing renewing it; then it goes back to the queue, marked
+redelivered. A live session of the agent on the daemon, or its managed run,
+renews the claim; a script without one runs "parley queue renew TASK_ID"
+more often than the lease (say every minute) while it works.`,
 		Example: `  parley send queue:review "review PR 42"
   parley queue claim review --timeout 1m
   parley queue complete 01J... --result "LGTM, merged"
+  parley queue renew 01J...
   parley queue release 01J...`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -45,7 +50,7 @@ released, or its lease runs out; then it goes back to the queue.`,
 	}
 	cmd.Flags().IntVar(&limit, "limit", 0, "most tasks to list (default 50)")
 	addJSON(cmd, g)
-	cmd.AddCommand(queueClaimCmd(g), queueCompleteCmd(g), queueReleaseCmd(g))
+	cmd.AddCommand(queueClaimCmd(g), queueCompleteCmd(g), queueReleaseCmd(g), queueRenewCmd(g))
 	return cmd
 }
 
@@ -56,7 +61,9 @@ func queueClaimCmd(g *globals) *cobra.Command {
 		Short: "Take the next task of queue:NAME for this agent, waiting for one",
 		Long: `Take the next task of queue:NAME, waiting up to --timeout for one. Exit
 status 0 with a task, 3 on timeout. The task is this agent's until
-"parley queue complete" or "release", or until --lease runs out.`,
+"parley queue complete" or "release", or until its lease (--lease, default
+the daemon's claim_lease, 2m) runs out with nothing renewing it: a live
+session of the agent renews it, or "parley queue renew TASK_ID".`,
 		Args: cobra.ExactArgs(1),
 		RunE: blockingRun(g, &timeout, func(cmd *cobra.Command, args []string, secs int) (*api.ClaimTaskResult, bool, error) {
 			c, _, err := g.client(cmd.Context(), true)
@@ -79,7 +86,7 @@ status 0 with a task, 3 on timeout. The task is this agent's until
 		}),
 	}
 	timeoutFlag(cmd, &timeout, "for a task")
-	cmd.Flags().DurationVar(&lease, "lease", 0, "how long the claim lasts (5s to 24h; default 30m)")
+	cmd.Flags().DurationVar(&lease, "lease", 0, "how long the claim lasts unless renewed (5s to 24h; default the daemon's claim_lease, 2m)")
 	addJSON(cmd, g)
 	return cmd
 }
@@ -131,6 +138,41 @@ func queueReleaseCmd(g *globals) *cobra.Command {
 			})
 		},
 	}
+	addJSON(cmd, g)
+	return cmd
+}
+
+func queueRenewCmd(g *globals) *cobra.Command {
+	var lease time.Duration
+	cmd := &cobra.Command{
+		Use:   "renew TASK_ID",
+		Short: "Keep a task this agent claimed: its lease starts again from now",
+		Long: `Renew this agent's claim on a task: the claimant is alive and still at
+it. The claim then lasts --lease from now (default the daemon's
+claim_lease, 2m). A claimant without a live session on the daemon (a
+script, a CI job) runs it more often than the lease while it works; a
+claim whose holder stops renewing goes back to its queue, marked
+redelivered, for another claimant. A task that went back, or that another
+claimant holds now, is refused (exit status 1) with the reason: stop
+working on it.`,
+		Example: `  parley queue renew 01J...
+  parley queue renew 01J... --lease 10m`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, _, err := g.client(cmd.Context(), true)
+			if err != nil {
+				return err
+			}
+			res, err := c.RenewTask(cmd.Context(), args[0], int(lease.Round(time.Second)/time.Second))
+			if err != nil {
+				return err
+			}
+			return g.out(res, func(w io.Writer) {
+				fmt.Fprintf(w, "task %s of %s is yours until %s\n", res.TaskID, res.Queue, res.LeaseUntil)
+			})
+		},
+	}
+	cmd.Flags().DurationVar(&lease, "lease", 0, "how long from now the claim lasts (5s to 24h; default the daemon's claim_lease, 2m)")
 	addJSON(cmd, g)
 	return cmd
 }

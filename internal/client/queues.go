@@ -32,6 +32,13 @@ func (c *Client) CompleteTask(ctx context.Context, r api.CompleteTaskRequest) (*
 	return &out, c.do(ctx, http.MethodPost, "/tasks/"+url.PathEscape(r.TaskID)+"/complete", nil, r, &out)
 }
 
+// RenewTask extends a claim on a task by lease seconds from now (0: the
+// daemon's claim lease).
+func (c *Client) RenewTask(ctx context.Context, id string, lease int) (*api.RenewTaskResult, error) {
+	var out api.RenewTaskResult
+	return &out, c.do(ctx, http.MethodPost, "/tasks/"+url.PathEscape(id)+"/renew", nil, api.RenewTaskRequest{TaskID: id, LeaseSeconds: lease}, &out)
+}
+
 // ReleaseTask gives a claimed task back to its queue.
 func (c *Client) ReleaseTask(ctx context.Context, id string) (*api.ReleaseTaskResult, error) {
 	var out api.ReleaseTaskResult

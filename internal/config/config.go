@@ -101,6 +101,11 @@ type Config struct {
 	// what it held: leased messages, claimed tasks, reservations; its agents
 	// go offline (a duration, "1s" to "1h"; default "30s").
 	DaemonTimeout string `toml:"daemon_timeout,omitempty"`
+	// ClaimLease is how long a claimed task stays with a claimant whose
+	// liveness does not renew it (no live session, managed run or parley
+	// queue renew) before it goes back to its queue (a duration, "5s" to
+	// "24h"; default "2m").
+	ClaimLease string `toml:"claim_lease,omitempty"`
 }
 
 // TTL is MessageTTL as a duration: 0 for the default, a negative one for
@@ -133,6 +138,12 @@ func (c *Config) UnjoinedAge() time.Duration {
 // Load checked it.
 func (c *Config) UnusedAgentAge() time.Duration {
 	d, _ := ParseAge(strings.TrimSpace(c.UnusedAgentGrace))
+	return d
+}
+
+// ClaimLeaseDuration is ClaimLease as a duration; 0 means the default.
+func (c *Config) ClaimLeaseDuration() time.Duration {
+	d, _ := time.ParseDuration(c.ClaimLease)
 	return d
 }
 
@@ -292,6 +303,9 @@ func Parse(b []byte, name string) (*Config, error) {
 	}
 	if d, err := time.ParseDuration(c.DaemonTimeout); c.DaemonTimeout != "" && (err != nil || d < time.Second || d > time.Hour) {
 		return nil, fmt.Errorf("%s: invalid daemon_timeout %q: want a duration from \"1s\" to \"1h\", such as \"30s\"", name, c.DaemonTimeout)
+	}
+	if d, err := time.ParseDuration(c.ClaimLease); c.ClaimLease != "" && (err != nil || d < 5*time.Second || d > 24*time.Hour) {
+		return nil, fmt.Errorf("%s: invalid claim_lease %q: want a duration from \"5s\" to \"24h\", such as \"2m\"", name, c.ClaimLease)
 	}
 	if err := validateNotify(c.Notify); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)

@@ -129,6 +129,7 @@ func (h *Hub) publish(e Event) {
 
 // publishLocal calls this daemon's subscribers with e.
 func (h *Hub) publishLocal(e Event) {
+	h.fence.track(e)
 	h.subsMu.RLock()
 	defer h.subsMu.RUnlock()
 	if len(h.subs) == 0 {

@@ -63,6 +63,9 @@ type Options struct {
 	// to a name that never joined (unjoined.go); 0: DefaultUnjoinedTTL;
 	// NoTTL: the default TTL, as for any other message.
 	UnjoinedTTL time.Duration
+	// ClaimLease is how long a claim lasts unless its holder's liveness
+	// renews it (claims.go); 0: DefaultClaimLease.
+	ClaimLease time.Duration
 }
 
 // DefaultTTL is a message's time to live when neither it nor the daemon's
@@ -118,6 +121,11 @@ type Hub struct {
 	holders holders
 	// provisional are the provisional agents (lifetime.go).
 	provisional provisionals
+	// claims are the holders of claims whose liveness renews them (claims.go).
+	claims claimKeeper
+	// fence is this daemon's standing with the others on a shared store
+	// (liveness.go).
+	fence fence
 
 	// acts are what the agents are doing, for their health (health.go).
 	actMu      sync.Mutex
@@ -206,6 +214,7 @@ func New(store Store, opts *Options) *Hub {
 		entropy:    ulid.Monotonic(rand.Reader, 0),
 	}
 	h.unjoinedTTL, h.provisionalGrace = o.UnjoinedTTL, o.ProvisionalGrace
+	h.claims.init(o.ClaimLease)
 	return h
 }
 

@@ -320,6 +320,8 @@ func (h *Hub) Run(ctx context.Context) error {
 func (h *Hub) Sweep(ctx context.Context) {
 	h.flushConfirms(ctx, "")
 	now := h.now().UTC()
+	// Live holders renew before anything runs out.
+	h.renewLive(ctx, now)
 	h.release(ctx, ReleaseQuery{Expired: now})
 	due, err := h.store.DueAcks(ctx, now)
 	if err != nil {

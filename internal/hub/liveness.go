@@ -57,20 +57,35 @@ type Reclaimed struct {
 // AgentKey names an agent.
 type AgentKey struct{ Workspace, Name string }
 
-// beat records that this daemon lives, and when it was taken for dead
-// meanwhile, says again that its connected agents are here.
-func (h *Hub) beat(ctx context.Context, ls LivenessStore) {
-	reclaimed, err := ls.Beat(ctx, h.deadAfter)
+// beat records that this daemon lives, and keeps its fence (fence.go):
+// a daemon that cannot beat for its bound tells its sessions that their
+// claims may be lost and their reservations ended; when it beats again it
+// learns whether the others reclaimed it meanwhile, and says so. A daemon
+// taken for dead says again that its connected agents are here.
+func (h *Hub) beat(ctx context.Context, ls LivenessStore) error {
+	bctx, cancel := context.WithTimeout(ctx, max(h.deadAfter/2, time.Second))
+	reclaimed, err := ls.Beat(bctx, h.deadAfter)
+	cancel()
+	now := h.now()
 	if err != nil {
 		if ctx.Err() == nil {
 			h.log.Warn("heartbeat", "err", err)
+			if h.fence.missed(now, h.deadAfter) {
+				h.tellCut(now)
+			}
 		}
-		return
+		return err
+	}
+	was := h.fence.beaten(now, reclaimed)
+	switch {
+	case reclaimed:
+		h.tellReclaimed(now)
+	case was:
+		h.tellRestored(now)
 	}
 	if !reclaimed {
-		return
+		return nil
 	}
-	h.log.Warn("this daemon was taken for dead (it missed its heartbeat for longer than its bound): the other daemons gave back its leases and reservations; its sessions carry on", "dead_after", h.deadAfter)
 	h.mu.Lock()
 	var here []inboxKey
 	for k, n := range h.sessions {
@@ -86,6 +101,7 @@ func (h *Hub) beat(ctx context.Context, ls LivenessStore) {
 		h.mu.Unlock()
 		h.Touch(ctx, k.ws, k.name)
 	}
+	return nil
 }
 
 // ReclaimDead gives back what daemons taken for dead held (LivenessStore),
@@ -98,13 +114,33 @@ func (h *Hub) ReclaimDead(ctx context.Context) ([]*Reclaimed, error) {
 	if !ok {
 		return nil, nil
 	}
+	if !h.fence.mayReclaim(h.now(), h.deadAfter) {
+		// This daemon has not beaten without a break for a whole bound
+		// (it just started, or the store was out of its reach): the
+		// others may have been as cut off as it was, and their next beat
+		// is still to come.
+		return nil, nil
+	}
 	rs, err := ls.Reclaim(ctx)
 	if err != nil {
 		return nil, withOp("reclaim", err)
 	}
 	for _, r := range rs {
+		var tasks, copies []string
+		for _, d := range r.Deliveries {
+			if IsQueue(d.Recipient) {
+				tasks = append(tasks, d.Workspace+"/"+d.MessageID+" ("+d.Recipient+")")
+			} else {
+				copies = append(copies, d.Workspace+"/"+d.MessageID+" ("+d.Recipient+")")
+			}
+		}
+		var paths []string
+		for _, res := range r.Reservations {
+			paths = append(paths, res.Workspace+"/"+res.Agent+":"+res.Pattern)
+		}
 		h.log.Warn("a daemon on the store is dead: gave back what it held", "node", r.Node, "last_beat", r.LastBeat,
-			"deliveries", len(r.Deliveries), "reservations", len(r.Reservations), "agents", len(r.Agents))
+			"deliveries", len(r.Deliveries), "reservations", len(r.Reservations), "agents", len(r.Agents),
+			"tasks", tasks, "copies", copies, "reserved", paths)
 		h.publishDeliveries(EventMessageRedelivered, r.Deliveries)
 		h.wakeDeliveries(r.Deliveries)
 		byWS := map[string][]*Reservation{}
@@ -133,7 +169,9 @@ func (h *Hub) runLiveness(ctx context.Context, ls LivenessStore) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			h.beat(ctx, ls)
+			if h.beat(ctx, ls) != nil {
+				continue // a daemon that cannot beat reclaims nobody
+			}
 			if _, err := h.ReclaimDead(ctx); err != nil && ctx.Err() == nil {
 				h.log.Warn("reclaim dead daemons", "err", err)
 			}
@@ -148,6 +186,5 @@ func (h *Hub) Beat(ctx context.Context) error {
 	if !ok {
 		return nil
 	}
-	_, err := ls.Beat(ctx, h.deadAfter)
-	return withOp("heartbeat", err)
+	return withOp("heartbeat", h.beat(ctx, ls))
 }

@@ -23,11 +23,11 @@ func IsQueue(recipient string) bool { return strings.HasPrefix(recipient, QueueP
 
 // Claim leases.
 const (
-	// DefaultClaimLease is how long a claim lasts unless the claimant asks
-	// otherwise: long enough for most tasks, short enough that a claimant
-	// that vanished without a trace (no session end reaches the daemon)
-	// does not sit on its task for long.
-	DefaultClaimLease = 30 * time.Minute
+	// DefaultClaimLease is how long a claim lasts unless its holder's
+	// liveness renews it (claims.go) or the claimant asks otherwise: a
+	// claimant that vanished without a trace (no session end reaches the
+	// daemon, its heartbeat stopped) does not sit on its task for long.
+	DefaultClaimLease = 2 * time.Minute
 	MinClaimLease     = 5 * time.Second
 	MaxClaimLease     = 24 * time.Hour
 )
@@ -81,7 +81,7 @@ func (h *Hub) Claim(ctx context.Context, r ClaimRequest) (*Delivery, error) {
 		return nil, Errorf(op, Invalid, "timeout %s is over the maximum %s", r.Timeout, MaxWaitTimeout)
 	}
 	if r.Lease == 0 {
-		r.Lease = DefaultClaimLease
+		r.Lease = h.claims.lease
 	}
 	if r.Lease < MinClaimLease || r.Lease > MaxClaimLease {
 		return nil, Errorf(op, Invalid, "lease %s is out of range: want %s to %s", r.Lease, MinClaimLease, MaxClaimLease)
@@ -276,8 +276,15 @@ func (h *Hub) notHeld(ctx context.Context, op, ws, taskID, queue string) error {
 		case Read, Acked:
 			return Errorf(op, Conflict, "task %s is completed already", taskID)
 		case Delivered:
+			if why := h.fence.lostWhy(); why != "" {
+				return Errorf(op, Conflict, "you do not hold task %s: %s, and another claimant holds it now (until %s): do not finish it twice",
+					taskID, why, d.LeaseUntil.UTC().Format(time.RFC3339))
+			}
 			return Errorf(op, Conflict, "task %s is claimed by another claimant (until %s)", taskID, d.LeaseUntil.UTC().Format(time.RFC3339))
 		}
 	}
-	return Errorf(op, Conflict, "you do not hold task %s: its claim ended (the claimant's session closed or the lease ran out) and it went back to %s; claim it again", taskID, queue)
+	if why := h.fence.lostWhy(); why != "" {
+		return Errorf(op, Conflict, "you do not hold task %s: %s, and it went back to %s; another claimant may be doing it. Claim it again if it is still open", taskID, why, queue)
+	}
+	return Errorf(op, Conflict, "you do not hold task %s: its claim ended (the claimant's session closed, or nothing renewed its lease in time: parley queue renew) and it went back to %s; claim it again", taskID, queue)
 }

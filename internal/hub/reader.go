@@ -247,7 +247,12 @@ func (r *Reader) Claimed(taskID string) {
 	}
 	r.mu.Lock()
 	r.claims = append(r.claims, taskID)
+	closed := r.closed
 	r.mu.Unlock()
+	if !closed {
+		// Its session's life renews the claim (claims.go).
+		r.h.claims.holding(r, true)
+	}
 }
 
 // Written settles the call's answer: err is why it could not be written
@@ -383,6 +388,7 @@ func (r *Reader) Lost(ctx context.Context) {
 	claims := r.claims
 	r.claims = nil
 	r.mu.Unlock()
+	r.h.claims.holding(r, false)
 	r.release(ctx, append(ids, claims...))
 }
 
@@ -401,6 +407,7 @@ func (r *Reader) Close(ctx context.Context) {
 	r.closed = true
 	r.calls, r.claims = nil, nil
 	r.mu.Unlock()
+	r.h.claims.holding(r, false)
 	if _, err := r.h.Release(context.WithoutCancel(ctx), r.key, nil); err != nil {
 		r.h.log.Warn("put back what a closed reader held", "err", err)
 	}

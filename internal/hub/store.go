@@ -103,6 +103,12 @@ type Store interface {
 	// they were not), whatever their state, and returns those that were not
 	// acked before. Unknown ids are ignored.
 	Ack(ctx context.Context, ws, recipient string, messageIDs []string, at time.Time) ([]*Delivery, error)
+	// RenewClaims extends to until the leases of the claimed tasks that
+	// readers hold (copies to a work queue leased to one of them; only the
+	// tasks with the ids, if any are given), never shortening one, and
+	// returns them. The claim's holder is alive: its session, its agent's
+	// heartbeat or a managed run says so.
+	RenewClaims(ctx context.Context, readers, taskIDs []string, until time.Time) ([]*Delivery, error)
 	// CompleteTask ends a claimed task, in one transaction: it confirms the
 	// task's copy leased to the first of readers that holds it (as Confirm
 	// does, at reply.CreatedAt) and stores reply, the task's result, with

@@ -19,10 +19,10 @@ import (
 // JSON-RPC id (what a reader's call is named by, which the client's
 // notifications/cancelled names), and, for an initialize, the session that
 // the request was admitted as. The go-sdk (v1.8.0) hands a handler only the
-// request's header (RequestExtra.Header); it keeps the request's id in its
-// own context key, unexported (streamable.go says that a
-// ForRequest(ctx) jsonrpc.ID accessor may come). Until RequestExtra carries
-// the request, the door registers each request here under the header map
+// request's header (RequestExtra.Header); it keeps the request's id in an
+// unexported context key, and dispatches calls apart from the transport's
+// reads (upstream: modelcontextprotocol/go-sdk#1264). Until RequestExtra
+// carries the request, the door registers each request here under the header map
 // the SDK passes on unchanged, and the handlers look it up by
 // RequestExtra.Header: no header is added, and nothing a client sends can
 // name another's request. The stream session (stream.go) registers the

@@ -100,6 +100,23 @@ func (o *Ops) ReleaseTask(ctx context.Context, c *Caller, in api.ReleaseTaskRequ
 	return api.ReleaseTaskResult{Status: "released", TaskID: in.TaskID, Queue: queue}, nil
 }
 
+// RenewTask extends the caller's claim on a task: its heartbeat, for a
+// claimant without a session whose liveness renews it (the CLI).
+func (o *Ops) RenewTask(ctx context.Context, c *Caller, in api.RenewTaskRequest) (api.RenewTaskResult, error) {
+	const op = "renew_task"
+	if err := c.needAgent(op); err != nil {
+		return api.RenewTaskResult{}, err
+	}
+	if in.LeaseSeconds < 0 {
+		return api.RenewTaskResult{}, hub.Errorf(op, hub.Invalid, "lease_seconds must not be negative")
+	}
+	d, err := o.hub.RenewTask(ctx, c.Workspace, c.claimReaders(), in.TaskID, time.Duration(in.LeaseSeconds)*time.Second)
+	if err != nil {
+		return api.RenewTaskResult{}, err
+	}
+	return api.RenewTaskResult{Status: "renewed", TaskID: d.MessageID, Queue: d.Recipient, LeaseUntil: api.FormatTime(d.LeaseUntil)}, nil
+}
+
 // Queue lists the tasks waiting in a queue, next first, without claiming them.
 func (o *Ops) Queue(ctx context.Context, c *Caller, in api.QueueRequest) (api.QueueResult, error) {
 	const op = "queue"

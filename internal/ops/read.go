@@ -55,7 +55,7 @@ var readsNone = []string{
 	Broadcast.Name, Clear.Name, Ack.Name, NoteWake.Name, Seen.Name, Receipt.Name, GetAgent.Name, ListAgents.Name, SetStatus.Name, Whoami.Name, SetIdentity.Name,
 	ListGroups.Name, GetGroup.Name, CreateGroup.Name, DeleteGroup.Name, AddMember.Name, RemoveMember.Name,
 	ReservePaths.Name, RenewReservations.Name, ReleaseReservations.Name, ListReservations.Name, WhoHas.Name, CheckPaths.Name,
-	CompleteTask.Name, ReleaseTask.Name, SetTitle.Name, SetBranch.Name, RequestPermission.Name, AskPermission.Name,
+	CompleteTask.Name, ReleaseTask.Name, RenewTask.Name, SetTitle.Name, SetBranch.Name, RequestPermission.Name, AskPermission.Name,
 	Tools.Name, CallTool.Name, Health.Name, ReportActivity.Name,
 	MyWork.Name, // its own tasks (claimed by it), reservations and asks (sent by it)
 }

@@ -157,6 +157,7 @@ var (
 	ClaimTask    = def("ClaimTask", Agent, "POST /queues/{queue}/claim", (*Ops).ClaimTask)
 	CompleteTask = def("CompleteTask", Agent, "POST /tasks/{task_id}/complete", (*Ops).CompleteTask)
 	ReleaseTask  = def("ReleaseTask", Agent, "POST /tasks/{task_id}/release", (*Ops).ReleaseTask).idempotent()
+	RenewTask    = def("RenewTask", Agent, "POST /tasks/{task_id}/renew", (*Ops).RenewTask).idempotent()
 
 	// A managed agent about itself (the self profile), and a permission
 	// request of the caller's own (a hook or channel on another machine).
@@ -226,7 +227,7 @@ var table = []Op{
 	Identify, StartSession, SetIdentity, ListGroups, GetGroup, CreateGroup,
 	DeleteGroup, AddMember, RemoveMember, ReservePaths, RenewReservations, ReleaseReservations,
 	ListReservations, WhoHas, CheckPaths, ForceRelease, Queue, ClaimTask,
-	CompleteTask, ReleaseTask, SetTitle, SetBranch, RequestPermission, AskPermission,
+	CompleteTask, ReleaseTask, RenewTask, SetTitle, SetBranch, RequestPermission, AskPermission,
 	Tools, CallTool, ListUpstreams, AddUpstream, RemoveUpstream, EnableUpstream,
 	Reload, CreateAgent, WaitAgent, PromptAgent, AgentStatus, AgentDetail,
 	ListManaged, CancelAgent, KillAgent, Activity, SetMode, Permissions,

@@ -30,6 +30,8 @@ func (r *Runner) execute(st *agent, a *active) {
 	r.mu.Lock()
 	rec := st.rec
 	r.mu.Unlock()
+	// While the run lives, so does the agent: its claims are renewed.
+	defer r.hub.KeepClaims(rec.Workspace, rec.ID)()
 	p := r.provs[rec.Provider]
 	t := &turn{Agent: rec, Prompt: run.Prompt, Exe: r.opts.Exe, Home: r.opts.Home, Run: run.Seq}
 	r.emit(st, &Event{Run: run.Seq, Kind: EvRunStarted, Text: run.Prompt, Data: mustJSON(map[string]string{"source": run.Source, "mode": modeOr(rec.Mode)})})

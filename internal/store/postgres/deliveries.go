@@ -443,3 +443,21 @@ func (db *DB) NoteWake(ctx context.Context, ws, recipient string, messageIDs []s
 	}
 	return int(tag.RowsAffected()), nil
 }
+
+// RenewClaims extends the leases of the claimed tasks readers hold, never
+// shortening one; the copies are this daemon's to hold from now on (a
+// holder that renews through another daemon lives through that one).
+func (db *DB) RenewClaims(ctx context.Context, readers, taskIDs []string, until time.Time) ([]*hub.Delivery, error) {
+	if len(readers) == 0 {
+		return nil, nil
+	}
+	return db.queryDeliveries(ctx, "renew claims", false, `WITH d AS (
+			UPDATE deliveries d SET lease_until = greatest(d.lease_until, $3), lease_node = $4
+			FROM messages m WHERE m.seq = d.message_seq AND d.reader = ANY($1)
+			AND d.recipient LIKE 'queue:%' AND d.read_at IS NULL
+			AND ($2::text[] IS NULL OR m.id = ANY($2))
+			RETURNING d.*
+		)
+		SELECT `+delCols+` FROM d JOIN messages m ON m.seq = d.message_seq ORDER BY d.id`,
+		readers, taskIDs, until, db.node)
+}

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -141,9 +142,20 @@ func TestReclaimDeadDaemon(t *testing.T) {
 	}
 
 	// A comes back (it was only paused): its beat says it was reclaimed,
-	// and worker, still connected to A, is active again everywhere.
-	if reclaimed, err := dbA.Beat(ctx, time.Second); err != nil || !reclaimed {
-		t.Fatalf("A's beat after the reclaim: %v, %v; want reclaimed", reclaimed, err)
+	// it tells its clients, and worker, still connected to A, is active
+	// again everywhere. Worker's completion of the task it held is refused,
+	// saying why: another claimant has it, and it must not run twice.
+	var onA events
+	defer a.Subscribe(onA.add)()
+	if err := a.Beat(ctx); err != nil {
+		t.Fatalf("A's beat after the reclaim: %v", err)
+	}
+	if _, ok := onA.find(func(e hub.Event) bool { return e.Kind == hub.EventDaemonStore && e.Status == "reclaimed" }); !ok {
+		t.Errorf("A's subscribers did not hear that A was reclaimed")
+	}
+	_, err = a.Complete(ctx, hub.CompleteRequest{Workspace: "ws", Agent: "worker", Readers: []string{session.Key()}, TaskID: task})
+	if hub.KindOf(err) != hub.Conflict || !strings.Contains(err.Error(), "took it for dead") || !strings.Contains(err.Error(), "another claimant holds it") {
+		t.Errorf("worker completes, through A, the task reclaimed from A: %v; want a conflict that says A was taken for dead and another claimant holds it", err)
 	}
 	if reclaimed, err := dbA.Beat(ctx, time.Second); err != nil || reclaimed {
 		t.Fatalf("A's next beat: %v, %v; want not reclaimed", reclaimed, err)

@@ -584,3 +584,42 @@ func (db *DB) NoteWake(ctx context.Context, ws, recipient string, messageIDs []s
 	})
 	return int(n), err
 }
+
+// RenewClaims extends the leases of the claimed tasks readers hold, never
+// shortening one.
+func (db *DB) RenewClaims(ctx context.Context, readers, taskIDs []string, until time.Time) ([]*hub.Delivery, error) {
+	if len(readers) == 0 {
+		return nil, nil
+	}
+	q := `SELECT d.id, ` + delCols + ` FROM deliveries d JOIN messages m ON m.seq = d.message_seq
+		WHERE d.reader IN (SELECT value FROM json_each(?1)) AND d.recipient LIKE 'queue:%'`
+	args := []any{jsonList(readers)}
+	if taskIDs != nil {
+		q += ` AND m.id IN (SELECT value FROM json_each(?2))`
+		args = append(args, jsonList(taskIDs))
+	}
+	q += ` ORDER BY d.id`
+	var out []*hub.Delivery
+	err := db.write(ctx, "renew claims", func(ctx context.Context, c *sql.Conn) error {
+		ids, ds, err := queryDeliveries(ctx, stmtOn{c, q}, false, args...)
+		if err != nil || len(ds) == 0 {
+			out = nil
+			return err
+		}
+		if _, err := c.ExecContext(ctx, `UPDATE deliveries SET lease_until = max(lease_until, ?2)
+			WHERE id IN (SELECT value FROM json_each(?1))`, jsonList(ids), nanos(until)); err != nil {
+			return err
+		}
+		for _, d := range ds {
+			if until.After(d.LeaseUntil) {
+				d.LeaseUntil = until
+			}
+		}
+		out = ds
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -26,6 +26,8 @@ func runQueues(t *testing.T, open func(t *testing.T) hub.Store) {
 		{"ReleaseTask", testQueueRelease},
 		{"NotATask", testQueueNotATask},
 		{"OpenTasks", testQueueOpenTasks},
+		{"RenewExtendsClaim", testQueueRenew},
+		{"LiveHolderKeepsClaim", testQueueLiveHolder},
 	})
 }
 
@@ -295,6 +297,89 @@ func testQueueLeaseExpiry(t *testing.T, f *queueFixture) {
 	wantKind(t, "complete after the lease ended", err, hub.Conflict)
 	_, err = f.h.Claim(ctx(t), hub.ClaimRequest{Workspace: qws, Agent: "w", Queue: "q", Reader: "r", Lease: time.Second})
 	wantKind(t, "a lease under the minimum", err, hub.Invalid)
+}
+
+// testQueueRenew: a renewal extends its holder's claim past the lease it
+// had (never shortening one), a non-holder's renews nothing, and a claim
+// that nothing renews goes back, marked redelivered, at the default lease.
+func testQueueRenew(t *testing.T, f *queueFixture) {
+	if f.h.ClaimLease() != hub.DefaultClaimLease || hub.DefaultClaimLease > 5*time.Minute {
+		t.Fatalf("claim lease %s, default %s: want minutes", f.h.ClaimLease(), hub.DefaultClaimLease)
+	}
+	task := f.send(t, "boss", "queue:q", "job", hub.Normal)
+	plain := f.send(t, "boss", "w1", "a message", hub.Normal)
+	f.claim(t, "w1", "cli-1", "q", 10*time.Second)
+	if _, err := f.h.RenewTask(ctx(t), qws, []string{"cli-2"}, task.ID, 0); hub.KindOf(err) != hub.Conflict {
+		t.Errorf("renew by a non-holder: %v, want a conflict", err)
+	}
+	if _, err := f.h.RenewTask(ctx(t), qws, []string{"cli-1"}, plain.ID, 0); hub.KindOf(err) != hub.Invalid {
+		t.Errorf("renew a plain message: %v, want invalid", err)
+	}
+	f.advance(8 * time.Second)
+	d, err := f.h.RenewTask(ctx(t), qws, []string{"", "cli-1"}, task.ID, 30*time.Second)
+	if err != nil || d.MessageID != task.ID || !d.LeaseUntil.Equal(f.clock().UTC().Add(30*time.Second)) {
+		t.Fatalf("renew by the holder: %+v, %v; want its lease 30 s from now", d, err)
+	}
+	if d, err := f.h.RenewTask(ctx(t), qws, []string{"cli-1"}, task.ID, 5*time.Second); err != nil || !d.LeaseUntil.Equal(f.clock().UTC().Add(30*time.Second)) {
+		t.Errorf("a shorter renewal: %+v, %v; want the lease kept", d, err)
+	}
+	f.advance(20 * time.Second) // past the claim's first lease, within the renewed one
+	f.h.Sweep(ctx(t))
+	if d := f.claim(t, "w2", "cli-2", "q", 0); d != nil {
+		t.Fatalf("claimed while the renewed lease runs: %+v", d)
+	}
+	f.advance(11 * time.Second)
+	f.h.Sweep(ctx(t))
+	if d := f.claim(t, "w2", "cli-2", "q", 0); d == nil || d.MessageID != task.ID || d.Count < 2 {
+		t.Fatalf("after the renewed lease: %+v; want the task again, redelivered", d)
+	}
+	if _, err := f.h.RenewTask(ctx(t), qws, []string{"cli-1"}, task.ID, 0); hub.KindOf(err) != hub.Conflict {
+		t.Errorf("renew after the claim went to another: %v, want a conflict", err)
+	}
+	// w2's claim, at the default lease, goes back when nothing renews it.
+	f.advance(hub.DefaultClaimLease + time.Second)
+	f.h.Sweep(ctx(t))
+	if d := f.claim(t, "w3", "cli-3", "q", 0); d == nil || d.MessageID != task.ID || d.Count != 3 {
+		t.Fatalf("after the default lease with no renewal: %+v; want the task a third time", d)
+	}
+}
+
+// testQueueLiveHolder: a claim held by a live session's reader, or for an
+// agent that a managed run keeps (KeepClaims), outlives its lease: each
+// sweep renews it; once the reader closes or the run ends, it goes back.
+func testQueueLiveHolder(t *testing.T, f *queueFixture) {
+	one := f.send(t, "boss", "queue:q", "one", hub.Normal)
+	two := f.send(t, "boss", "queue:q", "two", hub.Normal)
+	rd := f.h.OpenReader(hub.ReaderOptions{Workspace: qws, Agent: "w1"})
+	d, err := f.h.Claim(ctx(t), hub.ClaimRequest{Workspace: qws, Agent: "w1", Queue: "q", Reader: rd.Key(), Timeout: time.Second})
+	if err != nil || d == nil || d.MessageID != one.ID {
+		t.Fatalf("session claim: %+v, %v", d, err)
+	}
+	rd.Claimed(d.MessageID)
+	done := f.h.KeepClaims(qws, "w2")
+	if d := f.claim(t, "w2", hub.AgentClaimKey(qws, "w2"), "q", 0); d == nil || d.MessageID != two.ID {
+		t.Fatalf("w2's claim: %+v", d)
+	}
+	for range 12 { // three leases, a sweep every quarter of one
+		f.advance(hub.DefaultClaimLease / 4)
+		f.h.Sweep(ctx(t))
+	}
+	if n, err := f.h.Store().OpenTasks(ctx(t), qws, 10); err != nil || len(n) != 2 || n[0].State != hub.Delivered || n[1].State != hub.Delivered {
+		t.Fatalf("after three leases with live holders: %+v, %v; want both tasks still claimed", n, err)
+	}
+	done()
+	rd.Lost(ctx(t)) // the session's connection closed: its claims go back at once
+	if d := f.claim(t, "w3", "cli-3", "q", 0); d == nil || d.MessageID != one.ID || d.Count < 2 {
+		t.Fatalf("after the session was lost: %+v; want its task back", d)
+	}
+	if _, err := f.h.Complete(ctx(t), hub.CompleteRequest{Workspace: qws, Agent: "w3", Readers: []string{"cli-3"}, TaskID: one.ID}); err != nil {
+		t.Fatal(err)
+	}
+	f.advance(hub.DefaultClaimLease + time.Second)
+	f.h.Sweep(ctx(t))
+	if d := f.claim(t, "w4", "cli-4", "q", 0); d == nil || d.MessageID != two.ID || d.Count < 2 {
+		t.Fatalf("a lease after the managed run ended: %+v; want w2's task back", d)
+	}
 }
 
 func testQueueRelease(t *testing.T, f *queueFixture) {
