@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"log/slog"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -70,7 +72,25 @@ type Notifier struct {
 	Dropped atomic.Int64
 	// Relayed counts the other daemons' events given to the hub.
 	Relayed atomic.Int64
+	// CaughtUp counts the notifications read from relay_events after a
+	// reconnect, that the listening connection missed.
+	CaughtUp atomic.Int64
+
+	// The seqs of relay_events seen (listen's own): each is relayed once,
+	// whether it comes by notification or by a catch-up.
+	last int64
+	seen map[int64]struct{}
 }
+
+// Catch-up bounds: a reconnected listener reads relay_events from catchUpBack
+// seqs before the last it saw (notifications arrive in commit order, which
+// may differ from seq order), skipping those it saw; rows older than
+// relayKeep are deleted, so an outage longer than that is caught up by every
+// waiter looking at the store again.
+const (
+	catchUpBack = 4096
+	relayKeep   = 10 * time.Minute
+)
 
 // wire is a notification's payload.
 type wire struct {
@@ -141,13 +161,134 @@ func (n *Notifier) Listening() bool { return n.listening.Load() }
 // backoff and then wakes every local waiter, which looks at the store again:
 // an event missed meanwhile delays no message.
 func (n *Notifier) Run(ctx context.Context, w Waker) {
-	done := make(chan struct{})
+	done := make(chan struct{}, 2)
 	go func() {
-		defer close(done)
+		defer func() { done <- struct{}{} }()
 		n.send(ctx)
+	}()
+	go func() {
+		defer func() { done <- struct{}{} }()
+		n.prune(ctx)
 	}()
 	n.listen(ctx, w)
 	<-done
+	<-done
+}
+
+// prune deletes the relayed events older than relayKeep, every minute.
+func (n *Notifier) prune(ctx context.Context) {
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := n.db.lazy.Exec(ctx, `DELETE FROM relay_events WHERE at < now() - $1::interval`, relayKeep); err != nil && ctx.Err() == nil {
+				n.log.Warn("prune relayed events", "err", n.db.mapErr(ctx, "prune", err))
+			}
+		}
+	}
+}
+
+// mark records seq as seen and reports whether it was new.
+func (n *Notifier) mark(seq int64) bool {
+	if n.seen == nil {
+		n.seen = map[int64]struct{}{}
+	}
+	if _, ok := n.seen[seq]; ok || seq <= n.last-catchUpBack {
+		return false
+	}
+	n.seen[seq] = struct{}{}
+	if seq > n.last {
+		n.last = seq
+	}
+	if len(n.seen) > 4*catchUpBack {
+		for s := range n.seen {
+			if s <= n.last-catchUpBack {
+				delete(n.seen, s)
+			}
+		}
+	}
+	return true
+}
+
+// catchUp relays, in order, the events kept in relay_events that this
+// listener has not seen: those committed while it was not listening. On its
+// first connection it only learns where the table ends.
+// It reads on the pool: the listening connection stays a plain listener.
+func (n *Notifier) catchUp(ctx context.Context, w Waker, first bool) error {
+	conn := n.db.pool
+	if first {
+		return conn.QueryRow(ctx, `SELECT coalesce(max(seq), 0) FROM relay_events`).Scan(&n.last)
+	}
+	rows, err := conn.Query(ctx, `SELECT seq, payload FROM relay_events WHERE seq > $1 ORDER BY seq`, n.last-catchUpBack)
+	if err != nil {
+		return err
+	}
+	type row struct {
+		seq     int64
+		payload string
+	}
+	rs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
+		var x row
+		return x, r.Scan(&x.seq, &x.payload)
+	})
+	if err != nil {
+		return err
+	}
+	caught := 0
+	for _, r := range rs {
+		if n.handle(ctx, w, r.seq, r.payload) {
+			caught++
+		}
+	}
+	n.CaughtUp.Add(int64(caught))
+	if caught > 0 {
+		n.log.Info("caught up on the other daemons' events missed while not listening", "notifications", caught)
+	}
+	return nil
+}
+
+// handle relays one notification's payload (after its seq, if it has one:
+// seq 0 for one that relay_events does not keep), once per seq. It reports
+// whether it was new.
+func (n *Notifier) handle(ctx context.Context, w Waker, seq int64, payload string) bool {
+	if seq > 0 && !n.mark(seq) {
+		return false
+	}
+	var msg wire
+	if err := json.Unmarshal([]byte(payload), &msg); err != nil {
+		n.log.Warn("bad wake-up notification", "err", err)
+		return false
+	}
+	switch {
+	case msg.Origin == n.origin:
+		return false
+	case msg.Token != "":
+		if n.Tokens != nil {
+			n.Tokens.Revoked(msg.Token)
+		}
+	case msg.All:
+		w.WakeAll()
+	case len(msg.Events) > 0:
+		n.Relayed.Add(int64(len(msg.Events)))
+		n.relay(ctx, w, msg.Events)
+	default:
+		w.Wake(msg.Workspace, msg.Recipients)
+	}
+	return true
+}
+
+// splitSeq parses a notification's payload: "SEQ JSON" for one kept in
+// relay_events, or plain JSON (seq 0).
+func splitSeq(p string) (int64, string) {
+	if i := strings.IndexByte(p, ' '); i > 0 && p[0] >= '0' && p[0] <= '9' {
+		if seq, err := strconv.ParseInt(p[:i], 10, 64); err == nil {
+			return seq, p[i+1:]
+		}
+	}
+	return 0, p
 }
 
 // send commits queued events, all that arrived during the previous commit
@@ -215,6 +356,15 @@ func (n *Notifier) listen(ctx context.Context, w Waker) {
 			continue
 		}
 		backoff = minBackoff
+		// Listening: what commits from now on is notified; what committed
+		// while nobody listened is in relay_events.
+		if err := n.catchUp(ctx, w, first); err != nil {
+			if ctx.Err() != nil {
+				conn.Close(context.Background())
+				return
+			}
+			n.log.Warn("catch up on the other daemons' events", "err", n.db.mapErr(ctx, "listen", err))
+		}
 		n.listening.Store(true)
 		if !first {
 			n.Reconnects.Add(1)
@@ -240,25 +390,8 @@ func (n *Notifier) listen(ctx context.Context, w Waker) {
 				}
 				break
 			}
-			var msg wire
-			if err := json.Unmarshal([]byte(nt.Payload), &msg); err != nil {
-				n.log.Warn("bad wake-up notification", "err", err)
-				continue
-			}
-			switch {
-			case msg.Origin == n.origin:
-			case msg.Token != "":
-				if n.Tokens != nil {
-					n.Tokens.Revoked(msg.Token)
-				}
-			case msg.All:
-				w.WakeAll()
-			case len(msg.Events) > 0:
-				n.Relayed.Add(int64(len(msg.Events)))
-				n.relay(ctx, w, msg.Events)
-			default:
-				w.Wake(msg.Workspace, msg.Recipients)
-			}
+			seq, payload := splitSeq(nt.Payload)
+			n.handle(ctx, w, seq, payload)
 		}
 		n.listening.Store(false)
 		conn.Close(context.Background())

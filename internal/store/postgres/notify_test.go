@@ -357,3 +357,47 @@ func TestLostEventsResync(t *testing.T) {
 		return ok
 	})
 }
+
+// TestRelayCatchUp: the listening connections are cut and a burst of sends
+// goes through A at once, while B's listener is down or coming back: B's
+// subscribers hear every one of A's messages once, in order, the ones sent
+// while nobody listened read from relay_events when B listens again.
+func TestRelayCatchUp(t *testing.T) {
+	dsn := pgtest.Database(t)
+	a, b := newDaemonHub(t, dsn), newDaemonHub(t, dsn)
+	ctx := t.Context()
+	var mu sync.Mutex
+	var got []string
+	defer b.hub.Subscribe(func(e hub.Event) {
+		if e.Kind == hub.EventMessageSent && e.Remote && e.Message != nil {
+			mu.Lock()
+			got = append(got, e.Message.ID)
+			mu.Unlock()
+		}
+	})()
+	var sent []string
+	for round := range 3 {
+		if _, err := a.db.pool.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+			WHERE datname = current_database() AND query = 'LISTEN `+channel+`'`); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 100 {
+			res, err := a.hub.Send(ctx, hub.SendRequest{Workspace: "ws", From: "alice", To: "bob", Content: fmt.Sprint("round ", round, " send ", i)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sent = append(sent, res.Message.ID)
+		}
+		waitFor(t, "B listening again", b.n.Listening)
+	}
+	waitFor(t, "B's subscribers to hear every send", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) >= len(sent) })
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(got, sent) {
+		t.Errorf("B heard %d message.sent events, want the %d sent, each once, in order", len(got), len(sent))
+	}
+	t.Logf("B reconnected %d times and caught up on %d notifications", b.n.Reconnects.Load(), b.n.CaughtUp.Load())
+	if b.n.Reconnects.Load() == 0 {
+		t.Errorf("B's listener was never cut")
+	}
+}

@@ -53,8 +53,14 @@ type pendingSend struct {
 
 var _ hub.SendStore = (*DB)(nil)
 
-// notify sends notifications ($2) on channel $1, one statement for many.
-const notify = `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`
+// notify sends notifications ($2) on channel $1, one statement for many,
+// and keeps each in relay_events, whose seq starts its payload: a daemon
+// that was not listening catches up from the table (notify.go).
+const notify = `WITH e AS (
+	INSERT INTO relay_events (payload) SELECT p FROM unnest($2::text[]) WITH ORDINALITY AS u(p, i) ORDER BY i
+	RETURNING seq, payload
+)
+SELECT pg_notify($1, seq::text || ' ' || payload) FROM (SELECT seq, payload FROM e ORDER BY seq) s`
 
 // SendMessage stores m like CreateMessage and returns the recipients' agents
 // (those that exist) as read in the same round trip (hub.SendStore). Like
