@@ -154,12 +154,15 @@ func TestDoorClaude(t *testing.T) {
 	cc := tm.StartClaude("lead", s, tmuxcli.ClaudeOptions{Dir: repo, Home: filepath.Join(e.home, "claude"),
 		Env: []string{"PARLEY_HOME=" + e.home}})
 	d := e.waitDoor(t, repo, "lead", "claude", cc.Screen)
+	sent := sentLog{}
+	defer e.noFalseSeen(t, repo, "boss", "lead", &m, sent)
 	if !d.ByMCP || !strings.HasSuffix(d.Address, ".sock") {
 		t.Errorf("door: got %+v, want the inbox socket, registered by parley mcp serve", d)
 	}
 
 	t.Run("idle session starts a turn", func(t *testing.T) {
 		id := e.sendIn(t, repo, "lead", "MAIL-IDLE please look", "--agent", "boss")
+		sent[id] = "MAIL-IDLE please look"
 		letter := m.wait(t, 60*time.Second, cc.Screen, door.LetterMarker, "MAIL-IDLE please look")
 		if !strings.Contains(letter, "boss (agent") || !strings.Contains(letter, "check_messages") {
 			t.Errorf("the letter the model got:\n%s", letter)
@@ -176,6 +179,7 @@ func TestDoorClaude(t *testing.T) {
 		cc.Type("SLEEP-PLEASE")
 		waitFileE2E(t, filepath.Join(repo, "sleeping"))
 		id := e.sendIn(t, repo, "lead", "MAIL-BUSY stop that", "--agent", "boss", "--deliver", "steer")
+		sent[id] = "MAIL-BUSY stop that"
 		// The request right after the tool's result carries the letter.
 		tail := m.wait(t, 60*time.Second, cc.Screen, "SLEPT")
 		if !strings.Contains(tail, door.LetterMarker) || !strings.Contains(tail, "MAIL-BUSY stop that") {
@@ -237,15 +241,17 @@ func TestDoorClaudeBypass(t *testing.T) {
 		}
 		return nil
 	})
-	// The daemon runs apart from the session, as a team's does: a daemon
-	// that the session's own MCP server started is its descendant, and
-	// Claude Code takes a descendant's letters as its own (no hold).
+	// The daemon runs apart from the session, as a team's does. (One that
+	// the session's own MCP server starts is no descendant of the session
+	// either: TestDaemonDescendsFromNoSession.)
 	e.Must("daemon", "start")
 	tm := tmuxcli.NewServer(t)
 	debug := filepath.Join(tm.Dir(), "cc-debug.log")
 	cc := tm.StartClaude("held", s, tmuxcli.ClaudeOptions{Dir: repo, Home: filepath.Join(e.home, "claude"),
 		PermissionMode: "bypassPermissions", Args: []string{"--debug-file", debug}, Env: []string{"PARLEY_HOME=" + e.home}})
 	e.waitDoor(t, repo, "held-cc", "claude", cc.Screen)
+	sent := sentLog{}
+	defer e.noFalseSeen(t, repo, "boss", "held-cc", &m, sent)
 	// Its SessionStart hook told the person at once, and what to change.
 	cc.WaitScreen(20*time.Second, `Parley: sessions here run in bypassPermissions`)
 	if out, _, _ := e.runIn(repo, "doctor"); !strings.Contains(out, "claude letters") {
@@ -294,6 +300,7 @@ func TestDoorClaudeBypass(t *testing.T) {
 
 	t.Run("held, then approved: seen", func(t *testing.T) {
 		id := e.sendIn(t, repo, "held-cc", "MAIL-HOLD-1 approve me", "--agent", "boss")
+		sent[id] = "MAIL-HOLD-1 approve me"
 		held(t, id)
 		if m.find("MAIL-HOLD-1") != "" {
 			t.Fatalf("the model got a letter the session holds")
@@ -319,6 +326,7 @@ func TestDoorClaudeBypass(t *testing.T) {
 			return st.Status == "idle", st.Status + "\n" + cc.Screen()
 		})
 		id := e.sendIn(t, repo, "held-cc", "MAIL-HOLD-2 deny me", "--agent", "boss")
+		sent[id] = "MAIL-HOLD-2 deny me"
 		held(t, id)
 		answer(t, "Enter") // "Deny — drop it and tell the sender it was declined"
 		var c api.RecipientDelivery
@@ -385,6 +393,7 @@ func TestDoorClaudeBypassAccept(t *testing.T) {
 		t.Errorf("parley doctor, with the user's settings accepting letters:\n%s", out)
 	}
 	id := e.sendIn(t, repo, "open-cc", "MAIL-OPEN take me", "--agent", "boss")
+	defer e.noFalseSeen(t, repo, "boss", "open-cc", &m, sentLog{id: "MAIL-OPEN take me"})
 	var states []string
 	waitFor(t, 60*time.Second, "the copy seen and read", func() (bool, string) {
 		c := e.copyStatus(t, repo, "boss", id, "open-cc")
@@ -446,6 +455,7 @@ func TestDoorCodex(t *testing.T) {
 	}
 	cx.WaitScreen(30*time.Second, "Worked for")
 	id := e.sendIn(t, repo, "cx", "MAIL-CODEX please look", "--agent", "boss")
+	defer e.noFalseSeen(t, repo, "boss", "cx", &m, sentLog{id: "MAIL-CODEX please look"})
 	m.wait(t, 60*time.Second, cx.Screen, door.LetterMarker, "MAIL-CODEX please look")
 	m.wait(t, 60*time.Second, cx.Screen, "MAIL-CODEX please look", "boss") // check_messages' result
 	waitFor(t, 30*time.Second, "the copy read, seen, through the door", func() (bool, string) {

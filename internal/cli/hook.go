@@ -195,6 +195,25 @@ PermissionRequest prints nothing: the daemon files the approvals itself.`,
 	return cmd
 }
 
+// lettersWarning is, at SessionStart, what tells the person now (not at
+// the first held letter) that sessions here hold Parley's letters, and
+// what to change; "" elsewhere. (Claude Code gives SessionStart no
+// permission mode: its command line and settings say.)
+func lettersWarning(event, dir string) string {
+	if event != evSessionStart {
+		return ""
+	}
+	pid, _ := strconv.Atoi(os.Getenv("CLAUDE_PID"))
+	var args []string
+	if pid > 0 {
+		args = claudeArgs(pid)
+	}
+	if l := checkClaudeLetters(dir, args); l.Holds {
+		return "Parley: " + l.Detail + ". To take them: " + l.Fix + "."
+	}
+	return ""
+}
+
 // printHook prints what a hook answers, as one JSON line; nothing when it
 // answers nil or fails (then with a note on stderr): a hook never fails the
 // session.
@@ -446,6 +465,12 @@ func runClaudeHook(ctx context.Context, g *globals, event string, stdin io.Reade
 
 	peek, err := c.Peek(ctx, 100)
 	if err != nil {
+		if w := lettersWarning(event, dir); w != "" {
+			// The person hears of held letters even when the daemon
+			// is not up yet (the session's MCP server starts it).
+			fmt.Fprintf(g.stderr, "parley hook: %v\n", err)
+			return &claudeHookOutput{SystemMessage: w}, nil
+		}
 		return nil, err
 	}
 	unread := len(peek.Messages) + peek.Remaining
@@ -508,21 +533,11 @@ func runClaudeHook(ctx context.Context, g *globals, event string, stdin io.Reade
 	if event == evSessionStart && restoresWork(in.Source) {
 		out = withWork(ctx, g, c, event, out)
 	}
-	if event == evSessionStart {
-		// Tell the person now, not at the first held letter. (Claude Code
-		// gives SessionStart no permission mode: its command line and
-		// settings say.)
-		pid, _ := strconv.Atoi(os.Getenv("CLAUDE_PID"))
-		var args []string
-		if pid > 0 {
-			args = claudeArgs(pid)
+	if w := lettersWarning(event, dir); w != "" {
+		if out == nil {
+			out = &claudeHookOutput{}
 		}
-		if l := checkClaudeLetters(dir, args); l.Holds {
-			if out == nil {
-				out = &claudeHookOutput{}
-			}
-			out.SystemMessage = "Parley: " + l.Detail + ". To take them: " + l.Fix + "."
-		}
+		out.SystemMessage = w
 	}
 	if status != "" {
 		if err := c.SetStatus(ctx, status); err != nil && !hub.IsNotFound(err) {
