@@ -23,7 +23,7 @@ type RecipientDelivery struct {
 	AckedAt    string `json:"acked_at,omitempty"`
 	// WakePath is how the message first reached the recipient, and WokenAt
 	// when: empty until something did.
-	WakePath string `json:"wake_path,omitempty" jsonschema:"wait, check, door:claude, door:codex, channel, hook, tmux or managed"`
+	WakePath string `json:"wake_path,omitempty" jsonschema:"wait, check, door:claude, door:codex, door:qwen, door:opencode, channel, hook, tmux or managed"`
 	WokenAt  string `json:"woken_at,omitempty"`
 	// SeenAt is when the recipient's session started a turn with it.
 	SeenAt string `json:"seen_at,omitempty"`
@@ -162,7 +162,7 @@ type BouncedResult struct {
 // DoorRequest is POST /api/v1/doors: the caller's client session registers
 // (or refreshes) its own door. Over the Unix socket only.
 type DoorRequest struct {
-	Kind    string `json:"kind" jsonschema:"claude or codex"`
+	Kind    string `json:"kind" jsonschema:"claude, codex, qwen or opencode"`
 	Session string `json:"session" jsonschema:"the client's session: Claude Code's session id, the Codex thread id"`
 	Address string `json:"address" jsonschema:"Claude: the inbox socket (CLAUDE_CODE_MESSAGING_SOCKET); Codex: CODEX_HOME"`
 	Token   string `json:"token,omitempty" jsonschema:"Claude: CLAUDE_CODE_MESSAGING_TOKEN"`

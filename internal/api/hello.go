@@ -55,6 +55,10 @@ type Hello struct {
 	// over the daemon's Unix socket.
 	ClaudeInbox *DoorRequest `json:"claude_inbox,omitempty"`
 	CodexHome   string       `json:"codex_home,omitempty"`
+	// Doors are the other doors its client opened, whole (Kind, Session,
+	// Address): a Qwen Code session's inbox, an opencode instance's
+	// server.
+	Doors []DoorRequest `json:"doors,omitempty"`
 	// Push asks a stream session to push the agent's messages once the
 	// client has initialized (MethodMessage).
 	Push bool `json:"push,omitempty"`

@@ -105,6 +105,7 @@ type Doorman struct {
 	agents  map[key]*agentState
 	doors   map[key]int               // open doors per agent, of this host and user
 	replies map[string]*door.Listener // by socket directory
+	qwen    qwenReplies               // Qwen Code's receipts (doors.go)
 	working int                       // agents looked at now
 	wg      sync.WaitGroup
 	// handling counts events taken off the queue and not yet handled.
@@ -215,6 +216,7 @@ func (d *Doorman) Run(ctx context.Context) error {
 				}
 			}
 			d.mu.Unlock()
+			d.closeQwen()
 			return nil
 		case <-rescan:
 			d.rescanAll()
@@ -576,6 +578,10 @@ func (d *Doorman) deliver(ctx context.Context, k key, st *agentState, dr *hub.Se
 				}
 			}
 		}
+	case hub.DoorQwen:
+		watch, err = d.writeQwen(ctx, k, id, text, dr)
+	case hub.DoorOpencode:
+		watch, err = d.writeOpencode(ctx, k, id, text, dr)
 	default:
 		return false, false
 	}

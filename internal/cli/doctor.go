@@ -97,7 +97,7 @@ func runDoctor(ctx context.Context, g *globals) doctorResult {
 	doctorFiles(paths, add)
 	doctorDatabase(ctx, paths, conf, add)
 	doctorIdentity(ctx, g, paths, running, add)
-	doctorClients(add)
+	doctorClients(ctx, add)
 	return res
 }
 
@@ -264,7 +264,7 @@ func doctorIdentity(ctx context.Context, g *globals, paths home.Paths, running b
 
 // doctorClients compares each client configuration that names a parley
 // server with what `parley init` would write now, for the agent it names.
-func doctorClients(add addFunc) {
+func doctorClients(ctx context.Context, add addFunc) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return
@@ -273,7 +273,7 @@ func doctorClients(add addFunc) {
 	if err != nil {
 		return
 	}
-	for _, c := range []string{"claude", "codex", "cursor", "gemini"} {
+	for _, c := range []string{"claude", "codex", "cursor", "gemini", "opencode", "qwen"} {
 		p := initPlan{root: loc.Root, command: parleyCommand(), client: c}
 		args := p.configuredArgs()
 		if args == nil {
@@ -288,6 +288,10 @@ func doctorClients(add addFunc) {
 				add("claude letters", "ok", l.Detail, "")
 			}
 		}
+		if c == "qwen" {
+			doctorQwenLetters(add)
+		}
+		doctorDoor(ctx, c, add)
 		var changes []fileChange
 		switch c {
 		case "claude":
@@ -298,6 +302,10 @@ func doctorClients(add addFunc) {
 			changes, err = p.jsonServer(filepath.Join(loc.Root, ".cursor", "mcp.json"), false)
 		case "gemini":
 			changes, err = p.jsonServer(filepath.Join(loc.Root, ".gemini", "settings.json"), false)
+		case "opencode":
+			changes, err = p.opencode()
+		case "qwen":
+			changes, err = p.qwen()
 		}
 		fix := "parley init " + c
 		if p.agent != "" {

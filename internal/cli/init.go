@@ -30,7 +30,7 @@ func initCmd(g *globals) *cobra.Command {
 	var role string
 	var yes, permissions, withChannel, leases bool
 	cmd := &cobra.Command{
-		Use:   "init claude|codex|cursor|gemini",
+		Use:   "init claude|codex|cursor|gemini|opencode|qwen",
 		Short: "Add Parley to an MCP client's configuration for this repository",
 		Long: `Add Parley's MCP server to a client's configuration, merging with what is
 there: other servers and settings are kept. The parley server's entry is
@@ -59,6 +59,13 @@ commands as you: review them before you trust the folder).
            step). That file is user-wide
   cursor   .cursor/mcp.json
   gemini   .gemini/settings.json
+  opencode opencode.json (mcp.parley, a local server); the door is the local
+           server of opencode's TUI, which it starts with --port only:
+           run ` + "`opencode --port 0`" + ` (Parley finds the port from the process)
+  qwen     .qwen/settings.json, plus agents.crossSessionInbound = "accept" in
+           $QWEN_HOME/settings.json (default ~/.qwen), user-wide: without it
+           Qwen Code holds Parley's letters for review (/peers), since a
+           letter never claims a review class
 
 Paths are relative to the top of this repository (or this directory). It shows
 the changes as a diff and asks before writing, unless --yes; without a
@@ -73,7 +80,7 @@ join) is not every session's. cursor and gemini name no sessions: without
 		Example: `  parley init claude
   parley init codex --agent reviewer --role reviewer --yes`,
 		Args:      cobra.ExactArgs(1),
-		ValidArgs: []string{"claude", "codex", "cursor", "gemini"},
+		ValidArgs: []string{"claude", "codex", "cursor", "gemini", "opencode", "qwen"},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, err := os.Getwd()
 			if err != nil {
@@ -106,8 +113,12 @@ join) is not every session's. cursor and gemini name no sessions: without
 				changes, err = p.jsonServer(filepath.Join(loc.Root, ".cursor", "mcp.json"), false)
 			case "gemini":
 				changes, err = p.jsonServer(filepath.Join(loc.Root, ".gemini", "settings.json"), false)
+			case "opencode":
+				changes, err = p.opencode()
+			case "qwen":
+				changes, err = p.qwen()
 			default:
-				return fmt.Errorf("unknown client %q: want claude, codex, cursor or gemini", args[0])
+				return fmt.Errorf("unknown client %q: want claude, codex, cursor, gemini, opencode or qwen", args[0])
 			}
 			if err != nil {
 				return err
@@ -137,6 +148,17 @@ join) is not every session's. cursor and gemini name no sessions: without
 			}
 			if withChannel {
 				fmt.Fprintln(g.stdout, "Start Claude Code with the channel (a research preview: it needs a claude.ai login, and until parley is on Claude Code's approved allowlist it must be loaded as a development channel):\n  claude --dangerously-load-development-channels server:parley")
+			}
+			if args[0] == "qwen" {
+				fmt.Fprintln(g.stdout, "Qwen Code asks before it starts a project's MCP server: approve the parley server of .qwen/settings.json at the first start here.")
+				if policy, path := checkQwenLetters(); policy == "accept" {
+					fmt.Fprintf(g.stdout, "Parley's letters: Qwen Code sessions take them (agents.crossSessionInbound is accept in %s, user-wide: other sessions of yours are taken too).\n", path)
+				} else {
+					fmt.Fprintf(g.stdout, "Warning: Qwen Code %s (agents.crossSessionInbound in %s). To take them: set it to \"accept\".\n", qwenPolicyEffect(policy), path)
+				}
+			}
+			if args[0] == "opencode" {
+				fmt.Fprintln(g.stdout, "Start opencode with its local server on (the door Parley writes letters through): `opencode --port 0` (a free port, 4096 if it is), or --port N. Without --port the TUI serves no API (its config's server.port does not turn it on), and its agent wakes only when it calls Parley's tools. Letters go to the TUI's newest session in this folder (opencode tells its MCP servers of no session).")
 			}
 			if args[0] == "gemini" {
 				fmt.Fprintln(g.stdout, "Gemini CLI starts a project's MCP servers only in a trusted folder: trust this one (gemini asks when it starts here, or /permissions) before `gemini mcp list` shows parley Connected.")
@@ -235,7 +257,10 @@ func (p *initPlan) configuredArgs() []string {
 		}
 		entry = conf.Servers["parley"]
 	default:
-		path := map[string]string{"claude": ".mcp.json", "cursor": ".cursor/mcp.json", "gemini": ".gemini/settings.json"}[p.client]
+		if p.client == "opencode" {
+			return opencodeArgs(p.root)
+		}
+		path := map[string]string{"claude": ".mcp.json", "cursor": ".cursor/mcp.json", "gemini": ".gemini/settings.json", "qwen": ".qwen/settings.json"}[p.client]
 		if path == "" {
 			return nil
 		}

@@ -204,6 +204,7 @@ whose certificate a private CA signed needs --ca-file.`,
 			}
 			if id.Agent != "" {
 				hello.CodexHome = door.Home(os.Getenv)
+				hello.Doors = clientDoors(ctx, g.stderr)
 			}
 			h := http.Header{api.HeaderHello: {hello.Header()}}
 			opts := &bridge.Options{

@@ -101,15 +101,15 @@ const (
 
 // Receipts is the stream of a letter's receipts. Close it when done.
 type Receipts struct {
-	C   <-chan Receipt // closed when the listener closes
-	l   *Listener
-	ids []string
+	C      <-chan Receipt // closed when the listener closes
+	forget func(ids ...string)
+	ids    []string
 }
 
 // Close stops the receipts: what the session says after is dropped.
 func (r *Receipts) Close() {
-	if r != nil && r.l != nil {
-		r.l.forget(r.ids...)
+	if r != nil && r.forget != nil {
+		r.forget(r.ids...)
 	}
 }
 
@@ -357,7 +357,7 @@ func (l *Listener) expect(ids ...string) (*Receipts, error) {
 	for _, id := range ids {
 		l.waiters[id] = s
 	}
-	return &Receipts{C: s.ch, l: l, ids: ids}, nil
+	return &Receipts{C: s.ch, forget: l.forget, ids: ids}, nil
 }
 
 func (l *Listener) forget(ids ...string) {

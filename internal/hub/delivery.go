@@ -75,17 +75,19 @@ const (
 	WakeManaged WakePath = "managed" // a managed agent's turn carried it
 	// A letter through the session's door told the agent of it (a Claude
 	// Code inbox letter, a Codex queued turn): DoorKind.WakePath.
-	WakeDoorClaude WakePath = "door:claude"
-	WakeDoorCodex  WakePath = "door:codex"
+	WakeDoorClaude   WakePath = "door:claude"
+	WakeDoorCodex    WakePath = "door:codex"
+	WakeDoorQwen     WakePath = "door:qwen"
+	WakeDoorOpencode WakePath = "door:opencode"
 )
 
 // ValidWakePath checks a wake path's name.
 func ValidWakePath(p WakePath) error {
 	switch p {
-	case WakeWait, WakeCheck, WakeChannel, WakeHook, WakeTmux, WakeManaged, WakeDoorClaude, WakeDoorCodex:
+	case WakeWait, WakeCheck, WakeChannel, WakeHook, WakeTmux, WakeManaged, WakeDoorClaude, WakeDoorCodex, WakeDoorQwen, WakeDoorOpencode:
 		return nil
 	}
-	return Errorf("", Invalid, "invalid wake path %q: want wait, check, channel, hook, tmux, managed, door:claude or door:codex", p)
+	return Errorf("", Invalid, "invalid wake path %q: want wait, check, channel, hook, tmux, managed, door:claude, door:codex, door:qwen or door:opencode", p)
 }
 
 // IsDoor reports whether the path is a letter through a door.

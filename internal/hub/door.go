@@ -3,6 +3,8 @@ package hub
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"time"
@@ -21,6 +23,14 @@ const (
 	// DoorCodex is a Codex thread's queue on its app-server: Address is
 	// the CODEX_HOME, Session the thread id.
 	DoorCodex DoorKind = "codex"
+	// DoorQwen is a Qwen Code session's cross-session inbox: Address is
+	// the session's record in its registry ($QWEN_HOME/sessions/PID.json,
+	// read again before each letter), Session the Qwen session id.
+	DoorQwen DoorKind = "qwen"
+	// DoorOpencode is an opencode instance's local HTTP server: Address
+	// is its loopback URL, Session the instance's directory (its MCP
+	// servers are the instance's, told of no session).
+	DoorOpencode DoorKind = "opencode"
 )
 
 // WakePath is the wake path of the copies a letter through a door of this
@@ -30,10 +40,10 @@ func (k DoorKind) WakePath() WakePath { return WakePath("door:" + string(k)) }
 // ValidDoorKind checks a door's kind.
 func ValidDoorKind(k DoorKind) error {
 	switch k {
-	case DoorClaude, DoorCodex:
+	case DoorClaude, DoorCodex, DoorQwen, DoorOpencode:
 		return nil
 	}
-	return Errorf("", Invalid, "invalid door kind %q: want claude or codex", k)
+	return Errorf("", Invalid, "invalid door kind %q: want claude, codex, qwen or opencode", k)
 }
 
 // SessionDoor is a running client session's own way in, which the session itself
@@ -113,10 +123,17 @@ func (h *Hub) OpenDoor(ctx context.Context, d SessionDoor) (*SessionDoor, error)
 			return nil, withOp(op, err)
 		}
 	}
-	if !filepath.IsAbs(d.Address) {
+	if d.Kind == DoorOpencode {
+		if !loopbackURL(d.Address) {
+			return nil, Errorf(op, Invalid, "the door's server %q is not an http URL on this machine's loopback", d.Address)
+		}
+	} else if !filepath.IsAbs(d.Address) {
 		what := "socket"
-		if d.Kind == DoorCodex {
+		switch d.Kind {
+		case DoorCodex:
 			what = "CODEX_HOME"
+		case DoorQwen:
+			what = "session record"
 		}
 		return nil, Errorf(op, Invalid, "the door's %s %q is not an absolute path", what, d.Address)
 	}
@@ -141,6 +158,20 @@ func (h *Hub) OpenDoor(ctx context.Context, d SessionDoor) (*SessionDoor, error)
 		}
 	}
 	return out, nil
+}
+
+// loopbackURL reports whether s is http://HOST:PORT with HOST a loopback
+// address: a letter never leaves the machine.
+func loopbackURL(s string) bool {
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme != "http" || u.Port() == "" || u.User != nil || (u.Path != "" && u.Path != "/") {
+		return false
+	}
+	if u.Hostname() == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(u.Hostname())
+	return ip != nil && ip.IsLoopback()
 }
 
 // checkDoorText checks a door's session, address or token: present,

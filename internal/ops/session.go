@@ -142,7 +142,7 @@ func (o *Ops) OpenSession(ctx context.Context, h Hello) (*Session, error) {
 	// reachable from its first second. One without (a health check such as
 	// `claude mcp list`, a Codex process before its thread is known)
 	// registers at its first tool call, and a health check never.
-	j := joining{now: c.NameFrom == "" || h.ClaudeInbox != nil, provisional: c.NameFrom != ""}
+	j := joining{now: c.NameFrom == "" || h.ClaudeInbox != nil || len(h.Doors) > 0, provisional: c.NameFrom != ""}
 	joined, err := o.joinCaller(ctx, &c, j)
 	if err != nil {
 		return nil, err
@@ -171,6 +171,11 @@ func (o *Ops) OpenSession(ctx context.Context, h Hello) (*Session, error) {
 		d := *in
 		d.Kind = string(hub.DoorClaude)
 		go s.openDoor(d)
+	}
+	for _, d := range h.Doors {
+		if d.Kind == string(hub.DoorQwen) || d.Kind == string(hub.DoorOpencode) {
+			go s.openDoor(d)
+		}
 	}
 	return s, nil
 }
