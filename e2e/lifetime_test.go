@@ -28,7 +28,8 @@ import (
 // a fresh Codex session is its thread's agent, registered with its door by
 // the SessionStart hook at the thread's start, so that mail reaches it
 // before it ever called a Parley tool (the letter starts a turn, which
-// reads it). After /quit, Codex's app-server keeps running but unloads the
+// reads it), and not as alice, whose identity file a person made there.
+// `codex mcp list` registers no agent. After /quit, Codex's app-server keeps running but unloads the
 // thread (init set thread_unload_delay_secs = 0): the door closes, the
 // thread's MCP server exits, and a later message is neither written
 // through the door nor read; it waits in the inbox.
@@ -37,6 +38,11 @@ func TestCodexSessionLifetime(t *testing.T) {
 	repo := initRepo(t, e)
 	codexHome := filepath.Join(e.home, "codex")
 	e.extra = append(e.extra, "CODEX_HOME="+codexHome, "PATH="+filepath.Dir(standin.CLI(t, "codex"))+string(os.PathListSeparator)+os.Getenv("PATH"))
+	// A person joined here as alice: her identity file is not the thread's.
+	if out, errs, code := e.runIn(repo, "join", "--name", "alice", "--role", "lead"); code != 0 {
+		t.Fatalf("join alice: exit %d %s%s", code, out, errs)
+	}
+	e.sendIn(t, repo, "alice", "MAIL-FOR-ALICE only hers", "--agent", "boss")
 	out, errs, code := e.runIn(repo, "init", "codex", "--yes")
 	if code != 0 || !strings.Contains(out, "Codex now trusts Parley's SessionStart hook") || !strings.Contains(out, "each codex session takes a name of its own") {
 		t.Fatalf("init codex: exit %d, want 0, the SessionStart hook trusted and no name baked in\n%s%s", code, out, errs)
@@ -87,6 +93,36 @@ func TestCodexSessionLifetime(t *testing.T) {
 		c := e.copyStatus(t, repo, "boss", id, agent)
 		return c.State == "read" && c.WakePath == "door:codex", fmt.Sprintf("%+v", c)
 	})
+
+	// It read its own mail, not alice's, which waits for her.
+	if m.find("MAIL-FOR-ALICE") != "" {
+		t.Error("the Codex session read alice's mail")
+	}
+	if out, _, _ := e.runIn(repo, "inbox", "--peek", "--json"); !strings.Contains(out, "MAIL-FOR-ALICE") {
+		t.Errorf("alice's inbox at her terminal: %s, want her message still there", out)
+	}
+	// `codex mcp list`, a health check, registers no agent (0.171.0 lists
+	// the configuration and starts no server).
+	agentsNow := func() string {
+		var res api.ListAgentsResult
+		out, _, _ := e.runIn(repo, "agents", "--json")
+		json.Unmarshal([]byte(out), &res)
+		var names []string
+		for _, a := range res.Agents {
+			names = append(names, a.Name)
+		}
+		return fmt.Sprint(slices.Sorted(slices.Values(names)))
+	}
+	before := agentsNow()
+	lc := exec.Command(standin.CLI(t, "codex"), "mcp", "list")
+	lc.Dir = repo
+	lc.Env = append(os.Environ(), "CODEX_HOME="+codexHome, "PARLEY_HOME="+e.home)
+	if out, err := lc.CombinedOutput(); err != nil || !strings.Contains(string(out), "parley") {
+		t.Fatalf("codex mcp list: %v\n%s", err, out)
+	}
+	if after := agentsNow(); after != before {
+		t.Errorf("agents after codex mcp list: %s, want %s", after, before)
+	}
 
 	// /quit: the app-server stays, the thread is unloaded, the door closes.
 	cx.WaitScreen(30*time.Second, "READ THE MAIL")
