@@ -28,7 +28,8 @@ import (
 // a fresh Codex session is its thread's agent, registered with its door by
 // the SessionStart hook at the thread's start, so that mail reaches it
 // before it ever called a Parley tool (the letter starts a turn, which
-// reads it). After /quit, Codex's app-server keeps running but unloads the
+// reads it), and not as alice, whose identity file a person made there.
+// `codex mcp list` registers no agent. After /quit, Codex's app-server keeps running but unloads the
 // thread (init set thread_unload_delay_secs = 0): the door closes, the
 // thread's MCP server exits, and a later message is neither written
 // through the door nor read; it waits in the inbox.
@@ -37,6 +38,11 @@ func TestCodexSessionLifetime(t *testing.T) {
 	repo := initRepo(t, e)
 	codexHome := filepath.Join(e.home, "codex")
 	e.extra = append(e.extra, "CODEX_HOME="+codexHome, "PATH="+filepath.Dir(standin.CLI(t, "codex"))+string(os.PathListSeparator)+os.Getenv("PATH"))
+	// A person joined here as alice: her identity file is not the thread's.
+	if out, errs, code := e.runIn(repo, "join", "--name", "alice", "--role", "lead"); code != 0 {
+		t.Fatalf("join alice: exit %d %s%s", code, out, errs)
+	}
+	e.sendIn(t, repo, "alice", "MAIL-FOR-ALICE only hers", "--agent", "boss")
 	out, errs, code := e.runIn(repo, "init", "codex", "--yes")
 	if code != 0 || !strings.Contains(out, "Codex now trusts Parley's SessionStart hook") || !strings.Contains(out, "each codex session takes a name of its own") {
 		t.Fatalf("init codex: exit %d, want 0, the SessionStart hook trusted and no name baked in\n%s%s", code, out, errs)
@@ -88,6 +94,36 @@ func TestCodexSessionLifetime(t *testing.T) {
 		return c.State == "read" && c.WakePath == "door:codex", fmt.Sprintf("%+v", c)
 	})
 
+	// It read its own mail, not alice's, which waits for her.
+	if m.find("MAIL-FOR-ALICE") != "" {
+		t.Error("the Codex session read alice's mail")
+	}
+	if out, _, _ := e.runIn(repo, "inbox", "--peek", "--json"); !strings.Contains(out, "MAIL-FOR-ALICE") {
+		t.Errorf("alice's inbox at her terminal: %s, want her message still there", out)
+	}
+	// `codex mcp list`, a health check, registers no agent (0.171.0 lists
+	// the configuration and starts no server).
+	agentsNow := func() string {
+		var res api.ListAgentsResult
+		out, _, _ := e.runIn(repo, "agents", "--json")
+		json.Unmarshal([]byte(out), &res)
+		var names []string
+		for _, a := range res.Agents {
+			names = append(names, a.Name)
+		}
+		return fmt.Sprint(slices.Sorted(slices.Values(names)))
+	}
+	before := agentsNow()
+	lc := exec.Command(standin.CLI(t, "codex"), "mcp", "list")
+	lc.Dir = repo
+	lc.Env = append(os.Environ(), "CODEX_HOME="+codexHome, "PARLEY_HOME="+e.home)
+	if out, err := lc.CombinedOutput(); err != nil || !strings.Contains(string(out), "parley") {
+		t.Fatalf("codex mcp list: %v\n%s", err, out)
+	}
+	if after := agentsNow(); after != before {
+		t.Errorf("agents after codex mcp list: %s, want %s", after, before)
+	}
+
 	// /quit: the app-server stays, the thread is unloaded, the door closes.
 	cx.WaitScreen(30*time.Second, "READ THE MAIL")
 	cx.Type("/quit")
@@ -133,10 +169,13 @@ func TestCodexSessionLifetime(t *testing.T) {
 // agents named after their sessions (not alice, not the window), each with
 // its own door, and a letter to one starts a turn in that one only, which
 // reads its own mail and not alice's. `claude mcp list`, a health check,
-// registers no agent.
+// registers no agent. A session that ends closes its door and @everyone
+// skips it; its agent, had it never made a call, is forgotten by itself,
+// else by `parley agents forget`.
 func TestClaudeSessionsAreTheirOwn(t *testing.T) {
 	claude := standin.CLI(t, "claude")
 	e := newEnv(t)
+	writeFile(t, filepath.Join(e.home, "config.toml"), "unused_agent_grace = \"2s\"\n")
 	repo := initRepo(t, e)
 	if out, errs, code := e.runIn(repo, "join", "--name", "alice", "--role", "lead"); code != 0 {
 		t.Fatalf("join alice: exit %d %s%s", code, out, errs)
@@ -236,5 +275,53 @@ func TestClaudeSessionsAreTheirOwn(t *testing.T) {
 	}
 	if got := fmt.Sprint(agentNames()); got != sortedWant {
 		t.Errorf("agents after claude mcp list: %s, want %s still", got, sortedWant)
+	}
+
+	// Session two ends without a word: its door closes, @everyone skips
+	// it, and, never having made a call, its agent is forgotten once
+	// unused_agent_grace has passed.
+	doorClosed := func(id string) func() (bool, string) {
+		return func() (bool, string) {
+			out, _, _ := e.runIn(repo, "doors", "--all", "--closed", "--json")
+			var res api.DoorsResult
+			json.Unmarshal([]byte(out), &res)
+			for _, x := range res.Doors {
+				if x.ID == id {
+					return x.ClosedAt != "", out
+				}
+			}
+			return false, out
+		}
+	}
+	panes["two"].Type("/exit")
+	waitFor(t, 30*time.Second, "session two exited on /exit", func() (bool, string) { return !panes["two"].Alive(), panes["two"].Screen() })
+	waitFor(t, 30*time.Second, "session two's door closed", doorClosed(doors["two"].ID))
+	out, errs, code = e.runIn(repo, "send", "@everyone", "MAIL-EVERYONE all hands", "--agent", "boss", "--json")
+	var all api.SendResult
+	json.Unmarshal([]byte(out), &all)
+	if want := fmt.Sprint(slices.Sorted(slices.Values([]string{"alice", name(sessions["one"])}))); code != 0 || fmt.Sprint(slices.Sorted(slices.Values(all.Recipients))) != want {
+		t.Errorf("@everyone after session two ended: exit %d %s %s, want %s", code, out, errs, want)
+	}
+	waitFor(t, 30*time.Second, "session two's unused agent forgotten", func() (bool, string) {
+		names := agentNames()
+		return !slices.Contains(names, name(sessions["two"])) && slices.Contains(names, name(sessions["one"])), fmt.Sprint(names)
+	})
+
+	// parley agents forget: refused while session one lives, done once it
+	// ended; a name nobody has is not found.
+	if out, errs, code := e.runIn(repo, "agents", "forget", name(sessions["one"])); code != 5 || !strings.Contains(errs, "live session") {
+		t.Errorf("agents forget with its session live: exit %d %s %s, want 5 (conflict) and why", code, out, errs)
+	}
+	panes["one"].Type("/exit")
+	waitFor(t, 30*time.Second, "session one exited on /exit", func() (bool, string) { return !panes["one"].Alive(), panes["one"].Screen() })
+	waitFor(t, 30*time.Second, "session one's door closed", doorClosed(doors["one"].ID))
+	if out, errs, code := e.runIn(repo, "agents", "forget", name(sessions["one"])); code != 0 || !strings.Contains(out, "forgot "+name(sessions["one"])) {
+		t.Errorf("agents forget after its session ended: exit %d %s %s", code, out, errs)
+	}
+	if got := fmt.Sprint(agentNames()); got != "[alice]" {
+		t.Errorf("agents after forget: %s, want [alice]", got)
+	}
+	if out, errs, code := e.runIn(repo, "agents", "forget", "nobody"); code != 4 {
+		t.Errorf("agents forget nobody: exit %d %s %s, want 4 (not found)", code, out, errs)
 	}
 }

@@ -160,7 +160,8 @@ its sender, who is told. What it sent stays in the history, and the name is
 free to join again. An agent with a live session cannot be forgotten.
 
 Agents named after a client session that never made a call are forgotten by
-themselves, a while after their session ends.`,
+themselves, unused_agent_grace (config.toml, default 10m) after their session
+ends.`,
 		Example: `  parley agents forget claude-myrepo-3f9a1c`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

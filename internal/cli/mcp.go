@@ -52,10 +52,12 @@ the same name), or the client process that started this server; last,
 inside tmux, the window's name (first, for the agentmail profile, whose
 agents are their windows). An identity file a person joined at a terminal,
 or one made for another session, is not this session's: it says so on
-stderr and keeps its own name. Codex names its thread only in its tool
-calls: at the first, such a session takes the thread's name,
+stderr and keeps its own name. Codex names its thread to this server only
+in its tool calls: at the first, such a session takes the thread's name,
 codex-myrepo-3f9a1c, which Codex's hooks (from their input's session_id)
-and shell commands ($CODEX_THREAD_ID) derive too. So a client package that
+and shell commands ($CODEX_THREAD_ID) derive too; the SessionStart hook
+that parley init codex writes registers that agent and its door at the
+thread's start, before any call. So a client package that
 bakes in no name (the Claude Code plugin, the Gemini CLI extension) gives
 each session an agent of its own, and two sessions in one checkout are two
 agents. A name given to this session that a live session of another client

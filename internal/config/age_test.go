@@ -69,6 +69,23 @@ func TestUnjoinedTTLInConfig(t *testing.T) {
 	}
 }
 
+func TestUnusedAgentGraceInConfig(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want time.Duration
+	}{{``, 0}, {`unused_agent_grace = "2s"`, 2 * time.Second}, {`unused_agent_grace = "1h"`, time.Hour}} {
+		c, err := Parse([]byte(tt.in), "config.toml")
+		if err != nil || c.UnusedAgentAge() != tt.want {
+			t.Errorf("%s: got %v, %v; want %v", tt.in, c.UnusedAgentAge(), err, tt.want)
+		}
+	}
+	for _, bad := range []string{`unused_agent_grace = "soon"`, `unused_agent_grace = "0"`, `unused_agent_grace = "31d"`, `unused_agent_grace = "-1h"`} {
+		if _, err := Parse([]byte(bad), "config.toml"); err == nil || !strings.Contains(err.Error(), "unused_agent_grace") {
+			t.Errorf("%s: got %v, want an unused_agent_grace error", bad, err)
+		}
+	}
+}
+
 func FuzzParseAge(f *testing.F) {
 	for _, s := range []string{"30d", "2w", "1h30m", "-1d", "9223372036854775807d", "0.5h"} {
 		f.Add(s)

@@ -91,6 +91,11 @@ type Config struct {
 	// soon (an age such as "10m"; "0": message_ttl, as for any other
 	// message; default "10m").
 	UnjoinedTTL string `toml:"unjoined_ttl,omitempty"`
+	// UnusedAgentGrace is how long after its client session ended an agent
+	// that the session's start registered and that never made a call is
+	// kept, for the session to come back, before it is forgotten and its
+	// mail bounces (an age from 1s up to 30d; default "10m").
+	UnusedAgentGrace string `toml:"unused_agent_grace,omitempty"`
 	// DaemonTimeout is how long a daemon on a shared store (PostgreSQL) may
 	// miss its heartbeat before the others take it for dead and give back
 	// what it held: leased messages, claimed tasks, reservations; its agents
@@ -126,6 +131,13 @@ func (c *Config) UnjoinedAge() time.Duration {
 		return -1
 	}
 	d, _ := ParseAge(c.UnjoinedTTL)
+	return d
+}
+
+// UnusedAgentAge is UnusedAgentGrace as a duration: 0 for the default.
+// Load checked it.
+func (c *Config) UnusedAgentAge() time.Duration {
+	d, _ := ParseAge(strings.TrimSpace(c.UnusedAgentGrace))
 	return d
 }
 
@@ -268,6 +280,11 @@ func Parse(b []byte, name string) (*Config, error) {
 	if t := strings.TrimSpace(c.UnjoinedTTL); t != "" && t != "0" {
 		if d, err := ParseAge(t); err != nil || d < time.Second || d > 30*24*time.Hour {
 			return nil, fmt.Errorf("%s: invalid unjoined_ttl %q: want an age from 1s up to 30d such as \"10m\", or \"0\" for message_ttl", name, c.UnjoinedTTL)
+		}
+	}
+	if t := strings.TrimSpace(c.UnusedAgentGrace); t != "" {
+		if d, err := ParseAge(t); err != nil || d < time.Second || d > 30*24*time.Hour {
+			return nil, fmt.Errorf("%s: invalid unused_agent_grace %q: want an age from 1s up to 30d such as \"10m\"", name, c.UnusedAgentGrace)
 		}
 	}
 	if d, err := time.ParseDuration(c.StallAfter); c.StallAfter != "" && (err != nil || d <= 0) {

@@ -152,7 +152,8 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		return nil, err
 	}
 	d.hub = hub.New(d.db, &hub.Options{Logger: d.log.With("subsystem", "hub"), MaxContent: cfg.MaxContent, Notifier: d.notifier(), Host: d.host,
-		DeadAfter: d.conf.DeadAfter(), ClaimLease: d.conf.ClaimLeaseDuration(), TTL: d.conf.TTL(), StallAfter: d.conf.StallDuration(), UnjoinedTTL: d.conf.UnjoinedAge()})
+		DeadAfter: d.conf.DeadAfter(), ClaimLease: d.conf.ClaimLeaseDuration(), TTL: d.conf.TTL(), StallAfter: d.conf.StallDuration(), UnjoinedTTL: d.conf.UnjoinedAge(),
+		ProvisionalGrace: d.conf.UnusedAgentAge()})
 	d.hub.Subscribe(d.daemonEvents)
 	// Alive before anything is held: on a shared store the others must not
 	// take a daemon that starts for one that died (hub.LivenessStore).

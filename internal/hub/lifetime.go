@@ -76,12 +76,30 @@ func (h *Hub) Called(ctx context.Context, ws, name string) {
 // Gone reports whether a is an agent named after its client session whose
 // sessions and doors are all closed: nothing of it is left to read mail.
 // open lists the workspace's agents that have an open door.
+//
+// Once its last session here has ended, what the session's own processes
+// do afterwards (its SessionEnd hook reports it offline, its shell runs a
+// command) keeps it present for ActiveWindow, but is no session: it is
+// gone at once. An agent this daemon never saw leave (a restarted daemon;
+// on a shared store, one whose session another daemon holds) is gone once
+// it is not active.
 func (h *Hub) gone(a *Agent, open map[string]bool) bool {
-	if !a.SessionBound || open[a.Name] {
+	if !a.SessionBound || open[a.Name] || h.Waiters(a.Workspace, a.Name) > 0 {
 		return false
 	}
+	k := inboxKey{a.Workspace, a.Name}
+	h.mu.Lock()
+	n := h.sessions[k]
+	_, left := h.left[k]
+	h.mu.Unlock()
+	if n > 0 {
+		return false
+	}
+	if _, shared := h.store.(PresenceStore); left && (!shared || !a.LeftAt.IsZero()) {
+		return true
+	}
 	h.overlaySeen(a)
-	return !h.active(a) && h.Waiters(a.Workspace, a.Name) == 0
+	return !h.active(a)
 }
 
 // openDoors returns the agents of ws with an open door.

@@ -41,6 +41,15 @@ func TestAgentLifetime(t *testing.T) {
 	}
 	h.SessionClosed("w", "claude-app-aaaaaa")
 	h.SessionClosed("w", "claude-app-bbbbbb")
+	// What a session's SessionEnd hook does as it ends (it reports the
+	// agent offline) keeps it present, but it is gone for @everyone at once.
+	clk.add(time.Second)
+	if err := h.SetStatus(ctx, "w", "claude-app-bbbbbb", hub.StatusOffline); err != nil {
+		t.Fatal(err)
+	}
+	if names, err := h.Resolve(ctx, "w", "@everyone", "alice"); err == nil {
+		t.Errorf("@everyone as the sessions end: %v, want no one", names)
+	}
 	clk.add(3 * time.Minute) // past ActiveWindow too
 	// Their sessions ended: @everyone skips them, and reaches nobody else.
 	if names, err := h.Resolve(ctx, "w", "@everyone", "alice"); err == nil {
