@@ -310,7 +310,30 @@ func TestDoorClaudeBypass(t *testing.T) {
 		if b, _ := os.ReadFile(debug); !strings.Contains(string(b), "cause=no-mode-asserted") {
 			t.Errorf("Claude Code's log does not say it held the letter for asserting no mode")
 		}
-		answer(t, "Down", "Enter") // "Deliver this message to Claude"
+		// "Deliver this message to Claude" is the second choice. Down and
+		// Enter sent together can land before the dialog takes keys, and the
+		// Enter alone picks Deny: move first, see the choice's line change
+		// (its pointer), then take it.
+		line := func() string {
+			for _, l := range strings.Split(cc.Visible(), "\n") {
+				if strings.Contains(l, "Deliver this message to Claude") {
+					return l
+				}
+			}
+			return ""
+		}
+		unselected, pressed := line(), time.Time{}
+		waitFor(t, 20*time.Second, "the dialog's pointer on Deliver", func() (bool, string) {
+			if l := line(); l != unselected && l != "" {
+				return true, ""
+			}
+			if time.Since(pressed) > time.Second { // not taken yet: the key was lost
+				cc.Keys("Down")
+				pressed = time.Now()
+			}
+			return false, cc.Visible()
+		})
+		answer(t, "Enter")
 		m.wait(t, 60*time.Second, cc.Screen, door.LetterMarker, "MAIL-HOLD-1 approve me")
 		waitFor(t, 30*time.Second, "the copy seen and read", func() (bool, string) {
 			c := e.copyStatus(t, repo, "boss", id, "held-cc")

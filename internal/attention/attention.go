@@ -103,7 +103,7 @@ type Doorman struct {
 
 	mu      sync.Mutex
 	agents  map[key]*agentState
-	doors   map[key]int               // open doors per agent, of this host and user
+	doors   map[key]map[string]bool   // the ids of each agent's open doors, of this host and user
 	replies map[string]*door.Listener // by socket directory
 	qwen    qwenReplies               // Qwen Code's receipts (doors.go)
 	working int                       // agents looked at now
@@ -167,7 +167,7 @@ func New(h *hub.Hub, opts *Options) *Doorman {
 		o.Unconfirmed = 3 * time.Second
 	}
 	return &Doorman{hub: h, o: o, log: o.Logger, events: make(chan hub.Event, 4096),
-		agents: map[key]*agentState{}, doors: map[key]int{}, replies: map[string]*door.Listener{}}
+		agents: map[key]*agentState{}, doors: map[key]map[string]bool{}, replies: map[string]*door.Listener{}}
 }
 
 // Run watches the hub until ctx ends, then waits for the letters in
@@ -251,7 +251,7 @@ func (d *Doorman) HasDoor(ws, agent string) bool {
 	if st := d.agents[k]; st != nil && st.letter != nil && st.letter.held {
 		return false
 	}
-	return d.doors[k] > 0
+	return len(d.doors[k]) > 0
 }
 
 // Quiet reports whether the doorman has nothing to do now: every event it
@@ -272,6 +272,14 @@ func (d *Doorman) mine(dr *hub.SessionDoor) bool {
 	return dr.Open() && (d.o.Host == "" || dr.Host == d.o.Host) && dr.UID == d.o.UID
 }
 
+// openDoor records that door id of k is open; d.mu is held.
+func (d *Doorman) openDoor(k key, id string) {
+	if d.doors[k] == nil {
+		d.doors[k] = map[string]bool{}
+	}
+	d.doors[k][id] = true
+}
+
 // loadDoors learns the open doors of every workspace.
 func (d *Doorman) loadDoors(ctx context.Context) {
 	wss, err := d.hub.Workspaces(ctx)
@@ -289,7 +297,7 @@ func (d *Doorman) loadDoors(ctx context.Context) {
 		for _, dr := range ds {
 			if d.mine(dr) {
 				d.mu.Lock()
-				d.doors[key{ws, dr.Agent}]++
+				d.openDoor(key{ws, dr.Agent}, dr.ID)
 				d.mu.Unlock()
 				if !seen[dr.Agent] {
 					seen[dr.Agent] = true
@@ -344,9 +352,11 @@ func (d *Doorman) event(e hub.Event) {
 		}
 		k := key{e.Workspace, e.SessionDoor.Agent}
 		d.mu.Lock()
+		// By id, not by count: the start's list of open doors and an
+		// opened event may both name one door.
 		if e.Kind == hub.EventDoorOpened {
-			d.doors[k]++
-		} else if d.doors[k]--; d.doors[k] <= 0 {
+			d.openDoor(k, e.SessionDoor.ID)
+		} else if delete(d.doors[k], e.SessionDoor.ID); len(d.doors[k]) == 0 {
 			delete(d.doors, k)
 		}
 		d.mu.Unlock()
@@ -402,7 +412,7 @@ func (d *Doorman) done(k key, id string) {
 // again after.
 func (d *Doorman) poke(k key) {
 	d.mu.Lock()
-	if d.doors[k] == 0 {
+	if len(d.doors[k]) == 0 {
 		d.mu.Unlock()
 		return
 	}

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/parley-dev/parley/internal/door"
 	"github.com/parley-dev/parley/internal/hub"
 	"github.com/parley-dev/parley/internal/safefile"
 )
@@ -538,7 +539,9 @@ func agentEnv(t *turn, extra map[string]string, more []string) []string {
 // (API keys, base URLs, CODEX_HOME, CLAUDE_CONFIG_DIR, proxies) is kept;
 // a provider's env in config.toml sets anything else.
 func inherited(k string) bool {
-	if sessionVars[k] {
+	// door.SessionVars names every client's door into its session (Qwen
+	// Code's and opencode's too): one list, so that none is missed here.
+	if sessionVars[k] || slices.Contains(door.SessionVars, k) {
 		return false
 	}
 	for _, p := range sessionPrefixes {
