@@ -21,3 +21,14 @@ func waitExit(pid int, within time.Duration) bool {
 	}
 	return false
 }
+
+// killGroup kills pid and its process group (a pane's program leads its
+// own): a program that outlives its tmux session's hang-up (opencode's
+// TUI does) must not run on beside the rest of the suite.
+func killGroup(pid int) {
+	if pid <= 1 {
+		return
+	}
+	syscall.Kill(-pid, syscall.SIGKILL)
+	syscall.Kill(pid, syscall.SIGKILL)
+}

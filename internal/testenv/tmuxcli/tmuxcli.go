@@ -188,7 +188,10 @@ func (p *Pane) Kill() { p.s.run("kill-session", "-t", p.name) }
 // exit, so that it writes no more into directories about to be removed.
 func (p *Pane) stop() {
 	p.Kill()
-	waitExit(p.PID, 10*time.Second)
+	if !waitExit(p.PID, 10*time.Second) {
+		killGroup(p.PID)
+		waitExit(p.PID, 5*time.Second)
+	}
 }
 
 // WaitExit waits up to within for the program to exit (after Kill), and
