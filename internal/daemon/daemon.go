@@ -81,6 +81,7 @@ type Daemon struct {
 	gw           *gatewayState
 	ln           net.Listener
 	srv          *http.Server
+	spare        *spare // a file descriptor to answer with when out of them (spare.go)
 	started      time.Time
 	// stopRequests cancels the context of every request in flight.
 	stopRequests context.CancelFunc
@@ -117,6 +118,7 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		return nil, err
 	}
 	d := &Daemon{cfg: cfg, paths: paths, log: cfg.Logger, started: time.Now(), origins: map[string]bool{}}
+	d.spare = newSpare(d.log.With("subsystem", "listen"))
 	defer func() {
 		if err != nil {
 			d.Close()
@@ -233,10 +235,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 		tuneGC()
 	}
 	errc := make(chan error, 2)
-	go func() { errc <- d.srv.Serve(d.ln) }()
+	go func() { errc <- d.srv.Serve(d.spare.wrap(d.ln)) }()
 	if d.tcpSrv != nil {
 		d.log.Info("listening on tcp", "addr", d.tcp.addr)
-		go func() { errc <- d.tcpSrv.Serve(d.tcpLn) }()
+		go func() { errc <- d.tcpSrv.Serve(d.spare.wrap(d.tcpLn)) }()
 	}
 	go d.watchConfig(ctx)
 	if d.notices != nil {
@@ -331,5 +333,6 @@ func (d *Daemon) Close() error {
 		errs = append(errs, d.db.Close())
 	}
 	d.lock.release()
+	d.spare.close()
 	return errors.Join(errs...)
 }
