@@ -241,10 +241,11 @@ func TestDoorClaudeBypass(t *testing.T) {
 		}
 		return nil
 	})
-	// The daemon runs apart from the session, as a team's does. (One that
-	// the session's own MCP server starts is no descendant of the session
-	// either: TestDaemonDescendsFromNoSession.)
-	e.Must("daemon", "start")
+	// The session's own MCP server starts the daemon, as on a first run: it
+	// is no descendant of the session (Claude Code would take its letters
+	// as its own, no hold), as TestDaemonDescendsFromNoSession checks.
+	// TestDoorClaudeBypassAccept runs one apart from the session, as a
+	// team's does.
 	tm := tmuxcli.NewServer(t)
 	debug := filepath.Join(tm.Dir(), "cc-debug.log")
 	cc := tm.StartClaude("held", s, tmuxcli.ClaudeOptions{Dir: repo, Home: filepath.Join(e.home, "claude"),
@@ -407,7 +408,7 @@ func TestDoorClaudeBypassAccept(t *testing.T) {
 		}
 		return nil
 	})
-	e.Must("daemon", "start") // apart from the session (TestDoorClaudeBypass says why)
+	e.Must("daemon", "start") // apart from the session, as a team's (TestDoorClaudeBypass has the session start it)
 	tm := tmuxcli.NewServer(t)
 	cc := tm.StartClaude("open", s, tmuxcli.ClaudeOptions{Dir: repo, Home: claudeHome, PermissionMode: "bypassPermissions",
 		UserSettings: map[string]any{"crossSessionInbound": "accept"}, Env: []string{"PARLEY_HOME=" + e.home}})
