@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/store/postgres/pgtest"
 )
@@ -277,6 +279,18 @@ func TestPostgresOutageRunsNoTaskTwice(t *testing.T) {
 		}
 	}
 
+	// worker's MCP session through A is told too, pushed and in its next
+	// tool result.
+	pushed := make(chan string, 16)
+	sess := a.Session(&mcp.ClientOptions{LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
+		if s, ok := r.Params.Data.(string); ok {
+			pushed <- s
+		}
+	}}, "--agent", "worker")
+	if err := sess.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "warning"}); err != nil {
+		t.Fatal(err)
+	}
+
 	stopped := time.Now()
 	if err := cluster.Stop(); err != nil {
 		t.Fatal(err)
@@ -290,6 +304,15 @@ func TestPostgresOutageRunsNoTaskTwice(t *testing.T) {
 	if e := next("that worker's reservation is to be taken as ended", func(e api.Event) bool { return e.Kind == "reservations.changed" && e.Change == "ended" }); len(e.Reservations) != 1 || e.Reservations[0].Agent != "worker" {
 		t.Errorf("reservations ended: %+v, want worker's release/**", e)
 	}
+	var heard []string
+	for _, want := range []string{"may be lost", "reservation of release/** ended"} {
+		waitFor(t, 10*time.Second, "a notice pushed to worker's session: "+want, func() (bool, string) {
+			for len(pushed) > 0 {
+				heard = append(heard, <-pushed)
+			}
+			return strings.Contains(strings.Join(heard, "\n"), want), strings.Join(heard, " | ")
+		})
+	}
 	t.Logf("A told its clients %v after the store went away (daemon_timeout %s)", told.Round(100*time.Millisecond), timeout)
 	// A's last beat was at most a third of the bound before the store
 	// went away; the others could take it for dead a bound after that.
@@ -302,6 +325,20 @@ func TestPostgresOutageRunsNoTaskTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	next("that A reached its store again, all standing", func(e api.Event) bool { return e.Kind == "daemon.store" && e.Status == "restored" })
+	res0 := call(t, sess, "whoami", nil, nil)
+	notes, _ := res0.Meta["parley/notices"].([]any)
+	var said []string
+	for _, n := range notes {
+		said = append(said, fmt.Sprint(n))
+	}
+	for _, want := range []string{"may be lost", "reservation of release/** ended", "reached its store again"} {
+		if !strings.Contains(strings.Join(said, "\n"), want) {
+			t.Errorf("worker's next tool result after the outage carries notices %q, want one saying %q", said, want)
+		}
+	}
+	if again := call(t, sess, "whoami", nil, nil); again.Meta["parley/notices"] != nil {
+		t.Errorf("a second tool result repeats the notices: %v", again.Meta["parley/notices"])
+	}
 
 	// For twice the bound after, nobody is taken for dead.
 	secs := int(2 * timeout / time.Second)

@@ -182,6 +182,7 @@ func Open(ctx context.Context, cfg Config) (_ *Daemon, err error) {
 		Version: cfg.Version, Process: d.process})
 	d.mcp = mcpserver.New(d.ops, &mcpserver.Options{Logger: d.log.With("subsystem", "mcp"), Version: cfg.Version,
 		Revocations: &d.revocations, Idle: cfg.SessionIdle})
+	d.hub.Subscribe(d.fenceNotices)
 	d.mcp.Register("manager", profile.Manager)
 	d.mcp.Register("self", profile.Self)
 	d.mcp.Register("gateway", func(*profile.Host) profile.Profile { return profile.Profile{Attach: d.gw.mgr.Profile} })

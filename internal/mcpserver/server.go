@@ -92,6 +92,9 @@ type session struct {
 	away bool
 	// unwatch stops watching the session's agent token, if any.
 	unwatch func()
+	// notices wait for the session's next tool result (notice.go).
+	// Guarded by Server.mu.
+	notices []string
 }
 
 const (
@@ -362,7 +365,7 @@ const instructions = "Parley is a message bus for coding agents. Send with send_
 // closed, and a blocked wait would hold a message and a goroutine for a
 // client that is gone), and when its session does.
 func (s *Server) bind(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+	return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
 		ss, _ := req.GetSession().(*mcp.ServerSession)
 		if ss == nil {
 			return next(ctx, method, req)
@@ -399,6 +402,7 @@ func (s *Server) bind(next mcp.MethodHandler) mcp.MethodHandler {
 			thread, _ = p.Meta["threadId"].(string)
 		}
 		sess.ToolCalled(ctx, thread)
+		defer func() { s.withNotices(sess, res) }()
 		ctx, cancel := context.WithCancelCause(ctx)
 		defer cancel(nil)
 		defer context.AfterFunc(sess.ended, func() { cancel(context.Cause(sess.ended)) })()
@@ -415,7 +419,7 @@ func (s *Server) bind(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 			cancel(cause)
 		})()
-		res, err := next(ctx, method, req)
+		res, err = next(ctx, method, req)
 		if rq.ctx.Err() != nil && sess.Hello().Confirm == ops.ConfirmByNextRequest {
 			// Its request ended before its answer came: the SDK has nowhere
 			// to write it, and what it handed out goes back.
