@@ -30,6 +30,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/door"
 	"github.com/parley-dev/parley/internal/testenv/standin"
 	"github.com/parley-dev/parley/internal/testenv/tmuxcli"
@@ -50,12 +51,15 @@ type tokens struct {
 	reads map[string]int
 	read  map[string]time.Time
 	ends  chan time.Time // the stand-in answered a turn's last request
+	// changed is closed, and replaced, each time the stand-in saw a
+	// request: what await waits on.
+	changed chan struct{}
 }
 
 var tokenRE = regexp.MustCompile(`(PING|RACE)-[A-Z]?[0-9]+`)
 
 func newTokens() *tokens {
-	return &tokens{first: map[string]time.Time{}, reads: map[string]int{}, read: map[string]time.Time{}, ends: make(chan time.Time, 1000)}
+	return &tokens{first: map[string]time.Time{}, reads: map[string]int{}, read: map[string]time.Time{}, ends: make(chan time.Time, 1000), changed: make(chan struct{})}
 }
 
 // saw notes the tokens of a request's tail; inResult says the tail is a
@@ -64,6 +68,8 @@ func (tk *tokens) saw(tail string, inResult bool) {
 	now := time.Now()
 	tk.mu.Lock()
 	defer tk.mu.Unlock()
+	close(tk.changed)
+	tk.changed = make(chan struct{})
 	for _, t := range tokenRE.FindAllString(tail, -1) {
 		if _, ok := tk.first[t]; !ok {
 			tk.first[t] = now
@@ -83,21 +89,34 @@ func (tk *tokens) saw(tail string, inResult bool) {
 	}
 }
 
-func (tk *tokens) waitFirst(b *testing.B, tok string, within time.Duration, screen func() string) time.Time {
-	b.Helper()
-	deadline := time.Now().Add(within)
+// await waits until cond, called with tk.mu held, is true after a request
+// of the stand-in (or at once), and reports whether it was within within.
+func (tk *tokens) await(within time.Duration, cond func() bool) bool {
+	timeout := time.NewTimer(within)
+	defer timeout.Stop()
 	for {
 		tk.mu.Lock()
-		t, ok := tk.first[tok]
+		ok, changed := cond(), tk.changed
 		tk.mu.Unlock()
 		if ok {
-			return t
+			return true
 		}
-		if time.Now().After(deadline) {
-			b.Fatalf("the model never got %s:\n%s", tok, screen())
+		select {
+		case <-changed:
+		case <-timeout.C:
+			return false
 		}
-		time.Sleep(2 * time.Millisecond)
 	}
+}
+
+// waitFirst returns when the stand-in first saw tok.
+func (tk *tokens) waitFirst(b *testing.B, tok string, within time.Duration, screen func() string) time.Time {
+	b.Helper()
+	var t time.Time
+	if !tk.await(within, func() bool { var ok bool; t, ok = tk.first[tok]; return ok }) {
+		b.Fatalf("the model never got %s:\n%s", tok, screen())
+	}
+	return t
 }
 
 // replies is the stand-in's script, the same for both clients: a letter (or
@@ -170,13 +189,18 @@ func (rg *attentionRig) waitIdle() {
 	}
 }
 
-func (rg *attentionRig) send(content string) {
+// sendID sends content to the agent and returns the message's id.
+func (rg *attentionRig) sendID(content string) string {
 	rg.b.Helper()
 	res, err := rg.sender.CallTool(context.Background(), &mcp.CallToolParams{Name: "send_message",
 		Arguments: map[string]any{"to": "agent", "content": content}})
 	if err != nil || res.IsError {
 		rg.b.Fatalf("send_message: %v %v", err, res)
 	}
+	b, _ := json.Marshal(res.StructuredContent)
+	var out api.SendResult
+	json.Unmarshal(b, &out)
+	return out.MessageID
 }
 
 // latency measures n samples of send_message -> turn and n of the floor,
@@ -186,7 +210,7 @@ func (rg *attentionRig) latency(n int) (parley, floor []time.Duration) {
 		rg.waitIdle()
 		tok := fmt.Sprintf("PING-P%d", i)
 		start := time.Now()
-		rg.send(tok + " please look")
+		rg.sendID(tok + " please look")
 		parley = append(parley, rg.tk.waitFirst(rg.b, tok, 60*time.Second, rg.screen).Sub(start))
 		rg.waitIdle()
 		tok = fmt.Sprintf("PING-F%d", i)
@@ -200,10 +224,12 @@ func (rg *attentionRig) latency(n int) (parley, floor []time.Duration) {
 }
 
 // race sends n messages timed around the ends of the agent's turns: after
-// each turn's last answer, one to three sends after 0 to 300 ms. It returns
-// how many were never read, read later than late after their send, and
-// read more than once.
-func (rg *attentionRig) race(n int, late time.Duration) (lost, slow, dup int, p50, p99 time.Duration) {
+// each turn's last answer, one to three sends after 0 to 300 ms (drawn
+// from a seeded source: the randomisation is the benchmark's, that the
+// sends fall all over the busy-to-idle window). It returns how many were
+// never read, read later than late after their send, and read more than
+// once; ids, if not nil, gets each message's id (id -> token).
+func (rg *attentionRig) race(n int, late time.Duration, ids map[string]string) (lost, slow, dup int, p50, p99 time.Duration) {
 	sent := map[string]time.Time{}
 	rnd := rand.New(rand.NewPCG(1, 2))
 	// Drain the ends of the latency run's turns.
@@ -215,7 +241,10 @@ func (rg *attentionRig) race(n int, late time.Duration) (lost, slow, dup int, p5
 		tok := fmt.Sprintf("RACE-%d", i)
 		i++
 		sent[tok] = time.Now()
-		rg.send(tok + " in the race")
+		id := rg.sendID(tok + " in the race")
+		if ids != nil {
+			ids[id] = tok
+		}
 	}
 	rg.waitIdle()
 	kick()
@@ -225,6 +254,7 @@ func (rg *attentionRig) race(n int, late time.Duration) (lost, slow, dup int, p5
 		case <-time.After(30 * time.Second):
 			// No turn ran (everything was read): start one.
 		}
+		// The benchmark's randomisation, not a wait for anything.
 		time.Sleep(time.Duration(rnd.IntN(300)) * time.Millisecond)
 		for k := 1 + rnd.IntN(3); k > 0 && i < n; k-- {
 			kick()
@@ -232,24 +262,17 @@ func (rg *attentionRig) race(n int, late time.Duration) (lost, slow, dup int, p5
 	}
 	// Every message had its chance: the agent reads until its inbox is
 	// empty, or a minute passes.
-	deadline := time.Now().Add(60 * time.Second)
-	var lat []time.Duration
-	for {
-		rg.tk.mu.Lock()
-		missing := 0
+	rg.tk.await(60*time.Second, func() bool {
 		for tok := range sent {
 			if _, ok := rg.tk.read[tok]; !ok {
-				missing++
+				return false
 			}
 		}
-		rg.tk.mu.Unlock()
-		if missing == 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return true
+	})
 	rg.tk.mu.Lock()
 	defer rg.tk.mu.Unlock()
+	var lat []time.Duration
 	for tok, at := range sent {
 		r, ok := rg.tk.read[tok]
 		switch {
@@ -264,9 +287,8 @@ func (rg *attentionRig) race(n int, late time.Duration) (lost, slow, dup int, p5
 			dup++
 		}
 	}
-	slices.Sort(lat)
 	if len(lat) > 0 {
-		p50, p99 = lat[len(lat)/2], lat[min(len(lat)-1, len(lat)*99/100)]
+		p50, p99 = pctl(lat, 0.5), pctl(lat, 0.99)
 	}
 	return lost, slow, dup, p50, p99
 }
@@ -295,17 +317,26 @@ func reportAttention(b *testing.B, client string, parley, floor []time.Duration,
 		len(parley), len(floor), n, lost, slow, dup, ms(rp50), ms(rp99))
 }
 
-// BenchmarkAttentionClaude: an interactive Claude Code session set up by
-// `parley init claude`.
-func BenchmarkAttentionClaude(b *testing.B) {
-	n, raceN := benchEnvInt("PARLEY_ATTENTION_N", 50), benchEnvInt("PARLEY_ATTENTION_RACE", 200)
-	e := newEnv(b)
+// benchClaudeRepo is a repository that `parley init claude --agent agent`
+// set up, with the session's local settings.
+func benchClaudeRepo(b *testing.B, e *env, settings string) string {
 	repo := filepath.Join(e.home, "repo")
 	os.MkdirAll(filepath.Join(repo, ".git"), 0o755)
 	if out, errs, code := e.runIn(repo, "init", "claude", "--agent", "agent", "--yes"); code != 0 {
 		b.Fatalf("init claude: exit %d\n%s%s", code, out, errs)
 	}
-	os.WriteFile(filepath.Join(repo, ".claude", "settings.local.json"), []byte(`{"enabledMcpjsonServers":["parley"]}`), 0o644)
+	if err := os.WriteFile(filepath.Join(repo, ".claude", "settings.local.json"), []byte(settings), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	return repo
+}
+
+// BenchmarkAttentionClaude: an interactive Claude Code session set up by
+// `parley init claude`.
+func BenchmarkAttentionClaude(b *testing.B) {
+	n, raceN := benchEnvInt("PARLEY_ATTENTION_N", 50), benchEnvInt("PARLEY_ATTENTION_RACE", 200)
+	e := newEnv(b)
+	repo := benchClaudeRepo(b, e, `{"enabledMcpjsonServers":["parley"]}`)
 	tk := newTokens()
 	r := &replies{tk: tk}
 	s := standin.Anthropic(b, func(q *standin.MessagesRequest) []standin.Block {
@@ -331,7 +362,7 @@ func BenchmarkAttentionClaude(b *testing.B) {
 		}}
 	b.ResetTimer()
 	parley, floor := rg.latency(n)
-	lost, slow, dup, p50, p99 := rg.race(raceN, 10*time.Second)
+	lost, slow, dup, p50, p99 := rg.race(raceN, 10*time.Second, nil)
 	b.StopTimer()
 	reportAttention(b, "Claude Code 2.1.332", parley, floor, lost, slow, dup, raceN, p50, p99)
 }
@@ -384,7 +415,7 @@ func BenchmarkAttentionCodex(b *testing.B) {
 		}}
 	b.ResetTimer()
 	parley, floor := rg.latency(n)
-	lost, slow, dup, p50, p99 := rg.race(raceN, 10*time.Second)
+	lost, slow, dup, p50, p99 := rg.race(raceN, 10*time.Second, nil)
 	b.StopTimer()
 	reportAttention(b, "Codex 0.171.0", parley, floor, lost, slow, dup, raceN, p50, p99)
 }

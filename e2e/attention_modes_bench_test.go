@@ -24,9 +24,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -41,7 +41,7 @@ import (
 )
 
 func BenchmarkAttentionModes(b *testing.B) {
-	for _, mode := range []string{"default", "bypass-accept", "busy"} {
+	for _, mode := range []string{"default", "bypass-accept", "bypass-held", "busy"} {
 		b.Run(mode, func(b *testing.B) { benchClaudeMode(b, mode) })
 	}
 }
@@ -49,12 +49,7 @@ func BenchmarkAttentionModes(b *testing.B) {
 func benchClaudeMode(b *testing.B, mode string) {
 	n, raceN := benchEnvInt("PARLEY_ATTENTION_N", 20), benchEnvInt("PARLEY_ATTENTION_RACE", 100)
 	e := newEnv(b)
-	repo := filepath.Join(e.home, "repo")
-	os.MkdirAll(filepath.Join(repo, ".git"), 0o755)
-	if out, errs, code := e.runIn(repo, "init", "claude", "--agent", "agent", "--yes"); code != 0 {
-		b.Fatalf("init claude: exit %d\n%s%s", code, out, errs)
-	}
-	os.WriteFile(filepath.Join(repo, ".claude", "settings.local.json"), []byte(`{"enabledMcpjsonServers":["parley"],"permissions":{"allow":["Bash"]}}`), 0o644)
+	repo := benchClaudeRepo(b, e, `{"enabledMcpjsonServers":["parley"],"permissions":{"allow":["Bash"]}}`)
 	tk := newTokens()
 	r := &replies{tk: tk}
 	var mu sync.Mutex
@@ -67,7 +62,9 @@ func benchClaudeMode(b *testing.B, mode string) {
 			sleeps++
 			id := fmt.Sprintf("toolu_sleep_%d", sleeps)
 			mu.Unlock()
-			return []standin.Block{standin.ToolUse(id, "Bash", map[string]any{"command": "sleep 2; echo SLEPT", "description": "sleep"})}
+			// The tool leaves a file named after its kick when it runs.
+			cmd := fmt.Sprintf("touch %s; sleep 2; echo SLEPT", kickRE.FindString(tail))
+			return []standin.Block{standin.ToolUse(id, "Bash", map[string]any{"command": cmd, "description": "sleep"})}
 		}
 		if r.decide(tail, q.ToolResult) {
 			return []standin.Block{standin.ToolUse(r.check("toolu_check"), "mcp__parley__check_messages", nil)}
@@ -76,8 +73,11 @@ func benchClaudeMode(b *testing.B, mode string) {
 		return []standin.Block{standin.Text("done")}
 	})
 	o := tmuxcli.ClaudeOptions{Dir: repo, Home: filepath.Join(e.home, "claude"), Env: []string{"PARLEY_HOME=" + e.home}}
-	if mode == "bypass-accept" {
+	switch mode {
+	case "bypass-accept":
 		o.PermissionMode, o.UserSettings = "bypassPermissions", map[string]any{"crossSessionInbound": "accept"}
+	case "bypass-held":
+		o.PermissionMode = "bypassPermissions"
 	}
 	tm := tmuxcli.NewServer(b)
 	cc := tm.StartClaude("agent", s, o)
@@ -92,6 +92,13 @@ func benchClaudeMode(b *testing.B, mode string) {
 			return err
 		}}
 	b.ResetTimer()
+	if mode == "bypass-held" {
+		// Every letter waits for a person here: there is no race to run.
+		held, heldFloor, approved, approvedFloor := rg.heldLatency(n, cc)
+		b.StopTimer()
+		reportHeld(b, held, heldFloor, approved, approvedFloor)
+		return
+	}
 	var parley, floor []time.Duration
 	if mode == "busy" {
 		parley, floor = rg.busyLatency(n, cc.Type)
@@ -99,7 +106,7 @@ func benchClaudeMode(b *testing.B, mode string) {
 		parley, floor = rg.latency(n)
 	}
 	ids := map[string]string{}
-	lost, slow, dup, p50, p99 := rg.raceIDs(raceN, 10*time.Second, ids)
+	lost, slow, dup, p50, p99 := rg.race(raceN, 10*time.Second, ids)
 	b.StopTimer()
 	false_ := rg.falselySeen(ids, "agent")
 	b.ReportMetric(float64(false_), "race-falsely-seen")
@@ -107,21 +114,27 @@ func benchClaudeMode(b *testing.B, mode string) {
 	b.Logf("falsely seen in the race: %d of %d", false_, len(ids))
 }
 
+// kickRE finds the token of the turn that a busy sample starts.
+var kickRE = regexp.MustCompile(`PING-K[0-9]+`)
+
 // busyLatency measures n samples of send_message -> the request carrying
 // the letter while the model's tool runs, and n of the bare door the same
 // way, alternating: each sample starts a turn whose Bash tool sleeps 2 s,
-// and sends once the stand-in was asked for that tool.
+// and sends once the tool runs (its file is there).
+
 func (rg *attentionRig) busyLatency(n int, typeIn func(string)) (parley, floor []time.Duration) {
 	for i := 0; i < 2*n; i++ {
 		rg.waitIdle()
 		kick := fmt.Sprintf("PING-K%d", i)
 		typeIn("BUSY-SLEEP " + kick)
-		rg.tk.waitFirst(rg.b, kick, 60*time.Second, rg.screen)
-		time.Sleep(200 * time.Millisecond) // the tool runs
+		waitForB(rg.b, 60*time.Second, "the tool of "+kick+" running", func() bool {
+			_, err := os.Stat(filepath.Join(rg.repo, kick))
+			return err == nil
+		})
 		if i%2 == 0 {
 			tok := fmt.Sprintf("PING-P%d", i)
 			start := time.Now()
-			rg.send(tok + " while busy")
+			rg.sendID(tok + " while busy")
 			parley = append(parley, rg.tk.waitFirst(rg.b, tok, 60*time.Second, rg.screen).Sub(start))
 		} else {
 			tok := fmt.Sprintf("PING-F%d", i)
@@ -160,81 +173,93 @@ func (rg *attentionRig) falselySeen(ids map[string]string, to string) int {
 	return n
 }
 
-// sendID sends content to the agent and returns the message's id.
-func (rg *attentionRig) sendID(content string) string {
-	rg.b.Helper()
-	res, err := rg.sender.CallTool(context.Background(), &mcp.CallToolParams{Name: "send_message",
-		Arguments: map[string]any{"to": "agent", "content": content}})
-	if err != nil || res.IsError {
-		rg.b.Fatalf("send_message: %v %v", err, res)
+// heldLatency measures, in a session that holds every letter for its
+// person (bypassPermissions without accept), n samples of send_message ->
+// the copy reads held (Parley learnt it from the session's receipt; the
+// sender's message_status asked every 5 ms), then the approval (the Enter
+// on "Deliver") -> the model request carrying the letter; and n of the
+// bare door the same way (a letter with a reply socket of this process:
+// -> the session's held receipt, then approval -> request), alternating.
+func (rg *attentionRig) heldLatency(n int, cc *tmuxcli.Claude) (held, heldFloor, approved, approvedFloor []time.Duration) {
+	ctx := context.Background()
+	l, err := door.Listen(filepath.Dir(cc.Session().Socket))
+	if err != nil {
+		rg.b.Fatal(err)
 	}
-	b, _ := json.Marshal(res.StructuredContent)
-	var out api.SendResult
-	json.Unmarshal(b, &out)
-	return out.MessageID
-}
+	defer l.Close()
+	for i := 0; i < n; i++ {
+		rg.waitIdle()
+		tok := fmt.Sprintf("PING-P%d", i)
+		start := time.Now()
+		id := rg.sendID(tok + " please look")
+		for rg.copyState(ctx, id) != "held" {
+			if time.Since(start) > 30*time.Second {
+				rg.b.Fatalf("the copy of %s never read held:\n%s", tok, rg.screen())
+			}
+			time.Sleep(5 * time.Millisecond) // a poll: message_status has no wait
+		}
+		held = append(held, time.Since(start))
+		at := cc.ApproveHeld(30 * time.Second)
+		approved = append(approved, rg.tk.waitFirst(rg.b, tok, 60*time.Second, rg.screen).Sub(at))
 
-// raceIDs is attentionRig.race, keeping each message's id (ids: id ->
-// token) for the falsely-seen count.
-func (rg *attentionRig) raceIDs(n int, late time.Duration, ids map[string]string) (lost, slow, dup int, p50, p99 time.Duration) {
-	sent := map[string]time.Time{}
-	rnd := rand.New(rand.NewPCG(1, 2))
-	for len(rg.tk.ends) > 0 {
-		<-rg.tk.ends
-	}
-	i := 0
-	kick := func() {
-		tok := fmt.Sprintf("RACE-%d", i)
-		i++
-		sent[tok] = time.Now()
-		ids[rg.sendID(tok+" in the race")] = tok
-	}
-	rg.waitIdle()
-	kick()
-	for i < n {
-		select {
-		case <-rg.tk.ends:
-		case <-time.After(30 * time.Second):
+		rg.waitIdle()
+		tok = fmt.Sprintf("PING-F%d", i)
+		start = time.Now()
+		rc, err := (&door.Claude{Socket: cc.Session().Socket}).Write(ctx, door.ClaudeLetter{Text: tok + " bare letter", Reply: l})
+		if err != nil {
+			rg.b.Fatal(err)
 		}
-		time.Sleep(time.Duration(rnd.IntN(300)) * time.Millisecond)
-		for k := 1 + rnd.IntN(3); k > 0 && i < n; k-- {
-			kick()
-		}
-	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		rg.tk.mu.Lock()
-		missing := 0
-		for tok := range sent {
-			if _, ok := rg.tk.read[tok]; !ok {
-				missing++
+		timeout := time.After(30 * time.Second)
+	receipts:
+		for {
+			select {
+			case r, ok := <-rc.C:
+				if !ok {
+					rg.b.Fatalf("the reply listener closed before the held receipt for %s", tok)
+				}
+				if r.Status == door.ReceiptHeld {
+					break receipts
+				}
+			case <-timeout:
+				rg.b.Fatalf("the session sent no held receipt for %s:\n%s", tok, rg.screen())
 			}
 		}
-		rg.tk.mu.Unlock()
-		if missing == 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
+		heldFloor = append(heldFloor, time.Since(start))
+		at = cc.ApproveHeld(30 * time.Second)
+		approvedFloor = append(approvedFloor, rg.tk.waitFirst(rg.b, tok, 60*time.Second, rg.screen).Sub(at))
+		rc.Close()
 	}
-	rg.tk.mu.Lock()
-	defer rg.tk.mu.Unlock()
-	var lat []time.Duration
-	for tok, at := range sent {
-		r, ok := rg.tk.read[tok]
-		switch {
-		case !ok:
-			lost++
-			continue
-		case r.Sub(at) > late:
-			slow++
-		}
-		lat = append(lat, r.Sub(at))
-		if rg.tk.reads[tok] > 1 {
-			dup++
+	return held, heldFloor, approved, approvedFloor
+}
+
+// copyState is the state of the agent's copy of message id, as its sender
+// sees it.
+func (rg *attentionRig) copyState(ctx context.Context, id string) string {
+	res, err := rg.sender.CallTool(ctx, &mcp.CallToolParams{Name: "message_status", Arguments: map[string]any{"message_id": id}})
+	if err != nil || res.IsError {
+		rg.b.Fatalf("message_status: %v %v", err, res)
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	var st api.MessageStatusResult
+	json.Unmarshal(b, &st)
+	for _, c := range st.Recipients {
+		if c.Recipient == "agent" {
+			return c.State
 		}
 	}
-	if len(lat) > 0 {
-		p50, p99 = pctl(lat, 0.5), pctl(lat, 0.99)
+	return ""
+}
+
+func reportHeld(b *testing.B, held, heldFloor, approved, approvedFloor []time.Duration) {
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d.Microseconds())/1000) }
+	for _, m := range []struct {
+		ds   []time.Duration
+		name string
+	}{{held, "send-held"}, {heldFloor, "floor-held"}, {approved, "approve-turn"}, {approvedFloor, "floor-approve-turn"}} {
+		b.ReportMetric(float64(pctl(m.ds, 0.5).Microseconds())/1000, m.name+"-p50-ms")
+		b.ReportMetric(float64(pctl(m.ds, 0.99).Microseconds())/1000, m.name+"-p99-ms")
 	}
-	return lost, slow, dup, p50, p99
+	b.Logf("\n| client | send_message -> copy held p50 | p99 | floor (bare socket write -> held receipt) p50 | p99 | approve -> turn p50 | p99 | floor (bare letter approved -> turn) p50 | p99 | samples |\n|---|---|---|---|---|---|---|---|---|---|\n| Claude Code 2.1.332, bypass-held | %s | %s | %s | %s | %s | %s | %s | %s | %d + %d |",
+		ms(pctl(held, 0.5)), ms(pctl(held, 0.99)), ms(pctl(heldFloor, 0.5)), ms(pctl(heldFloor, 0.99)),
+		ms(pctl(approved, 0.5)), ms(pctl(approved, 0.99)), ms(pctl(approvedFloor, 0.5)), ms(pctl(approvedFloor, 0.99)), len(held), len(heldFloor))
 }

@@ -259,25 +259,6 @@ func TestDoorClaudeBypass(t *testing.T) {
 		t.Errorf("parley doctor has no check of Claude Code's letters:\n%s", out)
 	}
 
-	// answer presses keys in the held letter's dialog until it closes (a
-	// TUI busy redrawing may miss a key).
-	answer := func(t *testing.T, keys ...string) {
-		t.Helper()
-		for try := 0; ; try++ {
-			cc.Keys(keys...)
-			deadline := time.Now().Add(5 * time.Second)
-			for time.Now().Before(deadline) && strings.Contains(cc.Visible(), "Deliver this message to Claude") {
-				time.Sleep(100 * time.Millisecond)
-			}
-			if !strings.Contains(cc.Visible(), "Deliver this message to Claude") {
-				return
-			}
-			if try == 3 {
-				t.Fatalf("the held letter's dialog did not take %q:\n%s", keys, cc.Visible())
-			}
-		}
-	}
-
 	// held waits for the copy to read held, and returns it.
 	held := func(t *testing.T, id string) api.RecipientDelivery {
 		t.Helper()
@@ -293,8 +274,7 @@ func TestDoorClaudeBypass(t *testing.T) {
 			t.Errorf("the held copy: got %+v, want held since a time, the session's words and how to let letters in", c)
 		}
 		waitFor(t, 20*time.Second, "the held letter's dialog", func() (bool, string) {
-			v := cc.Visible()
-			return strings.Contains(v, "Deliver this message to Claude"), v
+			return cc.HeldDialog(), cc.Visible()
 		})
 		return c
 	}
@@ -311,30 +291,7 @@ func TestDoorClaudeBypass(t *testing.T) {
 		if b, _ := os.ReadFile(debug); !strings.Contains(string(b), "cause=no-mode-asserted") {
 			t.Errorf("Claude Code's log does not say it held the letter for asserting no mode")
 		}
-		// "Deliver this message to Claude" is the second choice. Down and
-		// Enter sent together can land before the dialog takes keys, and the
-		// Enter alone picks Deny: move first, see the choice's line change
-		// (its pointer), then take it.
-		line := func() string {
-			for _, l := range strings.Split(cc.Visible(), "\n") {
-				if strings.Contains(l, "Deliver this message to Claude") {
-					return l
-				}
-			}
-			return ""
-		}
-		unselected, pressed := line(), time.Time{}
-		waitFor(t, 20*time.Second, "the dialog's pointer on Deliver", func() (bool, string) {
-			if l := line(); l != unselected && l != "" {
-				return true, ""
-			}
-			if time.Since(pressed) > time.Second { // not taken yet: the key was lost
-				cc.Keys("Down")
-				pressed = time.Now()
-			}
-			return false, cc.Visible()
-		})
-		answer(t, "Enter")
+		cc.ApproveHeld(20 * time.Second) // "Deliver this message to Claude"
 		m.wait(t, 60*time.Second, cc.Screen, door.LetterMarker, "MAIL-HOLD-1 approve me")
 		waitFor(t, 30*time.Second, "the copy seen and read", func() (bool, string) {
 			c := e.copyStatus(t, repo, "boss", id, "held-cc")
@@ -352,7 +309,7 @@ func TestDoorClaudeBypass(t *testing.T) {
 		id := e.sendIn(t, repo, "held-cc", "MAIL-HOLD-2 deny me", "--agent", "boss")
 		sent[id] = "MAIL-HOLD-2 deny me"
 		held(t, id)
-		answer(t, "Enter") // "Deny — drop it and tell the sender it was declined"
+		cc.DenyHeld() // "Deny — drop it and tell the sender it was declined"
 		var c api.RecipientDelivery
 		waitFor(t, 20*time.Second, "the copy declined", func() (bool, string) {
 			c = e.copyStatus(t, repo, "boss", id, "held-cc")

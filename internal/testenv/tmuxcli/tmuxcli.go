@@ -457,3 +457,77 @@ func (c *Codex) Thread() string {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// heldDeliver is the choice of a held letter's dialog that lets it in; the
+// first choice, where the pointer starts, is "Deny — drop it and tell the
+// sender it was declined".
+const heldDeliver = "Deliver this message to Claude"
+
+// HeldDialog reports whether the screen shows a held letter's dialog.
+func (c *Claude) HeldDialog() bool { return strings.Contains(c.Visible(), heldDeliver) }
+
+// ApproveHeld chooses "Deliver this message to Claude" in the dialog of a
+// letter the session holds, once the dialog shows, and returns when it
+// pressed the Enter that took it. Down and Enter sent together can land
+// before the dialog takes keys, and the Enter alone picks Deny: it moves
+// first, sees the choice's line change (its pointer), then takes it.
+func (c *Claude) ApproveHeld(within time.Duration) time.Time {
+	c.s.t.Helper()
+	line := func() string {
+		for _, l := range strings.Split(c.Visible(), "\n") {
+			if strings.Contains(l, heldDeliver) {
+				return l
+			}
+		}
+		return ""
+	}
+	deadline := time.Now().Add(within)
+	unselected := ""
+	for unselected == "" {
+		if unselected = line(); unselected == "" {
+			if time.Now().After(deadline) {
+				c.s.t.Fatalf("%s: no held letter's dialog after %s:\n%s", c.name, within, c.Visible())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	var pressed time.Time
+	for {
+		if l := line(); l != unselected && l != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			c.s.t.Fatalf("%s: the dialog's pointer never reached %q:\n%s", c.name, heldDeliver, c.Visible())
+		}
+		if time.Since(pressed) > time.Second { // not taken yet: the key was lost
+			c.Keys("Down")
+			pressed = time.Now()
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return c.answerHeld("Enter")
+}
+
+// DenyHeld chooses "Deny" (where the pointer starts) in the dialog of a
+// letter the session holds, which shows.
+func (c *Claude) DenyHeld() { c.s.t.Helper(); c.answerHeld("Enter") }
+
+// answerHeld presses key in the held letter's dialog until it closes (a
+// TUI busy redrawing may miss a key), and returns when it pressed it last.
+func (c *Claude) answerHeld(key string) time.Time {
+	c.s.t.Helper()
+	for try := 0; ; try++ {
+		at := time.Now()
+		c.Keys(key)
+		deadline := time.Now().Add(5 * time.Second)
+		for time.Now().Before(deadline) && c.HeldDialog() {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if !c.HeldDialog() {
+			return at
+		}
+		if try == 3 {
+			c.s.t.Fatalf("%s: the held letter's dialog did not take %s:\n%s", c.name, key, c.Visible())
+		}
+	}
+}
