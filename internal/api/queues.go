@@ -34,11 +34,16 @@ type CompleteTaskRequest struct {
 	IdempotencyKey string `json:"idempotency_key,omitempty" jsonschema:"your name for this completion: a retry with it returns the first result"`
 }
 
+// TaskRef names the task a result is about, and its queue.
+type TaskRef struct {
+	TaskID string `json:"task_id"`
+	Queue  string `json:"queue"`
+}
+
 // CompleteTaskResult is the complete_task result.
 type CompleteTaskResult struct {
-	Status  string `json:"status" jsonschema:"completed or failed"`
-	TaskID  string `json:"task_id"`
-	Queue   string `json:"queue"`
+	Status string `json:"status" jsonschema:"completed or failed"`
+	TaskRef
 	ReplyID string `json:"reply_id" jsonschema:"the reply that told the sender"`
 	// Replayed says this answers a retry with an idempotency key.
 	Replayed bool `json:"replayed,omitempty"`
@@ -52,8 +57,7 @@ type ReleaseTaskRequest struct {
 // ReleaseTaskResult is the release_task result.
 type ReleaseTaskResult struct {
 	Status string `json:"status" jsonschema:"released"`
-	TaskID string `json:"task_id"`
-	Queue  string `json:"queue"`
+	TaskRef
 }
 
 // RenewTaskRequest is POST /api/v1/tasks/{task_id}/renew: the claimant is
@@ -65,9 +69,8 @@ type RenewTaskRequest struct {
 
 // RenewTaskResult is the renewed claim.
 type RenewTaskResult struct {
-	Status     string `json:"status" jsonschema:"renewed"`
-	TaskID     string `json:"task_id"`
-	Queue      string `json:"queue"`
+	Status string `json:"status" jsonschema:"renewed"`
+	TaskRef
 	LeaseUntil string `json:"lease_until"`
 }
 

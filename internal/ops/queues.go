@@ -79,7 +79,7 @@ func (o *Ops) CompleteTask(ctx context.Context, c *Caller, in api.CompleteTaskRe
 	if err != nil {
 		return api.CompleteTaskResult{}, err
 	}
-	out := api.CompleteTaskResult{Status: "completed", TaskID: res.Task.ID, Queue: res.Queue, ReplyID: res.Reply.ID, Replayed: res.Replayed}
+	out := api.CompleteTaskResult{Status: "completed", TaskRef: api.TaskRef{TaskID: res.Task.ID, Queue: res.Queue}, ReplyID: res.Reply.ID, Replayed: res.Replayed}
 	if res.Reply.Metadata["kind"] == "task_failed" {
 		out.Status = "failed"
 	}
@@ -97,7 +97,7 @@ func (o *Ops) ReleaseTask(ctx context.Context, c *Caller, in api.ReleaseTaskRequ
 	if err != nil {
 		return api.ReleaseTaskResult{}, err
 	}
-	return api.ReleaseTaskResult{Status: "released", TaskID: in.TaskID, Queue: queue}, nil
+	return api.ReleaseTaskResult{Status: "released", TaskRef: api.TaskRef{TaskID: in.TaskID, Queue: queue}}, nil
 }
 
 // RenewTask extends the caller's claim on a task: its heartbeat, for a
@@ -114,7 +114,7 @@ func (o *Ops) RenewTask(ctx context.Context, c *Caller, in api.RenewTaskRequest)
 	if err != nil {
 		return api.RenewTaskResult{}, err
 	}
-	return api.RenewTaskResult{Status: "renewed", TaskID: d.MessageID, Queue: d.Recipient, LeaseUntil: api.FormatTime(d.LeaseUntil)}, nil
+	return api.RenewTaskResult{Status: "renewed", TaskRef: api.TaskRef{TaskID: d.MessageID, Queue: d.Recipient}, LeaseUntil: api.FormatTime(d.LeaseUntil)}, nil
 }
 
 // Queue lists the tasks waiting in a queue, next first, without claiming them.
