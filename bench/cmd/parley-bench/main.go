@@ -36,12 +36,13 @@ var (
 	flagGOGC         = flag.String("daemon-gogc", "", "GOGC for the daemons (and mcp serve), to measure the collector's share")
 	flagSend         = flag.String("senders", "1,8,64", "sender counts of the throughput scenario, comma-separated")
 	flagBare         = flag.String("bare-serve", "", "internal: serve the bare floor server (bare.go) on this Unix socket until stdin closes")
+	flagBareJournal  = flag.String("bare-journal", "", "internal: with -bare-serve, append each send to this file and fsync it before answering")
 )
 
 func main() {
 	flag.Parse()
 	if *flagBare != "" {
-		if err := serveBare(*flagBare); err != nil {
+		if err := serveBare(*flagBare, *flagBareJournal); err != nil {
 			fmt.Fprintf(os.Stderr, "parley-bench: bare server: %v\n", err)
 			os.Exit(1)
 		}

@@ -46,6 +46,9 @@ const (
 	// Issue 38's: against Redis with appendfsync always, the durable floor.
 	stdioDurableTarget  = "p50 <= 2x durable floor"
 	socketDurableTarget = "p50 <= 1.5x durable floor"
+	// The row of the bare go-sdk server with one fsync a send: what the
+	// SDK's transport and the fsync cost without Parley.
+	bareWakeRow = "floor: send->wake, bare go-sdk server + one fsync a send, Streamable HTTP on the socket"
 )
 
 // sendWakeScenario: agent B is blocked in wait_for_message; agent A sends; the
@@ -69,6 +72,12 @@ func sendWakeScenario(ctx context.Context, b *bench) error {
 		return err
 	}
 	defer floors.Close()
+	// The transport's own floor: the bare go-sdk server, each send
+	// journalled with an fsync before the wait gets it (bare.go).
+	bare, err := b.startBareServer(true)
+	if err != nil {
+		return err
+	}
 	for _, tr := range []struct {
 		name, durableTarget string
 		durableShare        float64
@@ -76,6 +85,7 @@ func sendWakeScenario(ctx context.Context, b *bench) error {
 	}{
 		{"send->wake, stdio (2x parley mcp serve)", stdioDurableTarget, 2, d.stdioSession},
 		{"send->wake, Streamable HTTP on the socket", socketDurableTarget, 1.5, d.httpSession},
+		{bareWakeRow, "", 0, bare.httpSession},
 	} {
 		ws := "wake" + strconv.Itoa(len(b.lat))
 		a, err := tr.open(ctx, ws, "a")
@@ -97,6 +107,11 @@ func sendWakeScenario(ctx context.Context, b *bench) error {
 		}
 		row.name = tr.name
 		p, f := percentiles(row.parley), percentiles(row.floor)
+		if tr.name == bareWakeRow {
+			b.lat = append(b.lat, row) // a floor: no target of its own
+			logf("   %s: p50 %s ms", tr.name, ms(p[0]))
+			continue
+		}
 		met := p[0] <= 500*time.Microsecond
 		fl := "-"
 		if len(row.floor) > 0 {
