@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"encoding/json"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -129,6 +130,13 @@ func (h *Hub) deliver(ctx context.Context, m *Message, recips []string, agents [
 		publish(e)
 	}
 	h.settleClaims(cs, m)
+	if len(cs) > 0 {
+		// A wait was handed m: let it run first, on this core, rather than
+		// after this send's own bookkeeping and answer (or on another core
+		// that must first be woken). Interleaved with the same build
+		// without it, send->wake p50 was 2-3.5% lower, 8-9 blocks in 10.
+		runtime.Gosched()
+	}
 	h.Touch(ctx, m.Workspace, m.From)
 	return &SendResult{Message: m, Recipients: recips, Presence: h.presence(ctx, m.Workspace, recips, agents)}, nil
 }
