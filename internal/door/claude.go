@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -206,39 +205,10 @@ func (c *Claude) NotifyIdle(ctx context.Context, l *Listener) (*Receipts, error)
 }
 
 // send writes lines on one connection, half-closes it, and waits for the
-// session to close its end.
+// session to close its end: only then is the letter surely taken (a reset
+// before that would lose it).
 func (c *Claude) send(ctx context.Context, lines [][]byte) error {
-	ctx, cancel := context.WithTimeout(ctx, claudeTimeout)
-	defer cancel()
-	conn, err := dialUnix(ctx, c.Socket)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		conn.SetDeadline(dl)
-	}
-	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
-	w := bufio.NewWriter(conn)
-	for _, l := range lines {
-		w.Write(l)
-		w.WriteByte('\n')
-	}
-	if err := w.Flush(); err != nil {
-		return fmt.Errorf("write: %w", err)
-	}
-	if uc, ok := conn.(*net.UnixConn); ok {
-		if err := uc.CloseWrite(); err != nil {
-			return fmt.Errorf("half-close: %w", err)
-		}
-	}
-	// The session reads to our EOF, then closes: only then is the letter
-	// surely taken (a reset before that would lose it).
-	if _, err := io.Copy(io.Discard, conn); err != nil {
-		return fmt.Errorf("wait for the session to close: %w", err)
-	}
-	return nil
+	return sendLines(ctx, c.Socket, lines, claudeTimeout)
 }
 
 func dialUnix(ctx context.Context, path string) (net.Conn, error) {
@@ -278,12 +248,17 @@ func kindOf(err error) error {
 // process that wrote (it checks the peer's pid on both connections); so one
 // process keeps one listener per directory and tells the answers apart by
 // the msg_id they answer.
-type Listener struct {
+type Listener struct{ replies }
+
+// replies is what the receipt listeners of every client share: the Unix
+// socket that sessions answer on, and the letters (and subscriptions)
+// whose answers are awaited, by the id an answer names.
+type replies struct {
 	ln   net.Listener
 	path string
 
 	mu      sync.Mutex
-	waiters map[string]*sink // by the msg_id an answer names
+	waiters map[string]*sink
 	closed  bool
 }
 
@@ -292,6 +267,25 @@ type sink struct {
 	ch   chan Receipt
 	ids  []string
 	done bool
+}
+
+// listen opens the socket at path and serves each connection with read.
+func (r *replies) listen(path string, read func(net.Conn)) error {
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return fmt.Errorf("listen for receipts: %w", err)
+	}
+	r.ln, r.path, r.waiters = ln, path, map[string]*sink{}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go read(c)
+		}
+	}()
+	return nil
 }
 
 // Listen opens this process's reply socket in dir, the directory of a
@@ -303,12 +297,10 @@ func Listen(dir string) (*Listener, error) {
 	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {
 		os.Remove(path)
 	}
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		return nil, fmt.Errorf("listen for receipts: %w", err)
+	l := &Listener{}
+	if err := l.listen(path, l.read); err != nil {
+		return nil, err
 	}
-	l := &Listener{ln: ln, path: path, waiters: map[string]*sink{}}
-	go l.serve()
 	return l, nil
 }
 
@@ -316,11 +308,11 @@ func Listen(dir string) (*Listener, error) {
 func (l *Listener) Addr() string { return "uds:" + l.path }
 
 // Pending counts the letters (and subscriptions) whose receipts are awaited.
-func (l *Listener) Pending() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+func (r *replies) Pending() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	n := map[*sink]bool{}
-	for _, s := range l.waiters {
+	for _, s := range r.waiters {
 		n[s] = true
 	}
 	return len(n)
@@ -328,59 +320,49 @@ func (l *Listener) Pending() int {
 
 // Close stops listening, removes the socket, and closes the channels of the
 // receipts still awaited.
-func (l *Listener) Close() error {
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
+func (r *replies) Close() error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
 		return nil
 	}
-	l.closed = true
-	for _, s := range l.waiters {
+	r.closed = true
+	for _, s := range r.waiters {
 		if !s.done {
 			s.done = true
 			close(s.ch)
 		}
 	}
-	clear(l.waiters)
-	l.mu.Unlock()
-	return l.ln.Close() // net removes a listening Unix socket's file
+	clear(r.waiters)
+	r.mu.Unlock()
+	return r.ln.Close() // net removes a listening Unix socket's file
 }
 
 // expect registers msg ids whose answers go to one new stream.
-func (l *Listener) expect(ids ...string) (*Receipts, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
+func (r *replies) expect(ids ...string) (*Receipts, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
 		return nil, errors.New("reply listener closed")
 	}
 	s := &sink{ch: make(chan Receipt, 8), ids: ids}
 	for _, id := range ids {
-		l.waiters[id] = s
+		r.waiters[id] = s
 	}
-	return &Receipts{C: s.ch, forget: l.forget, ids: ids}, nil
+	return &Receipts{C: s.ch, forget: r.forget, ids: ids}, nil
 }
 
-func (l *Listener) forget(ids ...string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+func (r *replies) forget(ids ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	for _, id := range ids {
-		if s, ok := l.waiters[id]; ok {
-			delete(l.waiters, id)
+		if s, ok := r.waiters[id]; ok {
+			delete(r.waiters, id)
 			if !s.done {
 				s.done = true
 				close(s.ch)
 			}
 		}
-	}
-}
-
-func (l *Listener) serve() {
-	for {
-		c, err := l.ln.Accept()
-		if err != nil {
-			return
-		}
-		go l.read(c)
 	}
 }
 
@@ -433,23 +415,23 @@ func (l *Listener) read(c net.Conn) {
 	}
 }
 
-// deliver hands r to the stream that awaits answers to id; an idle notice
+// deliver hands rc to the stream that awaits answers to id; an idle notice
 // answers its subscription once.
-func (l *Listener) deliver(id string, r Receipt) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	s, ok := l.waiters[id]
+func (r *replies) deliver(id string, rc Receipt) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ok := r.waiters[id]
 	if !ok || s.done {
 		return
 	}
-	if r.Status == ReceiptIdle {
-		delete(l.waiters, id)
+	if rc.Status == ReceiptIdle {
+		delete(r.waiters, id)
 	}
 	select {
-	case s.ch <- r:
+	case s.ch <- rc:
 	default: // a stream nobody reads: its receipts are dropped
 	}
-	if len(s.ids) == 1 && r.Status == ReceiptIdle {
+	if len(s.ids) == 1 && rc.Status == ReceiptIdle {
 		// A subscription alone (NotifyIdle) is answered once.
 		s.done = true
 		close(s.ch)

@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -368,14 +367,9 @@ func scanTranscript(path string, off int64, want string) (bool, int64, error) {
 // and a token the sessions present on their receipts (the letters'
 // replyToken), without which a connection is dropped.
 type QwenListener struct {
-	ln    net.Listener
+	replies
 	dir   string
-	path  string
 	token string
-
-	mu      sync.Mutex
-	waiters map[string]*sink // by the msgId a receipt answers
-	closed  bool
 }
 
 // ListenQwen opens a receipt inbox in a new private directory under
@@ -385,16 +379,13 @@ func ListenQwen(parent string) (*QwenListener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("receipts inbox: %w", err)
 	}
-	path := filepath.Join(dir, strconv.Itoa(os.Getpid())+".sock")
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("listen for receipts: %w", err)
-	}
 	var tok [32]byte
 	rand.Read(tok[:])
-	l := &QwenListener{ln: ln, dir: dir, path: path, token: hex.EncodeToString(tok[:]), waiters: map[string]*sink{}}
-	go l.serve()
+	l := &QwenListener{dir: dir, token: hex.EncodeToString(tok[:])}
+	if err := l.listen(filepath.Join(dir, strconv.Itoa(os.Getpid())+".sock"), l.read); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
 	return l, nil
 }
 
@@ -404,58 +395,9 @@ func (l *QwenListener) Path() string { return l.path }
 // Close stops listening, removes the inbox, and closes the receipts'
 // channels still open.
 func (l *QwenListener) Close() error {
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		return nil
-	}
-	l.closed = true
-	for _, s := range l.waiters {
-		if !s.done {
-			s.done = true
-			close(s.ch)
-		}
-	}
-	clear(l.waiters)
-	l.mu.Unlock()
-	err := l.ln.Close()
+	err := l.replies.Close()
 	os.RemoveAll(l.dir)
 	return err
-}
-
-func (l *QwenListener) expect(id string) (*Receipts, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return nil, errors.New("receipts inbox closed")
-	}
-	s := &sink{ch: make(chan Receipt, 8), ids: []string{id}}
-	l.waiters[id] = s
-	return &Receipts{C: s.ch, forget: l.forget, ids: s.ids}, nil
-}
-
-func (l *QwenListener) forget(ids ...string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, id := range ids {
-		if s, ok := l.waiters[id]; ok {
-			delete(l.waiters, id)
-			if !s.done {
-				s.done = true
-				close(s.ch)
-			}
-		}
-	}
-}
-
-func (l *QwenListener) serve() {
-	for {
-		c, err := l.ln.Accept()
-		if err != nil {
-			return
-		}
-		go l.read(c)
-	}
 }
 
 // read takes one connection: an auth line with this inbox's token, then
@@ -513,18 +455,5 @@ func (l *QwenListener) read(c net.Conn) {
 				l.deliver(id, r)
 			}
 		}
-	}
-}
-
-func (l *QwenListener) deliver(id string, r Receipt) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	s, ok := l.waiters[id]
-	if !ok || s.done {
-		return
-	}
-	select {
-	case s.ch <- r:
-	default:
 	}
 }
