@@ -458,54 +458,47 @@ func (c *Codex) Thread() string {
 	}
 }
 
-// heldDeliver is the choice of a held letter's dialog that lets it in; the
-// first choice, where the pointer starts, is "Deny — drop it and tell the
-// sender it was declined".
-const heldDeliver = "Deliver this message to Claude"
+// The choices of a held letter's dialog: Deny (where the pointer starts)
+// and Deliver, which lets the letter in.
+const (
+	heldDeliver = "Deliver this message to Claude"
+	heldDeny    = "Deny — drop it and tell the sender it was declined"
+)
 
 // HeldDialog reports whether the screen shows a held letter's dialog.
 func (c *Claude) HeldDialog() bool { return strings.Contains(c.Visible(), heldDeliver) }
 
 // ApproveHeld chooses "Deliver this message to Claude" in the dialog of a
 // letter the session holds, once the dialog shows, and returns when it
-// pressed the Enter that took it. Down and Enter sent together can land
-// before the dialog takes keys, and the Enter alone picks Deny: it moves
-// first, sees the choice's line change (its pointer), then takes it.
+// pressed the Enter that took it. It presses Down only while the pointer
+// (❯) is on Deny, and Enter only once it is on Deliver: a key sent as the
+// dialog opens is lost, a Down too many leaves Deliver, and Down and Enter
+// sent together can land as an Enter alone, which picks Deny.
 func (c *Claude) ApproveHeld(within time.Duration) time.Time {
 	c.s.t.Helper()
-	line := func() string {
-		for _, l := range strings.Split(c.Visible(), "\n") {
-			if strings.Contains(l, heldDeliver) {
-				return l
-			}
-		}
-		return ""
-	}
 	deadline := time.Now().Add(within)
-	unselected := ""
-	for unselected == "" {
-		if unselected = line(); unselected == "" {
-			if time.Now().After(deadline) {
-				c.s.t.Fatalf("%s: no held letter's dialog after %s:\n%s", c.name, within, c.Visible())
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
 	var pressed time.Time
 	for {
-		if l := line(); l != unselected && l != "" {
-			break
+		var deny, deliver bool
+		for _, l := range strings.Split(c.Visible(), "\n") {
+			switch {
+			case strings.Contains(l, heldDeny):
+				deny = strings.Contains(l, "❯")
+			case strings.Contains(l, heldDeliver):
+				deliver = strings.Contains(l, "❯")
+			}
 		}
-		if time.Now().After(deadline) {
-			c.s.t.Fatalf("%s: the dialog's pointer never reached %q:\n%s", c.name, heldDeliver, c.Visible())
-		}
-		if time.Since(pressed) > time.Second { // not taken yet: the key was lost
+		switch {
+		case deliver:
+			return c.answerHeld("Enter")
+		case time.Now().After(deadline):
+			c.s.t.Fatalf("%s: the held letter's dialog never pointed at %q after %s:\n%s", c.name, heldDeliver, within, c.Visible())
+		case deny && time.Since(pressed) > time.Second: // or the key was lost
 			c.Keys("Down")
 			pressed = time.Now()
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return c.answerHeld("Enter")
 }
 
 // DenyHeld chooses "Deny" (where the pointer starts) in the dialog of a
