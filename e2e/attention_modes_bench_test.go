@@ -7,6 +7,8 @@ package e2e
 //	default       --permission-mode default
 //	bypass-accept bypassPermissions, the user's settings say
 //	              "crossSessionInbound": "accept" (what doctor advises)
+//	bypass-held   bypassPermissions without accept: every letter is held
+//	              for the person (heldLatency; no race)
 //	busy          default, each letter sent while the model's Bash tool
 //	              sleeps 2 s: it rides in the request after the tool's result
 //
