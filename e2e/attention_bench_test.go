@@ -371,6 +371,18 @@ func BenchmarkAttentionClaude(b *testing.B) {
 // init codex`.
 func BenchmarkAttentionCodex(b *testing.B) {
 	n, raceN := benchEnvInt("PARLEY_ATTENTION_N", 50), benchEnvInt("PARLEY_ATTENTION_RACE", 200)
+	rg, _ := newCodexRig(b)
+	b.ResetTimer()
+	parley, floor := rg.latency(n)
+	lost, slow, dup, p50, p99 := rg.race(raceN, 10*time.Second, nil)
+	b.StopTimer()
+	reportAttention(b, "Codex 0.171.0", parley, floor, lost, slow, dup, raceN, p50, p99)
+}
+
+// newCodexRig starts an interactive Codex set up by `parley init codex
+// --agent agent` in a CODEX_HOME of its own, and returns the rig (its
+// floor a bare thread/queue/add to the session's thread) and CODEX_HOME.
+func newCodexRig(b *testing.B) (*attentionRig, string) {
 	e := newEnv(b)
 	repo := filepath.Join(e.home, "repo")
 	os.MkdirAll(filepath.Join(repo, ".git"), 0o755)
@@ -400,7 +412,7 @@ func BenchmarkAttentionCodex(b *testing.B) {
 	var d doorInfo
 	waitForB(b, 60*time.Second, "the door", func() bool { d = e.benchDoor(b, repo, "agent"); return d.Address != "" })
 	c := &door.Codex{Home: codexHome, Thread: d.Session}
-	rg := &attentionRig{b: b, e: e, repo: repo, tk: tk, screen: cx.Screen,
+	return &attentionRig{b: b, e: e, repo: repo, tk: tk, screen: cx.Screen,
 		sender: e.SessionIn(repo, nil, "--agent", "boss"),
 		idle: func() bool {
 			st, err := c.Status(context.Background())
@@ -412,12 +424,7 @@ func BenchmarkAttentionCodex(b *testing.B) {
 				q.Close()
 			}
 			return err
-		}}
-	b.ResetTimer()
-	parley, floor := rg.latency(n)
-	lost, slow, dup, p50, p99 := rg.race(raceN, 10*time.Second, nil)
-	b.StopTimer()
-	reportAttention(b, "Codex 0.171.0", parley, floor, lost, slow, dup, raceN, p50, p99)
+		}}, codexHome
 }
 
 type doorInfo struct{ Address, Session string }

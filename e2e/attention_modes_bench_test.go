@@ -27,6 +27,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -46,6 +47,7 @@ func BenchmarkAttentionModes(b *testing.B) {
 	for _, mode := range []string{"default", "bypass-accept", "bypass-held", "busy"} {
 		b.Run(mode, func(b *testing.B) { benchClaudeMode(b, mode) })
 	}
+	b.Run("codex-not-loaded", benchCodexNotLoaded)
 }
 
 func benchClaudeMode(b *testing.B, mode string) {
@@ -264,4 +266,67 @@ func reportHeld(b *testing.B, held, heldFloor, approved, approvedFloor []time.Du
 	b.Logf("\n| client | send_message -> copy held p50 | p99 | floor (bare socket write -> held receipt) p50 | p99 | approve -> turn p50 | p99 | floor (bare letter approved -> turn) p50 | p99 | samples |\n|---|---|---|---|---|---|---|---|---|---|\n| Claude Code 2.1.332, bypass-held | %s | %s | %s | %s | %s | %s | %s | %s | %d + %d |",
 		ms(pctl(held, 0.5)), ms(pctl(held, 0.99)), ms(pctl(heldFloor, 0.5)), ms(pctl(heldFloor, 0.99)),
 		ms(pctl(approved, 0.5)), ms(pctl(approved, 0.99)), ms(pctl(approvedFloor, 0.5)), ms(pctl(approvedFloor, 0.99)), len(held), len(heldFloor))
+}
+
+// benchCodexNotLoaded measures, at the door, n letters to a `codex exec`
+// thread, which is not loaded on the interactive session's app-server in
+// the same CODEX_HOME: without resume, Queue -> ErrNotLoaded (nothing
+// queued: what the doorman reports as "queued: thread not loaded"); with
+// it (codex_resume on), Queue -> thread/resume -> the model request
+// carrying the letter, which the app-server runs headless; beside the
+// floor, a thread/queue/add to the loaded interactive thread -> its
+// request, alternating. (At the door: through Parley the path is not
+// reached today, docs/performance.md says why.)
+func benchCodexNotLoaded(b *testing.B) {
+	n := benchEnvInt("PARLEY_ATTENTION_N", 20)
+	rg, home := newCodexRig(b)
+	codex := standin.CLI(b, "codex")
+	ctx := context.Background()
+	var refused, resumed, floor []time.Duration
+	b.ResetTimer()
+	for i := 0; i < n; i++ {
+		b.StopTimer()
+		ex := exec.CommandContext(ctx, codex, "exec", "--json", "--skip-git-repo-check", fmt.Sprintf("EXEC-TURN %d", i))
+		ex.Dir, ex.Env, ex.WaitDelay = rg.repo, rg.e.environ(), 5*time.Second
+		out, err := ex.CombinedOutput()
+		thread := threadOf(out)
+		if err != nil || thread == "" {
+			b.Fatalf("codex exec: %v\n%s", err, out)
+		}
+		b.StartTimer()
+		c := &door.Codex{Home: home, Thread: thread}
+		start := time.Now()
+		if _, err := c.Queue(ctx, fmt.Sprintf("PING-N%d not loaded", i)); !door.IsNotLoaded(err) {
+			b.Fatalf("queue to the exec thread: got %v, want ErrNotLoaded", err)
+		}
+		refused = append(refused, time.Since(start))
+		c.Resume = true
+		tok := fmt.Sprintf("PING-R%d", i)
+		start = time.Now()
+		q, err := c.Queue(ctx, tok+" resumed")
+		if err != nil || !q.Resumed {
+			b.Fatalf("queue with resume: %v %v", q, err)
+		}
+		resumed = append(resumed, rg.tk.waitFirst(b, tok, 60*time.Second, rg.screen).Sub(start))
+		q.Close()
+		rg.waitIdle()
+		tok = fmt.Sprintf("PING-F%d", i)
+		start = time.Now()
+		if err := rg.floor(tok + " bare letter"); err != nil {
+			b.Fatal(err)
+		}
+		floor = append(floor, rg.tk.waitFirst(b, tok, 60*time.Second, rg.screen).Sub(start))
+	}
+	b.StopTimer()
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d.Microseconds())/1000) }
+	for _, m := range []struct {
+		ds   []time.Duration
+		name string
+	}{{refused, "not-loaded-refused"}, {resumed, "resume-turn"}, {floor, "floor"}} {
+		b.ReportMetric(float64(pctl(m.ds, 0.5).Microseconds())/1000, m.name+"-p50-ms")
+		b.ReportMetric(float64(pctl(m.ds, 0.99).Microseconds())/1000, m.name+"-p99-ms")
+	}
+	b.Logf("\n| client | queue -> not loaded, nothing queued p50 | p99 | queue with resume -> turn p50 | p99 | floor (thread/queue/add to a loaded thread -> turn) p50 | p99 | samples |\n|---|---|---|---|---|---|---|---|\n| Codex 0.171.0, exec thread not loaded | %s | %s | %s | %s | %s | %s | %d + %d |",
+		ms(pctl(refused, 0.5)), ms(pctl(refused, 0.99)), ms(pctl(resumed, 0.5)), ms(pctl(resumed, 0.99)),
+		ms(pctl(floor, 0.5)), ms(pctl(floor, 0.99)), len(resumed), len(floor))
 }
