@@ -199,6 +199,7 @@ func (b *bench) print(w *os.File, took time.Duration) {
 		}
 	}
 	printOrg(w, b.org)
+	printFail(w, b.org)
 	b.printVs(w)
 	for _, f := range b.failed {
 		fmt.Fprintf(w, "\n**Failed:** %s\n", f)

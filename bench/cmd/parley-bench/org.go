@@ -72,6 +72,7 @@ type orgResult struct {
 	idlePGCores             float64 // the same, PostgreSQL
 	wakes                   int     // samples of the wake latency, before the kill
 	drained                 time.Duration
+	fail                    *failResult // the failure phases (orgfail.go), nil without them
 }
 
 // orgAgent is one agent: the daemon it reads and sends through now.
@@ -90,7 +91,9 @@ type orgRun struct {
 	local    []time.Duration   // wakes of messages to an agent of the sender's daemon
 	acks     []time.Duration   // sends, from the call to its answer (committed), before the kill
 	acked    map[string]bool
-	got      map[string]int // message id: receipts
+	ackAt    map[string]time.Time // when each acknowledged send was answered
+	ackVia   map[string]int       // and the daemon it went through
+	got      map[string]int       // message id: receipts
 	lat      []time.Duration
 	latAfter []time.Duration
 	killed   time.Time
@@ -103,11 +106,11 @@ func orgScenario(ctx context.Context, b *bench) error {
 	if n < 2 || m < n {
 		return fmt.Errorf("-org-daemons must be at least 2 and -org-agents at least as many")
 	}
-	dsn, pm, err := b.orgDatabase(ctx)
+	dsn, pm, cluster, err := b.orgDatabase(ctx)
 	if err != nil {
 		return err
 	}
-	r := &orgRun{seqAt: map[int]time.Time{}, acked: map[string]bool{}, got: map[string]int{}}
+	r := &orgRun{seqAt: map[int]time.Time{}, acked: map[string]bool{}, ackAt: map[string]time.Time{}, ackVia: map[string]int{}, got: map[string]int{}}
 	r.dead.Store(-1)
 	conf := fmt.Sprintf("daemon_timeout = %q\n", flagOrgTimeout.String())
 	for i := 0; i < n; i++ {
@@ -133,6 +136,21 @@ func orgScenario(ctx context.Context, b *bench) error {
 		}
 		r.agents = append(r.agents, a)
 	}
+	// The failure phases need a cluster of our own to stop and start.
+	var f *orgFail
+	dur, killAt := *flagOrgDur, *flagOrgDur/2
+	settle := 3 * *flagOrgTimeout
+	if cluster != nil && (*flagOrgRestart > 0 || *flagOrgOutage > 0) {
+		f = &orgFail{cluster: cluster, tasks: map[string]time.Time{}, claims: map[string]int{}, done: map[string]int{}}
+		dur = max(dur, killAt+phasesTake(settle))
+		for i := range r.ds {
+			for k := range 2 {
+				if err := r.ds[i].api(ctx, "POST", "/agents", ws, "", map[string]any{"name": fmt.Sprintf("w%d-%d", i, k), "role": "worker"}, nil); err != nil {
+					return err
+				}
+			}
+		}
+	}
 	floor, err := notifyFloor(ctx, dsn, *flagOrgRate, min(*flagOrgDur/4, 10*time.Second))
 	if err != nil {
 		return fmt.Errorf("floor: %w", err)
@@ -143,6 +161,18 @@ func orgScenario(ctx context.Context, b *bench) error {
 	var recv sync.WaitGroup
 	for _, a := range r.agents {
 		recv.Go(func() { r.receive(rctx, ws, a) })
+	}
+	pctx, stopProducer := context.WithCancel(ctx)
+	defer stopProducer()
+	if f != nil {
+		for i, d := range r.ds {
+			s := &orgStream{heard: map[string]int{}, first: map[string]time.Time{}}
+			f.streams = append(f.streams, s)
+			recv.Go(func() { f.watch(rctx, d, ws, s) })
+			for k := range 2 {
+				recv.Go(func() { f.work(rctx, r, ws, fmt.Sprintf("w%d-%d", i, k), i) })
+			}
+		}
 	}
 	// Idle first: every agent blocked in its wait, nothing sent. What the
 	// daemons and PostgreSQL spend then (heartbeats, sweeps, the waits'
@@ -163,8 +193,15 @@ func orgScenario(ctx context.Context, b *bench) error {
 		cpu0[i] = cpuTime(d.pid)
 	}
 	pg0 := pgCPU(pm)
+	if f != nil {
+		f.pm, f.pgFrom = pm, pg0
+	}
 	start := time.Now()
-	sent, sendErrs := r.send(ctx, ws, *flagOrgRate, *flagOrgDur, func() {
+	if f != nil {
+		recv.Go(func() { f.produce(pctx, r, ws) })
+		recv.Go(func() { f.phases(pctx, start, killAt+settle, settle) })
+	}
+	sent, sendErrs := r.send(ctx, ws, *flagOrgRate, dur, killAt, func() {
 		// Halfway: daemon 0 dies, as a machine does.
 		if err := proc.Kill(r.ds[0].pid); err != nil {
 			logf("   kill -9 daemon 0: %v", err)
@@ -177,6 +214,7 @@ func orgScenario(ctx context.Context, b *bench) error {
 		logf("   killed daemon 0 (pid %d) at %s", r.ds[0].pid, time.Since(start).Round(time.Millisecond))
 	})
 	sendEnd := time.Now()
+	stopProducer()
 	// Drain: every acknowledged message must arrive, those held by the dead
 	// daemon after the reclaim.
 	drainBy := time.Now().Add(3**flagOrgTimeout + 60*time.Second)
@@ -189,6 +227,9 @@ func orgScenario(ctx context.Context, b *bench) error {
 			}
 		}
 		r.mu.Unlock()
+		if f != nil {
+			missing += f.missingTasks()
+		}
 		if missing == 0 {
 			break
 		}
@@ -199,7 +240,11 @@ func orgScenario(ctx context.Context, b *bench) error {
 	recv.Wait()
 
 	res := res0
-	res.daemons, res.agents, res.rate, res.dur, res.sent, res.sendErrors, res.drained, res.floor = n, m, *flagOrgRate, *flagOrgDur, sent, sendErrs, drained, floor
+	res.daemons, res.agents, res.rate, res.dur, res.sent, res.sendErrors, res.drained, res.floor = n, m, *flagOrgRate, dur, sent, sendErrs, drained, floor
+	if f != nil {
+		fr := f.result(r)
+		res.fail = &fr
+	}
 	r.mu.Lock()
 	for id := range r.acked {
 		if r.got[id] == 0 {
@@ -231,6 +276,9 @@ func orgScenario(ctx context.Context, b *bench) error {
 	res.daemonCores = cpu.Seconds() / took.Seconds()
 	if pm > 0 {
 		pg := pgCPU(pm) - pg0
+		if f != nil {
+			pg = f.pgSince()
+		}
 		res.pgCPU = float64(pg.Microseconds()) / float64(max(res.received, 1))
 		res.pgCores = pg.Seconds() / took.Seconds()
 	}
@@ -242,39 +290,48 @@ func orgScenario(ctx context.Context, b *bench) error {
 
 // orgDatabase returns a fresh database for the run, on -postgres or on a
 // private cluster, and the cluster's postmaster pid (0 when not ours).
-func (b *bench) orgDatabase(ctx context.Context) (dsn string, postmaster int, err error) {
+func (b *bench) orgDatabase(ctx context.Context) (dsn string, postmaster int, cluster *pgtest.Cluster, err error) {
 	admin := *flagPostgres
 	if admin == "" {
 		c, err := pgtest.NewCluster()
 		if err != nil {
-			return "", 0, err
+			return "", 0, nil, err
 		}
 		b.cleanups = append(b.cleanups, func() { c.Close() })
-		admin = c.DSN("postgres")
-		if pidf, err := os.ReadFile(filepath.Join(c.Dir, "data", "postmaster.pid")); err == nil {
-			postmaster, _ = strconv.Atoi(strings.TrimSpace(strings.SplitN(string(pidf), "\n", 2)[0]))
-		}
+		admin, cluster = c.DSN("postgres"), c
+		postmaster = postmasterPID(c)
 	}
 	conn, err := pgx.Connect(ctx, admin)
 	if err != nil {
-		return "", 0, err
+		return "", 0, nil, err
 	}
 	defer conn.Close(ctx)
 	name := fmt.Sprintf("parley_org_%d", time.Now().UnixNano())
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		return "", 0, err
+		return "", 0, nil, err
 	}
 	u, err := url.Parse(admin)
 	if err != nil {
-		return "", 0, err
+		return "", 0, nil, err
 	}
 	u.Path = "/" + name
-	return u.String(), postmaster, nil
+	return u.String(), postmaster, cluster, nil
+}
+
+// postmasterPID is the pid of c's running postmaster, 0 if unknown.
+func postmasterPID(c *pgtest.Cluster) int {
+	b, err := os.ReadFile(filepath.Join(c.Dir, "data", "postmaster.pid"))
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0]))
+	return pid
 }
 
 // receive is one agent's reader: wait with receipts on its daemon, note the
 // message, confirm it; when its daemon is gone, move to a live one.
 func (r *orgRun) receive(ctx context.Context, ws string, a *orgAgent) {
+	backoff := 10 * time.Millisecond
 	for ctx.Err() == nil {
 		i := int(a.at.Load())
 		if int(r.dead.Load()) == i {
@@ -294,10 +351,14 @@ func (r *orgRun) receive(ctx context.Context, ws string, a *orgAgent) {
 		h, err := d.apiHeader(ctx, "POST", "/inbox/wait", ws, a.name, http.Header{"Parley-Receipts": {"1"}}, map[string]any{"timeout": 30}, &res)
 		if err != nil {
 			if ctx.Err() == nil && int(r.dead.Load()) != i {
-				time.Sleep(10 * time.Millisecond) // a hiccup of a live daemon: try again
+				// A hiccup of a live daemon, or its store away: try again,
+				// less often while it lasts.
+				time.Sleep(backoff)
+				backoff = min(2*backoff, 500*time.Millisecond)
 			}
 			continue
 		}
+		backoff = 10 * time.Millisecond
 		if res.Message == nil {
 			continue
 		}
@@ -352,9 +413,9 @@ func (r *orgRun) survivor(i int) int {
 
 // send sends rate messages a second for dur, each from a random agent to a
 // random agent of another daemon (of the same one for one in ten), through
-// the sender's daemon; kill runs
-// halfway. It returns the sends acknowledged and those that failed.
-func (r *orgRun) send(ctx context.Context, ws string, rate int, dur time.Duration, kill func()) (sent, failed int) {
+// the sender's daemon; kill runs at killAt. It returns the sends
+// acknowledged and those that failed.
+func (r *orgRun) send(ctx context.Context, ws string, rate int, dur, killAt time.Duration, kill func()) (sent, failed int) {
 	const tick = 10 * time.Millisecond
 	jobs := make(chan int, rate*2)
 	var ok, bad atomic.Int64
@@ -391,6 +452,8 @@ func (r *orgRun) send(ctx context.Context, ws string, rate int, dur time.Duratio
 				ok.Add(1)
 				r.mu.Lock()
 				r.acked[res.ID] = true
+				r.ackAt[res.ID] = time.Now()
+				r.ackVia[res.ID] = fi
 				if r.killed.IsZero() {
 					r.acks = append(r.acks, time.Since(r.seqAt[seq]))
 				}
@@ -407,7 +470,7 @@ func (r *orgRun) send(ctx context.Context, ws string, rate int, dur time.Duratio
 		if el >= dur {
 			break
 		}
-		if !killed && el >= dur/2 {
+		if !killed && el >= killAt {
 			killed = true
 			go kill()
 		}
@@ -478,34 +541,46 @@ func notifyFloor(ctx context.Context, dsn string, rate int, dur time.Duration) (
 // daemon and what it gave back.
 func reclaimLog(ds []*daemon) (time.Time, string, bool) {
 	for _, d := range ds {
-		f, err := os.Open(filepath.Join(d.home, "daemon.log"))
-		if err != nil {
-			continue
-		}
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			l := sc.Text()
-			if !strings.Contains(l, "a daemon on the store is dead") {
-				continue
-			}
-			ts, _, _ := strings.Cut(strings.TrimPrefix(l, "time="), " ")
-			at, err := time.Parse(time.RFC3339Nano, ts)
-			if err != nil {
-				continue
-			}
+		for _, l := range reclaimLines(d) {
 			var what []string
 			for _, k := range []string{"deliveries=", "reservations=", "agents="} {
-				if i := strings.Index(l, k); i >= 0 {
-					v, _, _ := strings.Cut(l[i:], " ")
+				if i := strings.Index(l.text, k); i >= 0 {
+					v, _, _ := strings.Cut(l.text[i:], " ")
 					what = append(what, v)
 				}
 			}
-			f.Close()
-			return at, strings.Join(what, " "), true
+			return l.at, strings.Join(what, " "), true
 		}
-		f.Close()
 	}
 	return time.Time{}, "", false
+}
+
+type logLine struct {
+	at   time.Time
+	text string
+}
+
+// reclaimLines are d's log lines that say it took a daemon for dead.
+func reclaimLines(d *daemon) []logLine {
+	f, err := os.Open(filepath.Join(d.home, "daemon.log"))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []logLine
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		l := sc.Text()
+		if !strings.Contains(l, "a daemon on the store is dead") {
+			continue
+		}
+		ts, _, _ := strings.Cut(strings.TrimPrefix(l, "time="), " ")
+		if at, err := time.Parse(time.RFC3339Nano, ts); err == nil {
+			out = append(out, logLine{at, l})
+		}
+	}
+	return out
 }
 
 // pgCPU is the CPU time of the postmaster pm and its children (the backends
