@@ -11,7 +11,7 @@ import (
 // openDashboard prepares the dashboard over the API handler h. Its loopback
 // listener starts with the first login link (parley dashboard).
 func (d *Daemon) openDashboard(h http.Handler) {
-	d.web = web.New(web.Options{API: h, Logger: d.log.With("subsystem", "dashboard"), BaseContext: d.srv.BaseContext,
+	d.web = web.New(web.Options{API: h, Logger: d.log.With("subsystem", "dashboard"), BaseContext: d.srv.BaseContext, Wrap: d.spare.wrap,
 		Addr: d.conf.DashboardAddr, State: filepath.Join(d.paths.Home, "dashboard.json"), Admin: d.adminToken})
 }
 

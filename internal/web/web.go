@@ -54,6 +54,9 @@ type Options struct {
 	// BaseContext is every request's base context (the daemon ends it when
 	// it shuts down).
 	BaseContext func(net.Listener) context.Context
+	// Wrap, if not nil, wraps the listener before it serves (the daemon's
+	// answer while it is out of file descriptors).
+	Wrap func(net.Listener) net.Listener
 	// Admin is the daemon's admin token: sign-ins made under another one
 	// end (state.go). Only a hash of it is kept.
 	Admin string
@@ -185,8 +188,12 @@ func (s *Server) start() error {
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		BaseContext:       s.opts.BaseContext,
 	}
+	served := ln
+	if s.opts.Wrap != nil {
+		served = s.opts.Wrap(ln)
+	}
 	go func() {
-		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := s.srv.Serve(served); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("dashboard stopped serving", "err", err)
 		}
 	}()
