@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/parley-dev/parley/internal/testenv"
 )
 
 func TestDaemonLifecycle(t *testing.T) {
@@ -413,7 +415,7 @@ func TestCLIWithoutDaemonBinary(t *testing.T) {
 	// A socket path that is too long is refused with a clear message.
 	long := "/tmp/" + strings.Repeat("d", 120)
 	c := exec.Command(bin, "agents")
-	c.Env = []string{"PARLEY_HOME=" + long, "PATH=" + os.Getenv("PATH")}
+	c.Env = []string{"PARLEY_HOME=" + long, "PATH=" + os.Getenv("PATH"), testenv.GoRace()}
 	out, err := c.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "PARLEY_HOME to a shorter directory") {
 		t.Errorf("long PARLEY_HOME: %v %s", err, out)

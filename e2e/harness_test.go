@@ -59,7 +59,7 @@ func envAt(t testing.TB, home string, extra ...string) *env {
 }
 
 func (e *env) environ() []string {
-	env := []string{"PARLEY_HOME=" + e.home, "PATH=" + os.Getenv("PATH"), "HOME=" + e.home}
+	env := []string{"PARLEY_HOME=" + e.home, "PATH=" + os.Getenv("PATH"), "HOME=" + e.home, testenv.GoRace()}
 	if w := os.Getenv("PARLEY_SDK_WORKAROUNDS"); w != "" {
 		// PARLEY_SDK_WORKAROUNDS=-typed runs every daemon without it.
 		env = append(env, "PARLEY_SDK_WORKAROUNDS="+w)

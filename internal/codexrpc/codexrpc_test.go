@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/parley-dev/parley/internal/codexrpc"
+	"github.com/parley-dev/parley/internal/testenv"
 	"github.com/parley-dev/parley/internal/testenv/standin"
 )
 
@@ -28,7 +29,7 @@ func appServer(t *testing.T) (c *codexrpc.Conn, stdin io.Closer) {
 	home := t.TempDir()
 	cmd := exec.Command(codex, append(standin.CodexConfig(model), "app-server")...)
 	cmd.Dir = home
-	cmd.Env = []string{"HOME=" + home, "CODEX_HOME=" + standin.CodexHome(home), "PATH=" + os.Getenv("PATH"), "TMPDIR=" + home}
+	cmd.Env = []string{"HOME=" + home, "CODEX_HOME=" + standin.CodexHome(home), "PATH=" + os.Getenv("PATH"), "TMPDIR=" + home, testenv.GoRace()}
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/parley-dev/parley/internal/door"
+	"github.com/parley-dev/parley/internal/testenv"
 	"github.com/parley-dev/parley/internal/testenv/standin"
 	"github.com/parley-dev/parley/internal/testenv/tmuxcli"
 )
@@ -372,7 +373,7 @@ func TestCodexQueue(t *testing.T) {
 		defer cancel()
 		ex := exec.CommandContext(ectx, standin.CLI(t, "codex"), "exec", "--json", "--skip-git-repo-check", "EXEC-TURN hello")
 		ex.Dir, ex.WaitDelay = cxDir, 5*time.Second
-		ex.Env = []string{"HOME=" + cx.Home, "CODEX_HOME=" + cx.Home, "PATH=" + os.Getenv("PATH"), "TMPDIR=" + srv.Dir()}
+		ex.Env = []string{"HOME=" + cx.Home, "CODEX_HOME=" + cx.Home, "PATH=" + os.Getenv("PATH"), "TMPDIR=" + srv.Dir(), testenv.GoRace()}
 		out, err := ex.CombinedOutput()
 		if err != nil {
 			t.Fatalf("codex exec: %v\n%s", err, out)

@@ -57,7 +57,7 @@ func New(t testing.TB, bin string, o *Options) *Env {
 	}
 	extra := o.Env
 	e := &Env{T: t, Bin: bin, Home: home, Environ: func() []string {
-		return append([]string{"PARLEY_HOME=" + home, "PATH=" + os.Getenv("PATH"), "HOME=" + home}, extra...)
+		return append([]string{"PARLEY_HOME=" + home, "PATH=" + os.Getenv("PATH"), "HOME=" + home, GoRace()}, extra...)
 	}}
 	t.Cleanup(func() {
 		e.Run("daemon", "stop", "--timeout", "10s")

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/parley-dev/parley/internal/testenv"
 )
 
 // ---- Gemini API (generativelanguage v1beta) ----
@@ -286,7 +288,7 @@ func GeminiEnv(t testing.TB, s *Server, home, proxy string) []string {
 	if err := os.WriteFile(filepath.Join(dir, "settings.json"), b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env := []string{"HOME=" + home, "GOOGLE_GEMINI_BASE_URL=" + s.URL, "GEMINI_API_KEY=dummy"}
+	env := []string{"HOME=" + home, "GOOGLE_GEMINI_BASE_URL=" + s.URL, "GEMINI_API_KEY=dummy", testenv.GoRace()}
 	if proxy != "" {
 		env = append(env, "HTTPS_PROXY="+proxy, "HTTP_PROXY="+proxy, "NO_PROXY=127.0.0.1,localhost")
 	}

@@ -20,6 +20,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/parley-dev/parley/internal/testenv"
 )
 
 // Server is a running stand-in.
@@ -499,6 +501,7 @@ func ClaudeEnv(s *Server, dir string) []string {
 		"HOME=" + dir, "CLAUDE_CONFIG_DIR=" + filepath.Join(dir, ".claude-config"),
 		"ANTHROPIC_BASE_URL=" + s.URL, "ANTHROPIC_API_KEY=dummy-key-for-tests",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1",
+		testenv.GoRace(), // for the parley hooks and servers it starts
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/parley-dev/parley/internal/testenv"
 	"github.com/parley-dev/parley/internal/testenv/standin"
 )
 
@@ -74,7 +75,7 @@ func (s *Server) StartQwen(name string, model *standin.Server, o QwenOptions) *Q
 		"privacy":  map[string]any{"usageStatisticsEnabled": false},
 		"ui":       map[string]any{"autoModeAcknowledged": true},
 	})
-	env := append([]string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "TMPDIR=" + s.dir,
+	env := append([]string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "TMPDIR=" + s.dir, testenv.GoRace(),
 		"OPENAI_API_KEY=dummy-key-for-tests", "OPENAI_BASE_URL=" + model.URL + "/v1", "OPENAI_MODEL=standin"}, o.Env...)
 	q := &Qwen{Home: home}
 	q.Pane = s.Start(name, o.Dir, env, bin)
@@ -136,7 +137,7 @@ func (s *Server) StartOpencode(name string, model *standin.Server, o OpencodeOpt
 			"models":  map[string]any{"standin": map[string]any{"name": "standin"}}}},
 		"model": "standin/standin", "autoupdate": false, "share": "disabled",
 	})
-	env := append([]string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "TMPDIR=" + s.dir,
+	env := append([]string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "TMPDIR=" + s.dir, testenv.GoRace(),
 		"OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_DEFAULT_PLUGINS=1",
 		"OPENCODE_DISABLE_LSP_DOWNLOAD=1", "OPENCODE_DISABLE_SHARE=1"}, o.Env...)
 	c := &Opencode{Home: home}

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parley-dev/parley/internal/testenv"
 	"github.com/parley-dev/parley/internal/testenv/standin"
 )
 
@@ -389,7 +390,7 @@ screen_reader_detection_done = true
 			s.t.Fatal(err)
 		}
 	}
-	env := append([]string{"HOME=" + home, "CODEX_HOME=" + home, "PATH=" + os.Getenv("PATH"), "TMPDIR=" + s.dir}, o.Env...)
+	env := append([]string{"HOME=" + home, "CODEX_HOME=" + home, "PATH=" + os.Getenv("PATH"), "TMPDIR=" + s.dir, testenv.GoRace()}, o.Env...)
 	c := &Codex{Home: home}
 	c.Pane = s.Start(name, o.Dir, env, bin)
 	s.t.Cleanup(func() {
