@@ -73,44 +73,75 @@ func sendWakeScenario(ctx context.Context, b *bench) error {
 	}
 	defer floors.Close()
 	// The transport's own floor: the bare go-sdk server, each send
-	// journalled with an fsync before the wait gets it (bare.go).
+	// journalled with an fsync before the wait gets it (bare.go); its
+	// samples take turns with the socket row's and the Redis floors'.
 	bare, err := b.startBareServer(true)
 	if err != nil {
 		return err
+	}
+	pair := func(open func(ctx context.Context, ws, agent string) (*mcp.ClientSession, error), ws string) (a, w *mcp.ClientSession, err error) {
+		if a, err = open(ctx, ws, "a"); err != nil {
+			return nil, nil, err
+		}
+		if w, err = open(ctx, ws, "b"); err != nil {
+			a.Close()
+			return nil, nil, err
+		}
+		if _, err := sendWake(ctx, a, w, 50); err != nil { // warm up
+			a.Close()
+			w.Close()
+			return nil, nil, err
+		}
+		return a, w, nil
 	}
 	for _, tr := range []struct {
 		name, durableTarget string
 		durableShare        float64
 		open                func(ctx context.Context, ws, agent string) (*mcp.ClientSession, error)
+		bare                bool // the bare server's samples take turns with these
 	}{
-		{"send->wake, stdio (2x parley mcp serve)", stdioDurableTarget, 2, d.stdioSession},
-		{"send->wake, Streamable HTTP on the socket", socketDurableTarget, 1.5, d.httpSession},
-		{bareWakeRow, "", 0, bare.httpSession},
+		{"send->wake, stdio (2x parley mcp serve)", stdioDurableTarget, 2, d.stdioSession, false},
+		{"send->wake, Streamable HTTP on the socket", socketDurableTarget, 1.5, d.httpSession, true},
 	} {
 		ws := "wake" + strconv.Itoa(len(b.lat))
-		a, err := tr.open(ctx, ws, "a")
+		a, w, err := pair(tr.open, ws)
 		if err != nil {
 			return err
 		}
-		w, err := tr.open(ctx, ws, "b")
-		if err != nil {
-			return err
+		var ba, bw *mcp.ClientSession
+		var bareLat []time.Duration
+		if tr.bare {
+			if ba, bw, err = pair(bare.httpSession, ws); err != nil {
+				a.Close()
+				w.Close()
+				return err
+			}
 		}
-		if _, err := sendWake(ctx, a, w, 50); err != nil { // warm up
-			return err
+		row, err := floors.interleave(*flagN, func(n int) ([]time.Duration, error) {
+			lat, err := sendWake(ctx, a, w, n)
+			if err != nil || ba == nil {
+				return lat, err
+			}
+			bl, err := sendWake(ctx, ba, bw, n)
+			bareLat = append(bareLat, bl...)
+			return lat, err
+		})
+		for _, s := range []*mcp.ClientSession{a, w, ba, bw} {
+			if s != nil {
+				s.Close()
+			}
 		}
-		row, err := floors.interleave(*flagN, func(n int) ([]time.Duration, error) { return sendWake(ctx, a, w, n) })
-		a.Close()
-		w.Close()
 		if err != nil {
 			return fmt.Errorf("%s: %w", tr.name, err)
 		}
 		row.name = tr.name
 		p, f := percentiles(row.parley), percentiles(row.floor)
-		if tr.name == bareWakeRow {
-			b.lat = append(b.lat, row) // a floor: no target of its own
-			logf("   %s: p50 %s ms", tr.name, ms(p[0]))
-			continue
+		if len(bareLat) > 0 {
+			bp := percentiles(bareLat)
+			b.targets = append(b.targets, target{name: tr.name + ", p50 against the bare go-sdk server + one fsync a send",
+				parley: ms(p[0]) + " ms", floor: ms(bp[0]) + " ms",
+				floorIs: fmt.Sprintf("the transport and the fsync without Parley, in the same blocks (%.2fx)", float64(p[0])/float64(max(bp[0], 1))),
+				goal:    "-", met: "-"})
 		}
 		met := p[0] <= 500*time.Microsecond
 		fl := "-"
@@ -130,6 +161,12 @@ func sendWakeScenario(ctx context.Context, b *bench) error {
 				goal: tr.durableTarget, met: yes(ratio <= tr.durableShare)})
 		}
 		logf("   %s: p50 %s ms", tr.name, ms(p[0]))
+		if len(bareLat) > 0 {
+			// A floor, with no target of its own, beside the same Redis
+			// samples.
+			b.lat = append(b.lat, latRow{name: bareWakeRow, parley: bareLat, floor: row.floor, durable: row.durable})
+			logf("   %s: p50 %s ms", bareWakeRow, ms(percentiles(bareLat)[0]))
+		}
 	}
 	return nil
 }
