@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -240,6 +241,18 @@ func (w *writer) withdraw(r *writeReq) bool {
 // timer again (a failure is tried again after the next write, not in a
 // loop).
 func (w *writer) lead(fromIdle bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			// A write that panicked left its transaction open and the lead
+			// held: every later write would wait forever. Its caller's
+			// goroutine may recover panics (net/http's does), so end the
+			// process from one that does not, as a panic on the writer's
+			// own goroutine did.
+			msg := fmt.Sprintf("sqlite writer: a write panicked: %v\n\n%s", p, debug.Stack())
+			go func() { panic(msg) }()
+			select {}
+		}
+	}()
 	w.mu.Lock()
 	n := min(len(w.queue), maxBatch)
 	batch := slices.Clone(w.queue[:n])
