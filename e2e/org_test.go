@@ -90,6 +90,24 @@ func TestPostgresAutoWakeAcrossDaemons(t *testing.T) {
 // taskPair starts two daemons in workspace team on the store at dsn, each
 // taken for dead by the other after 2 s without a beat (daemon_timeout),
 // registers worker through the first (a) and sends task to queue:builds
+
+// noticeSession opens agent's MCP session through e at the warning log
+// level: what the daemon pushes to it (its fencing notices) comes on the
+// channel.
+func noticeSession(t *testing.T, ctx context.Context, e *env, agent string) (*mcp.ClientSession, <-chan string) {
+	t.Helper()
+	pushed := make(chan string, 16)
+	sess := e.Session(&mcp.ClientOptions{LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
+		if s, ok := r.Params.Data.(string); ok {
+			pushed <- s
+		}
+	}}, "--agent", agent)
+	if err := sess.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "warning"}); err != nil {
+		t.Fatal(err)
+	}
+	return sess, pushed
+}
+
 // through the second (b).
 func taskPair(t *testing.T, dsn, task string) (a, b *env) {
 	t.Helper()
@@ -279,15 +297,7 @@ func TestPostgresOutageRunsNoTaskTwice(t *testing.T) {
 
 	// worker's MCP session through A is told too, pushed and in its next
 	// tool result.
-	pushed := make(chan string, 16)
-	sess := a.Session(&mcp.ClientOptions{LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
-		if s, ok := r.Params.Data.(string); ok {
-			pushed <- s
-		}
-	}}, "--agent", "worker")
-	if err := sess.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "warning"}); err != nil {
-		t.Fatal(err)
-	}
+	sess, pushed := noticeSession(t, ctx, a, "worker")
 
 	stopped := time.Now()
 	if err := cluster.Stop(); err != nil {

@@ -3,14 +3,11 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/store/postgres/pgtest"
@@ -32,15 +29,7 @@ func TestPostgresPausedDaemonRefusesReclaimedWork(t *testing.T) {
 	if first.Task == nil {
 		t.Fatalf("worker's claim through A: %+v, want the task", first)
 	}
-	pushed := make(chan string, 16)
-	sess := a.Session(&mcp.ClientOptions{LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
-		if s, ok := r.Params.Data.(string); ok {
-			pushed <- s
-		}
-	}}, "--agent", "worker")
-	if err := sess.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "warning"}); err != nil {
-		t.Fatal(err)
-	}
+	sess, pushed := noticeSession(t, ctx, a, "worker")
 
 	pid := a.daemonPID()
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
