@@ -44,7 +44,7 @@ func Kill(pid int) error { return syscall.Kill(pid, syscall.SIGKILL) }
 // Alive reports whether a process pid exists.
 func Alive(pid int) bool {
 	err := syscall.Kill(pid, 0)
-	return err == nil || err == syscall.EPERM
+	return (err == nil || err == syscall.EPERM) && !exited(pid)
 }
 
 func onTerminate(context.Context, context.CancelFunc) func() { return func() {} }
