@@ -81,6 +81,16 @@ type SessionDoor struct {
 // Open reports whether the door is open.
 func (d *SessionDoor) Open() bool { return d.ClosedAt.IsZero() }
 
+// Dormant reports whether the door is a Codex door kept while its thread is
+// not loaded on its app-server (a `codex exec` thread, or one that closed
+// while no daemon watched): no letter is queued there unless codex_resume
+// lets the daemon resume the thread; the thread's door opens again when a
+// session of it registers it. It counts as closed everywhere else, and goes
+// (closes for another reason) as open doors do.
+func (d *SessionDoor) Dormant() bool {
+	return !d.Open() && d.Kind == DoorCodex && d.CloseReason == DoorClosedNotLoaded
+}
+
 // Limits of a door's fields.
 const (
 	maxDoorSession = 128
@@ -95,6 +105,9 @@ const (
 	DoorClosedRefused      = "client refused"
 	DoorClosedReplaced     = "replaced by a newer door of the session"
 	DoorClosedByPerson     = "closed by a person"
+	// DoorClosedNotLoaded: a Codex door whose thread is not loaded on its
+	// app-server; the door is dormant (SessionDoor.Dormant).
+	DoorClosedNotLoaded = "thread not loaded"
 )
 
 // OpenDoor registers d (Workspace, Agent, Kind, Session, Address, Token,
@@ -189,7 +202,8 @@ func checkDoorText(what, s string, max int) error {
 }
 
 // CloseDoor closes the door with the id in ws, saying why; closing a
-// closed door is not an error. NotFound if there is none.
+// closed door is not an error. A dormant door closed for another reason
+// ends (it is no longer dormant). NotFound if there is none.
 func (h *Hub) CloseDoor(ctx context.Context, ws, id, reason string) (*SessionDoor, error) {
 	const op = "close door"
 	d, err := h.store.CloseDoor(ctx, ws, id, reason, h.now().UTC())

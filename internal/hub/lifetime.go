@@ -157,9 +157,11 @@ func (h *Hub) Forget(ctx context.Context, ws, name, reason string) ([]*Delivery,
 		}
 		return nil, withOp(op, err)
 	}
-	if ds, err := h.store.Doors(ctx, ws, name, false); err == nil {
+	if ds, err := h.store.Doors(ctx, ws, name, true); err == nil {
 		for _, d := range ds {
-			h.CloseDoor(ctx, ws, d.ID, DoorClosedForgotten)
+			if d.Open() || d.Dormant() {
+				h.CloseDoor(ctx, ws, d.ID, DoorClosedForgotten)
+			}
 		}
 	}
 	now := h.now().UTC()

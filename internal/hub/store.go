@@ -189,8 +189,9 @@ type Store interface {
 	// id and opening time. It returns the door as stored.
 	PutDoor(ctx context.Context, d *SessionDoor) (*SessionDoor, error)
 	// CloseDoor closes the open door with the id in ws at at, with the
-	// reason, and returns it; a door closed already is returned as it is.
-	// NotFound if there is none.
+	// reason, and returns it; a door closed already is returned as it is,
+	// but a dormant one (SessionDoor.Dormant) closed for another reason
+	// takes it. NotFound if there is none.
 	CloseDoor(ctx context.Context, ws, id, reason string, at time.Time) (*SessionDoor, error)
 	// Doors returns ws's doors (of agent if not empty), newest opened
 	// first: the open ones, and with withClosed the closed ones too.

@@ -51,11 +51,13 @@ func (db *DB) PutDoor(ctx context.Context, d *hub.SessionDoor) (*hub.SessionDoor
 	return out, nil
 }
 
-// CloseDoor closes an open door.
+// CloseDoor closes an open door, or ends a dormant one (a Codex door
+// closed as not loaded) closed for another reason.
 func (db *DB) CloseDoor(ctx context.Context, ws, id, reason string, at time.Time) (*hub.SessionDoor, error) {
 	const op = "close door"
 	out, err := scanDoor(db.pool.QueryRow(ctx, `UPDATE doors SET closed_at = $1, close_reason = $2
-		WHERE workspace = $3 AND id = $4 AND closed_at IS NULL RETURNING `+doorCols, at, reason, ws, id))
+		WHERE workspace = $3 AND id = $4 AND (closed_at IS NULL OR kind = $5 AND close_reason = $6 AND $2 <> $6) RETURNING `+doorCols,
+		at, reason, ws, id, string(hub.DoorCodex), hub.DoorClosedNotLoaded))
 	if errors.Is(err, pgx.ErrNoRows) {
 		out, err = scanDoor(db.pool.QueryRow(ctx, `SELECT `+doorCols+` FROM doors WHERE workspace = $1 AND id = $2`, ws, id))
 		if errors.Is(err, pgx.ErrNoRows) {

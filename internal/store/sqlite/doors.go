@@ -52,14 +52,16 @@ func (db *DB) PutDoor(ctx context.Context, d *hub.SessionDoor) (*hub.SessionDoor
 	return out, nil
 }
 
-// CloseDoor closes an open door.
+// CloseDoor closes an open door, or ends a dormant one (a Codex door
+// closed as not loaded) closed for another reason.
 func (db *DB) CloseDoor(ctx context.Context, ws, id, reason string, at time.Time) (*hub.SessionDoor, error) {
 	const op = "close door"
 	var out *hub.SessionDoor
 	err := db.write(ctx, op, func(ctx context.Context, c *sql.Conn) error {
 		var err error
-		out, err = scanDoor(c.QueryRowContext(ctx, `UPDATE doors SET closed_at = ?, close_reason = ?
-			WHERE workspace = ? AND id = ? AND closed_at = 0 RETURNING `+doorCols, nanos(at), reason, ws, id))
+		out, err = scanDoor(c.QueryRowContext(ctx, `UPDATE doors SET closed_at = ?1, close_reason = ?2
+			WHERE workspace = ?3 AND id = ?4 AND (closed_at = 0 OR kind = ?5 AND close_reason = ?6 AND ?2 != ?6) RETURNING `+doorCols,
+			nanos(at), reason, ws, id, string(hub.DoorCodex), hub.DoorClosedNotLoaded))
 		if err == sql.ErrNoRows {
 			out, err = scanDoor(c.QueryRowContext(ctx, `SELECT `+doorCols+` FROM doors WHERE workspace = ? AND id = ?`, ws, id))
 			if err == sql.ErrNoRows {

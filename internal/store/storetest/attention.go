@@ -98,6 +98,20 @@ func testDoors(t *testing.T, s hub.Store) {
 	if d.ID != "D1" || !d.Open() || d.CloseReason != "" || d.Owner != "mcp-D10" {
 		t.Errorf("reopen: got %+v, want D1 open, owner mcp-D10", d)
 	}
+	// A Codex door closed as not loaded is dormant: closed again as not
+	// loaded it stays as it was; closed for another reason it ends.
+	if d, err := s.CloseDoor(c, "ws", "D2", hub.DoorClosedNotLoaded, at(11)); err != nil || !d.Dormant() {
+		t.Fatalf("dormant: got %+v, %v", d, err)
+	}
+	if d, err := s.CloseDoor(c, "ws", "D2", hub.DoorClosedNotLoaded, at(12)); err != nil || !d.Dormant() || !d.ClosedAt.Equal(at(11)) {
+		t.Errorf("dormant again: got %+v, %v; want it as closed first", d, err)
+	}
+	if d, err := s.CloseDoor(c, "ws", "D2", hub.DoorClosedForgotten, at(13)); err != nil || d.Dormant() || d.CloseReason != hub.DoorClosedForgotten || !d.ClosedAt.Equal(at(13)) {
+		t.Errorf("a dormant door forgotten: got %+v, %v; want it closed, agent forgotten", d, err)
+	}
+	if d, err := s.CloseDoor(c, "ws", "D2", hub.DoorClosedGone, at(14)); err != nil || d.CloseReason != hub.DoorClosedForgotten {
+		t.Errorf("an ended door closed again: got %+v, %v; want it as it was", d, err)
+	}
 }
 
 // testMarkLetter: what a client says of a letter changes the copies that
