@@ -104,6 +104,7 @@ type Doorman struct {
 	mu      sync.Mutex
 	agents  map[key]*agentState
 	doors   map[key]map[string]bool   // the ids of each agent's open doors, of this host and user
+	dormant map[key]map[string]bool   // the ids of each agent's dormant Codex doors (hub.SessionDoor.Dormant), of this host and user
 	replies map[string]*door.Listener // by socket directory
 	qwen    qwenReplies               // Qwen Code's receipts (doors.go)
 	working int                       // agents looked at now
@@ -167,7 +168,7 @@ func New(h *hub.Hub, opts *Options) *Doorman {
 		o.Unconfirmed = 3 * time.Second
 	}
 	return &Doorman{hub: h, o: o, log: o.Logger, events: make(chan hub.Event, 4096),
-		agents: map[key]*agentState{}, doors: map[key]map[string]bool{}, replies: map[string]*door.Listener{}}
+		agents: map[key]*agentState{}, doors: map[key]map[string]bool{}, dormant: map[key]map[string]bool{}, replies: map[string]*door.Listener{}}
 }
 
 // Run watches the hub until ctx ends, then waits for the letters in
@@ -230,9 +231,14 @@ func (d *Doorman) Run(ctx context.Context) error {
 // rescanAll looks at every agent with a door.
 func (d *Doorman) rescanAll() {
 	d.mu.Lock()
-	ks := make([]key, 0, len(d.doors))
+	ks := make([]key, 0, len(d.doors)+len(d.dormant))
 	for k := range d.doors {
 		ks = append(ks, k)
+	}
+	for k := range d.dormant {
+		if d.doors[k] == nil {
+			ks = append(ks, k)
+		}
 	}
 	d.mu.Unlock()
 	for _, k := range ks {
@@ -241,9 +247,9 @@ func (d *Doorman) rescanAll() {
 }
 
 // HasDoor reports whether the agent has an open door the doorman writes,
-// whose session takes its letters now: a tmux nudge would only repeat its
-// letter. While the session holds a letter for a person, the other paths
-// reach the agent.
+// whose session takes its letters now (or a dormant Codex door, with
+// CodexResume): a tmux nudge would only repeat its letter. While the
+// session holds a letter for a person, the other paths reach the agent.
 func (d *Doorman) HasDoor(ws, agent string) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -251,7 +257,7 @@ func (d *Doorman) HasDoor(ws, agent string) bool {
 	if st := d.agents[k]; st != nil && st.letter != nil && st.letter.held {
 		return false
 	}
-	return len(d.doors[k]) > 0
+	return len(d.doors[k]) > 0 || d.o.CodexResume && len(d.dormant[k]) > 0
 }
 
 // Quiet reports whether the doorman has nothing to do now: every event it
@@ -266,18 +272,40 @@ func (d *Doorman) Quiet() bool {
 // Following counts the letters whose client's word the doorman awaits.
 func (d *Doorman) Following() int { return int(d.following.Load()) }
 
-// mine reports whether the doorman may write door dr: of this host and
-// user.
+// mine reports whether the doorman may write door dr: open or dormant, of
+// this host and user.
 func (d *Doorman) mine(dr *hub.SessionDoor) bool {
-	return dr.Open() && (d.o.Host == "" || dr.Host == d.o.Host) && dr.UID == d.o.UID
+	return (dr.Open() || dr.Dormant()) && (d.o.Host == "" || dr.Host == d.o.Host) && dr.UID == d.o.UID
 }
 
 // openDoor records that door id of k is open; d.mu is held.
 func (d *Doorman) openDoor(k key, id string) {
-	if d.doors[k] == nil {
-		d.doors[k] = map[string]bool{}
+	addDoor(d.doors, k, id)
+	dropDoor(d.dormant, k, id)
+}
+
+// closeDoor records that door id of k closed, and whether it is dormant
+// now; d.mu is held.
+func (d *Doorman) closeDoor(k key, id string, dormant bool) {
+	dropDoor(d.doors, k, id)
+	if dormant {
+		addDoor(d.dormant, k, id)
+	} else {
+		dropDoor(d.dormant, k, id)
 	}
-	d.doors[k][id] = true
+}
+
+func addDoor(m map[key]map[string]bool, k key, id string) {
+	if m[k] == nil {
+		m[k] = map[string]bool{}
+	}
+	m[k][id] = true
+}
+
+func dropDoor(m map[key]map[string]bool, k key, id string) {
+	if delete(m[k], id); len(m[k]) == 0 {
+		delete(m, k)
+	}
 }
 
 // loadDoors learns the open doors of every workspace.
@@ -288,7 +316,7 @@ func (d *Doorman) loadDoors(ctx context.Context) {
 		return
 	}
 	for _, ws := range wss {
-		ds, err := d.hub.Doors(ctx, ws, "", false)
+		ds, err := d.hub.Doors(ctx, ws, "", true)
 		if err != nil {
 			d.log.Warn("doorman: list doors", "workspace", ws, "err", err)
 			continue
@@ -297,7 +325,11 @@ func (d *Doorman) loadDoors(ctx context.Context) {
 		for _, dr := range ds {
 			if d.mine(dr) {
 				d.mu.Lock()
-				d.openDoor(key{ws, dr.Agent}, dr.ID)
+				if dr.Open() {
+					d.openDoor(key{ws, dr.Agent}, dr.ID)
+				} else {
+					d.closeDoor(key{ws, dr.Agent}, dr.ID, true)
+				}
 				d.mu.Unlock()
 				if !seen[dr.Agent] {
 					seen[dr.Agent] = true
@@ -356,8 +388,8 @@ func (d *Doorman) event(e hub.Event) {
 		// opened event may both name one door.
 		if e.Kind == hub.EventDoorOpened {
 			d.openDoor(k, e.SessionDoor.ID)
-		} else if delete(d.doors[k], e.SessionDoor.ID); len(d.doors[k]) == 0 {
-			delete(d.doors, k)
+		} else {
+			d.closeDoor(k, e.SessionDoor.ID, e.SessionDoor.Dormant())
 		}
 		d.mu.Unlock()
 		if e.Kind == hub.EventDoorOpened {
@@ -412,7 +444,7 @@ func (d *Doorman) done(k key, id string) {
 // again after.
 func (d *Doorman) poke(k key) {
 	d.mu.Lock()
-	if len(d.doors[k]) == 0 {
+	if len(d.doors[k]) == 0 && len(d.dormant[k]) == 0 {
 		d.mu.Unlock()
 		return
 	}
@@ -498,15 +530,25 @@ func (d *Doorman) look(k key, st *agentState) {
 	if len(fresh) == 0 {
 		return
 	}
-	doors, err := d.hub.Doors(ctx, k.ws, k.agent, false)
+	doors, err := d.hub.Doors(ctx, k.ws, k.agent, true)
 	if err != nil {
 		log.Warn("doorman: list doors", "err", err)
 		return
 	}
+	// The live doors first, newest first; then the dormant ones.
 	doors = slices.DeleteFunc(doors, func(dr *hub.SessionDoor) bool { return !d.mine(dr) })
-	slices.SortStableFunc(doors, func(a, b *hub.SessionDoor) int { return b.RefreshedAt.Compare(a.RefreshedAt) })
+	slices.SortStableFunc(doors, func(a, b *hub.SessionDoor) int {
+		if a.Open() != b.Open() {
+			if a.Open() {
+				return -1
+			}
+			return 1
+		}
+		return b.RefreshedAt.Compare(a.RefreshedAt)
+	})
+	var unloaded *hub.SessionDoor // the first door whose thread is not loaded
 	for _, dr := range doors {
-		done, retry := d.deliver(ctx, k, st, dr, fresh, mode)
+		done, retry, notLoaded := d.deliver(ctx, k, st, dr, fresh, mode)
 		if done {
 			return
 		}
@@ -514,7 +556,17 @@ func (d *Doorman) look(k key, st *agentState) {
 			d.retryLater(k, st)
 			return
 		}
-		// The door is gone or refused: the next one, if any.
+		if notLoaded && unloaded == nil {
+			unloaded = dr
+		}
+		// The door is gone, refused, or its thread is not loaded: the
+		// next one, if any.
+	}
+	if unloaded != nil {
+		// Nothing to write until the thread is back (its door opens
+		// again), or the agent's next path (a hook at its next session or
+		// turn) brings the mail.
+		d.notLoaded(ctx, k, d.hub.NewID(), unloaded, fresh)
 	}
 }
 
@@ -542,9 +594,11 @@ func (d *Doorman) retryLater(k key, st *agentState) {
 }
 
 // deliver writes the letter through one door. done: written, or nothing to
-// do now (it waits for idle); retry: a failure worth trying again; neither:
-// the door is gone or refused it, try another.
-func (d *Doorman) deliver(ctx context.Context, k key, st *agentState, dr *hub.SessionDoor, fresh []*hub.Delivery, mode hub.DeliverMode) (done, retry bool) {
+// do now (it waits for idle); retry: a failure worth trying again;
+// notLoaded: the door's Codex thread is not loaded (the door is dormant
+// now) and nothing was written; none: the door is gone or refused it, try
+// another.
+func (d *Doorman) deliver(ctx context.Context, k key, st *agentState, dr *hub.SessionDoor, fresh []*hub.Delivery, mode hub.DeliverMode) (done, retry, notLoaded bool) {
 	log := d.log.With("workspace", k.ws, "agent", k.agent, "door", dr.Kind, "session", dr.Session)
 	id := d.hub.NewID()
 	text := Render(letterOf(k, id, fresh))
@@ -554,7 +608,7 @@ func (d *Doorman) deliver(ctx context.Context, k key, st *agentState, dr *hub.Se
 	switch dr.Kind {
 	case hub.DoorClaude:
 		if mode == hub.DeliverIdle && !d.idleNow(ctx, k, st, dr) {
-			return true, false // written when the session is idle
+			return true, false, false // written when the session is idle
 		}
 		c := &door.Claude{Socket: dr.Address, Token: dr.Token}
 		var rc *door.Receipts
@@ -565,7 +619,7 @@ func (d *Doorman) deliver(ctx context.Context, k key, st *agentState, dr *hub.Se
 	case hub.DoorCodex:
 		c := &door.Codex{Home: dr.Address, Thread: dr.Session, ClientName: "parley", ClientVersion: d.o.Version, Resume: d.o.CodexResume}
 		var steered bool
-		if mode == hub.DeliverSteer || mode == hub.DeliverInterrupt {
+		if dr.Open() && (mode == hub.DeliverSteer || mode == hub.DeliverInterrupt) {
 			steered, err = c.Steer(ctx, text)
 		}
 		if err == nil && !steered {
@@ -593,20 +647,23 @@ func (d *Doorman) deliver(ctx context.Context, k key, st *agentState, dr *hub.Se
 	case hub.DoorOpencode:
 		watch, err = d.writeOpencode(ctx, k, id, text, dr)
 	default:
-		return false, false
+		return false, false, false
 	}
 	switch {
 	case door.IsNotLoaded(err):
-		d.notLoaded(ctx, k, id, dr, fresh)
-		return true, false // nothing to write until the thread is back (its door opens again)
+		if dr.Open() {
+			log.Info("doorman: the Codex thread is not loaded: its door is dormant", "err", err)
+			d.hub.CloseDoor(context.WithoutCancel(ctx), k.ws, dr.ID, hub.DoorClosedNotLoaded)
+		}
+		return false, false, true
 	case door.IsGone(err):
 		log.Info("doorman: door gone", "err", err)
 		d.hub.CloseDoor(context.WithoutCancel(ctx), k.ws, dr.ID, hub.DoorClosedGone)
-		return false, false
+		return false, false, false
 	case door.IsRefused(err):
 		log.Warn("doorman: the client refused the letter", "err", err)
 		d.hub.CloseDoor(context.WithoutCancel(ctx), k.ws, dr.ID, hub.DoorClosedRefused)
-		return false, false
+		return false, false, false
 	case err != nil:
 		d.mu.Lock()
 		st.failed++
@@ -619,10 +676,10 @@ func (d *Doorman) deliver(ctx context.Context, k key, st *agentState, dr *hub.Se
 			d.mu.Lock()
 			st.failed = 0
 			d.mu.Unlock()
-			return false, false
+			return false, false, false
 		}
 		log.Warn("doorman: write a letter", "err", err)
-		return false, true
+		return false, true, false
 	}
 	ids := make([]string, len(fresh))
 	for i, c := range fresh {
@@ -650,7 +707,7 @@ func (d *Doorman) deliver(ctx context.Context, k key, st *agentState, dr *hub.Se
 		// Nothing will be said of it: the next letter waits the bound.
 		time.AfterFunc(d.o.SeenTimeout, func() { d.done(k, id) })
 	}
-	return true, false
+	return true, false, false
 }
 
 // notLoadedNote is why a letter did not go to a Codex thread.

@@ -13,7 +13,11 @@ import (
 
 // codexSessions closes the door of a Codex thread whose session ended: a
 // thread that Codex's app-server unloaded (after /quit, once no window
-// shows it: door.CodexWatch), or whose app-server is gone. It watches each
+// shows it: door.CodexWatch), or whose app-server is gone. A door whose
+// thread the app-server knows and has not loaded when the door opens or
+// the watch starts (a `codex exec` thread) is made dormant instead
+// (hub.DoorClosedNotLoaded): the doorman may resume it (codex_resume), and
+// says why no letter went otherwise. It watches each
 // CODEX_HOME that this daemon's user has open Codex doors in, on this
 // machine, with one connection to its app-server, and stops when the last
 // door there closes. So no letter starts a turn that nobody sees.
@@ -177,6 +181,7 @@ func (s *codexSessions) watch(ctx context.Context, home string) {
 			threads = append(threads, dr.Session)
 		}
 		start := time.Now()
+		w.NotLoaded = func(thread string) { s.end(s.doorsOf(home, thread), hub.DoorClosedNotLoaded) }
 		err := w.Watch(ctx, threads, func(thread string) {
 			s.end(s.doorsOf(home, thread), hub.DoorClosedSessionEnded)
 		})
@@ -204,7 +209,10 @@ func (s *codexSessions) watch(ctx context.Context, home string) {
 	}
 }
 
-// look closes a door whose thread is not loaded on its app-server now.
+// look makes dormant a door whose thread is not loaded on its app-server
+// now (a `codex exec` thread: its hooks register the door while the run
+// goes on): the doorman queues no letter there unless codex_resume lets it
+// resume the thread, and prefers the agent's live doors.
 func (s *codexSessions) look(dr *hub.SessionDoor) {
 	ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
 	defer cancel()
@@ -212,7 +220,9 @@ func (s *codexSessions) look(dr *hub.SessionDoor) {
 	switch {
 	case door.IsGone(err):
 		s.end([]*hub.SessionDoor{dr}, hub.DoorClosedGone)
-	case door.IsRefused(err) || err == nil && st == "notLoaded":
+	case door.IsRefused(err):
 		s.end([]*hub.SessionDoor{dr}, hub.DoorClosedSessionEnded)
+	case err == nil && st == "notLoaded":
+		s.end([]*hub.SessionDoor{dr}, hub.DoorClosedNotLoaded)
 	}
 }

@@ -35,11 +35,17 @@ type CodexWatch struct {
 	Home string // CODEX_HOME
 	// ClientName and ClientVersion name Parley to the app-server.
 	ClientName, ClientVersion string
+	// NotLoaded, if set, is called instead of closed with each thread of
+	// open that the app-server knows and has not loaded when the watch
+	// starts (a `codex exec` thread, or one that closed while nobody
+	// watched): its queue would keep a letter until a client resumes it.
+	NotLoaded func(thread string)
 }
 
 // Watch connects to the app-server and calls closed with each thread that
 // closes: each of open (the threads whose doors are open) that is not
-// loaded when the watch starts (it closed while nobody watched), then each
+// loaded when the watch starts (it closed while nobody watched; NotLoaded
+// instead, if set), then each
 // thread that the app-server announces closed, until ctx ends or the
 // connection is lost (the app-server stopped). It returns ErrGone when
 // there is no app-server at Home (its control socket is gone: every
@@ -148,6 +154,8 @@ func (w *CodexWatch) Watch(ctx context.Context, open []string, closed func(threa
 			notify(t) // no such thread here: nothing to write to
 		case err != nil:
 			return codexErr(op, err)
+		case res.Thread.Status.Type == "notLoaded" && w.NotLoaded != nil:
+			w.NotLoaded(t)
 		case res.Thread.Status.Type == "notLoaded":
 			notify(t)
 		}
