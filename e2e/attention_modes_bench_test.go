@@ -275,8 +275,8 @@ func reportHeld(b *testing.B, held, heldFloor, approved, approvedFloor []time.Du
 // it (codex_resume on), Queue -> thread/resume -> the model request
 // carrying the letter, which the app-server runs headless; beside the
 // floor, a thread/queue/add to the loaded interactive thread -> its
-// request, alternating. (At the door: through Parley the path is not
-// reached today, docs/performance.md says why.)
+// request, alternating. (At the door; TestCodexNotLoaded drives the path
+// through Parley.)
 func benchCodexNotLoaded(b *testing.B) {
 	n := benchEnvInt("PARLEY_ATTENTION_N", 20)
 	rg, home := newCodexRig(b)

@@ -82,8 +82,19 @@ func TestAgentLifetime(t *testing.T) {
 		t.Errorf("forget with a live session: %v, want a conflict", err)
 	}
 	h.SessionClosed("w", "claude-app-bbbbbb")
+	// Its `codex exec` thread's door is dormant: it goes with the agent.
+	dr, err := h.OpenDoor(ctx, hub.SessionDoor{Workspace: "w", Agent: "claude-app-bbbbbb", Kind: hub.DoorCodex, Session: "th-exec", Address: "/h/.codex"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dr, err = h.CloseDoor(ctx, "w", dr.ID, hub.DoorClosedNotLoaded); err != nil || !dr.Dormant() {
+		t.Fatalf("dormant door: %+v %v", dr, err)
+	}
 	if _, err := h.Forget(ctx, "w", "claude-app-bbbbbb", hub.ForgetByPerson); err != nil {
 		t.Fatal(err)
+	}
+	if dr, err = h.SessionDoor(ctx, "w", dr.ID); err != nil || dr.Dormant() || dr.CloseReason != hub.DoorClosedForgotten {
+		t.Errorf("the dormant door after forget: %+v %v, want it closed, agent forgotten", dr, err)
 	}
 	as, _ := h.Agents(ctx, "w")
 	var names []string
