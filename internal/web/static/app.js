@@ -863,20 +863,23 @@ function drawThread(focusReply = false) {
 
 // deliveries shows where each recipient's copy stands, as its client said:
 // a held one since when (and until when, if the client said) and how to
-// release it; a bounced or declined one can be sent again.
+// release it; a queued one that no letter reached because its Codex thread
+// is not loaded says so; a bounced or declined one can be sent again.
 function deliveries(m) {
   const ds = m.deliveries;
   if (!Array.isArray(ds) || !ds.length) return null;
   const when = (t) => new Date(t).toLocaleTimeString();
   return h("div.deliv", null, ds.map((d) => {
     const held = d.state === "held" ? ` since ${when(d.since)}` + (d.until ? `, until ${when(d.until)}` : "") : "";
+    // A queued copy whose Codex thread is not loaded: no letter went.
+    const state = d.state === "queued" && d.door === "notloaded" ? "queued: thread not loaded" : d.state;
     const chip = h("span", {
       class: "chip d-" + d.state, dataset: { recipient: d.recipient, state: d.state },
-      title: `${d.recipient}: ${d.state}${held}` + (d.count > 1 ? `, handed out ${d.count} times` : "") +
+      title: `${d.recipient}: ${state}${held}` + (d.count > 1 ? `, handed out ${d.count} times` : "") +
         (d.wake_path ? `, reached by ${d.wake_path}` : "") + (d.seen_at ? `, seen ${new Date(d.seen_at).toLocaleString()}` : "") +
         (d.read_at ? `, read ${new Date(d.read_at).toLocaleString()}` : "") + (d.bounce_reason ? `: ${d.bounce_reason}` : "") +
         (d.note ? `: ${d.note}` : ""),
-      text: `${d.recipient} · ${d.state}${held}` + (d.count > 1 ? ` ×${d.count}` : ""),
+      text: `${d.recipient} · ${state}${held}` + (d.count > 1 ? ` ×${d.count}` : ""),
     });
     if (d.state !== "bounced" && d.state !== "declined") return chip;
     const btn = h("button.btn.redeliver", { text: "Redeliver", title: `Send it to ${d.recipient} again`, dataset: { recipient: d.recipient } });
