@@ -316,10 +316,15 @@ func (d *Doorman) loadDoors(ctx context.Context) {
 		return
 	}
 	for _, ws := range wss {
-		ds, err := d.hub.Doors(ctx, ws, "", true)
+		ds, err := d.hub.Doors(ctx, ws, "", false)
 		if err != nil {
 			d.log.Warn("doorman: list doors", "workspace", ws, "err", err)
 			continue
+		}
+		// And the dormant ones, among the newest closed (a listing is
+		// bounded: the open ones are listed apart).
+		if all, err := d.hub.Doors(ctx, ws, "", true); err == nil {
+			ds = append(ds, slices.DeleteFunc(all, func(dr *hub.SessionDoor) bool { return !dr.Dormant() })...)
 		}
 		seen := map[string]bool{}
 		for _, dr := range ds {
@@ -530,24 +535,16 @@ func (d *Doorman) look(k key, st *agentState) {
 	if len(fresh) == 0 {
 		return
 	}
-	doors, err := d.hub.Doors(ctx, k.ws, k.agent, true)
+	doors, err := d.doorsOf(ctx, k)
 	if err != nil {
 		log.Warn("doorman: list doors", "err", err)
 		return
 	}
-	// The live doors first, newest first; then the dormant ones.
-	doors = slices.DeleteFunc(doors, func(dr *hub.SessionDoor) bool { return !d.mine(dr) })
-	slices.SortStableFunc(doors, func(a, b *hub.SessionDoor) int {
-		if a.Open() != b.Open() {
-			if a.Open() {
-				return -1
-			}
-			return 1
-		}
-		return b.RefreshedAt.Compare(a.RefreshedAt)
-	})
 	var unloaded *hub.SessionDoor // the first door whose thread is not loaded
 	for _, dr := range doors {
+		if unloaded != nil && !dr.Open() {
+			break // the newest dormant thread is the agent's; older ones would say the same
+		}
 		done, retry, notLoaded := d.deliver(ctx, k, st, dr, fresh, mode)
 		if done {
 			return
@@ -568,6 +565,30 @@ func (d *Doorman) look(k key, st *agentState) {
 		// turn) brings the mail.
 		d.notLoaded(ctx, k, d.hub.NewID(), unloaded, fresh)
 	}
+}
+
+// doorsOf lists the doors of k the doorman may write: the open ones,
+// newest first, then the dormant ones, newest first.
+func (d *Doorman) doorsOf(ctx context.Context, k key) ([]*hub.SessionDoor, error) {
+	open, err := d.hub.Doors(ctx, k.ws, k.agent, false)
+	if err != nil {
+		return nil, err
+	}
+	var dormant []*hub.SessionDoor
+	d.mu.Lock()
+	some := len(d.dormant[k]) > 0
+	d.mu.Unlock()
+	if some {
+		all, err := d.hub.Doors(ctx, k.ws, k.agent, true)
+		if err != nil {
+			return nil, err
+		}
+		dormant = slices.DeleteFunc(all, func(dr *hub.SessionDoor) bool { return !dr.Dormant() })
+	}
+	byNewest := func(a, b *hub.SessionDoor) int { return b.RefreshedAt.Compare(a.RefreshedAt) }
+	slices.SortStableFunc(open, byNewest)
+	slices.SortStableFunc(dormant, byNewest)
+	return slices.DeleteFunc(append(open, dormant...), func(dr *hub.SessionDoor) bool { return !d.mine(dr) }), nil
 }
 
 // maxFailures closes a door that failed this many letters in a row.
