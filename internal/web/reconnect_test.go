@@ -37,6 +37,10 @@ func TestReconnectCatchesUp(t *testing.T) {
 	e.Must("join", "--name", "alice", "--role", "planner")
 	ctx := tabFor(t, 3*time.Minute)
 	e.signIn(t, ctx)
+	// What the page fetches once live is in: a fetch the network loses
+	// half-way is the page's "Failed to fetch", which this test would read
+	// as an error of its own.
+	waitJS(t, ctx, `performance.getEntriesByName("parley:state").length > 0 && window.parley.daemonPID > 0`, 10*time.Second)
 	// Off the network, then the stream drops (going offline alone keeps
 	// an open WebSocket up in Chromium).
 	offline(t, ctx, true)
