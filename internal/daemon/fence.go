@@ -17,16 +17,16 @@ func (d *Daemon) fenceNotices(e hub.Event) {
 	}
 	switch {
 	case e.Kind == hub.EventDaemonStore:
-		d.mcp.Notice(e.Workspace, "", e.Text)
+		d.ops.Notice(e.Workspace, "", e.Text)
 	case e.Kind == hub.EventTaskAtRisk:
-		d.mcp.Notice(e.Workspace, e.Agent, e.Text)
+		d.ops.Notice(e.Workspace, e.Agent, e.Text)
 	case e.Kind == hub.EventReservations && e.Change == "ended":
 		paths := map[string][]string{}
 		for _, r := range e.Reservations {
 			paths[r.Agent] = append(paths[r.Agent], r.Pattern)
 		}
 		for agent, ps := range paths {
-			d.mcp.Notice(e.Workspace, agent, "Your reservation of "+strings.Join(ps, ", ")+" ended: "+e.Text)
+			d.ops.Notice(e.Workspace, agent, "Your reservation of "+strings.Join(ps, ", ")+" ended: "+e.Text)
 		}
 	}
 }

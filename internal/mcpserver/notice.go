@@ -8,49 +8,28 @@ import (
 )
 
 // MetaNotices is the _meta key of a tool result that carries the daemon's
-// notices to its session (Notice), a list of strings.
+// notices to its session (ops.Notice), a list of strings.
 const MetaNotices = "parley/notices"
 
-// Notice tells the open sessions of agent in workspace (every session of
-// the workspace when agent is ""), at once, what the daemon must say to
-// them unasked (its store is cut off: a claim may be lost, a reservation
-// ended): pushed as a warning notifications/message to a client that set a
-// log level, and carried by the result of each session's next tool call,
-// which a model reads whatever its client does with notifications. It
-// never blocks.
-func (s *Server) Notice(workspace, agent, text string) {
-	s.mu.Lock()
-	var push []*mcp.ServerSession
-	for ss, sess := range s.sessions {
-		c := sess.Caller()
-		if c.Workspace != workspace || (agent != "" && c.Agent != agent) {
-			continue
+// pushNotices has ss's session push each notice as a warning
+// notifications/message (to a client that set a log level).
+func (s *Server) pushNotices(ss *mcp.ServerSession, sess *session) {
+	sess.OnNotice(func(text string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := ss.Log(ctx, &mcp.LoggingMessageParams{Level: "warning", Logger: "parley", Data: text}); err != nil {
+			s.log.Debug("push a notice", "err", err)
 		}
-		sess.notices = append(sess.notices, text)
-		push = append(push, ss)
-	}
-	s.mu.Unlock()
-	for _, ss := range push {
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			if err := ss.Log(ctx, &mcp.LoggingMessageParams{Level: "warning", Logger: "parley", Data: text}); err != nil {
-				s.log.Debug("push a notice", "err", err)
-			}
-		}()
-	}
+	})
 }
 
-// withNotices adds to res the notices sess has not been given yet.
-func (s *Server) withNotices(sess *session, res mcp.Result) {
+// withNotices adds to a tool result the notices sess was not given yet.
+func withNotices(sess *session, res mcp.Result) {
 	tr, ok := res.(*mcp.CallToolResult)
 	if !ok || tr == nil {
 		return
 	}
-	s.mu.Lock()
-	notes := sess.notices
-	sess.notices = nil
-	s.mu.Unlock()
+	notes := sess.Notices()
 	if len(notes) == 0 {
 		return
 	}

@@ -26,8 +26,8 @@ func TestNoticeReachesItsSessions(t *testing.T) {
 	bob := e.Session(ops.Caller{Workspace: "w", Agent: "bob"}, nil)
 	other := e.Session(ops.Caller{Workspace: "v", Agent: "alice"}, nil)
 
-	e.MCP.Notice("w", "alice", "your claim may be lost")
-	e.MCP.Notice("w", "", "the daemon is cut off")
+	e.Ops.Notice("w", "alice", "your claim may be lost")
+	e.Ops.Notice("w", "", "the daemon is cut off")
 	notices := func(s *mcp.ClientSession) []string {
 		t.Helper()
 		var out []string

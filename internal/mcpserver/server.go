@@ -92,9 +92,6 @@ type session struct {
 	away bool
 	// unwatch stops watching the session's agent token, if any.
 	unwatch func()
-	// notices wait for the session's next tool result (notice.go).
-	// Guarded by Server.mu.
-	notices []string
 }
 
 const (
@@ -402,7 +399,7 @@ func (s *Server) bind(next mcp.MethodHandler) mcp.MethodHandler {
 			thread, _ = p.Meta["threadId"].(string)
 		}
 		sess.ToolCalled(ctx, thread)
-		defer func() { s.withNotices(sess, res) }()
+		defer func() { withNotices(sess, res) }()
 		ctx, cancel := context.WithCancelCause(ctx)
 		defer cancel(nil)
 		defer context.AfterFunc(sess.ended, func() { cancel(context.Cause(sess.ended)) })()
@@ -465,6 +462,7 @@ func (s *Server) open(ss *mcp.ServerSession, sess *session, overHTTP bool) {
 		sess.idle = time.AfterFunc(s.opts.Idle, func() { s.idleSession(sess) })
 	}
 	s.mu.Unlock()
+	s.pushNotices(ss, sess)
 	if t := sess.Caller().Token; t != "" && s.opts.Revocations != nil {
 		sess.unwatch = s.opts.Revocations.Watch(t, func() { s.revoked(sess) })
 	}

@@ -75,6 +75,10 @@ type Session struct {
 	joined  bool
 	counted bool // it counts toward its agent's presence
 	closed  bool
+	// notices wait for the session's next tool result (Notices); push
+	// tells its client at once (OnNotice).
+	notices []string
+	push    func(text string)
 }
 
 var sessionSeq atomic.Uint64
@@ -99,6 +103,55 @@ func (o *Ops) TmuxPane(ws, agent string) (pane api.TmuxPane, nudge string, ok bo
 		}
 	}
 	return api.TmuxPane{}, "", false
+}
+
+// maxNotices bounds what a session keeps for a next call that may never
+// come: the newest stay.
+const maxNotices = 16
+
+// Notice tells the open sessions of agent in workspace (every session of
+// the workspace when agent is ""), at once, what the daemon must say to
+// them unasked (its store is cut off: a claim may be lost, a reservation
+// ended): pushed through each session's transport (OnNotice), and carried
+// by the result of its next tool call (Notices), which a model reads
+// whatever its client does with notifications. It never blocks.
+func (o *Ops) Notice(workspace, agent, text string) {
+	o.sessions.mu.Lock()
+	var told []*Session
+	for s := range o.sessions.all {
+		if c := s.Caller(); c.Workspace == workspace && (agent == "" || c.Agent == agent) {
+			told = append(told, s)
+		}
+	}
+	o.sessions.mu.Unlock()
+	for _, s := range told {
+		s.mu.Lock()
+		s.notices = append(s.notices, text)
+		if n := len(s.notices); n > maxNotices {
+			s.notices = s.notices[n-maxNotices:]
+		}
+		push := s.push
+		s.mu.Unlock()
+		if push != nil {
+			go push(text)
+		}
+	}
+}
+
+// OnNotice sets how the session's transport pushes a notice to its client.
+func (s *Session) OnNotice(push func(text string)) {
+	s.mu.Lock()
+	s.push = push
+	s.mu.Unlock()
+}
+
+// Notices returns, once, the notices the session was not given yet.
+func (s *Session) Notices() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.notices
+	s.notices = nil
+	return n
 }
 
 // OpenSession admits a session: it checks what the session says of itself,
