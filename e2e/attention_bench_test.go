@@ -386,10 +386,7 @@ func newCodexRig(b *testing.B) (*attentionRig, string) {
 	e := newEnv(b)
 	repo := filepath.Join(e.home, "repo")
 	os.MkdirAll(filepath.Join(repo, ".git"), 0o755)
-	codexHome := filepath.Join(e.home, "codex")
-	// With codex on PATH, init has Codex trust the hooks it adds: an
-	// untrusted hook stops the session at Codex's "Hooks need review".
-	e.extra = append(e.extra, "CODEX_HOME="+codexHome, "PATH="+filepath.Dir(standin.CLI(b, "codex"))+string(os.PathListSeparator)+os.Getenv("PATH"))
+	codexHome := e.withCodex(b)
 	if out, errs, code := e.runIn(repo, "init", "codex", "--agent", "agent", "--yes"); code != 0 || !strings.Contains(out, "Codex now trusts Parley's SessionStart hook") {
 		b.Fatalf("init codex: exit %d, want 0 and the SessionStart hook trusted\n%s%s", code, out, errs)
 	}

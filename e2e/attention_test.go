@@ -397,10 +397,7 @@ func TestDoorClaudeBypassAccept(t *testing.T) {
 func TestDoorCodex(t *testing.T) {
 	e := newEnv(t)
 	repo := initRepo(t, e)
-	codexHome := filepath.Join(e.home, "codex")
-	// With codex on PATH, init has Codex trust the hooks it adds: an
-	// untrusted hook stops the session at Codex's "Hooks need review".
-	e.extra = append(e.extra, "CODEX_HOME="+codexHome, "PATH="+filepath.Dir(standin.CLI(t, "codex"))+string(os.PathListSeparator)+os.Getenv("PATH"))
+	codexHome := e.withCodex(t)
 	if out, errs, code := e.runIn(repo, "init", "codex", "--agent", "cx", "--yes"); code != 0 || !strings.Contains(out, "Codex now trusts Parley's SessionStart hook") {
 		t.Fatalf("init codex: exit %d, want 0 and the SessionStart hook trusted\n%s%s", code, out, errs)
 	}

@@ -36,8 +36,7 @@ func TestCodexThreadName(t *testing.T) {
 func codexThreadName(t *testing.T, codex, inherited string) {
 	e := newEnv(t)
 	repo := gitRepo(t)
-	codexHome := filepath.Join(e.home, "codex")
-	e.extra = append(e.extra, "CODEX_HOME="+codexHome, "PATH="+filepath.Dir(codex)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	codexHome := e.withCodex(t)
 	// init names the hook's agent when none is given; the test takes the
 	// name out of both entries, as a client package that can bake in none.
 	if out, errs, code := e.in(t, repo, "init", "codex", "--leases", "--agent", "placeholder", "--yes"); code != 0 {

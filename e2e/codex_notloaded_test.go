@@ -27,9 +27,8 @@ import (
 func TestCodexNotLoaded(t *testing.T) {
 	e := newEnv(t)
 	repo := initRepo(t, e)
-	codexHome := filepath.Join(e.home, "codex")
+	codexHome := e.withCodex(t)
 	codex := standin.CLI(t, "codex")
-	e.extra = append(e.extra, "CODEX_HOME="+codexHome, "PATH="+filepath.Dir(codex)+string(os.PathListSeparator)+os.Getenv("PATH"))
 	if out, errs, code := e.runIn(repo, "init", "codex", "--agent", "cx", "--yes"); code != 0 || !strings.Contains(out, "Codex now trusts Parley's SessionStart hook") {
 		t.Fatalf("init codex: exit %d, want 0 and the SessionStart hook trusted\n%s%s", code, out, errs)
 	}

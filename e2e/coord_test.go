@@ -344,9 +344,7 @@ func TestEditHookWithCodex(t *testing.T) {
 	codex := standin.CLI(t, "codex")
 	e := newEnv(t)
 	repo := gitRepo(t)
-	codexHome := filepath.Join(e.home, "codex")
-	// With codex on PATH, init has Codex trust the hook it adds.
-	e.extra = append(e.extra, "CODEX_HOME="+codexHome, "PATH="+filepath.Dir(codex)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	codexHome := e.withCodex(t)
 	if out, errs, code := e.in(t, repo, "init", "codex", "--leases", "--agent", "bob", "--yes"); code != 0 || !strings.Contains(out, "Codex now trusts Parley's PreToolUse hook") {
 		t.Fatalf("init codex --leases: exit %d, want 0 and the hook trusted\n%s%s", code, out, errs)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/parley-dev/parley/internal/proc"
 	"github.com/parley-dev/parley/internal/store/postgres/pgtest"
 	"github.com/parley-dev/parley/internal/testenv"
+	"github.com/parley-dev/parley/internal/testenv/standin"
 )
 
 var bin string // the parley binary under test
@@ -65,6 +66,16 @@ func (e *env) environ() []string {
 		env = append(env, "PARLEY_SDK_WORKAROUNDS="+w)
 	}
 	return append(env, e.extra...)
+}
+
+// withCodex puts the pinned Codex CLI first on the PATH of e's commands,
+// with CODEX_HOME in e's state directory, and returns that home. With
+// codex on PATH, init has Codex trust the hooks it adds: an untrusted hook
+// stops a session at Codex's "Hooks need review".
+func (e *env) withCodex(tb testing.TB) string {
+	home := filepath.Join(e.home, "codex")
+	e.extra = append(e.extra, "CODEX_HOME="+home, "PATH="+filepath.Dir(standin.CLI(tb, "codex"))+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return home
 }
 
 // httpClient talks HTTP over the daemon's socket.

@@ -36,8 +36,7 @@ import (
 func TestCodexSessionLifetime(t *testing.T) {
 	e := newEnv(t)
 	repo := initRepo(t, e)
-	codexHome := filepath.Join(e.home, "codex")
-	e.extra = append(e.extra, "CODEX_HOME="+codexHome, "PATH="+filepath.Dir(standin.CLI(t, "codex"))+string(os.PathListSeparator)+os.Getenv("PATH"))
+	codexHome := e.withCodex(t)
 	// A person joined here as alice: her identity file is not the thread's.
 	if out, errs, code := e.runIn(repo, "join", "--name", "alice", "--role", "lead"); code != 0 {
 		t.Fatalf("join alice: exit %d %s%s", code, out, errs)

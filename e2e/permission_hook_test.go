@@ -164,8 +164,7 @@ func TestCodexPermissionRequestHook(t *testing.T) {
 	codex := standin.CLI(t, "codex")
 	e := newEnv(t)
 	repo := initRepo(t, e)
-	codexHome := filepath.Join(e.home, "codex")
-	e.extra = append(e.extra, "CODEX_HOME="+codexHome, "PATH="+filepath.Dir(codex)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	e.withCodex(t)
 	if out, errs, code := e.runIn(repo, "init", "codex", "--permissions", "--yes"); code != 0 || !strings.Contains(out, "Codex now trusts") {
 		t.Fatalf("init codex --permissions: exit %d, want the hook trusted\n%s%s", code, out, errs)
 	}
