@@ -542,3 +542,33 @@ func TestPostgresFromConfigFile(t *testing.T) {
 		t.Errorf("agents on the daemon configured by file: want alice, who joined on the other, in\n%s", out)
 	}
 }
+
+// TestPostgresIdempotentSendAfterPurge: on PostgreSQL, a message sent with
+// an idempotency key, read, then purged with everything read (a retention
+// far shorter than the key's 24 h window), is still its key's: a retry
+// from the CLI answers with the first message, replayed, and sends nothing.
+func TestPostgresIdempotentSendAfterPurge(t *testing.T) {
+	e := newEnv(t, "PARLEY_STORE="+pgtest.Database(t), "PARLEY_WORKSPACE=team")
+	e.Must("daemon", "start")
+	type sendResult struct {
+		ID       string `json:"message_id"`
+		Replayed bool   `json:"replayed"`
+	}
+	send := []string{"send", "bob", "deploy 1.4 now", "--agent", "alice", "--idempotency-key", "deploy-1.4", "--json"}
+	var first, again sendResult
+	e.MustJSON(&first, send...)
+	if first.ID == "" || first.Replayed {
+		t.Fatalf("the first send: %+v", first)
+	}
+	if out := e.Must("inbox", "--agent", "bob"); !strings.Contains(out, "deploy 1.4 now") {
+		t.Fatalf("bob's inbox: %q, want the message", out)
+	}
+	e.Must("purge", "--older-than", "1ms")
+	e.MustJSON(&again, send...)
+	if again.ID != first.ID || !again.Replayed {
+		t.Errorf("the retry after the purge: %+v, want the first message %s, replayed", again, first.ID)
+	}
+	if out := e.Must("inbox", "--agent", "bob"); strings.Contains(out, "deploy 1.4 now") {
+		t.Errorf("bob's inbox after the retry: %q, want nothing new", out)
+	}
+}
