@@ -23,9 +23,11 @@ package e2e
 //	PARLEY_ATTENTION_N=20 PARLEY_ATTENTION_RACE=100 (the defaults here)
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,8 +36,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/parley-dev/parley/internal/api"
 	"github.com/parley-dev/parley/internal/door"
@@ -179,8 +179,8 @@ func (rg *attentionRig) falselySeen(ids map[string]string, to string) int {
 
 // heldLatency measures, in a session that holds every letter for its
 // person (bypassPermissions without accept), n samples of send_message ->
-// the copy reads held (Parley learnt it from the session's receipt; the
-// sender's message_status asked every 5 ms), then the approval (the Enter
+// the copy reads held (Parley learnt it from the session's receipt, and
+// says so in its message.held event), then the approval (the Enter
 // on "Deliver") -> the model request carrying the letter; and n of the
 // bare door the same way (a letter with a reply socket of this process:
 // -> the session's held receipt, then approval -> request), alternating.
@@ -191,16 +191,18 @@ func (rg *attentionRig) heldLatency(n int, cc *tmuxcli.Claude) (held, heldFloor,
 		rg.b.Fatal(err)
 	}
 	defer l.Close()
+	heldIDs := rg.heldEvents()
 	for i := 0; i < n; i++ {
 		rg.waitIdle()
 		tok := fmt.Sprintf("PING-P%d", i)
 		start := time.Now()
 		id := rg.sendID(tok + " please look")
-		for rg.copyState(ctx, id) != "held" {
-			if time.Since(start) > 30*time.Second {
+		for got := ""; got != id; {
+			select {
+			case got = <-heldIDs:
+			case <-time.After(30*time.Second - time.Since(start)):
 				rg.b.Fatalf("the copy of %s never read held:\n%s", tok, rg.screen())
 			}
-			time.Sleep(5 * time.Millisecond) // a poll: message_status has no wait
 		}
 		held = append(held, time.Since(start))
 		at := cc.ApproveHeld(30 * time.Second)
@@ -236,22 +238,50 @@ func (rg *attentionRig) heldLatency(n int, cc *tmuxcli.Claude) (held, heldFloor,
 	return held, heldFloor, approved, approvedFloor
 }
 
-// copyState is the state of the agent's copy of message id, as its sender
-// sees it.
-func (rg *attentionRig) copyState(ctx context.Context, id string) string {
-	res, err := rg.sender.CallTool(ctx, &mcp.CallToolParams{Name: "message_status", Arguments: map[string]any{"message_id": id}})
-	if err != nil || res.IsError {
-		rg.b.Fatalf("message_status: %v %v", err, res)
+// heldEvents follows the daemon's message.held events (`parley watch`):
+// the id of each message a session holds for its person, as it comes.
+func (rg *attentionRig) heldEvents() <-chan string {
+	rg.b.Helper()
+	c := rg.e.Cmd("watch", "--all", "--kinds", "message.held", "--json")
+	out, err := c.StdoutPipe()
+	if err != nil {
+		rg.b.Fatal(err)
 	}
-	b, _ := json.Marshal(res.StructuredContent)
-	var st api.MessageStatusResult
-	json.Unmarshal(b, &st)
-	for _, c := range st.Recipients {
-		if c.Recipient == "agent" {
-			return c.State
+	errs, err := c.StderrPipe()
+	if err != nil {
+		rg.b.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		rg.b.Fatal(err)
+	}
+	rg.b.Cleanup(func() { c.Process.Kill(); c.Wait() })
+	ids := make(chan string, 64)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			var ev api.Event
+			if json.Unmarshal(sc.Bytes(), &ev) == nil && ev.ID != "" {
+				ids <- ev.ID
+			}
 		}
+	}()
+	subscribed := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(errs)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "watching") {
+				close(subscribed)
+				break
+			}
+		}
+		io.Copy(io.Discard, errs)
+	}()
+	select {
+	case <-subscribed:
+	case <-time.After(10 * time.Second):
+		rg.b.Fatal("parley watch did not subscribe within 10 s")
 	}
-	return ""
+	return ids
 }
 
 func reportHeld(b *testing.B, held, heldFloor, approved, approvedFloor []time.Duration) {
