@@ -5,9 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -35,11 +33,11 @@ const (
 	indexBatch = 32
 )
 
-// A writeReq is one write waiting for the writer.
+// A writeReq is one write waiting for the writer goroutine.
 type writeReq struct {
 	ctx  context.Context
 	fn   func(ctx context.Context, c *sql.Conn) error
-	done chan error // cap 1: its outcome, or errLead; never blocks a sender
+	done chan error // buffered: the writer never blocks on a caller
 	lazy bool       // may skip the fsync: see DB.writeLazy
 	// index marks the writer's own write that pays the search debt; it is
 	// lazy (a lost one leaves the messages queued, to be indexed again) and
@@ -47,42 +45,18 @@ type writeReq struct {
 	index bool
 }
 
-// errLead, sent on a queued write's done, makes its caller the leader: it
-// commits the queue's next batch itself (writer.lead).
-var errLead = errors.New("lead the next batch")
-
 // mayOwe reports whether r can change how many messages search is owed:
 // lazy writes never store messages (see DB.writeLazy).
 func (r *writeReq) mayOwe() bool { return !r.lazy || r.index }
 
-// writer owns the one writer connection. Writes that arrive while a commit
-// is under way are committed together: with synchronous=FULL the fsync
-// dominates a write, so eight agents sending at once pay for about one fsync
-// instead of eight. Each write still happens whole or not at all, inside a
-// savepoint of its own.
-//
-// A batch is committed on the goroutine of its first write's caller, not
-// on a writer goroutine of its own: a caller that finds nobody committing
-// commits its write at once, and its send goes on (waking the wait it
-// hands its message to) without waiting for another goroutine to be
-// scheduled twice, once to take the write and once to be told it is done.
-// That hop cost a send->wake-up about 50 µs on an idle machine and far more
-// on a loaded one, where each wake-up waits for a core. Writes that come
-// meanwhile queue; the leader hands the queue to the caller of its first
-// write (errLead), which commits them all as the next batch. The run
-// goroutine pays the search debt (when enough is owed, or once writes stop
-// for a while) the same way, holding the lead while it does.
+// writer owns the one writer connection. Every write runs on its goroutine, and
+// writes that arrive while a commit is under way are committed together: with
+// synchronous=FULL the fsync dominates a write, so eight agents sending at once
+// pay for about one fsync instead of eight. Each write still happens whole or not
+// at all, inside a savepoint of its own.
 type writer struct {
-	conn *sql.Conn
-
-	mu      sync.Mutex
-	queue   []*writeReq // writes waiting for a leader, in order
-	leading bool        // a goroutine holds the lead: it commits, or hands the lead on
-	closed  bool        // close began: no more writes
-	unled   *sync.Cond  // on mu: leading went false
-	idle    *time.Timer // runs while search is owed and no write came since the last commit
-
-	kick    chan struct{} // cap 1: run takes the lead to pay the search debt
+	conn    *sql.Conn
+	reqs    chan *writeReq // unbuffered: a send succeeds only while run listens
 	closing chan struct{}
 	stopped chan struct{}
 
@@ -111,11 +85,10 @@ func newWriter(conn *sql.Conn, syncMode string, debt func() (int64, error), inde
 		syncMode: syncMode,
 		debt:     debt,
 		index:    index,
-		kick:     make(chan struct{}, 1),
+		reqs:     make(chan *writeReq),
 		closing:  make(chan struct{}),
 		stopped:  make(chan struct{}),
 	}
-	w.unled = sync.NewCond(&w.mu)
 	for _, p := range []struct {
 		dst **sql.Stmt
 		sql string
@@ -143,8 +116,6 @@ func newWriter(conn *sql.Conn, syncMode string, debt func() (int64, error), inde
 		return nil, fmt.Errorf("count messages owed to search: %w", err)
 	}
 	w.owed.Store(n)
-	w.idle = time.NewTimer(indexIdle)
-	w.idle.Stop()
 	go w.run()
 	return w, nil
 }
@@ -164,7 +135,7 @@ func (w *writer) closeStmts() {
 // transaction), so it must reset whatever it reports. The ctx given
 // to fn is never cancelled: cancelling a statement half-way through would roll
 // back the whole shared transaction, so cancellation is honoured up to the moment
-// fn starts. fn may run on the caller's goroutine or on another's.
+// fn starts.
 func (w *writer) do(ctx context.Context, lazy bool, fn func(ctx context.Context, c *sql.Conn) error) error {
 	return w.send(&writeReq{ctx: ctx, fn: fn, done: make(chan error, 1), lazy: lazy})
 }
@@ -178,167 +149,72 @@ func (w *writer) payDebt(ctx context.Context) error {
 	return w.send(&writeReq{ctx: ctx, fn: w.index, done: make(chan error, 1), lazy: true, index: true})
 }
 
-// send queues r and waits for its outcome, committing it (and what queued
-// with it) itself when it gets the lead.
+// send hands r to the writer goroutine and waits for its outcome.
 func (w *writer) send(r *writeReq) error {
 	if err := r.ctx.Err(); err != nil {
 		return err
 	}
-	w.mu.Lock()
-	if w.closed {
-		w.mu.Unlock()
+	select {
+	case w.reqs <- r:
+	case <-w.closing:
 		return errClosed
+	case <-r.ctx.Done():
+		return r.ctx.Err()
 	}
-	w.idle.Stop() // a write came
-	w.queue = append(w.queue, r)
-	lead := !w.leading
-	w.leading = true
-	w.mu.Unlock()
-	if lead {
-		w.lead(false)
-	}
-	for {
-		var err error
-		select {
-		case err = <-r.done:
-		case <-r.ctx.Done():
-			if w.withdraw(r) {
-				return r.ctx.Err()
-			}
-			// Taken into a batch already, or given the lead: once handed
-			// over, wait for the outcome even though ctx ended, since the
-			// write may be committed and its caller must not be told
-			// otherwise.
-			err = <-r.done
-		}
-		if err != errLead {
-			return err
-		}
-		w.lead(false)
-	}
-}
-
-// withdraw takes r out of the queue if no batch took it yet and it was not
-// given the lead.
-func (w *writer) withdraw(r *writeReq) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if len(r.done) > 0 {
-		return false // its outcome or the lead is there: take it
-	}
-	i := slices.Index(w.queue, r)
-	if i < 0 {
-		return false
-	}
-	w.queue = slices.Delete(w.queue, i, i+1)
-	return true
-}
-
-// lead commits the next batch of the queue, as the holder of the lead,
-// then hands the lead on: to the caller of the next queued write, or to
-// run when enough is owed to search, or to nobody. fromIdle says the
-// batch is run's own indexing on its idle timer, which does not arm that
-// timer again (a failure is tried again after the next write, not in a
-// loop).
-func (w *writer) lead(fromIdle bool) {
-	defer func() {
-		if p := recover(); p != nil {
-			// A write that panicked left its transaction open and the lead
-			// held: every later write would wait forever. Its caller's
-			// goroutine may recover panics (net/http's does), so end the
-			// process from one that does not, as a panic on the writer's
-			// own goroutine did.
-			msg := fmt.Sprintf("sqlite writer: a write panicked: %v\n\n%s", p, debug.Stack())
-			go func() { panic(msg) }()
-			select {}
-		}
-	}()
-	w.mu.Lock()
-	n := min(len(w.queue), maxBatch)
-	batch := slices.Clone(w.queue[:n])
-	w.queue = slices.Delete(w.queue, 0, n)
-	w.mu.Unlock()
-	if len(batch) > 0 {
-		w.commit(batch)
-	}
-	w.handOn(fromIdle, !fromIdle)
-}
-
-// handOn gives the lead away (w.mu not held): to the next queued write's
-// caller, else to run if mayIndex and indexBatch messages are owed, else to
-// nobody, arming the idle timer while search is owed unless fromIdle.
-func (w *writer) handOn(fromIdle, mayIndex bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if len(w.queue) > 0 {
-		w.queue[0].done <- errLead // never blocks: a queued write has no outcome yet
-		return
-	}
-	owed := w.owed.Load()
-	if mayIndex && owed >= indexBatch && !w.closed {
-		w.kick <- struct{}{} // never blocks: only the holder of the lead kicks
-		return
-	}
-	w.leading = false
-	w.unled.Broadcast()
-	if owed > 0 && !fromIdle && !w.closed {
-		w.idle.Reset(indexIdle)
-	}
+	// Once handed over, wait for the outcome even if ctx ends: the write may
+	// already be committed, and the caller must not be told otherwise.
+	return <-r.done
 }
 
 func (w *writer) close() {
-	w.mu.Lock()
-	w.closed = true
-	w.idle.Stop()
-	w.mu.Unlock()
 	close(w.closing)
 	<-w.stopped
 	w.closeStmts()
 }
 
-// run pays the search debt: when a leader hands it the lead (kick), or
-// once no write came for indexIdle, and a last time at close, after the
-// writes queued before it.
 func (w *writer) run() {
 	defer close(w.stopped)
+	batch := make([]*writeReq, 0, maxBatch)
+	// idle runs while something is owed to search and no write has come
+	// since the last commit. A failed indexing does not re-arm it: it is
+	// tried again after the next write, not in a loop.
+	idle := time.NewTimer(indexIdle)
+	idle.Stop()
 	for {
 		select {
-		case <-w.kick:
+		case r := <-w.reqs:
+			idle.Stop()
+			batch = append(batch[:0], r)
+		case <-idle.C:
 			w.indexOwed()
-			w.handOn(false, false)
-		case <-w.idle.C:
-			w.mu.Lock()
-			if w.leading || w.closed {
-				// A leader arms the timer again as it hands the lead on.
-				w.mu.Unlock()
-				continue
-			}
-			w.leading = true
-			w.mu.Unlock()
-			w.indexOwed()
-			w.handOn(true, false)
+			continue
 		case <-w.closing:
-			w.mu.Lock()
-			// A kick sent before close began makes run the leader; none
-			// comes after (handOn kicks only while open).
-			select {
-			case <-w.kick:
-			default:
-				for w.leading {
-					w.unled.Wait()
-				}
-				w.leading = true
-			}
-			w.mu.Unlock()
 			w.indexOwed()
 			return
+		}
+	gather:
+		for len(batch) < maxBatch {
+			select {
+			case r := <-w.reqs:
+				batch = append(batch, r)
+			default:
+				break gather
+			}
+		}
+		w.commit(batch)
+		clear(batch)
+		if w.owed.Load() >= indexBatch {
+			w.indexOwed()
+		}
+		if w.owed.Load() > 0 {
+			idle.Reset(indexIdle)
 		}
 	}
 }
 
-// indexOwed pays the search debt in a transaction of its own, by the holder
-// of the lead. A failure leaves the messages queued; the next search
-// reports it.
+// indexOwed pays the search debt on the writer's goroutine, in a transaction
+// of its own. A failure leaves the messages queued; the next search reports
+// it.
 func (w *writer) indexOwed() {
 	if w.owed.Load() == 0 {
 		return
