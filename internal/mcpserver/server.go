@@ -22,8 +22,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -59,8 +57,7 @@ type Server struct {
 	log      *slog.Logger
 	opts     Options
 	handler  *mcp.StreamableHTTPHandler
-	host     *profile.Host
-	profiles map[string]func() profile.Profile // built on first use (Register)
+	profiles *profile.Registry
 	reqs     requests
 
 	mu       sync.Mutex
@@ -124,12 +121,9 @@ func New(o *ops.Ops, opts *Options) *Server {
 	if op.Idle == 0 {
 		op.Idle = DefaultIdle
 	}
-	s := &Server{ops: o, log: op.Logger, opts: op, profiles: map[string]func() profile.Profile{},
+	s := &Server{ops: o, log: op.Logger, opts: op,
 		servers: map[string]*mcp.Server{}, sessions: map[*mcp.ServerSession]*session{}, byID: map[string]*session{}}
-	s.host = &profile.Host{Ops: o, Caller: s.callerOf}
-	for name, build := range profile.Builtin {
-		s.Register(name, build)
-	}
+	s.profiles = profile.NewRegistry(&profile.Host{Ops: o, Caller: s.callerOf})
 	s.handler = mcp.NewStreamableHTTPHandler(s.serverFor, &mcp.StreamableHTTPOptions{
 		SessionTimeout:      sessionTimeout,
 		MaxRequestBodyBytes: maxRequestBytes,
@@ -139,28 +133,14 @@ func New(o *ops.Ops, opts *Options) *Server {
 	return s
 }
 
-// Register adds a profile (package profile). Call it before the server
+// Register adds a profile (profile.Registry). Call it before the server
 // serves.
-//
-// build runs when a session first asks for the profile: building a profile
-// infers and resolves the JSON schemas of its tools, which an idle daemon
-// need not hold (they were a fifth of its memory).
 func (s *Server) Register(name string, build func(*profile.Host) profile.Profile) {
-	s.profiles[name] = sync.OnceValue(func() profile.Profile { return build(s.host) })
+	s.profiles.Register(name, build)
 }
-
-// profile returns the registered profile name, building it the first time.
-func (s *Server) profile(name string) profile.Profile { return s.profiles[name]() }
 
 // Profiles lists the registered profile names.
-func (s *Server) Profiles() []string {
-	names := make([]string, 0, len(s.profiles))
-	for n := range s.profiles {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func (s *Server) Profiles() []string { return s.profiles.Names() }
 
 // Sessions counts the open MCP sessions.
 func (s *Server) Sessions() int {
@@ -266,43 +246,21 @@ func (s *Server) openSession(r *http.Request, confirm ops.Confirm) (*session, er
 		Local: a != nil && a.Network() == "unix", Confirm: confirm})
 }
 
-// admit opens a session (ops.OpenSession) and settles its profiles: known
-// ones, each once, sorted; native if none; the identity profile for a
-// session that may rename itself. It refuses a set in which two define the
-// same tool (native and manager both have list_agents): one would silently
-// replace the other.
+// admit opens a session (ops.OpenSession) with the profiles it asked for,
+// as the registry settles them (profile.Registry.Settle).
 func (s *Server) admit(ctx context.Context, h ops.Hello) (*session, error) {
-	var profiles []string
-	for _, p := range h.Profiles {
-		if p = strings.TrimSpace(p); p == "" || slices.Contains(profiles, p) {
-			continue
-		}
-		if _, ok := s.profiles[p]; !ok {
-			return nil, ops.Invalid("mcp", "unknown profile %q: want one of %s", p, strings.Join(s.Profiles(), ", "))
-		}
-		profiles = append(profiles, p)
+	known, err := s.profiles.Known(h.Profiles)
+	if err != nil {
+		return nil, err
 	}
 	adm, err := s.ops.OpenSession(ctx, h)
 	if err != nil {
 		return nil, err
 	}
-	if len(profiles) == 0 {
-		profiles = []string{"native"}
-	}
-	if adm.Caller().NameFrom != "" && !slices.Contains(profiles, profile.IdentityName) &&
-		(slices.Contains(profiles, "native") || slices.Contains(profiles, "lean")) {
-		profiles = append(profiles, profile.IdentityName)
-	}
-	sort.Strings(profiles)
-	owner := map[string]string{}
-	for _, p := range profiles {
-		for _, t := range s.profile(p).Tools {
-			if o, ok := owner[t.Tool.Name]; ok {
-				adm.Close(context.WithoutCancel(ctx))
-				return nil, ops.Invalid("mcp", "profiles %s and %s both define the tool %s: use them in separate sessions (separate MCP server entries)", o, p, t.Tool.Name)
-			}
-			owner[t.Tool.Name] = p
-		}
+	profiles, err := s.profiles.Settle(known, adm.Caller().NameFrom != "")
+	if err != nil {
+		adm.Close(context.WithoutCancel(ctx))
+		return nil, err
 	}
 	adm.SetProfiles(profiles)
 	return &session{Session: adm}, nil
@@ -330,24 +288,7 @@ func (s *Server) server(profiles []string) *mcp.Server {
 		Logger:       s.log,
 		Capabilities: &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}, Tools: &mcp.ToolCapabilities{ListChanged: true}},
 	}
-	for _, p := range profiles {
-		if fn := s.profile(p).Options; fn != nil {
-			fn(so)
-		}
-	}
-	srv := mcp.NewServer(&mcp.Implementation{Name: "parley", Title: "Parley", Version: s.opts.Version}, so)
-	for _, p := range profiles {
-		prof := s.profile(p)
-		for _, t := range prof.Tools {
-			t.AddTo(srv)
-		}
-		if prof.Attach != nil {
-			prof.Attach(srv)
-		}
-		if prof.Middleware != nil {
-			srv.AddReceivingMiddleware(prof.Middleware)
-		}
-	}
+	srv := s.profiles.NewServer(&mcp.Implementation{Name: "parley", Title: "Parley", Version: s.opts.Version}, so, profiles)
 	// Added last, so it runs first: every handler finds its caller.
 	srv.AddReceivingMiddleware(s.bind)
 	s.servers[key] = srv

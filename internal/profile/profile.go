@@ -10,7 +10,7 @@
 // it gets what it needs from the transport that serves it (internal/mcpserver)
 // through a Host: the operations, and a function that yields the caller of a
 // tool call. The transport registers profiles by name
-// (mcpserver.Server.Register); a session asks for them by name.
+// (a Registry: mcpserver.Server.Register); a session asks for them by name.
 //
 // To add a profile, write a func(*Host) Profile whose tools are made with
 // typed (an operation of ops, or ops.Define for a seed's rendition of one;
@@ -22,7 +22,7 @@
 // TestToolsGolden and freeze its tools/list in testdata/tools-NAME.json
 // (go test -update): tool names, schemas and descriptions are a contract
 // with users' prompts. Profiles a session combines must not define the same
-// tool name (mcpserver refuses the set).
+// tool name (Registry.Settle refuses the set).
 package profile
 
 import (
