@@ -27,7 +27,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -242,19 +241,7 @@ func (rg *attentionRig) heldLatency(n int, cc *tmuxcli.Claude) (held, heldFloor,
 // the id of each message a session holds for its person, as it comes.
 func (rg *attentionRig) heldEvents() <-chan string {
 	rg.b.Helper()
-	c := rg.e.Cmd("watch", "--all", "--kinds", "message.held", "--json")
-	out, err := c.StdoutPipe()
-	if err != nil {
-		rg.b.Fatal(err)
-	}
-	errs, err := c.StderrPipe()
-	if err != nil {
-		rg.b.Fatal(err)
-	}
-	if err := c.Start(); err != nil {
-		rg.b.Fatal(err)
-	}
-	rg.b.Cleanup(func() { c.Process.Kill(); c.Wait() })
+	out := rg.e.startWatch(rg.b, "--all", "--kinds", "message.held")
 	ids := make(chan string, 64)
 	go func() {
 		sc := bufio.NewScanner(out)
@@ -265,22 +252,6 @@ func (rg *attentionRig) heldEvents() <-chan string {
 			}
 		}
 	}()
-	subscribed := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(errs)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), "watching") {
-				close(subscribed)
-				break
-			}
-		}
-		io.Copy(io.Discard, errs)
-	}()
-	select {
-	case <-subscribed:
-	case <-time.After(10 * time.Second):
-		rg.b.Fatal("parley watch did not subscribe within 10 s")
-	}
 	return ids
 }
 

@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -34,15 +36,51 @@ func (e *env) healthOf(t *testing.T, ws, agent string) string {
 // its output so far, as the test goes.
 func (e *env) watchEvents(t *testing.T, ws, kinds string) func() string {
 	t.Helper()
-	c := e.Cmd("watch", "--workspace", ws, "--kinds", kinds, "--json")
-	out, errs := &syncBuffer{}, &syncBuffer{}
-	c.Stdout, c.Stderr = out, errs
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Process.Kill(); c.Wait() })
-	waitUntil(t, "the watch to subscribe", func() bool { return strings.Contains(errs.String(), "watching") })
+	out := &syncBuffer{}
+	go io.Copy(out, e.startWatch(t, "--workspace", ws, "--kinds", kinds))
 	return out.String
+}
+
+// startWatch runs `parley watch --json` with args until the test ends and
+// returns its output, once the watch has subscribed (its "watching" line).
+func (e *env) startWatch(tb testing.TB, args ...string) io.Reader {
+	tb.Helper()
+	c := e.Cmd(append([]string{"watch", "--json"}, args...)...)
+	out, err := c.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	errs, err := c.StderrPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { c.Process.Kill(); c.Wait() })
+	said := &syncBuffer{}
+	subscribed := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(errs)
+		for sc.Scan() {
+			fmt.Fprintln(said, sc.Text())
+			if strings.Contains(sc.Text(), "watching") {
+				subscribed <- true
+				io.Copy(io.Discard, errs)
+				return
+			}
+		}
+		subscribed <- false // it ended first
+	}()
+	select {
+	case ok := <-subscribed:
+		if !ok {
+			tb.Fatalf("parley watch %s ended before it subscribed: %s", strings.Join(args, " "), said.String())
+		}
+	case <-time.After(20 * time.Second):
+		tb.Fatalf("parley watch %s did not subscribe within 20 s: %s", strings.Join(args, " "), said.String())
+	}
+	return out
 }
 
 // eventsOf are the (kind, agent, status) of the JSON lines of a watch.
